@@ -1,0 +1,426 @@
+/* graph.c: building, looking up, checking and dumping the IR (graph.h).
+ * No pass logic lives here: passes are in scheduler/. */
+#include "ir/graph.h"
+
+#include <string.h>
+
+/* ---- the X-macro tables ------------------------------------------------ */
+
+static const struct {
+  const char *name;
+  guint size;
+} elem_info[] = {
+#define DR_X(e, s, n) {s, n},
+    DR_ELEM_TYPE_LIST(DR_X)
+#undef DR_X
+};
+
+guint dr_elem_size(DrElemType type) {
+  g_return_val_if_fail(type < DR_ELEM_N_TYPES, 1);
+  return elem_info[type].size;
+}
+
+const char *dr_elem_name(DrElemType type) {
+  g_return_val_if_fail(type < DR_ELEM_N_TYPES, "?");
+  return elem_info[type].name;
+}
+
+gboolean dr_elem_from_name(const char *name, DrElemType *out) {
+  for (guint i = 0; i < DR_ELEM_N_TYPES; i++)
+    if (strcmp(name, elem_info[i].name) == 0) {
+      *out = (DrElemType)i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+static const struct {
+  const char *name;
+  gboolean reads, writes;
+} access_info[] = {
+#define DR_X(e, s, r, w) {s, r, w},
+    DR_ACCESS_MODE_LIST(DR_X)
+#undef DR_X
+};
+
+const char *dr_access_mode_name(DrAccessMode mode) { return access_info[mode].name; }
+gboolean dr_access_reads(DrAccessMode mode) { return access_info[mode].reads; }
+gboolean dr_access_writes(DrAccessMode mode) { return access_info[mode].writes; }
+
+#define DEFINE_NAME_TABLE(Type, LIST, prefix, count, to_name, from_name) \
+  static const char *const prefix##_names[] = {LIST(DR_NAME_X)};        \
+  const char *to_name(Type v) {                                         \
+    g_return_val_if_fail((guint)v < (count), "?");                      \
+    return prefix##_names[v];                                           \
+  }                                                                     \
+  gboolean from_name(const char *name, Type *out) {                     \
+    for (guint i = 0; i < (count); i++)                                 \
+      if (strcmp(name, prefix##_names[i]) == 0) {                       \
+        *out = (Type)i;                                                 \
+        return TRUE;                                                    \
+      }                                                                 \
+    return FALSE;                                                       \
+  }
+#define DR_NAME_X(e, s) s,
+
+DEFINE_NAME_TABLE(DrOp, DR_OP_LIST, op, DR_N_OPS, dr_op_name, dr_op_from_name)
+DEFINE_NAME_TABLE(DrPriority, DR_PRIORITY_LIST, priority, DR_N_PRIORITIES, dr_priority_name,
+                  dr_priority_from_name)
+DEFINE_NAME_TABLE(DrHostFn, DR_HOST_FN_LIST, host_fn, DR_N_HOST_FNS, dr_host_fn_name,
+                  dr_host_fn_from_name)
+
+static const char *const edge_kind_names[] = {DR_EDGE_KIND_LIST(DR_NAME_X)};
+const char *dr_edge_kind_name(DrEdgeKind kind) { return edge_kind_names[kind]; }
+
+static const char *const init_names[] = {DR_INIT_LIST(DR_NAME_X)};
+
+/* Host function parameters: print(message, buffer?), sleep(us),
+ * checksum(buffer). Buffers must be host-visible (checked by the parser). */
+static const DrParam print_params[] = {
+    {.name = "message", .is_string = TRUE},
+    {.name = "buffer", .is_pointer = TRUE, .access = DR_ACCESS_READ, .optional = TRUE, .any_type = TRUE},
+};
+static const DrParam sleep_params[] = {{.name = "us", .type = DR_ELEM_I64}};
+static const DrParam checksum_params[] = {
+    {.name = "buffer", .is_pointer = TRUE, .access = DR_ACCESS_READ, .any_type = TRUE},
+};
+
+const DrParam *dr_host_fn_params(DrHostFn fn, guint32 *n_params) {
+  switch (fn) {
+    case DR_HOST_FN_PRINT:
+      *n_params = G_N_ELEMENTS(print_params);
+      return print_params;
+    case DR_HOST_FN_SLEEP:
+      *n_params = G_N_ELEMENTS(sleep_params);
+      return sleep_params;
+    case DR_HOST_FN_CHECKSUM:
+      *n_params = G_N_ELEMENTS(checksum_params);
+      return checksum_params;
+    case DR_N_HOST_FNS:
+      break;
+  }
+  g_return_val_if_reached(NULL);
+}
+
+/* ---- construction ------------------------------------------------------ */
+
+static void kernel_clear(gpointer p) { g_free(((DrKernelDecl *)p)->params); }
+
+DrGraph *dr_graph_new(void) {
+  DrGraph *g = g_new0(DrGraph, 1);
+  g->buffers = g_array_new(FALSE, TRUE, sizeof(DrBuffer));
+  g->nodes = g_array_new(FALSE, TRUE, sizeof(DrNode));
+  g->accesses = g_array_new(FALSE, TRUE, sizeof(DrAccess));
+  g->args = g_array_new(FALSE, TRUE, sizeof(DrArg));
+  g->edges = g_array_new(FALSE, TRUE, sizeof(DrEdge));
+  g->afters = g_array_new(FALSE, TRUE, sizeof(DrAfter));
+  g->kernels = g_array_new(FALSE, TRUE, sizeof(DrKernelDecl));
+  g_array_set_clear_func(g->kernels, kernel_clear);
+  g->strings = g_string_chunk_new(64 * 1024);
+  g->node_index = g_hash_table_new(g_str_hash, g_str_equal);
+  g->buffer_index = g_hash_table_new(g_str_hash, g_str_equal);
+  g->kernel_index = g_hash_table_new(g_str_hash, g_str_equal);
+  g->name = "pipeline";
+  g->base_dir = ".";
+  g->run.mode = DR_MODE_STREAMS;
+  g->run.iterations = 10;
+  g->run.warmup = 2;
+  g->run.max_streams = 8;
+  g->run.device = 0;
+  g->run.release_threshold = G_MAXUINT64;
+  return g;
+}
+
+void dr_graph_free(DrGraph *graph) {
+  if (graph == NULL) return;
+  g_array_unref(graph->buffers);
+  g_array_unref(graph->nodes);
+  g_array_unref(graph->accesses);
+  g_array_unref(graph->args);
+  g_array_unref(graph->edges);
+  g_array_unref(graph->afters);
+  g_array_unref(graph->kernels);
+  g_hash_table_unref(graph->node_index);
+  g_hash_table_unref(graph->buffer_index);
+  g_hash_table_unref(graph->kernel_index);
+  g_string_chunk_free(graph->strings);
+  g_free(graph);
+}
+
+const char *dr_graph_intern(DrGraph *graph, const char *s) {
+  if (s == NULL) return NULL;
+  return g_string_chunk_insert_const(graph->strings, s);
+}
+
+static DrId index_add(GHashTable *index, const char *key, guint len) {
+  if (g_hash_table_contains(index, key)) return DR_NONE;
+  g_hash_table_insert(index, (gpointer)key, GUINT_TO_POINTER(len + 1));
+  return len;
+}
+
+static DrId index_find(GHashTable *index, const char *key) {
+  gpointer v = g_hash_table_lookup(index, key);
+  return v ? GPOINTER_TO_UINT(v) - 1 : DR_NONE;
+}
+
+DrId dr_graph_add_buffer(DrGraph *graph, const DrBuffer *buffer) {
+  DrBuffer b = *buffer;
+  b.name = dr_graph_intern(graph, b.name);
+  b.init_path = dr_graph_intern(graph, b.init_path);
+  b.save_path = dr_graph_intern(graph, b.save_path);
+  b.alloc_node = b.free_node = DR_NONE;
+  DrId id = index_add(graph->buffer_index, b.name, graph->buffers->len);
+  if (id != DR_NONE) g_array_append_val(graph->buffers, b);
+  return id;
+}
+
+DrId dr_graph_add_node(DrGraph *graph, const DrNode *node) {
+  DrNode n = *node;
+  n.id = dr_graph_intern(graph, n.id);
+  n.label = dr_graph_intern(graph, n.label);
+  n.access_first = graph->accesses->len;
+  n.access_count = 0;
+  n.arg_first = graph->args->len;
+  n.arg_count = 0;
+  DrId id = index_add(graph->node_index, n.id, graph->nodes->len);
+  if (id != DR_NONE) g_array_append_val(graph->nodes, n);
+  return id;
+}
+
+guint32 dr_graph_add_access(DrGraph *graph, const DrAccess *access) {
+  g_return_val_if_fail(graph->nodes->len > 0, 0);
+  DrNode *n = dr_graph_node(graph, graph->nodes->len - 1);
+  g_array_append_val(graph->accesses, *access);
+  n->access_count++;
+  return graph->accesses->len - 1;
+}
+
+guint32 dr_graph_add_arg(DrGraph *graph, const DrArg *arg) {
+  g_return_val_if_fail(graph->nodes->len > 0, 0);
+  DrNode *n = dr_graph_node(graph, graph->nodes->len - 1);
+  DrArg a = *arg;
+  if (a.kind == DR_ARG_STRING) a.v.s = dr_graph_intern(graph, a.v.s);
+  g_array_append_val(graph->args, a);
+  n->arg_count++;
+  return graph->args->len - 1;
+}
+
+void dr_graph_add_edge(DrGraph *graph, DrId from, DrId to, DrEdgeKind kind, DrId buffer) {
+  DrEdge e = {from, to, kind, buffer};
+  g_array_append_val(graph->edges, e);
+}
+
+void dr_graph_add_after(DrGraph *graph, DrId from, DrId to, DrLoc loc) {
+  DrAfter a = {from, to, loc};
+  g_array_append_val(graph->afters, a);
+}
+
+DrId dr_graph_add_kernel(DrGraph *graph, const DrKernelDecl *decl) {
+  DrKernelDecl k = *decl;
+  k.name = dr_graph_intern(graph, k.name);
+  DrId id = index_add(graph->kernel_index, k.name, graph->kernels->len);
+  if (id == DR_NONE) return DR_NONE;
+  k.params = g_new0(DrParam, MAX(k.n_params, 1));
+  for (guint32 i = 0; i < k.n_params; i++) {
+    k.params[i] = decl->params[i];
+    k.params[i].name = dr_graph_intern(graph, decl->params[i].name);
+  }
+  k.source = dr_graph_intern(graph, k.source);
+  k.ptx = dr_graph_intern(graph, k.ptx);
+  k.cubin = dr_graph_intern(graph, k.cubin);
+  k.fatbin = dr_graph_intern(graph, k.fatbin);
+  k.entry = dr_graph_intern(graph, k.entry);
+  g_array_append_val(graph->kernels, k);
+  return id;
+}
+
+DrId dr_graph_find_node(const DrGraph *graph, const char *id) {
+  return index_find(graph->node_index, id);
+}
+DrId dr_graph_find_buffer(const DrGraph *graph, const char *name) {
+  return index_find(graph->buffer_index, name);
+}
+DrId dr_graph_find_kernel(const DrGraph *graph, const char *name) {
+  return index_find(graph->kernel_index, name);
+}
+
+static int edge_cmp(gconstpointer pa, gconstpointer pb) {
+  const DrEdge *a = pa, *b = pb;
+  if (a->to != b->to) return a->to < b->to ? -1 : 1;
+  if (a->from != b->from) return a->from < b->from ? -1 : 1;
+  return (int)a->kind - (int)b->kind;
+}
+
+void dr_graph_sort_edges(DrGraph *graph) {
+  GArray *e = graph->edges;
+  if (e->len == 0) return;
+  g_array_sort(e, edge_cmp);
+  guint w = 1;
+  for (guint r = 1; r < e->len; r++) {
+    DrEdge *prev = &g_array_index(e, DrEdge, w - 1);
+    DrEdge *cur = &g_array_index(e, DrEdge, r);
+    if (cur->from == prev->from && cur->to == prev->to) continue;
+    g_array_index(e, DrEdge, w++) = *cur;
+  }
+  g_array_set_size(e, w);
+}
+
+/* ---- invariants -------------------------------------------------------- */
+
+#define FAIL(...)                                                      \
+  do {                                                                 \
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, __VA_ARGS__);       \
+    return FALSE;                                                      \
+  } while (0)
+
+gboolean dr_graph_check(const DrGraph *graph, GError **error) {
+  guint32 n_nodes = graph->nodes->len;
+  guint32 next_access = 0, next_arg = 0;
+  for (DrId i = 0; i < n_nodes; i++) {
+    const DrNode *n = dr_graph_node(graph, i);
+    if (n->id == NULL || n->id[0] == '\0') FAIL("I1: node %u has no id", i);
+    if (dr_graph_find_node(graph, n->id) != i) FAIL("I1: node id '%s' not unique", n->id);
+    if (n->access_first != next_access) FAIL("I2: accesses of '%s' do not tile", n->id);
+    next_access += n->access_count;
+    if (n->arg_first != next_arg) FAIL("I3: args of '%s' do not tile", n->id);
+    next_arg += n->arg_count;
+    for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++) {
+      const DrAccess *ac = dr_graph_access(graph, a);
+      if (ac->buffer >= graph->buffers->len) FAIL("I2: access %u of '%s' names no buffer", a, n->id);
+      const DrBuffer *b = dr_graph_buffer(graph, ac->buffer);
+      if (ac->begin > ac->end || ac->end > b->count)
+        FAIL("I2: access %u of '%s' out of bounds of '%s'", a, n->id, b->name);
+    }
+    if (n->op == DR_OP_KERNEL) {
+      if (n->kernel >= graph->kernels->len) FAIL("I3: kernel node '%s' names no kernel", n->id);
+      const DrKernelDecl *k = dr_graph_kernel(graph, n->kernel);
+      guint64 seen = 0;
+      for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
+        const DrArg *arg = dr_graph_arg(graph, a);
+        if (arg->param >= k->n_params) FAIL("I3: arg %u of '%s' names no parameter", a, n->id);
+        if (arg->param < 64) {
+          if (seen & (G_GUINT64_CONSTANT(1) << arg->param))
+            FAIL("I3: parameter %u of '%s' bound twice", arg->param, n->id);
+          seen |= G_GUINT64_CONSTANT(1) << arg->param;
+        }
+      }
+    }
+    for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
+      const DrArg *arg = dr_graph_arg(graph, a);
+      if (arg->kind == DR_ARG_BUFFER &&
+          (arg->v.access < n->access_first || arg->v.access >= n->access_first + n->access_count))
+        FAIL("I3: buffer arg %u of '%s' names an access of another node", a, n->id);
+    }
+    if (n->op == DR_OP_ALLOC || n->op == DR_OP_FREE) {
+      if (n->buffer >= graph->buffers->len) FAIL("I5: '%s' names no buffer", n->id);
+      const DrBuffer *b = dr_graph_buffer(graph, n->buffer);
+      if (b->where != DR_WHERE_DEVICE) FAIL("I5: '%s' names host buffer '%s'", n->id, b->name);
+      DrId want = n->op == DR_OP_ALLOC ? b->alloc_node : b->free_node;
+      if (want != i) FAIL("I5: buffer '%s' does not record '%s'", b->name, n->id);
+    }
+  }
+  if (next_access != graph->accesses->len) FAIL("I2: %u accesses belong to no node", graph->accesses->len - next_access);
+  if (next_arg != graph->args->len) FAIL("I3: %u args belong to no node", graph->args->len - next_arg);
+  for (guint i = 0; i < graph->edges->len; i++) {
+    const DrEdge *e = dr_graph_edge(graph, i);
+    if (e->from >= n_nodes || e->to >= n_nodes) FAIL("I4: edge %u joins missing nodes", i);
+    if (e->from == e->to) FAIL("I4: edge %u is a self loop on '%s'", i, dr_graph_node(graph, e->to)->id);
+    if (e->kind != DR_EDGE_AFTER && e->from > e->to) FAIL("I4: hazard edge %u goes backward", i);
+  }
+  return TRUE;
+}
+
+/* ---- dump -------------------------------------------------------------- */
+
+static void dump_access(const DrGraph *g, const DrAccess *a, GString *out) {
+  const DrBuffer *b = dr_graph_buffer(g, a->buffer);
+  g_string_append_printf(out, "%s %s[%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT "]",
+                         dr_access_mode_name(a->mode), b->name, a->begin, a->end);
+}
+
+void dr_graph_dump(const DrGraph *graph, GString *out) {
+  const DrRunConfig *r = &graph->run;
+  g_string_append_printf(out, "pipeline %s\n", graph->name);
+  g_string_append_printf(out, "run mode=%s iterations=%u warmup=%u max_streams=%u%s device=%d",
+                         r->mode == DR_MODE_GRAPH ? "graph" : "streams", r->iterations, r->warmup,
+                         r->max_streams, r->max_streams_set ? "" : "(default)", r->device);
+  if (r->release_threshold_set)
+    g_string_append_printf(out, " release_threshold=%" G_GUINT64_FORMAT, r->release_threshold);
+  g_string_append_c(out, '\n');
+  for (guint i = 0; i < graph->buffers->len; i++) {
+    const DrBuffer *b = dr_graph_buffer(graph, i);
+    g_string_append_printf(out, "buffer %s %s[%" G_GUINT64_FORMAT "] %s", b->name, dr_elem_name(b->type),
+                           b->count, b->where == DR_WHERE_HOST ? "host" : "device");
+    if (b->init != DR_INIT_NONE) {
+      g_string_append_printf(out, " init=%s", init_names[b->init]);
+      if (b->init == DR_INIT_RANDOM) g_string_append_printf(out, "(%" G_GUINT64_FORMAT ")", b->init_seed);
+      if (b->init == DR_INIT_FILE) g_string_append_printf(out, "(%s)", b->init_path);
+    }
+    if (b->save_path) g_string_append_printf(out, " save=%s", b->save_path);
+    if (b->alloc_node != DR_NONE)
+      g_string_append_printf(out, " alloc=%s", dr_graph_node(graph, b->alloc_node)->id);
+    if (b->free_node != DR_NONE)
+      g_string_append_printf(out, " free=%s", dr_graph_node(graph, b->free_node)->id);
+    g_string_append_c(out, '\n');
+  }
+  for (guint i = 0; i < graph->kernels->len; i++) {
+    const DrKernelDecl *k = dr_graph_kernel(graph, i);
+    if (k->origin != DR_KERNEL_USER) continue;
+    g_string_append_printf(out, "kernel %s entry=%s (", k->name, k->entry ? k->entry : k->name);
+    for (guint32 p = 0; p < k->n_params; p++) {
+      const DrParam *pp = &k->params[p];
+      g_string_append_printf(out, "%s%s %s%s", p ? ", " : "", pp->name, dr_elem_name(pp->type),
+                             pp->is_pointer ? "*" : "");
+      if (pp->is_pointer) g_string_append_printf(out, " %s", dr_access_mode_name(pp->access));
+    }
+    g_string_append(out, ")\n");
+  }
+  for (guint i = 0; i < graph->nodes->len; i++) {
+    const DrNode *n = dr_graph_node(graph, i);
+    g_string_append_printf(out, "node %s %s", n->id, dr_op_name(n->op));
+    if (n->op == DR_OP_KERNEL) g_string_append_printf(out, " %s", dr_graph_kernel(graph, n->kernel)->name);
+    if (n->op == DR_OP_HOST) g_string_append_printf(out, " %s", dr_host_fn_name(n->host_fn));
+    if (n->op == DR_OP_MEMSET) g_string_append_printf(out, " value=%u", n->memset_value);
+    if (n->op == DR_OP_ALLOC || n->op == DR_OP_FREE)
+      g_string_append_printf(out, " %s", dr_graph_buffer(graph, n->buffer)->name);
+    if (n->priority != DR_PRIORITY_NORMAL) g_string_append_printf(out, " priority=%s", dr_priority_name(n->priority));
+    if (n->device >= 0) g_string_append_printf(out, " device=%d", n->device);
+    if (n->label) g_string_append_printf(out, " label=\"%s\"", n->label);
+    if (n->grid[0]) g_string_append_printf(out, " grid=[%u,%u,%u]", n->grid[0], n->grid[1], n->grid[2]);
+    if (n->block[0]) g_string_append_printf(out, " block=[%u,%u,%u]", n->block[0], n->block[1], n->block[2]);
+    if (n->shared) g_string_append_printf(out, " shared=%u", n->shared);
+    g_string_append_c(out, '\n');
+    for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++) {
+      g_string_append(out, "  access ");
+      dump_access(graph, dr_graph_access(graph, a), out);
+      g_string_append_c(out, '\n');
+    }
+    const DrParam *params = NULL;
+    guint32 n_params = 0;
+    if (n->op == DR_OP_KERNEL) {
+      params = dr_graph_kernel(graph, n->kernel)->params;
+      n_params = dr_graph_kernel(graph, n->kernel)->n_params;
+    } else if (n->op == DR_OP_HOST) {
+      params = dr_host_fn_params(n->host_fn, &n_params);
+    }
+    for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
+      const DrArg *arg = dr_graph_arg(graph, a);
+      const char *pname = arg->param < n_params ? params[arg->param].name : "?";
+      g_string_append_printf(out, "  arg %s = ", pname);
+      switch (arg->kind) {
+        case DR_ARG_BUFFER: dump_access(graph, dr_graph_access(graph, arg->v.access), out); break;
+        case DR_ARG_INT: g_string_append_printf(out, "%" G_GINT64_FORMAT, arg->v.i); break;
+        case DR_ARG_FLOAT: g_string_append_printf(out, "%.17g", arg->v.f); break;
+        case DR_ARG_STRING: g_string_append_printf(out, "\"%s\"", arg->v.s); break;
+      }
+      g_string_append_c(out, '\n');
+    }
+  }
+  for (guint i = 0; i < graph->edges->len; i++) {
+    const DrEdge *e = dr_graph_edge(graph, i);
+    g_string_append_printf(out, "edge %s -> %s %s", dr_graph_node(graph, e->from)->id,
+                           dr_graph_node(graph, e->to)->id, dr_edge_kind_name(e->kind));
+    if (e->buffer != DR_NONE) g_string_append_printf(out, " %s", dr_graph_buffer(graph, e->buffer)->name);
+    g_string_append_c(out, '\n');
+  }
+}

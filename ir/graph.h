@@ -1,0 +1,358 @@
+/* graph.h: DrGraph, dagrun's intermediate representation, the graph in the
+ * middle between the parser (or the C API) and the scheduler and backends.
+ *
+ * Everything lives in dense arrays indexed by ids (DrId): buffers, nodes,
+ * accesses, arguments, edges, kernel declarations. Passes use plain arrays
+ * and bitsets over those ids. Every buffer, node, access and argument keeps
+ * the source location it came from, so an error found three passes later
+ * still points at the user's line. This file is not the schedule: see
+ * plan.h for the stream plan.
+ *
+ * INVARIANTS (checked by dr_graph_check after each pass in debug builds,
+ * -DDR_CHECK_INVARIANTS=1):
+ *  I1. Node ids are unique, non-empty; nodes are in program (file) order.
+ *  I2. Every access names an existing buffer, begin <= end <= buffer count,
+ *      and belongs to exactly one node: node.access_first .. +access_count
+ *      tile the access array in node order.
+ *  I3. Every argument belongs to exactly one node (arg_first/arg_count tile
+ *      the arg array in node order); a buffer argument names an access of
+ *      the same node; kernel nodes name an existing kernel declaration and
+ *      each parameter at most once.
+ *  I4. Every edge joins two existing nodes, from != to. Hazard edges (RAW,
+ *      WAR, WAW) always go forward in program order (from < to); only AFTER
+ *      edges may go backward until the cycle pass has run. After
+ *      dr_graph_sort_edges the edge array is sorted by (to, from) with no
+ *      duplicate (from, to) pair.
+ *  I5. alloc and free nodes name device buffers; a buffer has at most one
+ *      alloc and one free node, recorded in buffer.alloc_node/free_node.
+ *  I6. Strings (ids, names, file names) are interned in the graph's string
+ *      chunk and live as long as the graph.
+ */
+#ifndef DAGRUN_IR_GRAPH_H
+#define DAGRUN_IR_GRAPH_H
+
+#include <glib.h>
+
+#include "include/dagrun/elem_types.h"
+#include "ir/diag.h"
+
+G_BEGIN_DECLS
+
+typedef guint32 DrId;
+#define DR_NONE G_MAXUINT32
+
+/* Size in bytes and YAML spelling of an element type. */
+guint dr_elem_size(DrElemType type);
+const char *dr_elem_name(DrElemType type);
+/* Returns TRUE and sets *out when `name` spells a type ("f32"). */
+gboolean dr_elem_from_name(const char *name, DrElemType *out);
+const char *dr_access_mode_name(DrAccessMode mode);
+gboolean dr_access_reads(DrAccessMode mode);
+gboolean dr_access_writes(DrAccessMode mode);
+
+/* X(ENUM_SUFFIX, yaml_spelling) */
+#define DR_OP_LIST(X) \
+  X(KERNEL, "kernel")  \
+  X(COPY, "copy")      \
+  X(MEMSET, "memset")  \
+  X(ALLOC, "alloc")    \
+  X(FREE, "free")      \
+  X(HOST, "host")      \
+  X(NOOP, "noop")
+
+typedef enum {
+#define DR_X(e, s) DR_OP_##e,
+  DR_OP_LIST(DR_X)
+#undef DR_X
+  DR_N_OPS
+} DrOp;
+
+const char *dr_op_name(DrOp op);
+gboolean dr_op_from_name(const char *name, DrOp *out);
+
+/* X(ENUM_SUFFIX, yaml_spelling). Order matters: lower enum = lower priority. */
+#define DR_PRIORITY_LIST(X) \
+  X(LOW, "low")             \
+  X(NORMAL, "normal")       \
+  X(HIGH, "high")
+
+typedef enum {
+#define DR_X(e, s) DR_PRIORITY_##e,
+  DR_PRIORITY_LIST(DR_X)
+#undef DR_X
+  DR_N_PRIORITIES
+} DrPriority;
+
+const char *dr_priority_name(DrPriority p);
+gboolean dr_priority_from_name(const char *name, DrPriority *out);
+
+typedef enum { DR_WHERE_DEVICE, DR_WHERE_HOST } DrWhere;
+
+/* X(ENUM_SUFFIX, spelling) */
+#define DR_INIT_LIST(X) \
+  X(NONE, "none")       \
+  X(ZEROS, "zeros")     \
+  X(IOTA, "iota")       \
+  X(RANDOM, "random")   \
+  X(FILE, "file")
+
+typedef enum {
+#define DR_X(e, s) DR_INIT_##e,
+  DR_INIT_LIST(DR_X)
+#undef DR_X
+} DrInitKind;
+
+typedef struct {
+  const char *name; /* interned */
+  DrLoc loc;        /* the buffer's key in `buffers:` */
+  DrElemType type;
+  guint64 count; /* elements; bytes = count * dr_elem_size(type) */
+  DrWhere where;
+  DrInitKind init;
+  guint64 init_seed;     /* DR_INIT_RANDOM */
+  const char *init_path; /* DR_INIT_FILE, resolved relative to the pipeline */
+  const char *save_path; /* NULL unless `save:` */
+  DrId alloc_node;       /* DR_NONE: lives for the whole run */
+  DrId free_node;
+} DrBuffer;
+
+static inline guint64 dr_buffer_bytes(const DrBuffer *b) {
+  return b->count * (guint64)dr_elem_size(b->type);
+}
+
+/* One use of a buffer range by a node, in elements [begin, end). */
+typedef struct {
+  DrId buffer;
+  DrAccessMode mode;
+  guint64 begin;
+  guint64 end;
+  DrLoc loc; /* the slice text or the key that implies the access */
+} DrAccess;
+
+/* A declared parameter of a kernel or host function. */
+typedef struct {
+  const char *name;
+  DrElemType type;
+  gboolean is_pointer; /* "f32*": a buffer argument */
+  DrAccessMode access; /* pointers only */
+  gboolean is_string;  /* host functions only (print's message) */
+  gboolean optional;   /* may be left out; the kernel has a default */
+  gboolean any_type;   /* pointer of any element type (host functions) */
+} DrParam;
+
+/* How the default grid is computed: enough blocks of `block` threads to
+ * cover the value of parameter `over` (an integer scalar, or the element
+ * count of a buffer parameter). over == DR_NONE: one block. */
+typedef struct {
+  DrId over;
+  guint32 block;
+} DrGridRule;
+
+typedef enum { DR_KERNEL_BUILTIN, DR_KERNEL_USER } DrKernelOrigin;
+
+/* A kernel as the IR sees it: a name and parameter declarations that drive
+ * hazard inference. Built-in kernels are registered by the core library
+ * from kernels/registry before parsing; user kernels come from `kernels:`. */
+typedef struct {
+  const char *name;
+  DrLoc loc;
+  DrKernelOrigin origin;
+  guint32 builtin_index; /* index in the kernel registry, DR_KERNEL_BUILTIN */
+  DrParam *params;       /* n_params, owned by the graph */
+  guint32 n_params;
+  DrGridRule grid;
+  /* DR_KERNEL_USER: exactly one of source/ptx/cubin/fatbin is set. */
+  const char *source;
+  const char *ptx;
+  const char *cubin;
+  const char *fatbin;
+  const char *entry;
+} DrKernelDecl;
+
+/* X(ENUM_SUFFIX, spelling): the built-in host functions. Their parameters
+ * are declared in ir/graph.c (dr_host_fn_params). */
+#define DR_HOST_FN_LIST(X) \
+  X(PRINT, "print")        \
+  X(SLEEP, "sleep")        \
+  X(CHECKSUM, "checksum")
+
+typedef enum {
+#define DR_X(e, s) DR_HOST_FN_##e,
+  DR_HOST_FN_LIST(DR_X)
+#undef DR_X
+  DR_N_HOST_FNS
+} DrHostFn;
+
+const char *dr_host_fn_name(DrHostFn fn);
+gboolean dr_host_fn_from_name(const char *name, DrHostFn *out);
+/* The parameter declarations of a host function (static storage). */
+const DrParam *dr_host_fn_params(DrHostFn fn, guint32 *n_params);
+
+typedef enum { DR_ARG_BUFFER, DR_ARG_INT, DR_ARG_FLOAT, DR_ARG_STRING } DrArgKind;
+
+/* A bound argument of a kernel or host node. */
+typedef struct {
+  guint32 param; /* index into the kernel's (or host fn's) params */
+  DrArgKind kind;
+  union {
+    DrId access; /* DR_ARG_BUFFER: an access of the same node */
+    gint64 i;
+    double f;
+    const char *s; /* interned */
+  } v;
+  DrLoc loc;
+} DrArg;
+
+typedef struct {
+  DrOp op;
+  DrPriority priority;
+  const char *id;    /* interned, unique */
+  const char *label; /* NULL unless `label:` */
+  DrLoc loc;         /* the node's key in `nodes:` */
+  gint32 device;     /* -1: the run's device */
+  guint32 access_first, access_count;
+  guint32 arg_first, arg_count;
+  /* DR_OP_KERNEL */
+  DrId kernel;
+  guint32 grid[3], block[3]; /* 0 in grid[0]/block[0]: use the default */
+  guint32 shared;
+  /* DR_OP_MEMSET */
+  guint8 memset_value;
+  /* DR_OP_HOST */
+  DrHostFn host_fn;
+  /* DR_OP_ALLOC / DR_OP_FREE */
+  DrId buffer;
+} DrNode;
+
+/* X(ENUM_SUFFIX, spelling) */
+#define DR_EDGE_KIND_LIST(X) \
+  X(RAW, "raw")              \
+  X(WAR, "war")              \
+  X(WAW, "waw")              \
+  X(AFTER, "after")
+
+typedef enum {
+#define DR_X(e, s) DR_EDGE_##e,
+  DR_EDGE_KIND_LIST(DR_X)
+#undef DR_X
+} DrEdgeKind;
+
+const char *dr_edge_kind_name(DrEdgeKind kind);
+
+/* A dependency: `to` must start after `from` completes. `buffer` names the
+ * buffer of a hazard edge (DR_NONE for AFTER). */
+typedef struct {
+  DrId from;
+  DrId to;
+  DrEdgeKind kind;
+  DrId buffer;
+} DrEdge;
+
+/* An explicit `after:` entry, resolved to node ids by the parser; the
+ * hazard pass turns them into AFTER edges. */
+typedef struct {
+  DrId from; /* the node listed in after: */
+  DrId to;   /* the node that has the after: key */
+  DrLoc loc; /* the list entry */
+} DrAfter;
+
+typedef enum { DR_MODE_STREAMS, DR_MODE_GRAPH } DrMode;
+
+/* `run:` and `memory:`; the CLI overrides fields after parsing. A field's
+ * `_set` flag says whether the file (or the command line) gave it. */
+typedef struct {
+  DrMode mode;
+  guint32 iterations; /* default 10 */
+  guint32 warmup;     /* default 2 */
+  guint32 max_streams;
+  gboolean max_streams_set; /* else: the device's queue count */
+  gint32 device;            /* default 0 */
+  guint64 release_threshold;
+  gboolean release_threshold_set; /* else: keep everything (UINT64_MAX) */
+} DrRunConfig;
+
+typedef struct {
+  const char *name;     /* `name:`, or the file's base name */
+  const char *file;     /* the pipeline's path as given, interned */
+  const char *base_dir; /* for relative `source:`, `init: {file:}` paths */
+  DrRunConfig run;
+  GArray *buffers;  /* DrBuffer */
+  GArray *nodes;    /* DrNode */
+  GArray *accesses; /* DrAccess */
+  GArray *args;     /* DrArg */
+  GArray *edges;    /* DrEdge */
+  GArray *afters;   /* DrAfter */
+  GArray *kernels;  /* DrKernelDecl */
+  GStringChunk *strings;
+  GHashTable *node_index;   /* id -> DrId+1, interned keys */
+  GHashTable *buffer_index; /* name -> DrId+1 */
+  GHashTable *kernel_index; /* name -> DrId+1 */
+} DrGraph;
+
+/* Returns a new empty graph with default run settings. Free with
+ * dr_graph_free (NULL-safe). */
+DrGraph *dr_graph_new(void);
+void dr_graph_free(DrGraph *graph);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrGraph, dr_graph_free)
+
+/* Returns `s` interned in the graph (stable for the graph's life). */
+const char *dr_graph_intern(DrGraph *graph, const char *s);
+
+#define dr_graph_n_nodes(g) ((g)->nodes->len)
+#define dr_graph_n_buffers(g) ((g)->buffers->len)
+#define dr_graph_node(g, i) (&g_array_index((g)->nodes, DrNode, (i)))
+#define dr_graph_buffer(g, i) (&g_array_index((g)->buffers, DrBuffer, (i)))
+#define dr_graph_access(g, i) (&g_array_index((g)->accesses, DrAccess, (i)))
+#define dr_graph_arg(g, i) (&g_array_index((g)->args, DrArg, (i)))
+#define dr_graph_edge(g, i) (&g_array_index((g)->edges, DrEdge, (i)))
+#define dr_graph_kernel(g, i) (&g_array_index((g)->kernels, DrKernelDecl, (i)))
+
+/* Adds a buffer (name interned; alloc/free set to DR_NONE). Returns its id,
+ * or DR_NONE when the name is taken. */
+DrId dr_graph_add_buffer(DrGraph *graph, const DrBuffer *buffer);
+/* Adds a node at the end of program order (id interned; access/arg ranges
+ * start empty at the current ends of those arrays). Returns its id, or
+ * DR_NONE when the id is taken. */
+DrId dr_graph_add_node(DrGraph *graph, const DrNode *node);
+/* Appends an access to the last node added; returns its index. */
+guint32 dr_graph_add_access(DrGraph *graph, const DrAccess *access);
+/* Appends an argument to the last node added; returns its index. */
+guint32 dr_graph_add_arg(DrGraph *graph, const DrArg *arg);
+void dr_graph_add_edge(DrGraph *graph, DrId from, DrId to, DrEdgeKind kind, DrId buffer);
+void dr_graph_add_after(DrGraph *graph, DrId from, DrId to, DrLoc loc);
+/* Adds a kernel declaration, copying params into the graph. Returns its id,
+ * or DR_NONE when the name is taken. */
+DrId dr_graph_add_kernel(DrGraph *graph, const DrKernelDecl *decl);
+
+/* Lookups by name; DR_NONE when absent. */
+DrId dr_graph_find_node(const DrGraph *graph, const char *id);
+DrId dr_graph_find_buffer(const DrGraph *graph, const char *name);
+DrId dr_graph_find_kernel(const DrGraph *graph, const char *name);
+
+/* Sorts edges by (to, from) and removes duplicate (from, to) pairs, keeping
+ * the first kind in RAW < WAR < WAW < AFTER order. */
+void dr_graph_sort_edges(DrGraph *graph);
+
+/* Checks the invariants above; on failure sets `error` naming the first one
+ * broken and returns FALSE. */
+gboolean dr_graph_check(const DrGraph *graph, GError **error);
+
+#ifdef DR_CHECK_INVARIANTS
+#define DR_GRAPH_CHECK(g)                                     \
+  do {                                                        \
+    g_autoptr(GError) dr__check_error = NULL;                 \
+    if (!dr_graph_check((g), &dr__check_error))               \
+      g_error("IR invariant broken: %s", dr__check_error->message); \
+  } while (0)
+#else
+#define DR_GRAPH_CHECK(g) ((void)0)
+#endif
+
+/* Writes the stable text dump (the golden-test format for --dump-after) to
+ * `out`: run settings, buffers, kernels used, nodes with their accesses and
+ * arguments, and edges, one item per line, no pointers or addresses. */
+void dr_graph_dump(const DrGraph *graph, GString *out);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,118 @@
+/* plan.c: allocation, the serial plan and the invariant check of DrPlan
+ * (plan.h). Planning itself is scheduler/'s job. */
+#include "ir/plan.h"
+
+#include <string.h>
+
+DrPlan *dr_plan_new(const DrGraph *graph) {
+  g_return_val_if_fail(graph != NULL, NULL);
+  DrPlan *p = g_new0(DrPlan, 1);
+  guint32 n = graph->nodes->len;
+  p->graph = graph;
+  p->streams = g_array_new(FALSE, TRUE, sizeof(DrStream));
+  p->steps = g_array_sized_new(FALSE, TRUE, sizeof(DrPlanStep), n);
+  p->waits = g_array_new(FALSE, TRUE, sizeof(DrId));
+  p->antichain = g_array_new(FALSE, TRUE, sizeof(DrId));
+  p->node_stream = g_new0(guint32, MAX(n, 1));
+  p->node_step = g_new0(guint32, MAX(n, 1));
+  p->needs_event = g_new0(gboolean, MAX(n, 1));
+  p->n_edges = graph->edges->len;
+  return p;
+}
+
+void dr_plan_free(DrPlan *plan) {
+  if (plan == NULL) return;
+  g_array_unref(plan->streams);
+  g_array_unref(plan->steps);
+  g_array_unref(plan->waits);
+  g_array_unref(plan->antichain);
+  g_free(plan->node_stream);
+  g_free(plan->node_step);
+  g_free(plan->needs_event);
+  g_free(plan);
+}
+
+DrPlan *dr_plan_new_serial(const DrGraph *graph) {
+  DrPlan *p = dr_plan_new(graph);
+  guint32 n = graph->nodes->len;
+  DrStream s = {DR_PRIORITY_NORMAL, n};
+  g_array_append_val(p->streams, s);
+  for (DrId i = 0; i < n; i++) {
+    DrPlanStep step = {i, 0, 0, 0};
+    g_array_append_val(p->steps, step);
+    p->node_step[i] = i;
+  }
+  p->width = n ? 1 : 0;
+  p->cap = 1;
+  return p;
+}
+
+#define FAIL(...)                                                \
+  do {                                                           \
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, __VA_ARGS__); \
+    return FALSE;                                                \
+  } while (0)
+
+/* Is `to` reachable from `from` through stream order and waits? Walks
+ * backward from `to` over "happens-before" links: the previous step on the
+ * same stream and every waited node. */
+static gboolean ordered(const DrPlan *p, DrId from, DrId to, guint32 *prev_on_stream, guint8 *seen,
+                        GArray *stack) {
+  guint32 n = p->graph->nodes->len;
+  memset(seen, 0, n);
+  g_array_set_size(stack, 0);
+  g_array_append_val(stack, to);
+  while (stack->len) {
+    DrId v = g_array_index(stack, DrId, stack->len - 1);
+    g_array_set_size(stack, stack->len - 1);
+    if (v == from) return TRUE;
+    if (seen[v]) continue;
+    seen[v] = 1;
+    const DrPlanStep *s = dr_plan_step(p, p->node_step[v]);
+    if (p->node_step[v] < p->node_step[from]) continue;
+    guint32 prev = prev_on_stream[p->node_step[v]];
+    if (prev != G_MAXUINT32) g_array_append_val(stack, dr_plan_step(p, prev)->node);
+    for (guint32 w = s->wait_first; w < s->wait_first + s->wait_count; w++) {
+      DrId u = dr_plan_wait(p, w);
+      g_array_append_val(stack, u);
+    }
+  }
+  return FALSE;
+}
+
+gboolean dr_plan_check(const DrPlan *plan, GError **error) {
+  const DrGraph *g = plan->graph;
+  guint32 n = g->nodes->len;
+  if (plan->steps->len != n) FAIL("P1: %u steps for %u nodes", plan->steps->len, n);
+  g_autofree guint8 *seen = g_new0(guint8, MAX(n, 1));
+  g_autofree guint32 *prev_on_stream = g_new(guint32, MAX(n, 1));
+  g_autofree guint32 *last = g_new(guint32, MAX(plan->streams->len, 1));
+  for (guint32 s = 0; s < plan->streams->len; s++) last[s] = G_MAXUINT32;
+  for (guint32 i = 0; i < n; i++) {
+    const DrPlanStep *s = dr_plan_step(plan, i);
+    if (s->node >= n || seen[s->node]) FAIL("P1: step %u repeats or names no node", i);
+    seen[s->node] = 1;
+    if (plan->node_step[s->node] != i) FAIL("P1: node_step of '%s' is wrong", dr_graph_node(g, s->node)->id);
+    if (s->stream >= plan->streams->len) FAIL("P1: step %u names no stream", i);
+    if (plan->node_stream[s->node] != s->stream) FAIL("P1: node_stream of '%s' is wrong", dr_graph_node(g, s->node)->id);
+    const DrStream *st = &g_array_index(plan->streams, DrStream, s->stream);
+    if (dr_graph_node(g, s->node)->priority != st->priority)
+      FAIL("P4: '%s' has another priority than its stream", dr_graph_node(g, s->node)->id);
+    prev_on_stream[i] = last[s->stream];
+    last[s->stream] = i;
+    for (guint32 w = s->wait_first; w < s->wait_first + s->wait_count; w++) {
+      DrId u = dr_plan_wait(plan, w);
+      if (u >= n || plan->node_step[u] >= i || plan->node_stream[u] == s->stream)
+        FAIL("P3: wait %u of '%s' is not an earlier node on another stream", w, dr_graph_node(g, s->node)->id);
+      if (!plan->needs_event[u]) FAIL("P3: '%s' is waited on but records no event", dr_graph_node(g, u)->id);
+    }
+  }
+  g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(DrId));
+  for (guint i = 0; i < g->edges->len; i++) {
+    const DrEdge *e = dr_graph_edge(g, i);
+    if (!ordered(plan, e->from, e->to, prev_on_stream, seen, stack))
+      FAIL("P2: edge %s -> %s is not implied by the plan", dr_graph_node(g, e->from)->id,
+           dr_graph_node(g, e->to)->id);
+  }
+  return TRUE;
+}

@@ -1,0 +1,80 @@
+/* plan.h: DrPlan, the stream plan the scheduler makes of a DrGraph and every
+ * backend executes.
+ *
+ * A plan assigns each node to one stream, fixes the issue order (a
+ * topological order that interleaves streams) and lists, for each node, the
+ * nodes on other streams whose completion it must wait for. Stream order
+ * plus these waits imply every DAG edge. The plan borrows its graph: the
+ * graph must outlive it. This file holds data only; scheduler/ makes plans.
+ *
+ * INVARIANTS (dr_plan_check):
+ *  P1. steps holds every node exactly once; node_step[steps[i].node] == i.
+ *  P2. Nodes on one stream appear in steps in an order consistent with the
+ *      DAG; every edge (u, v) is implied by stream order plus waits
+ *      (transitively).
+ *  P3. Every wait of step i names a node on another stream with a smaller
+ *      step index, and needs_event[that node] is TRUE.
+ *  P4. All nodes of one stream share the stream's priority.
+ */
+#ifndef DAGRUN_IR_PLAN_H
+#define DAGRUN_IR_PLAN_H
+
+#include <glib.h>
+
+#include "ir/graph.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  DrPriority priority;
+  guint32 n_nodes;
+} DrStream;
+
+typedef struct {
+  DrId node;
+  guint32 stream;
+  guint32 wait_first; /* into plan->waits */
+  guint32 wait_count;
+} DrPlanStep;
+
+typedef struct {
+  const DrGraph *graph; /* borrowed */
+  GArray *streams;      /* DrStream */
+  GArray *steps;        /* DrPlanStep, in issue order */
+  GArray *waits;        /* DrId: nodes waited upon, grouped per step */
+  guint32 *node_stream; /* [n_nodes] */
+  guint32 *node_step;   /* [n_nodes] */
+  gboolean *needs_event; /* [n_nodes]: some later step waits on it */
+
+  guint32 width;      /* the DAG's width (Dilworth) */
+  GArray *antichain;  /* DrId: a maximum antichain, the width's certificate */
+  guint32 cap;        /* the stream cap used */
+  gboolean cap_binds; /* width (per priority) exceeded the cap */
+  guint32 n_edges;    /* dependency edges in the graph */
+  /* Estimated critical path (µs) of the DAG and of the capped plan, by the
+   * cost model; equal when the cap does not bind. */
+  double critical_path_us;
+  double planned_path_us;
+} DrPlan;
+
+/* Returns an empty plan for `graph` with node arrays sized to it. Free with
+ * dr_plan_free (NULL-safe). */
+DrPlan *dr_plan_new(const DrGraph *graph);
+void dr_plan_free(DrPlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrPlan, dr_plan_free)
+
+#define dr_plan_n_streams(p) ((p)->streams->len)
+#define dr_plan_step(p, i) (&g_array_index((p)->steps, DrPlanStep, (i)))
+#define dr_plan_wait(p, i) (g_array_index((p)->waits, DrId, (i)))
+
+/* Returns the serial plan: every node on one stream in program order, no
+ * waits. Used by --verify's reference run. */
+DrPlan *dr_plan_new_serial(const DrGraph *graph);
+
+/* Checks P1-P4 (P2 by a reachability walk, so O(V·E) at worst: for tests
+ * and debug builds). On failure sets `error` and returns FALSE. */
+gboolean dr_plan_check(const DrPlan *plan, GError **error);
+
+G_END_DECLS
+
+#endif
