@@ -6,17 +6,30 @@
  * `params:` would (type, pointer or scalar, access), which is what drives
  * hazard inference, and carries two entry points: `launch` enqueues the CUDA
  * implementation on a stream, `host` runs the reference twin on the CPU
- * (used by the host backend and to check the CUDA version). */
+ * (used by the host backend and to check the CUDA version).
+ *
+ * Calling convention (both entry points):
+ *  - args[i] and counts[i] are indexed by declared parameter, in declaration
+ *    order; counts[i] is the element count of pointer parameter i's slice
+ *    (entries of scalar parameters are ignored).
+ *  - f32 scalars arrive as double in DrKValue.f and are rounded to float.
+ *  - `check`, when set, states the constraints between counts and scalars
+ *    ("x and y have the same length"); validation calls it before anything
+ *    runs, and launch/host call it again and refuse bad arguments. */
 #ifndef DAGRUN_KERNELS_REGISTRY_H
 #define DAGRUN_KERNELS_REGISTRY_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "include/dagrun/elem_types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Size of the `err` buffers of check and host, including the NUL. */
+#define DR_KERR_SIZE 256
 
 typedef struct {
   const char *name;
@@ -39,13 +52,20 @@ typedef union {
 
 typedef struct {
   const DrKValue *args;   /* one per declared parameter, declaration order */
-  const uint64_t *counts; /* element count of each pointer argument's slice */
+  const uint64_t *counts; /* element count of each pointer argument's slice,
+                             indexed like args */
   unsigned grid[3];       /* resolved launch shape (launch only) */
   unsigned block[3];
   unsigned shared;
   void *stream;   /* cudaStream_t (launch only) */
-  void *blas;     /* DrKBlas* for kernels that need cuBLAS, else NULL */
+  void *blas;     /* DrKBlas* bound to `stream` for kernels with
+                     DR_KFLAG_BLAS (kernels/blas.h), else NULL */
+  void *scratch;  /* device memory of at least the kernel's scratch_bytes,
+                     private to this node (launch only), else NULL */
 } DrKLaunch;
+
+/* DrKernelDef.flags */
+#define DR_KFLAG_BLAS 1u /* launch needs l->blas (cuBLAS); host does not */
 
 typedef struct {
   const char *name;
@@ -60,6 +80,15 @@ typedef struct {
   /* Run the reference twin synchronously. Returns 0, or -1 with a message
    * in `err` (at most 256 bytes) when the arguments are unusable. */
   int (*host)(const DrKLaunch *l, char *err);
+  /* Constraints between argument counts and scalar values. Returns 0, or
+   * -1 with a message in `err` (DR_KERR_SIZE bytes) naming the parameters.
+   * NULL: no constraint beyond the declarations. */
+  int (*check)(const uint64_t *counts, const DrKValue *args, char *err);
+  unsigned flags;         /* DR_KFLAG_* */
+  /* Device scratch the launch needs in l->scratch (0: none). The backend
+   * allocates it once per node, outside the timed region; a node never runs
+   * concurrently with itself, so the scratch needs no further care. */
+  uint64_t scratch_bytes;
 } DrKernelDef;
 
 /* The built-in kernels, sorted by name. */
@@ -68,6 +97,23 @@ extern const int dr_kernel_registry_len;
 
 /* Returns the definition named `name`, or NULL. */
 const DrKernelDef *dr_kernel_find(const char *name);
+
+/* Returns the index of the parameter `name` of `def`, or -1. */
+int dr_kernel_param_index(const DrKernelDef *def, const char *name);
+
+/* Fills grid and block with the default launch shape of `def` for these
+ * arguments: `block` threads, and enough blocks to cover the grid_over
+ * parameter's count or value (at least 1, at most 2^31-1); one block when
+ * grid_over is -1. The launchers accept any shape (grid-stride loops) and
+ * trim a grid larger than useful. */
+void dr_kernel_default_shape(const DrKernelDef *def, const uint64_t *counts,
+                             const DrKValue *args, unsigned grid[3],
+                             unsigned block[3]);
+
+/* Writes the registry to `out` for `dagrun --kernels`: each kernel's name,
+ * summary, launch shape and parameters (`x: f32* read`, `alpha: f32`,
+ * `eps: f32 = 1e-05`), one per line. */
+void dr_kernels_list(FILE *out);
 
 #ifdef __cplusplus
 }
