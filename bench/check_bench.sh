@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# check_bench.sh: how fast and how small `dagrun --check` and
+# `dagrun --plan --format=json` are on large generated pipelines, against
+# libyaml's bare event parse of the same file (bench/yaml_bare.c).
+#
+# For each size it writes a pipeline with bench/gen_pipeline.py, runs each
+# tool REPS times under /usr/bin/time, and prints a markdown table: median
+# wall time, median peak RSS, bytes of peak RSS per node, and the ratio of
+# the time to the bare parse. Targets (from the project brief): --check
+# within 3x of the bare parse; peak memory under 512 bytes per node.
+# A tool that fails is reported as such in the table; the script goes on.
+#
+# Usage (from the repository root):
+#   bench/check_bench.sh
+# Environment:
+#   SIZES="100000 1000000"   node counts
+#   SHAPE=layered WIDTH=64   generator shape and width
+#   REPS=5                   runs per tool and size
+#   DAGRUN=path YAML_BARE=path   use these binaries instead of building
+#   OUTPUT_BASE=/root/.cache/bazel-bench   Bazel output base for the build
+#   BENCH_TMP=dir            where the generated pipelines go (kept)
+#   OUT=dir                  also write the table and raw numbers there
+# Exit status: 0 when every tool ran and the targets held, 1 otherwise.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+
+SIZES=${SIZES:-"100000 1000000"}
+SHAPE=${SHAPE:-layered}
+WIDTH=${WIDTH:-64}
+REPS=${REPS:-5}
+OUTPUT_BASE=${OUTPUT_BASE:-/root/.cache/bazel-bench}
+BENCH_TMP=${BENCH_TMP:-/tmp/dagrun-check-bench}
+mkdir -p "$BENCH_TMP"
+
+# ---- the binaries ----
+if [ -z "${DAGRUN:-}" ] || [ -z "${YAML_BARE:-}" ]; then
+  echo "building //bench:yaml_bare and //cli:dagrun (-c opt) ..." >&2
+  bazel --output_base="$OUTPUT_BASE" build -c opt //bench:yaml_bare >&2 || exit 2
+  if ! bazel --output_base="$OUTPUT_BASE" build -c opt //cli:dagrun >&2; then
+    echo "warning: //cli:dagrun did not build; measuring the bare parse only" >&2
+  fi
+  bin=$(bazel --output_base="$OUTPUT_BASE" info -c opt bazel-bin 2>/dev/null)
+  YAML_BARE=${YAML_BARE:-$bin/bench/yaml_bare}
+  DAGRUN=${DAGRUN:-$bin/cli/dagrun}
+fi
+[ -x "$YAML_BARE" ] || { echo "no yaml_bare at $YAML_BARE" >&2; exit 2; }
+have_dagrun=1
+[ -x "$DAGRUN" ] || { have_dagrun=0; echo "warning: no dagrun at $DAGRUN" >&2; }
+failed=$((1 - have_dagrun))
+
+# ---- measuring ----
+# measure OUTFILE CMD...: runs CMD REPS times; appends "wall_s maxrss_kb rc"
+# per run to OUTFILE. Uses GNU time, else Python's getrusage of children.
+measure() {
+  local out=$1; shift
+  : >"$out"
+  local _
+  for _ in $(seq 1 "$REPS"); do
+    if [ -x /usr/bin/time ]; then
+      /usr/bin/time -f '%e %M' -o "$out.t" "$@" >/dev/null 2>"$out.err"
+      local rc=$?
+      echo "$(tail -n 1 "$out.t") $rc" >>"$out"
+    else
+      python3 - "$out" "$@" <<'EOF'
+import resource, subprocess, sys, time
+out, cmd = sys.argv[1], sys.argv[2:]
+t0 = time.monotonic()
+with open(out + ".err", "w") as err:
+    rc = subprocess.call(cmd, stdout=subprocess.DEVNULL, stderr=err)
+wall = time.monotonic() - t0
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+with open(out, "a") as f:
+    f.write("%.2f %d %d\n" % (wall, rss, rc))
+EOF
+    fi
+  done
+}
+
+# median COLUMN FILE: median of a column over the runs that exited 0.
+median() {
+  awk -v c="$1" '$3 == 0 { print $c }' "$2" | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+table="$BENCH_TMP/table.md"
+{
+  echo "| pipeline | nodes | file MiB | tool | median s | peak RSS MiB | B/node | x bare | target |"
+  echo "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |"
+} >"$table"
+raw="$BENCH_TMP/raw.txt"
+: >"$raw"
+
+for n in $SIZES; do
+  f="$BENCH_TMP/$SHAPE-$n-w$WIDTH.yaml"
+  if [ ! -s "$f" ]; then
+    python3 bench/gen_pipeline.py --nodes "$n" --width "$WIDTH" --shape "$SHAPE" --out "$f" || exit 2
+  fi
+  mib=$(awk -v b="$(stat -c %s "$f")" 'BEGIN { printf "%.1f", b / 1048576 }')
+  bare_s=nan
+  tools=("yaml_bare")
+  [ $have_dagrun = 1 ] && tools+=("dagrun --check" "dagrun --plan --format=json")
+  for tool in "${tools[@]}"; do
+    case $tool in
+      yaml_bare) cmd=("$YAML_BARE" "$f") ;;
+      "dagrun --check") cmd=("$DAGRUN" --check "$f") ;;
+      *) cmd=("$DAGRUN" --plan --format=json "$f") ;;
+    esac
+    m="$BENCH_TMP/m.$n.${tool// /_}"
+    measure "$m" "${cmd[@]}"
+    sed "s|^|$n $tool: |" "$m" >>"$raw"
+    ok_runs=$(awk '$3 == 0' "$m" | wc -l)
+    if [ "$ok_runs" -eq 0 ]; then
+      failed=1
+      echo "| $SHAPE w$WIDTH | $n | $mib | $tool | FAILED (exit $(awk 'NR==1{print $3}' "$m")) | | | | |" >>"$table"
+      sed 's/^/    /' "$m.err" | head -5 >&2
+      continue
+    fi
+    s=$(median 1 "$m")
+    kb=$(median 2 "$m")
+    [ "$tool" = yaml_bare ] && bare_s=$s
+    read -r rss_mib bpn ratio < <(awk -v kb="$kb" -v n="$n" -v s="$s" -v b="$bare_s" \
+      'BEGIN { printf "%.1f %.0f %s\n", kb / 1024, kb * 1024 / n, (b > 0 ? sprintf("%.2f", s / b) : "nan") }')
+    target=""
+    if [ "$tool" = "dagrun --check" ]; then
+      t_ok=$(awk -v r="$ratio" -v p="$bpn" 'BEGIN { print (r <= 3.0 ? "time ok" : "time OVER") ", " (p < 512 ? "mem ok" : "mem OVER") }')
+      target="<=3x, <512 B/node: $t_ok"
+      case $t_ok in *OVER*) failed=1 ;; esac
+    fi
+    echo "| $SHAPE w$WIDTH | $n | $mib | $tool | $s | $rss_mib | $bpn | $ratio | $target |" >>"$table"
+  done
+done
+
+cat "$table"
+echo
+echo "(median of $REPS runs each; peak RSS from /usr/bin/time %M; B/node = peak RSS / nodes; generated files in $BENCH_TMP)"
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT"
+  cp "$table" "$OUT/check_bench.md"
+  cp "$raw" "$OUT/check_bench_raw.txt"
+fi
+exit $failed
