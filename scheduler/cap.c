@@ -1,0 +1,167 @@
+/* cap.c: the stream cap, and the chain merges it forces; then the plan's
+ * streams and steps. Not the chain cover (chains.c) nor the waits
+ * (events.c).
+ *
+ * Requires: ctx->chain (chains.c), ctx->order, est, dur (order.c, cost.c).
+ * Provides: plan->cap, cap_binds, streams (numbered by first issue, each
+ * with its priority class), steps in issue order (no waits yet),
+ * node_stream, node_step, planned_path_us.
+ *
+ * The cap: DrPlanOptions.max_streams, else the pipeline's run.max_streams,
+ * else CUDA_DEVICE_MAX_CONNECTIONS (1..32), else 8 (the device's hardware
+ * queues by default; more eager streams than queues serialize falsely).
+ * Priority classes never share a stream, so the cap is raised to the number
+ * of classes present when it is smaller.
+ *
+ * Algorithm when the chains outnumber the cap: the cap is shared among
+ * classes (one stream each, then one at a time to the class with the most
+ * chains per stream), and within a class each chain, taken by estimated
+ * start, is interleaved onto the stream that frees up earliest (list
+ * scheduling of chain intervals [start, finish] of the unconstrained
+ * schedule): chains whose intervals do not overlap merge for free, and an
+ * overlap delays the critical path by about the shorter chain's work.
+ * Merged chains run in issue order on their stream. planned_path_us is then
+ * the longest path over DAG edges plus the added stream-order edges.
+ * Complexity: O(V + E + C log C + C * K) for C chains and cap K. */
+#include <stdlib.h>
+
+#include "scheduler/plan_internal.h"
+
+#define DEFAULT_CAP 8u
+
+static guint32 resolve_cap(const DrGraph *g, guint32 max_streams) {
+  if (max_streams > 0) return max_streams;
+  if (g->run.max_streams_set && g->run.max_streams > 0) return g->run.max_streams;
+  const char *env = g_getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (env != NULL) {
+    guint64 v = 0;
+    if (g_ascii_string_to_unsigned(env, 10, 1, 32, &v, NULL)) return (guint32)v;
+  }
+  return DEFAULT_CAP;
+}
+
+typedef struct {
+  double start, finish, work;
+  guint32 first_pos; /* issue position of the chain's first node */
+  guint32 id;
+} ChainSpan;
+
+static int span_cmp(const void *pa, const void *pb) {
+  const ChainSpan *a = pa, *b = pb;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return a->first_pos < b->first_pos ? -1 : a->first_pos > b->first_pos;
+}
+
+/* Interleaves the chains of one class onto `k` streams numbered from
+ * `first_stream` (list scheduling on chain intervals). */
+static void merge_class(DrPlanCtx *ctx, ChainSpan *spans, guint32 n_spans, guint32 k,
+                        guint32 first_stream) {
+  qsort(spans, n_spans, sizeof *spans, span_cmp);
+  double *free_at = g_new0(double, k);
+  for (guint32 s = 0; s < k; s++) free_at[s] = -1.0;
+  for (guint32 i = 0; i < n_spans; i++) {
+    guint32 best = 0;
+    for (guint32 s = 1; s < k; s++)
+      if (free_at[s] < free_at[best]) best = s;
+    ctx->chain_stream[spans[i].id] = first_stream + best;
+    double begin = MAX(free_at[best], spans[i].start);
+    free_at[best] = MAX(begin + spans[i].work, spans[i].finish);
+  }
+  g_free(free_at);
+}
+
+void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams) {
+  const DrGraph *g = ctx->graph;
+  guint32 n = ctx->n, n_classes = 0, total = ctx->n_chains;
+  for (guint p = 0; p < DR_N_PRIORITIES; p++) n_classes += ctx->class_chains[p] > 0;
+  guint32 cap = MAX(resolve_cap(g, max_streams), n_classes);
+  plan->cap = cap;
+  plan->cap_binds = total > cap;
+
+  /* Chain spans in the unconstrained schedule, and each chain's class. */
+  ChainSpan *spans = g_new0(ChainSpan, MAX(total, 1));
+  gboolean *seen = g_new0(gboolean, MAX(total, 1));
+  for (guint32 i = 0; i < n; i++) {
+    DrId v = ctx->order[i];
+    guint32 c = ctx->chain[v];
+    if (!seen[c]) {
+      seen[c] = TRUE;
+      spans[c] = (ChainSpan){ctx->est[v], 0, 0, i, c};
+    }
+    spans[c].finish = ctx->est[v] + ctx->dur[v];
+    spans[c].work += ctx->dur[v];
+  }
+
+  ctx->chain_stream = g_new(guint32, MAX(total, 1));
+  guint32 quota[DR_N_PRIORITIES] = {0};
+  if (!plan->cap_binds) {
+    for (guint32 c = 0; c < total; c++) ctx->chain_stream[c] = c;
+    for (guint p = 0; p < DR_N_PRIORITIES; p++) quota[p] = ctx->class_chains[p];
+  } else {
+    guint32 left = cap;
+    for (guint p = 0; p < DR_N_PRIORITIES; p++)
+      if (ctx->class_chains[p] > 0) quota[p] = 1, left--;
+    while (left > 0) {
+      int best = -1;
+      for (int p = 0; p < DR_N_PRIORITIES; p++) {
+        if (quota[p] == 0 || quota[p] >= ctx->class_chains[p]) continue;
+        if (best < 0 || (double)ctx->class_chains[p] / quota[p] >
+                            (double)ctx->class_chains[best] / quota[best])
+          best = p;
+      }
+      if (best < 0) break;
+      quota[best]++;
+      left--;
+    }
+    /* Chains of a class are numbered contiguously (chains.c), high first. */
+    guint32 first_chain = 0, first_stream = 0;
+    for (int p = DR_N_PRIORITIES - 1; p >= 0; p--) {
+      guint32 k = ctx->class_chains[p];
+      if (k == 0) continue;
+      merge_class(ctx, spans + first_chain, k, quota[p], first_stream);
+      first_chain += k;
+      first_stream += quota[p];
+    }
+  }
+  guint32 n_raw = 0;
+  for (guint p = 0; p < DR_N_PRIORITIES; p++) n_raw += quota[p];
+
+  /* Number streams by first issue; fill steps and the planned path. */
+  guint32 *renum = g_new(guint32, MAX(n_raw, 1));
+  guint32 *last = g_new(guint32, MAX(n_raw, 1));
+  double *finish = g_new(double, MAX(n, 1));
+  for (guint32 s = 0; s < n_raw; s++) renum[s] = G_MAXUINT32;
+  g_array_set_size(plan->streams, 0);
+  g_array_set_size(plan->steps, 0);
+  double planned = 0;
+  for (guint32 i = 0; i < n; i++) {
+    DrId v = ctx->order[i];
+    guint32 raw = ctx->chain_stream[ctx->chain[v]];
+    if (renum[raw] == G_MAXUINT32) {
+      renum[raw] = plan->streams->len;
+      DrStream st = {dr_graph_node(g, v)->priority, 0};
+      g_array_append_val(plan->streams, st);
+      last[renum[raw]] = G_MAXUINT32;
+    }
+    guint32 s = renum[raw];
+    g_array_index(plan->streams, DrStream, s).n_nodes++;
+    DrPlanStep step = {v, s, 0, 0};
+    g_array_append_val(plan->steps, step);
+    plan->node_stream[v] = s;
+    plan->node_step[v] = i;
+
+    double start = last[s] == G_MAXUINT32 ? 0.0 : finish[last[s]];
+    for (guint32 e = DR__PRED_BEGIN(ctx, v); e < DR__PRED_END(ctx, v); e++)
+      start = MAX(start, finish[ctx->edges[e].from]);
+    finish[v] = start + ctx->dur[v];
+    planned = MAX(planned, finish[v]);
+    last[s] = v;
+  }
+  ctx->n_streams = plan->streams->len;
+  plan->planned_path_us = planned;
+  g_free(finish);
+  g_free(last);
+  g_free(renum);
+  g_free(seen);
+  g_free(spans);
+}

@@ -1,0 +1,285 @@
+/* chains.c: the DAG's exact width and a minimum chain cover, the planner's
+ * stream count. Not the stream cap (cap.c) nor the issue order (order.c).
+ *
+ * Requires: ctx->order (a topological order) and the edge index of
+ * DrPlanCtx. Provides: plan->width, plan->antichain (a maximum antichain,
+ * the width's certificate) and ctx->chain, ctx->n_chains, class_chains:
+ * a minimum cover of each priority class by chains of the FULL partial
+ * order (nodes of a chain are pairwise comparable in the DAG's closure).
+ *
+ * Algorithm: minimum flow, no transitive closure. Each node v is split into
+ * v_in -> v_out with lower bound 1 when v must be covered (0 otherwise: a
+ * chain may pass through nodes of other priority classes); every DAG edge is
+ * an arc u_out -> v_in, and s -> v_in, v_out -> t close the network, all
+ * with unbounded capacity. A flow path is a DAG path; its covered nodes form
+ * a chain, so the minimum flow value is the minimum number of chains, which
+ * Dilworth's theorem makes the width of the covered set.
+ *  1. Greedy start, in topological order: each covered node opens a path of
+ *     its own, then a budgeted backward search in the residual network tries
+ *     to merge it into a path that ends at a node it can reach (one
+ *     augmentation t -> ... -> v_in -> s): usually one or two steps.
+ *  2. Exact finish: breadth-first augmenting paths from t to s in the
+ *     residual network (cancel flow above the lower bound, add flow on any
+ *     arc) until none exists; each lowers the flow by one.
+ *  3. Certificate: with no augmenting path, the nodes whose v_out is
+ *     reachable from t but v_in is not form a maximum antichain (the minimum
+ *     cut crosses exactly their lower-bound arcs), as large as the flow.
+ *  4. Decomposition: peel the flow into s-t paths; each covered node joins
+ *     the first path through it. Every path owns its antichain node, so none
+ *     is empty.
+ * Complexity: O((V + E) * (1 + excess)) where excess is what the greedy start
+ * leaves above the width (the budgeted merges keep it small: 0 on chains,
+ * fork-joins and layered DAGs of small width in practice), plus the flow
+ * decomposition, O(sum of node flows) <= O(width * V). Memory: about 44
+ * bytes per node and 4 per edge. Iterative throughout. */
+#include <string.h>
+
+#include "scheduler/plan_internal.h"
+
+#define NO_EDGE G_MAXUINT32
+#define FROM_T G_MAXUINT32
+#define IN(v) (2u * (v))
+#define OUT(v) (2u * (v) + 1u)
+/* Work allowed to one greedy merge search, in residual nodes expanded. */
+#define LOCAL_BUDGET 512u
+
+typedef struct {
+  const DrPlanCtx *c;
+  const guint8 *req; /* lower bound of each node's arc: 1 = must be covered */
+  guint32 *fe;       /* [m] flow on each DAG edge */
+  guint32 *fs;       /* [n] flow s -> v_in: paths that start at v */
+  guint32 *ft;       /* [n] flow v_out -> t: paths that end at v */
+  guint32 *fv;       /* [n] flow v_in -> v_out: paths through v */
+  guint32 *stamp;    /* [2n] search generation that reached each split node */
+  guint32 gen;
+  guint32 *link; /* [2n] the neighbour on the search path */
+  guint32 *via;  /* [2n] the DAG edge of that arc, NO_EDGE for v_in/v_out */
+  guint32 *queue;
+} Flow;
+
+static void flow_init(Flow *f, const DrPlanCtx *c, const guint8 *req) {
+  guint32 n = MAX(c->n, 1);
+  f->c = c;
+  f->req = req;
+  f->fe = g_new0(guint32, MAX(c->m, 1));
+  f->fs = g_new0(guint32, n);
+  f->ft = g_new0(guint32, n);
+  f->fv = g_new0(guint32, n);
+  f->stamp = g_new0(guint32, 2 * n);
+  f->gen = 0;
+  f->link = g_new(guint32, 2 * n);
+  f->via = g_new(guint32, 2 * n);
+  f->queue = g_new(guint32, 2 * n);
+}
+
+static void flow_clear(Flow *f) {
+  g_free(f->fe);
+  g_free(f->fs);
+  g_free(f->ft);
+  g_free(f->fv);
+  g_free(f->stamp);
+  g_free(f->link);
+  g_free(f->via);
+  g_free(f->queue);
+}
+
+static void next_generation(Flow *f) {
+  if (++f->gen == 0) {
+    memset(f->stamp, 0, 2 * (gsize)MAX(f->c->n, 1) * sizeof(guint32));
+    f->gen = 1;
+  }
+}
+
+/* Pushes one unit along the residual arc x -> y. */
+static void apply_arc(Flow *f, guint32 x, guint32 y, guint32 edge) {
+  guint32 w = x >> 1;
+  if (x & 1) {
+    /* x = w_out, y an in-node: cancel w's through-flow, or use an edge. */
+    if (edge == NO_EDGE)
+      f->fv[w]--;
+    else
+      f->fe[edge]++;
+  } else {
+    /* x = w_in, y an out-node: add through-flow, or cancel an edge. */
+    if (edge == NO_EDGE)
+      f->fv[w]++;
+    else
+      f->fe[edge]--;
+  }
+}
+
+/* Visits y coming from x over `edge` during a search; FALSE if seen. */
+static inline gboolean visit(Flow *f, guint32 y, guint32 x, guint32 edge, guint32 *tail) {
+  if (f->stamp[y] == f->gen) return FALSE;
+  f->stamp[y] = f->gen;
+  f->link[y] = x;
+  f->via[y] = edge;
+  f->queue[(*tail)++] = y;
+  return TRUE;
+}
+
+/* Greedy merge of the path just opened at v: searches backward from v_in for
+ * an out-node that ends a path (an arc t -> p_out), within the budget. On
+ * success applies t -> p_out -> ... -> v_in -> s and returns TRUE. */
+static gboolean merge_new_path(Flow *f, DrId v) {
+  const DrPlanCtx *c = f->c;
+  guint32 head = 0, tail = 0, found = G_MAXUINT32;
+  next_generation(f);
+  f->stamp[IN(v)] = f->gen;
+  f->queue[tail++] = IN(v);
+  while (head < tail && head < LOCAL_BUDGET && found == G_MAXUINT32) {
+    guint32 x = f->queue[head++], w = x >> 1;
+    if (!(x & 1)) {
+      for (guint32 e = DR__PRED_BEGIN(c, w); e < DR__PRED_END(c, w); e++) {
+        DrId p = c->edges[e].from;
+        if (visit(f, OUT(p), x, e, &tail) && f->ft[p] > 0) {
+          found = OUT(p);
+          break;
+        }
+      }
+      if (found == G_MAXUINT32 && f->fv[w] > f->req[w] && visit(f, OUT(w), x, NO_EDGE, &tail) &&
+          f->ft[w] > 0)
+        found = OUT(w);
+    } else {
+      visit(f, IN(w), x, NO_EDGE, &tail);
+      for (guint32 i = c->succ_off[w]; i < c->succ_off[w + 1]; i++) {
+        guint32 e = c->succ_edge[i];
+        if (f->fe[e] > 0) visit(f, IN(c->edges[e].to), x, e, &tail);
+      }
+    }
+  }
+  if (found == G_MAXUINT32) return FALSE;
+  f->ft[found >> 1]--;
+  for (guint32 y = found; y != IN(v); y = f->link[y]) apply_arc(f, y, f->link[y], f->via[y]);
+  f->fs[v]--;
+  return TRUE;
+}
+
+/* One breadth-first search from t for an augmenting path to s. Applies it
+ * and returns TRUE when found; otherwise the stamps of the current
+ * generation mark the nodes reachable from t (the cut) and returns FALSE. */
+static gboolean augment_from_t(Flow *f) {
+  const DrPlanCtx *c = f->c;
+  guint32 head = 0, tail = 0;
+  next_generation(f);
+  for (DrId v = 0; v < c->n; v++)
+    if (f->ft[v] > 0) visit(f, OUT(v), FROM_T, NO_EDGE, &tail);
+  while (head < tail) {
+    guint32 x = f->queue[head++], w = x >> 1;
+    if (x & 1) {
+      for (guint32 i = c->succ_off[w]; i < c->succ_off[w + 1]; i++) {
+        guint32 e = c->succ_edge[i];
+        visit(f, IN(c->edges[e].to), x, e, &tail);
+      }
+      if (f->fv[w] > f->req[w]) visit(f, IN(w), x, NO_EDGE, &tail);
+      continue;
+    }
+    if (f->fs[w] > 0) {
+      f->fs[w]--;
+      guint32 y = x;
+      while (f->link[y] != FROM_T) {
+        apply_arc(f, f->link[y], y, f->via[y]);
+        y = f->link[y];
+      }
+      f->ft[y >> 1]--;
+      return TRUE;
+    }
+    visit(f, OUT(w), x, NO_EDGE, &tail);
+    for (guint32 e = DR__PRED_BEGIN(c, w); e < DR__PRED_END(c, w); e++)
+      if (f->fe[e] > 0) visit(f, OUT(c->edges[e].from), x, e, &tail);
+  }
+  return FALSE;
+}
+
+guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *chain,
+                        guint32 first_chain, GArray *antichain) {
+  Flow f;
+  flow_init(&f, c, required);
+  guint32 flow = 0;
+  for (guint32 i = 0; i < c->n; i++) {
+    DrId v = c->order[i];
+    if (!required[v]) continue;
+    f.fs[v]++;
+    f.fv[v]++;
+    f.ft[v]++;
+    flow++;
+    if (merge_new_path(&f, v)) flow--;
+  }
+  while (augment_from_t(&f)) flow--;
+
+  if (antichain != NULL) {
+    guint32 before = antichain->len;
+    for (DrId v = 0; v < c->n; v++)
+      if (required[v] && f.stamp[OUT(v)] == f.gen && f.stamp[IN(v)] != f.gen)
+        g_array_append_val(antichain, v);
+    g_assert_cmpuint(antichain->len - before, ==, flow);
+  }
+
+  /* Peel paths from s in topological order of their first node; each
+   * covered node joins the first path through it. */
+  guint32 *next_succ = g_new(guint32, MAX(c->n, 1));
+  memcpy(next_succ, c->succ_off, (gsize)c->n * sizeof(guint32));
+  guint8 *claimed = g_new0(guint8, MAX(c->n, 1));
+  guint32 n_chains = 0;
+  for (guint32 i = 0; i < c->n; i++) {
+    DrId start = c->order[i];
+    while (f.fs[start] > 0) {
+      f.fs[start]--;
+      gboolean owns = FALSE;
+      DrId x = start;
+      for (;;) {
+        if (required[x] && !claimed[x]) {
+          claimed[x] = 1;
+          chain[x] = first_chain + n_chains;
+          owns = TRUE;
+        }
+        if (f.ft[x] > 0) {
+          f.ft[x]--;
+          break;
+        }
+        while (f.fe[c->succ_edge[next_succ[x]]] == 0) next_succ[x]++;
+        guint32 e = c->succ_edge[next_succ[x]];
+        f.fe[e]--;
+        x = c->edges[e].to;
+      }
+      if (owns) n_chains++;
+    }
+  }
+  g_assert_cmpuint(n_chains, ==, flow);
+  g_free(claimed);
+  g_free(next_succ);
+  flow_clear(&f);
+  return n_chains;
+}
+
+void dr__plan_chains(DrPlanCtx *ctx, DrPlan *plan) {
+  const DrGraph *g = ctx->graph;
+  guint32 n = ctx->n;
+  guint8 *required = g_new0(guint8, MAX(n, 1));
+  guint32 class_size[DR_N_PRIORITIES] = {0};
+  guint32 n_classes = 0;
+  for (DrId v = 0; v < n; v++) class_size[dr_graph_node(g, v)->priority]++;
+  for (guint p = 0; p < DR_N_PRIORITIES; p++) n_classes += class_size[p] > 0;
+
+  ctx->chain = g_new0(guint32, MAX(n, 1));
+  ctx->n_chains = 0;
+  g_array_set_size(plan->antichain, 0);
+  /* Higher priorities first, so their streams get the low numbers. */
+  for (int p = DR_N_PRIORITIES - 1; p >= 0; p--) {
+    ctx->class_chains[p] = 0;
+    if (class_size[p] == 0) continue;
+    for (DrId v = 0; v < n; v++) required[v] = dr_graph_node(g, v)->priority == (DrPriority)p;
+    GArray *certificate = n_classes == 1 ? plan->antichain : NULL;
+    ctx->class_chains[p] = dr__chain_cover(ctx, required, ctx->chain, ctx->n_chains, certificate);
+    ctx->n_chains += ctx->class_chains[p];
+  }
+  if (n_classes > 1) {
+    /* The width is the whole DAG's: one more cover, every node required. */
+    guint32 *scratch = g_new(guint32, MAX(n, 1));
+    memset(required, 1, n);
+    dr__chain_cover(ctx, required, scratch, 0, plan->antichain);
+    g_free(scratch);
+  }
+  plan->width = plan->antichain->len;
+  g_free(required);
+}

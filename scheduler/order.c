@@ -1,0 +1,94 @@
+/* order.c: the issue order, a topological order of the DAG that interleaves
+ * streams, and the unconstrained schedule it comes from. Not the stream
+ * assignment (chains.c, cap.c).
+ *
+ * Requires: ctx->dur (cost.c) and the edge index. Provides: ctx->est (the
+ * earliest start of each node with unlimited streams), ctx->order (the
+ * issue order), ctx->pos (its inverse) and the critical path.
+ *
+ * Algorithm: Kahn's algorithm with a binary heap keyed by (earliest start,
+ * program order): a node enters the heap when its last predecessor is
+ * issued, with est = max over predecessors of (est + duration). Keys leave
+ * the heap in nondecreasing start time, so the order follows the estimated
+ * timeline across all streams instead of draining one stream at a time
+ * (GPU-NOTES: interleaved submission cuts false serialization when streams
+ * share hardware queues). Stream order is this order restricted to each
+ * stream. A node never issued means a cycle: an error naming one of them.
+ * Complexity: O(V log V + E) time, 16 bytes per node. Iterative. */
+#include "scheduler/plan_internal.h"
+
+typedef struct {
+  double est;
+  DrId node;
+} HeapItem;
+
+static inline gboolean item_less(const HeapItem *a, const HeapItem *b) {
+  if (a->est != b->est) return a->est < b->est;
+  return a->node < b->node;
+}
+
+static void heap_push(HeapItem *h, guint32 *len, HeapItem it) {
+  guint32 i = (*len)++;
+  while (i > 0) {
+    guint32 parent = (i - 1) / 2;
+    if (!item_less(&it, &h[parent])) break;
+    h[i] = h[parent];
+    i = parent;
+  }
+  h[i] = it;
+}
+
+static HeapItem heap_pop(HeapItem *h, guint32 *len) {
+  HeapItem top = h[0], last = h[--(*len)];
+  guint32 i = 0;
+  for (;;) {
+    guint32 child = 2 * i + 1;
+    if (child >= *len) break;
+    if (child + 1 < *len && item_less(&h[child + 1], &h[child])) child++;
+    if (!item_less(&h[child], &last)) break;
+    h[i] = h[child];
+    i = child;
+  }
+  if (*len > 0) h[i] = last;
+  return top;
+}
+
+gboolean dr__plan_order(DrPlanCtx *ctx, double *critical_path_us, GError **error) {
+  guint32 n = ctx->n;
+  guint32 *indeg = g_new(guint32, MAX(n, 1));
+  HeapItem *heap = g_new(HeapItem, MAX(n, 1));
+  guint32 len = 0, issued = 0;
+  double critical = 0;
+  ctx->est = g_new0(double, MAX(n, 1));
+  ctx->order = g_new(guint32, MAX(n, 1));
+  ctx->pos = g_new(guint32, MAX(n, 1));
+  for (DrId v = 0; v < n; v++) {
+    indeg[v] = DR__PRED_END(ctx, v) - DR__PRED_BEGIN(ctx, v);
+    if (indeg[v] == 0) heap_push(heap, &len, (HeapItem){0.0, v});
+  }
+  while (len > 0) {
+    HeapItem it = heap_pop(heap, &len);
+    DrId u = it.node;
+    double finish = ctx->est[u] + ctx->dur[u];
+    critical = MAX(critical, finish);
+    ctx->pos[u] = issued;
+    ctx->order[issued++] = u;
+    for (guint32 i = ctx->succ_off[u]; i < ctx->succ_off[u + 1]; i++) {
+      DrId v = ctx->edges[ctx->succ_edge[i]].to;
+      ctx->est[v] = MAX(ctx->est[v], finish);
+      if (--indeg[v] == 0) heap_push(heap, &len, (HeapItem){ctx->est[v], v});
+    }
+  }
+  gboolean ok = TRUE;
+  if (issued < n) {
+    DrId stuck = 0;
+    while (indeg[stuck] == 0) stuck++;
+    const DrNode *node = dr_graph_node(ctx->graph, stuck);
+    ok = dr_set_error_at(error, DR_ERROR_INVALID, node->loc,
+                         "node '%s' is on a dependency cycle; cannot plan", node->id);
+  }
+  g_free(heap);
+  g_free(indeg);
+  *critical_path_us = critical;
+  return ok;
+}

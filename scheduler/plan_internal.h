@@ -1,0 +1,86 @@
+/* plan_internal.h: the planner's working state, shared by its pass files
+ * (planner.c, cost.c, order.c, chains.c, cap.c, events.c). Not public: only
+ * the scheduler's planner includes it.
+ *
+ * DrPlanCtx indexes the graph once (predecessor lists are ranges of the
+ * sorted edge array, successor lists an index array over it) and carries
+ * each pass's results to the next. Node arrays are indexed by DrId. */
+#ifndef DAGRUN_SCHEDULER_PLAN_INTERNAL_H
+#define DAGRUN_SCHEDULER_PLAN_INTERNAL_H
+
+#include <glib.h>
+
+#include "ir/graph.h"
+#include "ir/plan.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const DrGraph *graph;
+  guint32 n, m;
+  const DrEdge *edges; /* graph->edges, sorted by (to, from) */
+  guint32 *pred_off;   /* [n+1]: edges pred_off[v] .. pred_off[v+1] end at v */
+  guint32 *succ_off;   /* [n+1]: succ_edge[succ_off[v] ..] start at v */
+  guint32 *succ_edge;  /* [m]: edge indices grouped by `from` */
+
+  /* cost.c */
+  double *dur; /* [n] estimated (or profiled) duration, µs */
+  /* order.c */
+  double *est;     /* [n] earliest start with unlimited streams, µs */
+  guint32 *order;  /* [n] the issue order: node ids, topological */
+  guint32 *pos;    /* [n] position of each node in `order` */
+  /* chains.c */
+  guint32 *chain;  /* [n] chain of each node (one chain per priority class
+                      never mixes classes) */
+  guint32 n_chains;
+  guint32 class_chains[DR_N_PRIORITIES]; /* chains per priority class */
+  /* cap.c */
+  guint32 *chain_stream; /* [n_chains] stream of each chain (before renumbering) */
+  guint32 n_streams;
+} DrPlanCtx;
+
+#define DR__PRED_BEGIN(c, v) ((c)->pred_off[(v)])
+#define DR__PRED_END(c, v) ((c)->pred_off[(v) + 1])
+
+/* cost.c: fills ctx->dur from the cost model, then overrides the nodes that
+ * `profile_path` (when not NULL) names. FALSE with `error` when the profile
+ * is unreadable or not the expected JSON. */
+gboolean dr__plan_costs(DrPlanCtx *ctx, const char *profile_path, GError **error);
+/* cost.c: the cost model's estimate for one node, µs. */
+double dr__node_cost_us(const DrGraph *graph, DrId node);
+
+/* order.c: fills est, order and pos, and returns the critical path (µs).
+ * FALSE with `error` when the graph has a cycle. */
+gboolean dr__plan_order(DrPlanCtx *ctx, double *critical_path_us, GError **error);
+
+/* chains.c: computes the exact width of the DAG into plan->width with a
+ * maximum antichain in plan->antichain, and a minimum chain cover per
+ * priority class into ctx->chain (chains of the full partial order). */
+void dr__plan_chains(DrPlanCtx *ctx, DrPlan *plan);
+
+/* chains.c: minimum chain cover restricted to the nodes with required[v]
+ * (chains of the full DAG's order). Writes the chain of each required node
+ * into chain[] starting at `first_chain` (others untouched) and returns
+ * the number of chains; when `antichain` is not NULL appends a maximum
+ * antichain of the required nodes (as large as the returned count). */
+guint32 dr__chain_cover(const DrPlanCtx *ctx, const guint8 *required, guint32 *chain,
+                        guint32 first_chain, GArray *antichain);
+
+/* cap.c: resolves the stream cap, maps chains to at most that many streams
+ * (merging chains when the width exceeds it) and fills plan->streams,
+ * steps (issue order), node_stream, node_step, cap, cap_binds and
+ * planned_path_us. */
+void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams);
+
+/* events.c: adds the fewest cross-stream waits that make stream order plus
+ * waits imply every edge, and sets needs_event. */
+void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan);
+
+/* plan_text.c: appends a short description of what node `id` does: its
+ * op and kernel, host function, buffer or byte count ("kernel scale_f32",
+ * "copy 4.0 MiB", "alloc x"). Shared by the text and DOT writers. */
+void dr__plan_node_detail(const DrGraph *graph, DrId id, GString *out);
+
+G_END_DECLS
+
+#endif

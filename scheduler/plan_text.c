@@ -1,0 +1,122 @@
+/* plan_text.c: the --plan text writer, the human-readable plan and the
+ * planner's golden-test format. Not JSON (plan_json.c) nor DOT (dot.c).
+ *
+ * Layout: a summary (width with its antichain certificate, streams and the
+ * cap, what the cap costs when it binds, waits against cross-stream edges,
+ * critical and planned paths), then each stream's nodes in stream order,
+ * then every step in issue order with its waits. Only ids, counts and
+ * rounded estimates: no addresses, so the text is stable. O(V + E). */
+#include "scheduler/planner.h"
+
+#include "scheduler/plan_internal.h"
+
+/* At most this many antichain ids are printed. */
+#define ANTICHAIN_SHOWN 32u
+
+static guint64 node_bytes(const DrGraph *g, const DrNode *node, gboolean reads) {
+  guint64 bytes = 0;
+  for (guint32 i = node->access_first; i < node->access_first + node->access_count; i++) {
+    const DrAccess *a = dr_graph_access(g, i);
+    if (reads ? dr_access_reads(a->mode) : dr_access_writes(a->mode))
+      bytes += (a->end - a->begin) * (guint64)dr_elem_size(dr_graph_buffer(g, a->buffer)->type);
+  }
+  return bytes;
+}
+
+void dr__plan_node_detail(const DrGraph *g, DrId id, GString *out) {
+  const DrNode *node = dr_graph_node(g, id);
+  g_string_append(out, dr_op_name(node->op));
+  switch (node->op) {
+    case DR_OP_KERNEL:
+      if (node->kernel < g->kernels->len)
+        g_string_append_printf(out, " %s", dr_graph_kernel(g, node->kernel)->name);
+      break;
+    case DR_OP_COPY:
+    case DR_OP_MEMSET: {
+      g_autofree char *size =
+          g_format_size_full(node_bytes(g, node, node->op == DR_OP_COPY), G_FORMAT_SIZE_IEC_UNITS);
+      g_string_append_printf(out, " %s", size);
+      break;
+    }
+    case DR_OP_HOST:
+      g_string_append_printf(out, " %s", dr_host_fn_name(node->host_fn));
+      break;
+    case DR_OP_ALLOC:
+    case DR_OP_FREE:
+      if (node->buffer < g->buffers->len)
+        g_string_append_printf(out, " %s", dr_graph_buffer(g, node->buffer)->name);
+      break;
+    case DR_OP_NOOP:
+    case DR_N_OPS:
+      break;
+  }
+}
+
+void dr_plan_write_text(const DrPlan *plan, GString *out) {
+  g_return_if_fail(plan != NULL && out != NULL);
+  const DrGraph *g = plan->graph;
+  guint32 n = g->nodes->len, n_streams = plan->streams->len, cross = 0;
+  for (guint32 e = 0; e < g->edges->len; e++)
+    cross += plan->node_stream[dr_graph_edge(g, e)->from] !=
+             plan->node_stream[dr_graph_edge(g, e)->to];
+
+  g_string_append_printf(out, "plan %s: %u nodes, %u edges\n", g->name ? g->name : "(unnamed)", n,
+                         plan->n_edges);
+  g_string_append_printf(out, "width %u, antichain:", plan->width);
+  for (guint32 i = 0; i < MIN(plan->antichain->len, ANTICHAIN_SHOWN); i++)
+    g_string_append_printf(out, " %s",
+                           dr_graph_node(g, g_array_index(plan->antichain, DrId, i))->id);
+  if (plan->antichain->len > ANTICHAIN_SHOWN)
+    g_string_append_printf(out, " ... (%u more)", plan->antichain->len - ANTICHAIN_SHOWN);
+  g_string_append_printf(out, "\nstreams %u, cap %u", n_streams, plan->cap);
+  if (plan->cap_binds) {
+    double pct = plan->critical_path_us > 0
+                     ? 100.0 * (plan->planned_path_us / plan->critical_path_us - 1.0)
+                     : 0.0;
+    g_string_append_printf(out,
+                           " (binds: chains merged onto %u streams cost %.1f us of critical "
+                           "path, +%.1f%%)",
+                           n_streams, plan->planned_path_us - plan->critical_path_us, pct);
+  } else {
+    g_string_append(out, " (does not bind)");
+  }
+  g_string_append_printf(out, "\nevents %u (for %u cross-stream edges)\n", plan->waits->len, cross);
+  g_string_append_printf(out, "critical path %.1f us, planned path %.1f us\n",
+                         plan->critical_path_us, plan->planned_path_us);
+
+  /* Stream lists: one pass over the steps per stream would be O(S * V);
+   * instead bucket the steps by stream first. */
+  guint32 *start = g_new0(guint32, n_streams + 1);
+  guint32 *bucket = g_new(guint32, MAX(n, 1));
+  for (guint32 s = 0; s < n_streams; s++)
+    start[s + 1] = start[s] + g_array_index(plan->streams, DrStream, s).n_nodes;
+  guint32 *fill = g_memdup2(start, (n_streams + 1) * sizeof(guint32));
+  for (guint32 i = 0; i < n; i++) bucket[fill[dr_plan_step(plan, i)->stream]++] = i;
+  for (guint32 s = 0; s < n_streams; s++) {
+    const DrStream *st = &g_array_index(plan->streams, DrStream, s);
+    g_string_append_printf(out, "stream %u (%s, %u node%s):", s, dr_priority_name(st->priority),
+                           st->n_nodes, st->n_nodes == 1 ? "" : "s");
+    for (guint32 k = start[s]; k < start[s + 1]; k++)
+      g_string_append_printf(out, " %s", dr_graph_node(g, dr_plan_step(plan, bucket[k])->node)->id);
+    g_string_append_c(out, '\n');
+  }
+  g_free(fill);
+  g_free(bucket);
+  g_free(start);
+
+  g_string_append(out, "steps:\n");
+  for (guint32 i = 0; i < n; i++) {
+    const DrPlanStep *step = dr_plan_step(plan, i);
+    g_string_append_printf(out, "  %u s%u %s (", i, step->stream, dr_graph_node(g, step->node)->id);
+    dr__plan_node_detail(g, step->node, out);
+    g_string_append_c(out, ')');
+    if (step->wait_count > 0) {
+      g_string_append(out, " waits");
+      for (guint32 w = step->wait_first; w < step->wait_first + step->wait_count; w++) {
+        DrId u = dr_plan_wait(plan, w);
+        g_string_append_printf(out, " %s@s%u", dr_graph_node(g, u)->id, plan->node_stream[u]);
+      }
+    }
+    g_string_append_c(out, '\n');
+  }
+}

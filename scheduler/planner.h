@@ -1,0 +1,51 @@
+/* planner.h: the stream planner, which compiles a DrGraph's dependency DAG
+ * onto CUDA streams and writes the plan for review.
+ *
+ * dr_plan_build runs the planning passes (scheduler/planner.c lists them):
+ * the cost model, the issue order, a minimum chain cover per priority class
+ * (streams = the DAG's width), the stream cap, and the fewest cross-stream
+ * waits. The writers print the result as text (--plan), JSON (--plan
+ * --format=json) and Graphviz DOT (--dot). This file does not run anything:
+ * backends/ executes plans. */
+#ifndef DAGRUN_SCHEDULER_PLANNER_H
+#define DAGRUN_SCHEDULER_PLANNER_H
+
+#include <glib.h>
+
+#include "ir/graph.h"
+#include "ir/plan.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint32 max_streams;      /* 0: graph->run.max_streams, else
+                               CUDA_DEVICE_MAX_CONNECTIONS, else 8 */
+  const char *profile_path; /* NULL or a run report JSON whose
+                               nodes[].duration_us replace the cost model */
+} DrPlanOptions;
+
+/* Plans `graph`, whose edges must be sorted by (to, from) as dr_passes_run
+ * leaves them and acyclic. `opts` may be NULL (all defaults). Returns a new
+ * plan that borrows `graph` (free it with dr_plan_free before the graph), or
+ * NULL with `error` set (DR_ERROR_INVALID for unsorted edges or a cycle,
+ * DR_ERROR_IO for an unreadable or malformed profile). */
+DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **error);
+
+/* Appends the human-readable plan (--plan): summary, the cap and what it
+ * costs when it binds, the antichain, each stream's nodes, then every step
+ * in issue order with its waits. Stable text: the golden-test format. */
+void dr_plan_write_text(const DrPlan *plan, GString *out);
+
+/* Appends the plan as one JSON object (--plan --format=json): streams,
+ * width, events, edges, cap, cap_binds, critical_path_us, planned_path_us,
+ * antichain and nodes (id, op, stream, priority, waits) in plan order. */
+void dr_plan_write_json(const DrPlan *plan, GString *out);
+
+/* Appends the plan as a Graphviz digraph (--dot): one cluster per stream,
+ * nodes coloured by stream and labelled with their op, dependency edges
+ * solid, event waits dashed red. */
+void dr_plan_write_dot(const DrPlan *plan, GString *out);
+
+G_END_DECLS
+
+#endif
