@@ -1,0 +1,149 @@
+/* backend.h: the one small vtable every executor implements, and the
+ * helpers the executors share (buffer initialisation, kernel argument
+ * binding, the host functions).
+ *
+ * A backend is driven by run.c in this order: open (streams, threads,
+ * events: no buffer yet), setup (allocate whole-run buffers, fill their
+ * `init:`; graph mode also captures here), run_iteration once per warmup
+ * and timed iteration, read_buffer to copy buffers back for --verify and
+ * `save:`, close. Everything but run_iteration is outside the timed region.
+ * close is NULL-safe and tolerates a state that failed half-way through
+ * open or setup. This file is not the public API: see run.h. */
+#ifndef DAGRUN_BACKENDS_BACKEND_H
+#define DAGRUN_BACKENDS_BACKEND_H
+
+#include <glib.h>
+#include <stdio.h>
+
+#include "backends/run.h"
+#include "ir/graph.h"
+#include "ir/plan.h"
+#include "kernels/registry.h"
+
+G_BEGIN_DECLS
+
+typedef struct DrBackend DrBackend; /* each backend's own state */
+
+/* One iteration's measurements, filled by run_iteration: node start/end in
+ * µs from the iteration's start (NAN when not measured), indexed by graph
+ * node id, and the makespan. */
+typedef struct {
+  double *start_us; /* [n_nodes] */
+  double *end_us;   /* [n_nodes] */
+  double makespan_us;
+} DrIterTiming;
+
+typedef struct {
+  const char *name;
+  /* Returns a new state for `plan` (borrowed until close), or NULL with
+   * `error` set (DR_ERROR_UNAVAILABLE when the backend cannot run here). */
+  DrBackend *(*open)(const DrPlan *plan, const DrRunOptions *opts, GError **error);
+  /* Allocates whole-run buffers and fills their init contents. */
+  gboolean (*setup)(DrBackend *b, GError **error);
+  /* Runs one whole iteration and waits for it to finish. `timing` may be
+   * NULL (warmup, the verify reference run). */
+  gboolean (*run_iteration)(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error);
+  /* Copies whole-run buffer `buffer` (all its bytes) into `dst`. */
+  gboolean (*read_buffer)(DrBackend *b, DrId buffer, void *dst, GError **error);
+  /* Releases everything; NULL-safe, tolerates half-built state. */
+  void (*close)(DrBackend *b);
+  /* The mode name the report shows ("streams" | "graph"). */
+  const char *(*mode_name)(const DrBackend *b);
+} DrBackendOps;
+
+extern const DrBackendOps dr__host_backend;
+extern const DrBackendOps dr__cuda_backend;
+
+/* Returns TRUE when the CUDA runtime reports at least one device; else
+ * FALSE with `why` (newly allocated) saying what the runtime said. */
+gboolean dr__cuda_available(char **why);
+
+/* ---- shared helpers (common.c) ---------------------------------------- */
+
+/* The documented deterministic initial contents. Fills `dst` (the buffer's
+ * dr_buffer_bytes) per the buffer's `init:`:
+ *   none, zeros: all zero bytes;
+ *   iota:        element i holds i converted to the element type (u8: i
+ *                mod 256; f16/bf16 rounded to nearest even);
+ *   random SEED: splitmix64 seeded with SEED, one 64-bit draw z per element
+ *                in order: floats (f16 bf16 f32 f64) take
+ *                ((z >> 11) * 2^-53) * 2 - 1, uniform in [-1, 1), converted
+ *                with round-to-nearest; u8 takes z mod 256; i32 and i64 take
+ *                (z mod 2001) - 1000;
+ *   file PATH:   the file's raw bytes, which must be exactly the buffer's
+ *                size (DR_ERROR_IO otherwise).
+ * Every backend uses this, so both backends start from the same bytes. */
+gboolean dr__buffer_init(const DrGraph *graph, DrId buffer, void *dst, GError **error);
+
+/* Returns splitmix64's next value and advances *state. */
+guint64 dr__splitmix64(guint64 *state);
+
+/* FNV-1a 64-bit hash of `len` bytes. */
+guint64 dr__fnv1a64(const void *data, gsize len);
+
+/* The launch description of a kernel node, bound to buffer base pointers
+ * (`bases[buffer id]`, host or device memory). */
+typedef struct {
+  const DrKernelDef *def;
+  DrKValue args[32];
+  uint64_t counts[32];
+  DrKLaunch launch;
+} DrKernelCall;
+
+/* Fills `call` for kernel node `node`: each declared parameter in order
+ * gets its argument (buffers: base + slice begin, counts[param] = slice
+ * length; optional scalars left out: the registry's default), the kernel's
+ * argument check runs, and the launch shape is the node's grid/block or
+ * else the registry's default (dr_kernel_default_shape; a node's block
+ * alone keeps the covered thread count). stream, blas and scratch are left
+ * NULL for the backend. Fails (DR_ERROR_RUNTIME) for user kernels, which no
+ * backend runs yet, unknown built-ins and failed checks. */
+gboolean dr__kernel_call_bind(const DrGraph *graph, DrId node, void *const *bases, DrKernelCall *call,
+                              GError **error);
+
+/* A host node bound to host pointers: what cudaLaunchHostFunc's trampoline
+ * and the host backend's workers run. It never calls CUDA. */
+typedef struct {
+  const DrGraph *graph;
+  DrId node;
+  const void *data; /* the buffer argument's slice start, or NULL */
+  guint64 bytes;    /* its length in bytes */
+  guint64 count;    /* its length in elements */
+  DrElemType type;
+  const char *buffer_name;
+  const char *message;
+  gint64 sleep_us;
+  FILE *out;
+} DrHostCall;
+
+/* Fills `call` for host node `node` given host base pointers per buffer. */
+void dr__host_call_bind(const DrGraph *graph, DrId node, void *const *bases, FILE *out,
+                        DrHostCall *call);
+
+/* Runs a host function: print writes "NODE: MESSAGE" plus up to the first
+ * 8 elements of its buffer; sleep sleeps; checksum writes
+ * "checksum NODE BUFFER 0x%016llx" (FNV-1a 64 of the slice's bytes). One
+ * line, written and flushed at once. */
+void dr__host_call_run(const DrHostCall *call);
+
+/* Writes element `index` of `data` (of `type`) to `out` as text. */
+void dr__elem_format(DrElemType type, const void *data, guint64 index, GString *out);
+
+/* Bytes a copy or memset node moves (its destination slice), else 0. */
+guint64 dr__node_bytes(const DrGraph *graph, DrId node);
+
+/* Pointer to element `begin` of a buffer whose memory starts at `base`. */
+static inline void *dr__slice_ptr(const DrGraph *graph, void *const *bases, const DrAccess *a) {
+  const DrBuffer *b = dr_graph_buffer(graph, a->buffer);
+  return (char *)bases[a->buffer] + a->begin * (guint64)dr_elem_size(b->type);
+}
+
+/* The node's accesses, the i-th one. */
+#define dr__node_access(g, n, i) dr_graph_access((g), (n)->access_first + (i))
+
+/* For copy nodes: the read (src) and written (dst) access. */
+void dr__copy_accesses(const DrGraph *graph, const DrNode *node, const DrAccess **src, const DrAccess **dst);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,324 @@
+/* common.c: what the host and CUDA executors share: the deterministic
+ * buffer initialisation, element formatting (with f16/bf16 conversion),
+ * kernel argument binding against the registry, and the built-in host
+ * functions. Nothing here touches CUDA or threads. */
+#include <math.h>
+#include <string.h>
+
+#include "backends/backend.h"
+
+/* ---- numbers ------------------------------------------------------------ */
+
+guint64 dr__splitmix64(guint64 *state) {
+  guint64 z = (*state += G_GUINT64_CONSTANT(0x9E3779B97F4A7C15));
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+guint64 dr__fnv1a64(const void *data, gsize len) {
+  const guint8 *p = data;
+  guint64 h = G_GUINT64_CONSTANT(0xcbf29ce484222325);
+  for (gsize i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= G_GUINT64_CONSTANT(0x100000001b3);
+  }
+  return h;
+}
+
+static guint32 float_bits(float f) {
+  guint32 u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+static float bits_float(guint32 u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* IEEE binary16 from a float, round to nearest even. */
+static guint16 float_to_f16(float f) {
+  guint32 x = float_bits(f);
+  guint32 sign = (x >> 16) & 0x8000;
+  guint32 absx = x & 0x7fffffff;
+  if (absx >= 0x7f800000) return (guint16)(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
+  if (absx >= 0x477ff000) return (guint16)(sign | 0x7c00); /* rounds to >= 65520: inf */
+  if (absx < 0x38800000) {                                 /* subnormal half or zero */
+    float a = bits_float(absx);
+    /* a * 2^24 is the subnormal mantissa; rint rounds to nearest even. */
+    return (guint16)(sign | (guint32)rintf(a * 16777216.0f));
+  }
+  guint32 mant = absx & 0x7fffff;
+  guint32 exp = (absx >> 23) - 127 + 15;
+  guint32 h = (exp << 10) | (mant >> 13);
+  guint32 rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
+  return (guint16)(sign | h);
+}
+
+static float f16_to_float(guint16 h) {
+  guint32 sign = (guint32)(h & 0x8000) << 16;
+  guint32 exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  if (exp == 0) {
+    float f = (float)mant / 16777216.0f;
+    return sign ? -f : f;
+  }
+  if (exp == 31) return bits_float(sign | 0x7f800000 | (mant << 13));
+  return bits_float(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+}
+
+static guint16 float_to_bf16(float f) {
+  guint32 x = float_bits(f);
+  if ((x & 0x7fffffff) > 0x7f800000) return (guint16)((x >> 16) | 0x40);
+  guint32 lsb = (x >> 16) & 1;
+  return (guint16)((x + 0x7fff + lsb) >> 16);
+}
+
+static float bf16_to_float(guint16 h) { return bits_float((guint32)h << 16); }
+
+/* Stores `v` (integral for integer types) as element i of `dst`. */
+static void store_elem(DrElemType type, void *dst, guint64 i, double v, gint64 iv) {
+  switch (type) {
+    case DR_ELEM_U8: ((guint8 *)dst)[i] = (guint8)(iv & 0xff); break;
+    case DR_ELEM_I32: ((gint32 *)dst)[i] = (gint32)iv; break;
+    case DR_ELEM_I64: ((gint64 *)dst)[i] = iv; break;
+    case DR_ELEM_F16: ((guint16 *)dst)[i] = float_to_f16((float)v); break;
+    case DR_ELEM_BF16: ((guint16 *)dst)[i] = float_to_bf16((float)v); break;
+    case DR_ELEM_F32: ((float *)dst)[i] = (float)v; break;
+    case DR_ELEM_F64: ((double *)dst)[i] = v; break;
+    case DR_ELEM_N_TYPES: g_return_if_reached();
+  }
+}
+
+void dr__elem_format(DrElemType type, const void *data, guint64 i, GString *out) {
+  switch (type) {
+    case DR_ELEM_U8: g_string_append_printf(out, "%u", ((const guint8 *)data)[i]); break;
+    case DR_ELEM_I32: g_string_append_printf(out, "%d", ((const gint32 *)data)[i]); break;
+    case DR_ELEM_I64: g_string_append_printf(out, "%" G_GINT64_FORMAT, ((const gint64 *)data)[i]); break;
+    case DR_ELEM_F16: g_string_append_printf(out, "%.9g", f16_to_float(((const guint16 *)data)[i])); break;
+    case DR_ELEM_BF16: g_string_append_printf(out, "%.9g", bf16_to_float(((const guint16 *)data)[i])); break;
+    case DR_ELEM_F32: g_string_append_printf(out, "%.9g", ((const float *)data)[i]); break;
+    case DR_ELEM_F64: g_string_append_printf(out, "%.17g", ((const double *)data)[i]); break;
+    case DR_ELEM_N_TYPES: g_string_append(out, "?"); break;
+  }
+}
+
+/* ---- buffer initialisation --------------------------------------------- */
+
+gboolean dr__buffer_init(const DrGraph *graph, DrId buffer, void *dst, GError **error) {
+  const DrBuffer *b = dr_graph_buffer(graph, buffer);
+  guint64 bytes = dr_buffer_bytes(b);
+  switch (b->init) {
+    case DR_INIT_NONE:
+    case DR_INIT_ZEROS: memset(dst, 0, bytes); return TRUE;
+    case DR_INIT_IOTA:
+      for (guint64 i = 0; i < b->count; i++) store_elem(b->type, dst, i, (double)i, (gint64)i);
+      return TRUE;
+    case DR_INIT_RANDOM: {
+      guint64 state = b->init_seed;
+      gboolean is_float = b->type == DR_ELEM_F16 || b->type == DR_ELEM_BF16 || b->type == DR_ELEM_F32 ||
+                          b->type == DR_ELEM_F64;
+      for (guint64 i = 0; i < b->count; i++) {
+        guint64 z = dr__splitmix64(&state);
+        if (is_float)
+          store_elem(b->type, dst, i, (double)(z >> 11) * 0x1.0p-53 * 2.0 - 1.0, 0);
+        else if (b->type == DR_ELEM_U8)
+          store_elem(b->type, dst, i, 0, (gint64)(z % 256));
+        else
+          store_elem(b->type, dst, i, 0, (gint64)(z % 2001) - 1000);
+      }
+      return TRUE;
+    }
+    case DR_INIT_FILE: {
+      g_autofree char *path = g_path_is_absolute(b->init_path)
+                                  ? g_strdup(b->init_path)
+                                  : g_build_filename(graph->base_dir, b->init_path, NULL);
+      g_autofree char *contents = NULL;
+      gsize len = 0;
+      g_autoptr(GError) local = NULL;
+      if (!g_file_get_contents(path, &contents, &len, &local)) {
+        g_set_error(error, DR_ERROR, DR_ERROR_IO, "buffer '%s': init file: %s", b->name, local->message);
+        return FALSE;
+      }
+      if (len != bytes) {
+        g_set_error(error, DR_ERROR, DR_ERROR_IO,
+                    "buffer '%s': init file %s holds %" G_GSIZE_FORMAT " bytes, the buffer %" G_GUINT64_FORMAT,
+                    b->name, path, len, bytes);
+        return FALSE;
+      }
+      memcpy(dst, contents, bytes);
+      return TRUE;
+    }
+  }
+  g_return_val_if_reached(FALSE);
+}
+
+/* ---- node helpers ------------------------------------------------------ */
+
+void dr__copy_accesses(const DrGraph *graph, const DrNode *node, const DrAccess **src, const DrAccess **dst) {
+  *src = *dst = NULL;
+  for (guint32 i = 0; i < node->access_count; i++) {
+    const DrAccess *a = dr__node_access(graph, node, i);
+    if (a->mode == DR_ACCESS_READ && *src == NULL) *src = a;
+    else if (dr_access_writes(a->mode) && *dst == NULL) *dst = a;
+  }
+}
+
+guint64 dr__node_bytes(const DrGraph *graph, DrId id) {
+  const DrNode *n = dr_graph_node(graph, id);
+  if (n->op != DR_OP_COPY && n->op != DR_OP_MEMSET) return 0;
+  for (guint32 i = 0; i < n->access_count; i++) {
+    const DrAccess *a = dr__node_access(graph, n, i);
+    if (dr_access_writes(a->mode))
+      return (a->end - a->begin) * dr_elem_size(dr_graph_buffer(graph, a->buffer)->type);
+  }
+  return 0;
+}
+
+static gboolean elem_is_float(DrElemType t) {
+  return t == DR_ELEM_F16 || t == DR_ELEM_BF16 || t == DR_ELEM_F32 || t == DR_ELEM_F64;
+}
+
+gboolean dr__kernel_call_bind(const DrGraph *graph, DrId id, void *const *bases, DrKernelCall *call,
+                              GError **error) {
+  const DrNode *n = dr_graph_node(graph, id);
+  memset(call, 0, sizeof *call);
+  const DrKernelDecl *decl = dr_graph_kernel(graph, n->kernel);
+  if (decl->origin != DR_KERNEL_BUILTIN) {
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
+                "node '%s': user kernel '%s' cannot run: this build's backends run built-in kernels only", n->id,
+                decl->name);
+    return FALSE;
+  }
+  if (decl->builtin_index >= (guint32)dr_kernel_registry_len) {
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': kernel '%s' is not in the registry", n->id,
+                decl->name);
+    return FALSE;
+  }
+  const DrKernelDef *def = &dr_kernel_registry[decl->builtin_index];
+  if (def->n_params > (int)G_N_ELEMENTS(call->args)) {
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': kernel '%s' has too many parameters", n->id,
+                def->name);
+    return FALSE;
+  }
+  call->def = def;
+  gboolean bound[G_N_ELEMENTS(call->args)] = {0};
+  for (guint32 i = n->arg_first; i < n->arg_first + n->arg_count; i++) {
+    const DrArg *arg = dr_graph_arg(graph, i);
+    if (arg->param >= (guint32)def->n_params) continue;
+    const DrKParam *p = &def->params[arg->param];
+    DrKValue *v = &call->args[arg->param];
+    bound[arg->param] = TRUE;
+    switch (arg->kind) {
+      case DR_ARG_BUFFER: {
+        const DrAccess *a = dr_graph_access(graph, arg->v.access);
+        v->ptr = dr__slice_ptr(graph, bases, a);
+        call->counts[arg->param] = a->end - a->begin;
+        break;
+      }
+      case DR_ARG_INT:
+        if (elem_is_float(p->type)) v->f = (double)arg->v.i;
+        else v->i = arg->v.i;
+        break;
+      case DR_ARG_FLOAT:
+        if (elem_is_float(p->type)) v->f = arg->v.f;
+        else v->i = (int64_t)arg->v.f;
+        break;
+      case DR_ARG_STRING: break;
+    }
+  }
+  for (int i = 0; i < def->n_params; i++) {
+    if (bound[i]) continue;
+    const DrKParam *p = &def->params[i];
+    if (p->is_pointer || !p->optional) {
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': kernel '%s' parameter '%s' is not bound", n->id,
+                  def->name, p->name);
+      return FALSE;
+    }
+    if (elem_is_float(p->type)) call->args[i].f = p->def;
+    else call->args[i].i = (int64_t)p->def;
+  }
+  DrKLaunch *l = &call->launch;
+  l->args = call->args;
+  l->counts = call->counts;
+  char msg[512] = {0};
+  if (def->check && def->check(call->counts, call->args, msg) != 0) {
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': kernel '%s': %s", n->id, def->name, msg);
+    return FALSE;
+  }
+  dr_kernel_default_shape(def, call->counts, call->args, l->grid, l->block);
+  if (n->block[0]) {
+    /* Keep the covered thread count when only the block is given. */
+    guint64 threads = (guint64)l->grid[0] * l->block[0];
+    l->block[0] = n->block[0];
+    l->block[1] = n->block[1] ? n->block[1] : 1;
+    l->block[2] = n->block[2] ? n->block[2] : 1;
+    l->grid[0] = (unsigned)CLAMP((threads + n->block[0] - 1) / n->block[0], 1, G_MAXINT32);
+  }
+  if (n->grid[0]) {
+    l->grid[0] = n->grid[0];
+    l->grid[1] = n->grid[1] ? n->grid[1] : 1;
+    l->grid[2] = n->grid[2] ? n->grid[2] : 1;
+  }
+  l->shared = n->shared;
+  return TRUE;
+}
+
+void dr__host_call_bind(const DrGraph *graph, DrId id, void *const *bases, FILE *out, DrHostCall *call) {
+  const DrNode *n = dr_graph_node(graph, id);
+  memset(call, 0, sizeof *call);
+  call->graph = graph;
+  call->node = id;
+  call->out = out ? out : stdout;
+  call->message = "";
+  for (guint32 i = n->arg_first; i < n->arg_first + n->arg_count; i++) {
+    const DrArg *arg = dr_graph_arg(graph, i);
+    switch (arg->kind) {
+      case DR_ARG_BUFFER: {
+        const DrAccess *a = dr_graph_access(graph, arg->v.access);
+        const DrBuffer *b = dr_graph_buffer(graph, a->buffer);
+        call->data = dr__slice_ptr(graph, bases, a);
+        call->count = a->end - a->begin;
+        call->bytes = call->count * dr_elem_size(b->type);
+        call->type = b->type;
+        call->buffer_name = b->name;
+        break;
+      }
+      case DR_ARG_STRING: call->message = arg->v.s; break;
+      case DR_ARG_INT: call->sleep_us = arg->v.i; break;
+      case DR_ARG_FLOAT: call->sleep_us = (gint64)arg->v.f; break;
+    }
+  }
+}
+
+void dr__host_call_run(const DrHostCall *call) {
+  const DrNode *n = dr_graph_node(call->graph, call->node);
+  g_autoptr(GString) line = g_string_new(NULL);
+  switch (n->host_fn) {
+    case DR_HOST_FN_PRINT:
+      g_string_append_printf(line, "%s: %s", n->id, call->message);
+      if (call->data) {
+        g_string_append_printf(line, " %s[", call->buffer_name);
+        for (guint64 i = 0; i < MIN(call->count, 8); i++) {
+          if (i) g_string_append(line, ", ");
+          dr__elem_format(call->type, call->data, i, line);
+        }
+        g_string_append(line, call->count > 8 ? ", ...]" : "]");
+      }
+      break;
+    case DR_HOST_FN_SLEEP:
+      if (call->sleep_us > 0) g_usleep((gulong)call->sleep_us);
+      return;
+    case DR_HOST_FN_CHECKSUM:
+      g_string_append_printf(line, "checksum %s %s 0x%016" G_GINT64_MODIFIER "x", n->id,
+                             call->buffer_name ? call->buffer_name : "?",
+                             dr__fnv1a64(call->data, call->data ? call->bytes : 0));
+      break;
+    case DR_N_HOST_FNS: return;
+  }
+  g_string_append_c(line, '\n');
+  fwrite(line->str, 1, line->len, call->out);
+  fflush(call->out);
+}

@@ -1,0 +1,359 @@
+/* cuda.c: the CUDA backend, eager streams: the plan's streams become CUDA
+ * streams (non-blocking, with priorities), its waits become events, and
+ * every node is issued in the plan's interleaved order. Graph mode shares
+ * this file's open/setup/issue and only replaces how an iteration is
+ * launched (cuda_graph.c).
+ *
+ * One iteration, from the origin stream: record iter_start (timing) and
+ * the fork event; every plan stream waits on the fork; steps issue in plan
+ * order (wait events of other streams' nodes, timing event, the work, the
+ * completion event when a later step waits on it); every stream records its
+ * join event and origin waits on all of them; record iter_end and wait for
+ * it on the host. The makespan is iter_end - iter_start; node times are
+ * their timing events against iter_start.
+ *
+ * Memory: whole-run device buffers come from cudaMalloc, host buffers from
+ * cudaMallocHost (pinned), both filled with their init contents before the
+ * first iteration; alloc/free nodes are cudaMallocAsync/cudaFreeAsync on
+ * the node's stream from the device's default pool, whose release threshold
+ * is the pipeline's memory.release_threshold (default: keep everything, so
+ * steady-state allocations cost ~1.5 µs, see GPU-NOTES.md). Every CUDA call
+ * goes through DR_CUDA (cuda_api.h). This file does not plan and does not
+ * compile user kernels. */
+#include <math.h>
+#include <string.h>
+
+#include "backends/cuda_state.h"
+
+gboolean dr__cuda_available(char **why) {
+  int count = 0;
+  cudaError_t rc = dr_cuda_api()->cudaGetDeviceCount(&count);
+  if (rc != cudaSuccess) {
+    (void)dr_cuda_api()->cudaGetLastError();
+    *why = g_strdup_printf("cudaGetDeviceCount: %s", dr_cuda_api()->cudaGetErrorName(rc));
+    return FALSE;
+  }
+  if (count < 1) {
+    *why = g_strdup("cudaGetDeviceCount: 0 devices");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---- teardown ----------------------------------------------------------- */
+
+static void destroy_events(cudaEvent_t *events, guint32 n) {
+  if (events == NULL) return;
+  for (guint32 i = 0; i < n; i++)
+    if (events[i]) (void)dr_cuda_api()->cudaEventDestroy(events[i]);
+  g_free(events);
+}
+
+static void cuda_close(DrBackend *b) {
+  if (b == NULL) return;
+  const DrCudaApi *api = dr_cuda_api();
+  /* Work may still be in flight after a failure (host functions read
+   * b->hcalls): let it drain before anything is released. */
+  (void)api->cudaDeviceSynchronize();
+  dr__cuda_graph_release(b);
+  if (b->bases) {
+    for (guint32 i = 0; i < b->n_buffers; i++) {
+      if (b->bases[i] == NULL) continue;
+      if (b->async_live[i]) (void)api->cudaFreeAsync(b->bases[i], b->origin);
+      else if (b->pinned[i]) (void)api->cudaFreeHost(b->bases[i]);
+      else (void)api->cudaFree(b->bases[i]);
+    }
+    (void)api->cudaDeviceSynchronize();
+  }
+  destroy_events(b->node_done, b->n_nodes);
+  destroy_events(b->t_start, b->n_nodes);
+  destroy_events(b->t_end, b->n_nodes);
+  destroy_events(b->join, b->n_streams);
+  if (b->fork) (void)api->cudaEventDestroy(b->fork);
+  if (b->iter_start) (void)api->cudaEventDestroy(b->iter_start);
+  if (b->iter_end) (void)api->cudaEventDestroy(b->iter_end);
+  if (b->streams)
+    for (guint32 s = 0; s < b->n_streams; s++)
+      if (b->streams[s]) (void)api->cudaStreamDestroy(b->streams[s]);
+  if (b->origin) (void)api->cudaStreamDestroy(b->origin);
+  (void)api->cudaGetLastError();
+  g_free(b->streams);
+  g_free(b->bases);
+  g_free(b->pinned);
+  g_free(b->async_live);
+  g_free(b->hcalls);
+  g_free(b);
+}
+
+/* ---- open: streams and events ----------------------------------------- */
+
+static int map_priority(DrPriority p, int least, int greatest) {
+  switch (p) {
+    case DR_PRIORITY_HIGH: return greatest;
+    case DR_PRIORITY_LOW: return least;
+    default: return (least + greatest) / 2;
+  }
+}
+
+static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
+  const DrGraph *g = plan->graph;
+  for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (n->device >= 0 && n->device != opts->device) {
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
+                  "node '%s': device %d differs from the run's device %d; multi-device pipelines are not "
+                  "supported by this backend",
+                  n->id, n->device, opts->device);
+      return NULL;
+    }
+  }
+  DrBackend *b = g_new0(DrBackend, 1);
+  b->plan = plan;
+  b->graph = g;
+  b->opts = *opts;
+  b->graph_mode = opts->mode == DR_MODE_GRAPH;
+  b->n_nodes = dr_graph_n_nodes(g);
+  b->n_buffers = dr_graph_n_buffers(g);
+  b->n_streams = dr_plan_n_streams(plan);
+  b->streams = g_new0(cudaStream_t, MAX(b->n_streams, 1));
+  b->join = g_new0(cudaEvent_t, MAX(b->n_streams, 1));
+  b->node_done = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
+  b->bases = g_new0(void *, MAX(b->n_buffers, 1));
+  b->pinned = g_new0(gboolean, MAX(b->n_buffers, 1));
+  b->async_live = g_new0(gboolean, MAX(b->n_buffers, 1));
+  b->hcalls = g_new0(DrHostCall, MAX(b->n_nodes, 1));
+  if (opts->node_timing) {
+    b->t_start = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
+    b->t_end = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
+  }
+
+  g_autofree char *dev = g_strdup_printf("device %d", opts->device);
+  DrCudaSite site = DR_SITE_SETUP(dev);
+  int least = 0, greatest = 0;
+  if (!DR_CUDA(site, cudaSetDevice, opts->device) ||
+      !DR_CUDA(site, cudaDeviceGetStreamPriorityRange, &least, &greatest) ||
+      !DR_CUDA(site, cudaStreamCreateWithPriority, &b->origin, cudaStreamNonBlocking,
+               map_priority(DR_PRIORITY_NORMAL, least, greatest)))
+    goto fail;
+  for (guint32 s = 0; s < b->n_streams; s++) {
+    DrPriority p = g_array_index(plan->streams, DrStream, s).priority;
+    DrCudaSite ss = {NULL, s, NULL};
+    if (!DR_CUDA(ss, cudaStreamCreateWithPriority, &b->streams[s], cudaStreamNonBlocking,
+                 map_priority(p, least, greatest)) ||
+        !DR_CUDA(ss, cudaEventCreateWithFlags, &b->join[s], cudaEventDisableTiming))
+      goto fail;
+  }
+  if (!DR_CUDA(site, cudaEventCreateWithFlags, &b->fork, cudaEventDisableTiming) ||
+      !DR_CUDA(site, cudaEventCreateWithFlags, &b->iter_start, cudaEventDefault) ||
+      !DR_CUDA(site, cudaEventCreateWithFlags, &b->iter_end, cudaEventDefault))
+    goto fail;
+  for (DrId i = 0; i < b->n_nodes; i++) {
+    DrCudaSite ns = DR_SITE_NODE(dr_graph_node(g, i)->id, plan->node_stream[i]);
+    if (plan->needs_event[i] && !DR_CUDA(ns, cudaEventCreateWithFlags, &b->node_done[i], cudaEventDisableTiming))
+      goto fail;
+    if (opts->node_timing && (!DR_CUDA(ns, cudaEventCreateWithFlags, &b->t_start[i], cudaEventDefault) ||
+                              !DR_CUDA(ns, cudaEventCreateWithFlags, &b->t_end[i], cudaEventDefault)))
+      goto fail;
+  }
+  return b;
+fail:
+  cuda_close(b);
+  return NULL;
+}
+
+/* ---- setup: buffers ----------------------------------------------------- */
+
+static gboolean cuda_setup(DrBackend *b, GError **error) {
+  const DrGraph *g = b->graph;
+  gboolean any_alloc = FALSE;
+  for (DrId i = 0; i < b->n_buffers; i++) {
+    const DrBuffer *buf = dr_graph_buffer(g, i);
+    if (buf->alloc_node != DR_NONE) {
+      any_alloc = TRUE;
+      continue; /* lives from its alloc node to its free node */
+    }
+    g_autofree char *what = g_strdup_printf("buffer '%s'", buf->name);
+    DrCudaSite site = DR_SITE_SETUP(what);
+    gsize bytes = MAX(dr_buffer_bytes(buf), 1);
+    if (buf->where == DR_WHERE_HOST) {
+      if (!DR_CUDA(site, cudaMallocHost, &b->bases[i], bytes)) return FALSE;
+      b->pinned[i] = TRUE;
+      if (!dr__buffer_init(g, i, b->bases[i], error)) return FALSE;
+    } else {
+      if (!DR_CUDA(site, cudaMalloc, &b->bases[i], bytes)) return FALSE;
+      g_autofree void *tmp = g_try_malloc(bytes);
+      if (tmp == NULL) {
+        g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "%s: out of host memory for its init", what);
+        return FALSE;
+      }
+      if (!dr__buffer_init(g, i, tmp, error) ||
+          !DR_CUDA(site, cudaMemcpy, b->bases[i], tmp, dr_buffer_bytes(buf), cudaMemcpyHostToDevice))
+        return FALSE;
+    }
+  }
+  if (any_alloc) {
+    cudaMemPool_t pool = NULL;
+    guint64 threshold = g->run.release_threshold_set ? g->run.release_threshold : G_MAXUINT64;
+    DrCudaSite site = DR_SITE_SETUP("the device's default memory pool");
+    if (!DR_CUDA(site, cudaDeviceGetDefaultMemPool, &pool, b->opts.device) ||
+        !DR_CUDA(site, cudaMemPoolSetAttribute, pool, cudaMemPoolAttrReleaseThreshold, &threshold))
+      return FALSE;
+  }
+  for (DrId i = 0; i < b->n_nodes; i++)
+    if (dr_graph_node(g, i)->op == DR_OP_HOST)
+      dr__host_call_bind(g, i, b->bases, b->opts.host_output, &b->hcalls[i]);
+  if (b->graph_mode) return dr__cuda_graph_capture(b, error);
+  return TRUE;
+}
+
+/* ---- issuing ------------------------------------------------------------ */
+
+static void CUDART_CB host_trampoline(void *data) {
+  /* Runs on a CUDA-owned thread: must not call CUDA. */
+  dr__host_call_run(data);
+}
+
+static gboolean record_timing(DrBackend *b, cudaEvent_t ev, cudaStream_t st, gboolean capturing, DrCudaSite site,
+                              GError **error) {
+  if (capturing) return DR_CUDA(site, cudaEventRecordWithFlags, ev, st, cudaEventRecordExternal);
+  return DR_CUDA(site, cudaEventRecord, ev, st);
+}
+
+/* Enqueues node `id`'s work on `st`. */
+static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite site, GError **error) {
+  const DrGraph *g = b->graph;
+  const DrNode *n = dr_graph_node(g, id);
+  switch (n->op) {
+    case DR_OP_KERNEL: {
+      DrKernelCall call;
+      if (!dr__kernel_call_bind(g, id, b->bases, &call, error)) return FALSE;
+      call.launch.stream = st;
+      call.launch.blas = NULL;
+      int rc = dr_cuda_api()->kernel_launch(call.def, &call.launch);
+      g_autofree char *what = g_strdup_printf("kernel launch (%s)", call.def->name);
+      return dr__cuda_check((cudaError_t)rc, what, site, error);
+    }
+    case DR_OP_COPY: {
+      const DrAccess *src, *dst;
+      dr__copy_accesses(g, n, &src, &dst);
+      gsize bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(g, dst->buffer)->type);
+      return DR_CUDA(site, cudaMemcpyAsync, dr__slice_ptr(g, b->bases, dst), dr__slice_ptr(g, b->bases, src), bytes,
+                     cudaMemcpyDefault, st);
+    }
+    case DR_OP_MEMSET: {
+      const DrAccess *dst = dr__node_access(g, n, 0);
+      gsize bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(g, dst->buffer)->type);
+      return DR_CUDA(site, cudaMemsetAsync, dr__slice_ptr(g, b->bases, dst), n->memset_value, bytes, st);
+    }
+    case DR_OP_ALLOC: {
+      const DrBuffer *buf = dr_graph_buffer(g, n->buffer);
+      if (!DR_CUDA(site, cudaMallocAsync, &b->bases[n->buffer], MAX(dr_buffer_bytes(buf), 1), st)) return FALSE;
+      b->async_live[n->buffer] = TRUE;
+      return TRUE;
+    }
+    case DR_OP_FREE: {
+      if (b->bases[n->buffer] == NULL) return TRUE;
+      if (!DR_CUDA(site, cudaFreeAsync, b->bases[n->buffer], st)) return FALSE;
+      b->bases[n->buffer] = NULL;
+      b->async_live[n->buffer] = FALSE;
+      return TRUE;
+    }
+    case DR_OP_HOST: return DR_CUDA(site, cudaLaunchHostFunc, st, host_trampoline, &b->hcalls[id]);
+    case DR_OP_NOOP:
+    case DR_N_OPS: return TRUE;
+  }
+  return TRUE;
+}
+
+gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **error) {
+  const DrPlan *p = b->plan;
+  const DrGraph *g = b->graph;
+  gboolean timing = b->opts.node_timing;
+  DrCudaSite site = DR_SITE_SETUP("iteration fork");
+  /* Fork: the iteration's start happens before every stream's first node. */
+  if (!DR_CUDA(site, cudaEventRecord, b->fork, b->origin)) return FALSE;
+  for (guint32 s = 0; s < b->n_streams; s++)
+    if (!DR_CUDA(site, cudaStreamWaitEvent, b->streams[s], b->fork, 0)) return FALSE;
+
+  for (guint32 i = 0; i < p->steps->len; i++) {
+    const DrPlanStep *step = dr_plan_step(p, i);
+    DrId v = step->node;
+    cudaStream_t st = b->streams[step->stream];
+    DrCudaSite ns = DR_SITE_NODE(dr_graph_node(g, v)->id, step->stream);
+    for (guint32 w = step->wait_first; w < step->wait_first + step->wait_count; w++) {
+      DrId u = dr_plan_wait(p, w);
+      /* DAG edge u -> v across streams: v's stream waits for u's
+       * completion event. */
+      if (!DR_CUDA(ns, cudaStreamWaitEvent, st, b->node_done[u], 0)) return FALSE;
+    }
+    if (timing && !record_timing(b, b->t_start[v], st, capturing, ns, error)) return FALSE;
+    if (!issue_work(b, v, st, ns, error)) return FALSE;
+    if (timing && !record_timing(b, b->t_end[v], st, capturing, ns, error)) return FALSE;
+    /* Source of the DAG edges v -> w for every later w on another stream
+     * that waits on v (needs_event[v]). */
+    if (p->needs_event[v] && !DR_CUDA(ns, cudaEventRecord, b->node_done[v], st)) return FALSE;
+  }
+
+  site = DR_SITE_SETUP("iteration join");
+  for (guint32 s = 0; s < b->n_streams; s++) {
+    /* Join: every stream's last node happens before the iteration's end. */
+    if (!DR_CUDA(site, cudaEventRecord, b->join[s], b->streams[s]) ||
+        !DR_CUDA(site, cudaStreamWaitEvent, b->origin, b->join[s], 0))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* Reads the iteration's timing events once iter_end has completed. */
+static gboolean read_timing(DrBackend *b, DrIterTiming *t, GError **error) {
+  float ms = 0;
+  DrCudaSite site = DR_SITE_SETUP("iteration timing");
+  if (!DR_CUDA(site, cudaEventElapsedTime, &ms, b->iter_start, b->iter_end)) return FALSE;
+  t->makespan_us = ms * 1000.0;
+  if (!b->opts.node_timing) return TRUE;
+  for (DrId i = 0; i < b->n_nodes; i++) {
+    float s = 0, e = 0;
+    DrCudaSite ns = DR_SITE_NODE(dr_graph_node(b->graph, i)->id, b->plan->node_stream[i]);
+    if (!DR_CUDA(ns, cudaEventElapsedTime, &s, b->iter_start, b->t_start[i]) ||
+        !DR_CUDA(ns, cudaEventElapsedTime, &e, b->iter_start, b->t_end[i]))
+      return FALSE;
+    t->start_us[i] = s * 1000.0;
+    t->end_us[i] = e * 1000.0;
+  }
+  return TRUE;
+}
+
+static gboolean cuda_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
+  DrCudaSite site = DR_SITE_SETUP("iteration");
+  if (!DR_CUDA(site, cudaEventRecord, b->iter_start, b->origin)) return FALSE;
+  if (b->graph_mode) {
+    if (!dr__cuda_graph_launch(b, error)) return FALSE;
+  } else if (!dr__cuda_issue_iteration(b, FALSE, error)) {
+    return FALSE;
+  }
+  if (!DR_CUDA(site, cudaEventRecord, b->iter_end, b->origin) || !DR_CUDA(site, cudaEventSynchronize, b->iter_end))
+    return FALSE;
+  return timing == NULL || read_timing(b, timing, error);
+}
+
+static gboolean cuda_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **error) {
+  const DrBuffer *buf = dr_graph_buffer(b->graph, buffer);
+  if (b->bases[buffer] == NULL) {
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "buffer '%s' is not live after the run", buf->name);
+    return FALSE;
+  }
+  g_autofree char *what = g_strdup_printf("reading back buffer '%s'", buf->name);
+  return DR_CUDA(DR_SITE_SETUP(what), cudaMemcpy, dst, b->bases[buffer], dr_buffer_bytes(buf), cudaMemcpyDefault);
+}
+
+static const char *cuda_mode_name(const DrBackend *b) { return b->graph_mode ? "graph" : "streams"; }
+
+const DrBackendOps dr__cuda_backend = {
+    .name = "cuda",
+    .open = cuda_open,
+    .setup = cuda_setup,
+    .run_iteration = cuda_run_iteration,
+    .read_buffer = cuda_read_buffer,
+    .close = cuda_close,
+    .mode_name = cuda_mode_name,
+};

@@ -1,0 +1,99 @@
+/* cuda_api.h: the one table through which the CUDA backends call the CUDA
+ * runtime, and the one macro that turns a failed call into a GError.
+ *
+ * Every runtime call of cuda.c and cuda_graph.c goes through DrCudaApi, so
+ * a fault-injection shim can swap the table (dr_cuda_api_set) and fail the
+ * Nth call to prove every failure path releases everything. Built-in kernel
+ * launches go through the table's `kernel_launch` entry for the same
+ * reason. This file does not own any CUDA handle: see cuda_state.h. */
+#ifndef DAGRUN_BACKENDS_CUDA_API_H
+#define DAGRUN_BACKENDS_CUDA_API_H
+
+#include <cuda_runtime_api.h>
+#include <glib.h>
+
+#include "ir/graph.h"
+#include "kernels/registry.h"
+
+G_BEGIN_DECLS
+
+/* X(name, (parameter list)): the runtime functions dagrun calls, all of
+ * which return cudaError_t. */
+#define DR_CUDA_API_LIST(X)                                                                                   \
+  X(cudaGetDeviceCount, (int *count))                                                                          \
+  X(cudaSetDevice, (int device))                                                                               \
+  X(cudaDeviceGetStreamPriorityRange, (int *least, int *greatest))                                             \
+  X(cudaStreamCreateWithPriority, (cudaStream_t * stream, unsigned int flags, int priority))                   \
+  X(cudaStreamDestroy, (cudaStream_t stream))                                                                  \
+  X(cudaStreamSynchronize, (cudaStream_t stream))                                                              \
+  X(cudaEventCreateWithFlags, (cudaEvent_t * event, unsigned int flags))                                       \
+  X(cudaEventDestroy, (cudaEvent_t event))                                                                     \
+  X(cudaEventRecord, (cudaEvent_t event, cudaStream_t stream))                                                 \
+  X(cudaEventRecordWithFlags, (cudaEvent_t event, cudaStream_t stream, unsigned int flags))                    \
+  X(cudaEventSynchronize, (cudaEvent_t event))                                                                 \
+  X(cudaEventElapsedTime, (float *ms, cudaEvent_t start, cudaEvent_t end))                                     \
+  X(cudaStreamWaitEvent, (cudaStream_t stream, cudaEvent_t event, unsigned int flags))                         \
+  X(cudaMalloc, (void **ptr, size_t size))                                                                     \
+  X(cudaFree, (void *ptr))                                                                                     \
+  X(cudaMallocHost, (void **ptr, size_t size))                                                                 \
+  X(cudaFreeHost, (void *ptr))                                                                                 \
+  X(cudaMallocAsync, (void **ptr, size_t size, cudaStream_t stream))                                           \
+  X(cudaFreeAsync, (void *ptr, cudaStream_t stream))                                                           \
+  X(cudaDeviceGetDefaultMemPool, (cudaMemPool_t * pool, int device))                                           \
+  X(cudaMemPoolSetAttribute, (cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value))                     \
+  X(cudaMemcpy, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind))                          \
+  X(cudaMemcpyAsync, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)) \
+  X(cudaMemsetAsync, (void *ptr, int value, size_t count, cudaStream_t stream))                                \
+  X(cudaLaunchHostFunc, (cudaStream_t stream, cudaHostFn_t fn, void *data))                                    \
+  X(cudaStreamBeginCapture, (cudaStream_t stream, enum cudaStreamCaptureMode mode))                            \
+  X(cudaStreamEndCapture, (cudaStream_t stream, cudaGraph_t * graph))                                          \
+  X(cudaGraphInstantiate, (cudaGraphExec_t * exec, cudaGraph_t graph, unsigned long long flags))               \
+  X(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t stream))                                              \
+  X(cudaGraphExecDestroy, (cudaGraphExec_t exec))                                                              \
+  X(cudaGraphDestroy, (cudaGraph_t graph))                                                                     \
+  X(cudaDeviceSynchronize, (void))                                                                             \
+  X(cudaGetLastError, (void))
+
+typedef struct {
+#define DR_X(name, params) cudaError_t(*name) params;
+  DR_CUDA_API_LIST(DR_X)
+#undef DR_X
+  const char *(*cudaGetErrorName)(cudaError_t error);
+  const char *(*cudaGetErrorString)(cudaError_t error);
+  /* Enqueues a built-in kernel: def->launch(l), a cudaError_t as int. */
+  int (*kernel_launch)(const DrKernelDef *def, const DrKLaunch *l);
+} DrCudaApi;
+
+/* The table in use (the real runtime unless a shim was set). */
+const DrCudaApi *dr_cuda_api(void);
+/* The real runtime's table. */
+const DrCudaApi *dr_cuda_api_default(void);
+/* Makes `api` (NULL: the default) the table in use; returns the previous
+ * one. Not thread-safe: call it between runs. `api` must outlive its use. */
+const DrCudaApi *dr_cuda_api_set(const DrCudaApi *api);
+
+/* Where a CUDA call was made, for the error message. */
+typedef struct {
+  const char *node; /* node id, or NULL for setup work */
+  gint64 stream;    /* plan stream, or -1 */
+  const char *what; /* extra context ("buffer 'x'"), or NULL */
+} DrCudaSite;
+
+/* Turns `rc` from `call` into a GError (DR_ERROR_RUNTIME, or
+ * DR_ERROR_UNAVAILABLE for cudaErrorNoDevice/InsufficientDriver) that names
+ * the site, the call and the CUDA error, and clears the runtime's error
+ * state with cudaGetLastError. Returns TRUE when rc is cudaSuccess. */
+gboolean dr__cuda_check(cudaError_t rc, const char *call, DrCudaSite site, GError **error);
+
+/* THE macro: calls the runtime function `fn` through the table with the
+ * remaining arguments and checks it at site `site` (a DrCudaSite);
+ * evaluates to TRUE on success, FALSE with *error set. Expects a
+ * `GError **error` in scope. */
+#define DR_CUDA(site, fn, ...) dr__cuda_check(dr_cuda_api()->fn(__VA_ARGS__), #fn, (site), error)
+
+#define DR_SITE_SETUP(what) ((DrCudaSite){NULL, -1, (what)})
+#define DR_SITE_NODE(id, stream) ((DrCudaSite){(id), (gint64)(stream), NULL})
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,56 @@
+/* cuda_state.h: internal to backends/: the CUDA backend's state, shared by
+ * the eager streams executor (cuda.c) and graph mode (cuda_graph.c).
+ *
+ * Ownership: this struct is the one owner of every CUDA handle it holds;
+ * a NULL handle means "not created", so cuda.c's close can release a state
+ * that failed anywhere in open or setup with no other bookkeeping. */
+#ifndef DAGRUN_BACKENDS_CUDA_STATE_H
+#define DAGRUN_BACKENDS_CUDA_STATE_H
+
+#include "backends/backend.h"
+#include "backends/cuda_api.h"
+
+G_BEGIN_DECLS
+
+struct DrBackend {
+  const DrPlan *plan; /* borrowed */
+  const DrGraph *graph;
+  DrRunOptions opts;
+  guint32 n_nodes, n_buffers, n_streams;
+
+  cudaStream_t origin;    /* fork/join point; never the legacy stream */
+  cudaStream_t *streams;  /* [n_streams] */
+  cudaEvent_t *node_done; /* [n_nodes]: for needs_event nodes, no timing */
+  cudaEvent_t *t_start;   /* [n_nodes]: timing, when opts.node_timing */
+  cudaEvent_t *t_end;     /* [n_nodes] */
+  cudaEvent_t fork;       /* no timing: origin -> every stream */
+  cudaEvent_t *join;      /* [n_streams], no timing: every stream -> origin */
+  cudaEvent_t iter_start, iter_end; /* timing, on origin */
+
+  void **bases;         /* [n_buffers]: device or pinned host memory */
+  gboolean *pinned;     /* [n_buffers]: bases[i] is cudaMallocHost memory */
+  gboolean *async_live; /* [n_buffers]: bases[i] came from cudaMallocAsync */
+  DrHostCall *hcalls;   /* [n_nodes]: cudaLaunchHostFunc's user data */
+
+  /* Graph mode: the captured iteration and its executable. */
+  gboolean graph_mode;
+  cudaGraph_t cuda_graph;
+  cudaGraphExec_t cuda_graph_exec;
+};
+
+/* Issues one whole iteration from `b->origin`: records the fork, lets every
+ * plan stream wait on it, issues every step in plan order with its waits,
+ * joins every stream back into origin. With `capturing`, timing events are
+ * recorded as external event nodes so they survive capture. */
+gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **error);
+
+/* Graph mode (cuda_graph.c): capture one iteration and instantiate it. */
+gboolean dr__cuda_graph_capture(DrBackend *b, GError **error);
+/* Launches the instantiated graph on origin (no wait). */
+gboolean dr__cuda_graph_launch(DrBackend *b, GError **error);
+/* Destroys the executable and the captured graph (NULL-safe fields). */
+void dr__cuda_graph_release(DrBackend *b);
+
+G_END_DECLS
+
+#endif

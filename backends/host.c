@@ -1,0 +1,302 @@
+/* host.c: the host backend, a CPU stand-in for the CUDA streams executor
+ * that runs any plan without a GPU and makes --verify meaningful on CI.
+ *
+ * One worker thread per plan stream runs that stream's nodes in issue
+ * order. A node's completion in an iteration is a per-node counter (the
+ * last iteration epoch it finished) under one mutex and condition
+ * variable: a planned wait (u before v) blocks v's worker until u's counter
+ * reaches the current epoch, exactly what cudaStreamWaitEvent does on a
+ * device. Iterations are separated by a barrier: run_iteration releases
+ * every worker, then waits until all of them are done. Every buffer is
+ * plain host memory allocated at setup; alloc and free nodes only mark
+ * lifetimes. Kernels run their registry host twins. With a delay seed,
+ * each node first sleeps a pseudo-random time, so a plan that lacks a wait
+ * produces a different result under --verify. This is not a simulator of
+ * GPU timing: times are host wall-clock. */
+#include <string.h>
+#include <time.h>
+
+#include "backends/backend.h"
+
+struct DrBackend {
+  const DrPlan *plan; /* borrowed */
+  const DrGraph *graph;
+  DrRunOptions opts;
+  guint32 n_nodes, n_buffers, n_streams;
+  void **bases;              /* [n_buffers], owned */
+  DrKernelCall *kcalls;      /* [n_nodes], bound at setup */
+  DrHostCall *hcalls;        /* [n_nodes], bound at setup */
+  guint32 *stream_first;     /* [n_streams + 1]: ranges of stream_steps */
+  guint32 *stream_steps;     /* step indices grouped by stream, issue order */
+
+  GMutex mu;
+  GCond cond;
+  gboolean sync_ready; /* mu and cond initialised */
+  GThread **threads;   /* [n_streams]; n_threads actually started */
+  guint32 n_threads;
+  /* Under mu: */
+  guint32 epoch;       /* current iteration's epoch, from 1 */
+  guint32 iteration;   /* the caller's iteration number (delay seeding) */
+  gboolean quit;
+  guint32 n_finished;  /* workers done with `epoch` */
+  guint32 *node_epoch; /* [n_nodes]: last epoch the node completed */
+  gboolean abort;
+  GError *error;       /* the first worker failure */
+  DrIterTiming *timing;
+  gint64 t0_ns;
+};
+
+typedef struct {
+  DrBackend *b;
+  guint32 stream;
+} Worker;
+
+static gint64 now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (gint64)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void fail(DrBackend *b, GError *error) {
+  g_mutex_lock(&b->mu);
+  if (b->error == NULL) b->error = error;
+  else g_error_free(error);
+  b->abort = TRUE;
+  g_cond_broadcast(&b->cond);
+  g_mutex_unlock(&b->mu);
+}
+
+/* Runs one node's work. Returns FALSE with `error` set on failure. */
+static gboolean execute(DrBackend *b, guint32 stream, DrId id, GError **error) {
+  const DrGraph *g = b->graph;
+  const DrNode *n = dr_graph_node(g, id);
+  switch (n->op) {
+    case DR_OP_KERNEL: {
+      const DrKernelCall *call = &b->kcalls[id];
+      char msg[257] = {0};
+      if (call->def->host == NULL) {
+        g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u): kernel '%s' has no host twin",
+                    n->id, stream, call->def->name);
+        return FALSE;
+      }
+      if (call->def->host(&call->launch, msg) != 0) {
+        g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u): kernel '%s' (host twin): %s", n->id,
+                    stream, call->def->name, msg[0] ? msg : "failed");
+        return FALSE;
+      }
+      return TRUE;
+    }
+    case DR_OP_COPY: {
+      const DrAccess *src, *dst;
+      dr__copy_accesses(g, n, &src, &dst);
+      guint64 bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(g, dst->buffer)->type);
+      memmove(dr__slice_ptr(g, b->bases, dst), dr__slice_ptr(g, b->bases, src), bytes);
+      return TRUE;
+    }
+    case DR_OP_MEMSET: {
+      const DrAccess *dst = dr__node_access(g, n, 0);
+      guint64 bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(g, dst->buffer)->type);
+      memset(dr__slice_ptr(g, b->bases, dst), n->memset_value, bytes);
+      return TRUE;
+    }
+    case DR_OP_HOST: dr__host_call_run(&b->hcalls[id]); return TRUE;
+    case DR_OP_ALLOC: /* the buffer exists for the whole run here */
+    case DR_OP_FREE:
+    case DR_OP_NOOP:
+    case DR_N_OPS: return TRUE;
+  }
+  return TRUE;
+}
+
+static void random_delay(DrBackend *b, DrId id, guint32 iteration) {
+  if (b->opts.delay_seed == 0) return;
+  guint64 s = b->opts.delay_seed ^ ((guint64)id * G_GUINT64_CONSTANT(0x9E3779B97F4A7C15)) ^
+              ((guint64)iteration << 32);
+  guint64 z = dr__splitmix64(&s);
+  guint32 max = b->opts.delay_max_us ? b->opts.delay_max_us : 200;
+  gulong us = (gulong)(z % ((guint64)max + 1));
+  if (us) g_usleep(us);
+}
+
+/* Runs this worker's stream for the current epoch. */
+static void run_stream(DrBackend *b, guint32 stream, guint32 epoch, guint32 iteration) {
+  const DrPlan *p = b->plan;
+  for (guint32 k = b->stream_first[stream]; k < b->stream_first[stream + 1]; k++) {
+    const DrPlanStep *step = dr_plan_step(p, b->stream_steps[k]);
+    g_mutex_lock(&b->mu);
+    for (guint32 w = step->wait_first; w < step->wait_first + step->wait_count; w++) {
+      DrId u = dr_plan_wait(p, w);
+      /* The planned wait for edge u -> step->node: block until u completed
+       * in this iteration. */
+      while (b->node_epoch[u] < epoch && !b->abort) g_cond_wait(&b->cond, &b->mu);
+    }
+    gboolean abort = b->abort;
+    g_mutex_unlock(&b->mu);
+    if (abort) return;
+    random_delay(b, step->node, iteration);
+    gint64 t_start = now_ns();
+    GError *error = NULL;
+    if (!execute(b, stream, step->node, &error)) {
+      fail(b, error);
+      return;
+    }
+    gint64 t_end = now_ns();
+    g_mutex_lock(&b->mu);
+    if (b->timing) {
+      b->timing->start_us[step->node] = (double)(t_start - b->t0_ns) / 1000.0;
+      b->timing->end_us[step->node] = (double)(t_end - b->t0_ns) / 1000.0;
+    }
+    b->node_epoch[step->node] = epoch;
+    g_cond_broadcast(&b->cond);
+    g_mutex_unlock(&b->mu);
+  }
+}
+
+static gpointer worker_main(gpointer data) {
+  Worker *w = data;
+  DrBackend *b = w->b;
+  guint32 done_epoch = 0;
+  g_mutex_lock(&b->mu);
+  for (;;) {
+    while (!b->quit && b->epoch == done_epoch) g_cond_wait(&b->cond, &b->mu);
+    if (b->quit) break;
+    done_epoch = b->epoch;
+    guint32 iteration = b->iteration;
+    g_mutex_unlock(&b->mu);
+    run_stream(b, w->stream, done_epoch, iteration);
+    g_mutex_lock(&b->mu);
+    b->n_finished++;
+    g_cond_broadcast(&b->cond);
+  }
+  g_mutex_unlock(&b->mu);
+  g_free(w);
+  return NULL;
+}
+
+static void host_close(DrBackend *b) {
+  if (b == NULL) return;
+  if (b->sync_ready) {
+    g_mutex_lock(&b->mu);
+    b->quit = TRUE;
+    g_cond_broadcast(&b->cond);
+    g_mutex_unlock(&b->mu);
+    for (guint32 i = 0; i < b->n_threads; i++) g_thread_join(b->threads[i]);
+    g_mutex_clear(&b->mu);
+    g_cond_clear(&b->cond);
+  }
+  if (b->bases)
+    for (guint32 i = 0; i < b->n_buffers; i++) g_free(b->bases[i]);
+  g_free(b->bases);
+  g_free(b->kcalls);
+  g_free(b->hcalls);
+  g_free(b->stream_first);
+  g_free(b->stream_steps);
+  g_free(b->threads);
+  g_free(b->node_epoch);
+  g_clear_error(&b->error);
+  g_free(b);
+}
+
+static DrBackend *host_open(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
+  DrBackend *b = g_new0(DrBackend, 1);
+  b->plan = plan;
+  b->graph = plan->graph;
+  b->opts = *opts;
+  b->n_nodes = dr_graph_n_nodes(b->graph);
+  b->n_buffers = dr_graph_n_buffers(b->graph);
+  b->n_streams = dr_plan_n_streams(plan);
+  b->bases = g_new0(void *, MAX(b->n_buffers, 1));
+  b->kcalls = g_new0(DrKernelCall, MAX(b->n_nodes, 1));
+  b->hcalls = g_new0(DrHostCall, MAX(b->n_nodes, 1));
+  b->node_epoch = g_new0(guint32, MAX(b->n_nodes, 1));
+  b->stream_first = g_new0(guint32, b->n_streams + 1);
+  b->stream_steps = g_new0(guint32, MAX(b->n_nodes, 1));
+  for (guint32 i = 0; i < plan->steps->len; i++) b->stream_first[dr_plan_step(plan, i)->stream + 1]++;
+  for (guint32 s = 0; s < b->n_streams; s++) b->stream_first[s + 1] += b->stream_first[s];
+  g_autofree guint32 *fill = g_memdup2(b->stream_first, sizeof(guint32) * (b->n_streams + 1));
+  for (guint32 i = 0; i < plan->steps->len; i++) b->stream_steps[fill[dr_plan_step(plan, i)->stream]++] = i;
+
+  g_mutex_init(&b->mu);
+  g_cond_init(&b->cond);
+  b->sync_ready = TRUE;
+  b->threads = g_new0(GThread *, MAX(b->n_streams, 1));
+  for (guint32 s = 0; s < b->n_streams; s++) {
+    Worker *w = g_new(Worker, 1);
+    *w = (Worker){b, s};
+    g_autofree char *name = g_strdup_printf("dr-stream-%u", s);
+    b->threads[s] = g_thread_try_new(name, worker_main, w, error);
+    if (b->threads[s] == NULL) {
+      g_free(w);
+      host_close(b);
+      return NULL;
+    }
+    b->n_threads++;
+  }
+  return b;
+}
+
+static gboolean host_setup(DrBackend *b, GError **error) {
+  const DrGraph *g = b->graph;
+  for (DrId i = 0; i < b->n_buffers; i++) {
+    const DrBuffer *buf = dr_graph_buffer(g, i);
+    guint64 bytes = dr_buffer_bytes(buf);
+    if (b->bases[i] == NULL) {
+      b->bases[i] = g_try_malloc0(MAX(bytes, 1));
+      if (b->bases[i] == NULL) {
+        g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "buffer '%s': out of host memory (%" G_GUINT64_FORMAT
+                    " bytes)", buf->name, bytes);
+        return FALSE;
+      }
+    }
+    if (buf->alloc_node == DR_NONE && !dr__buffer_init(g, i, b->bases[i], error)) return FALSE;
+  }
+  for (DrId i = 0; i < b->n_nodes; i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (n->op == DR_OP_KERNEL && !dr__kernel_call_bind(g, i, b->bases, &b->kcalls[i], error)) return FALSE;
+    if (n->op == DR_OP_HOST) dr__host_call_bind(g, i, b->bases, b->opts.host_output, &b->hcalls[i]);
+  }
+  return TRUE;
+}
+
+static gboolean host_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
+  g_mutex_lock(&b->mu);
+  b->timing = timing;
+  b->iteration = iteration;
+  b->n_finished = 0;
+  b->t0_ns = now_ns();
+  b->epoch++;
+  g_cond_broadcast(&b->cond);
+  while (b->n_finished < b->n_threads) g_cond_wait(&b->cond, &b->mu);
+  gint64 t_end = now_ns();
+  GError *failure = g_steal_pointer(&b->error);
+  b->abort = FALSE;
+  b->timing = NULL;
+  g_mutex_unlock(&b->mu);
+  if (failure) {
+    g_propagate_error(error, failure);
+    return FALSE;
+  }
+  if (timing) {
+    double makespan = 0;
+    for (DrId i = 0; i < b->n_nodes; i++) makespan = MAX(makespan, timing->end_us[i]);
+    timing->makespan_us = b->n_nodes ? makespan : (double)(t_end - b->t0_ns) / 1000.0;
+  }
+  return TRUE;
+}
+
+static gboolean host_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **error) {
+  memcpy(dst, b->bases[buffer], dr_buffer_bytes(dr_graph_buffer(b->graph, buffer)));
+  return TRUE;
+}
+
+static const char *host_mode_name(const DrBackend *b) { return "streams"; }
+
+const DrBackendOps dr__host_backend = {
+    .name = "host",
+    .open = host_open,
+    .setup = host_setup,
+    .run_iteration = host_run_iteration,
+    .read_buffer = host_read_buffer,
+    .close = host_close,
+    .mode_name = host_mode_name,
+};

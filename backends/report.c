@@ -1,0 +1,184 @@
+/* report.c: the run report's three renderings: a readable per-node table,
+ * the JSON object of the spec, and the Chrome trace event format. Building
+ * the report is run.c's job; nothing here runs anything. */
+#include <math.h>
+#include <string.h>
+
+#include "backends/run.h"
+
+static void json_string(GString *out, const char *s) {
+  g_string_append_c(out, '"');
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    switch (*p) {
+      case '"': g_string_append(out, "\\\""); break;
+      case '\\': g_string_append(out, "\\\\"); break;
+      case '\n': g_string_append(out, "\\n"); break;
+      case '\t': g_string_append(out, "\\t"); break;
+      case '\r': g_string_append(out, "\\r"); break;
+      default:
+        if (*p < 0x20) g_string_append_printf(out, "\\u%04x", *p);
+        else g_string_append_c(out, (char)*p);
+    }
+  }
+  g_string_append_c(out, '"');
+}
+
+/* A JSON number, or null for NaN/inf (JSON has neither). */
+static void json_number(GString *out, double v) {
+  if (isnan(v) || isinf(v)) g_string_append(out, "null");
+  else g_string_append_printf(out, "%.3f", v);
+}
+
+static const char *verified_name(DrVerified v) {
+  switch (v) {
+    case DR_VERIFIED_PASS: return "passed";
+    case DR_VERIFIED_FAIL: return "FAILED";
+    case DR_VERIFIED_NOT_RUN: break;
+  }
+  return "not run";
+}
+
+static void text_number(GString *out, double v, int width) {
+  if (isnan(v)) g_string_append_printf(out, " %*s", width, "-");
+  else g_string_append_printf(out, " %*.1f", width, v);
+}
+
+void dr_report_write_text(const DrReport *r, GString *out) {
+  g_string_append_printf(out, "%s: backend %s, mode %s, %u iterations (%u warmup)\n", r->name, r->backend,
+                         r->mode ? r->mode : "?", r->iterations, r->warmup);
+  int idw = 4;
+  for (guint i = 0; i < r->nodes->len; i++)
+    idw = MAX(idw, (int)strlen(g_array_index(r->nodes, DrNodeReport, i).id));
+  g_string_append_printf(out, "%-*s %-6s %6s %10s %10s %10s %10s %8s\n", idw, "node", "op", "stream", "start_us",
+                         "median_us", "min_us", "max_us", "GB/s");
+  for (guint i = 0; i < r->nodes->len; i++) {
+    const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, i);
+    g_string_append_printf(out, "%-*s %-6s %6u", idw, n->id, dr_op_name(n->op), n->stream);
+    text_number(out, n->start_us, 10);
+    text_number(out, n->duration_us, 10);
+    text_number(out, n->duration_min_us, 10);
+    text_number(out, n->duration_max_us, 10);
+    if (isnan(n->gbps)) g_string_append_printf(out, " %8s", "");
+    else g_string_append_printf(out, " %8.2f", n->gbps);
+    g_string_append_c(out, '\n');
+  }
+  g_string_append(out, "makespan_us: median");
+  text_number(out, r->makespan_us, 0);
+  g_string_append(out, ", min");
+  text_number(out, r->makespan_min_us, 0);
+  g_string_append(out, ", max");
+  text_number(out, r->makespan_max_us, 0);
+  g_string_append_c(out, '\n');
+  g_string_append_printf(out, "verify: %s", verified_name(r->verified));
+  if (r->verified == DR_VERIFIED_FAIL)
+    g_string_append_printf(out, ": buffer '%s' element %" G_GUINT64_FORMAT ": serial %s, concurrent %s",
+                           r->diff_buffer, r->diff_index, r->diff_serial, r->diff_concurrent);
+  g_string_append_c(out, '\n');
+}
+
+void dr_report_write_json(const DrReport *r, GString *out) {
+  g_string_append(out, "{\"name\": ");
+  json_string(out, r->name);
+  g_string_append(out, ", \"backend\": ");
+  json_string(out, r->backend);
+  g_string_append(out, ", \"mode\": ");
+  json_string(out, r->mode);
+  g_string_append_printf(out, ", \"iterations\": %u, \"warmup\": %u, \"makespan_us\": ", r->iterations, r->warmup);
+  json_number(out, r->makespan_us);
+  g_string_append(out, ", \"makespan_min_us\": ");
+  json_number(out, r->makespan_min_us);
+  g_string_append(out, ", \"makespan_max_us\": ");
+  json_number(out, r->makespan_max_us);
+  g_string_append_printf(out, ", \"verified\": %s, \"difference\": ",
+                         r->verified == DR_VERIFIED_NOT_RUN ? "null"
+                         : r->verified == DR_VERIFIED_PASS  ? "true"
+                                                            : "false");
+  if (r->verified == DR_VERIFIED_FAIL) {
+    g_string_append(out, "{\"buffer\": ");
+    json_string(out, r->diff_buffer);
+    g_string_append_printf(out, ", \"index\": %" G_GUINT64_FORMAT ", \"serial\": ", r->diff_index);
+    json_string(out, r->diff_serial);
+    g_string_append(out, ", \"concurrent\": ");
+    json_string(out, r->diff_concurrent);
+    g_string_append_c(out, '}');
+  } else {
+    g_string_append(out, "null");
+  }
+  g_string_append(out, ", \"nodes\": [");
+  for (guint i = 0; i < r->nodes->len; i++) {
+    const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, i);
+    g_string_append(out, i ? ", {\"id\": " : "{\"id\": ");
+    json_string(out, n->id);
+    g_string_append(out, ", \"op\": ");
+    json_string(out, dr_op_name(n->op));
+    g_string_append_printf(out, ", \"stream\": %u, \"start_us\": ", n->stream);
+    json_number(out, n->start_us);
+    g_string_append(out, ", \"duration_us\": ");
+    json_number(out, n->duration_us);
+    g_string_append(out, ", \"duration_min_us\": ");
+    json_number(out, n->duration_min_us);
+    g_string_append(out, ", \"duration_max_us\": ");
+    json_number(out, n->duration_max_us);
+    g_string_append_printf(out, ", \"bytes\": %" G_GUINT64_FORMAT ", \"gbps\": ", n->bytes);
+    json_number(out, n->gbps);
+    g_string_append_c(out, '}');
+  }
+  g_string_append(out, "]}\n");
+}
+
+void dr_trace_write(const DrReport *r, GString *out) {
+  g_string_append(out, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+  g_string_append(out, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"args\": {\"name\": ");
+  g_autofree char *pname = g_strdup_printf("dagrun %s (%s, %s)", r->name, r->backend, r->mode ? r->mode : "?");
+  json_string(out, pname);
+  g_string_append(out, "}}");
+  for (guint s = 0; s < r->stream_priorities->len; s++) {
+    DrPriority p = g_array_index(r->stream_priorities, DrPriority, s);
+    g_autofree char *tname = g_strdup_printf("stream %u (%s)", s, dr_priority_name(p));
+    g_string_append_printf(out, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %u, \"args\": "
+                                "{\"name\": ",
+                           s);
+    json_string(out, tname);
+    g_string_append_printf(out, "}},\n{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 1, \"tid\": %u, "
+                                "\"args\": {\"sort_index\": %u}}",
+                           s, s);
+  }
+  guint32 n = r->n_graph_nodes;
+  /* Node id -> plan stream and op, from the report's node list. */
+  g_autofree guint32 *stream_of = g_new0(guint32, MAX(n, 1));
+  g_autofree const DrNodeReport **info = g_new0(const DrNodeReport *, MAX(n, 1));
+  for (guint i = 0; i < r->nodes->len; i++) {
+    const DrNodeReport *nr = &g_array_index(r->nodes, DrNodeReport, i);
+    stream_of[nr->node] = nr->stream;
+    info[nr->node] = nr;
+  }
+  guint64 flow_id = 1;
+  for (guint32 it = 0; it < r->iterations; it++) {
+    double base = r->iter_start_us[it];
+    const double *st = r->sample_start + (gsize)it * n, *en = r->sample_end + (gsize)it * n;
+    for (guint32 id = 0; id < n; id++) {
+      if (info[id] == NULL || isnan(st[id]) || isnan(en[id])) continue;
+      g_string_append(out, ",\n{\"name\": ");
+      json_string(out, info[id]->id);
+      g_string_append(out, ", \"cat\": ");
+      json_string(out, dr_op_name(info[id]->op));
+      g_string_append_printf(out, ", \"ph\": \"X\", \"pid\": 1, \"tid\": %u, \"ts\": %.3f, \"dur\": %.3f, "
+                                  "\"args\": {\"iteration\": %u}}",
+                             stream_of[id], base + st[id], MAX(en[id] - st[id], 0.0), it);
+    }
+    for (guint f = 0; f < r->flows->len; f++) {
+      const DrReportFlow *fl = &g_array_index(r->flows, DrReportFlow, f);
+      if (isnan(en[fl->from]) || isnan(st[fl->to])) continue;
+      /* The arrow leaves the waited node at its end and binds to the
+       * enclosing slice of the waiting node at its start ("bp": "e"). */
+      g_string_append_printf(out, ",\n{\"name\": \"wait\", \"cat\": \"wait\", \"ph\": \"s\", \"id\": %" G_GUINT64_FORMAT
+                                  ", \"pid\": 1, \"tid\": %u, \"ts\": %.3f}",
+                             flow_id, stream_of[fl->from], base + MAX(en[fl->from] - 0.001, st[fl->from]));
+      g_string_append_printf(out, ",\n{\"name\": \"wait\", \"cat\": \"wait\", \"ph\": \"f\", \"bp\": \"e\", \"id\": %"
+                                  G_GUINT64_FORMAT ", \"pid\": 1, \"tid\": %u, \"ts\": %.3f}",
+                             flow_id, stream_of[fl->to], base + st[fl->to]);
+      flow_id++;
+    }
+  }
+  g_string_append(out, "\n]}\n");
+}

@@ -1,0 +1,261 @@
+/* run.c: dr_run, the driver every backend shares: choose the backend, run
+ * warmup and timed iterations, gather per-node samples into the report,
+ * save buffers, and for --verify run the serial plan the same way and
+ * compare. The backends themselves live in host.c, cuda.c, cuda_graph.c;
+ * the report's renderings in report.c. */
+#include <math.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/verify.h"
+
+static const char *const backend_names[] = {
+#define DR_X(e, s) s,
+    DR_BACKEND_LIST(DR_X)
+#undef DR_X
+};
+
+const char *dr_backend_kind_name(DrBackendKind kind) {
+  g_return_val_if_fail((guint)kind < DR_N_BACKENDS, "?");
+  return backend_names[kind];
+}
+
+gboolean dr_backend_kind_from_name(const char *name, DrBackendKind *out) {
+  for (guint i = 0; i < DR_N_BACKENDS; i++)
+    if (strcmp(name, backend_names[i]) == 0) {
+      *out = (DrBackendKind)i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+const char *dr_mode_name(DrMode mode) { return mode == DR_MODE_GRAPH ? "graph" : "streams"; }
+
+gboolean dr_mode_from_name(const char *name, DrMode *out) {
+  if (strcmp(name, "streams") == 0) *out = DR_MODE_STREAMS;
+  else if (strcmp(name, "graph") == 0) *out = DR_MODE_GRAPH;
+  else return FALSE;
+  return TRUE;
+}
+
+void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
+  memset(opts, 0, sizeof *opts);
+  opts->backend = DR_BACKEND_AUTO;
+  opts->mode = graph->run.mode;
+  opts->iterations = graph->run.iterations;
+  opts->warmup = graph->run.warmup;
+  opts->device = graph->run.device;
+  opts->node_timing = TRUE;
+}
+
+void dr_report_free(DrReport *r) {
+  if (r == NULL) return;
+  g_free(r->name);
+  g_free(r->diff_buffer);
+  g_free(r->diff_serial);
+  g_free(r->diff_concurrent);
+  if (r->nodes) g_array_unref(r->nodes);
+  g_free(r->sample_start);
+  g_free(r->sample_end);
+  g_free(r->iter_start_us);
+  g_free(r->iter_makespan_us);
+  if (r->stream_priorities) g_array_unref(r->stream_priorities);
+  if (r->flows) g_array_unref(r->flows);
+  g_free(r);
+}
+
+gboolean dr_report_check_verified(const DrReport *r, GError **error) {
+  if (r->verified != DR_VERIFIED_FAIL) return TRUE;
+  g_set_error(error, DR_ERROR, DR_ERROR_VERIFY,
+              "verify: buffer '%s' differs from the serial run at element %" G_GUINT64_FORMAT
+              ": serial %s, concurrent %s",
+              r->diff_buffer, r->diff_index, r->diff_serial, r->diff_concurrent);
+  return FALSE;
+}
+
+/* ---- statistics ------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median, min and max of the non-NaN values; NAN when there are none. */
+static void stats(const double *v, guint n, double *median, double *min, double *max) {
+  g_autofree double *s = g_new(double, MAX(n, 1));
+  guint k = 0;
+  for (guint i = 0; i < n; i++)
+    if (!isnan(v[i])) s[k++] = v[i];
+  if (k == 0) {
+    *median = *min = *max = NAN;
+    return;
+  }
+  qsort(s, k, sizeof(double), cmp_double);
+  *median = k % 2 ? s[k / 2] : (s[k / 2 - 1] + s[k / 2]) / 2;
+  if (min) *min = s[0];
+  if (max) *max = s[k - 1];
+}
+
+static void report_summarise(DrReport *r, const DrPlan *plan) {
+  const DrGraph *g = plan->graph;
+  guint32 n = r->n_graph_nodes, it = r->iterations;
+  g_autofree double *start = g_new(double, MAX(it, 1));
+  g_autofree double *dur = g_new(double, MAX(it, 1));
+  for (guint32 s = 0; s < plan->steps->len; s++) {
+    DrId id = dr_plan_step(plan, s)->node;
+    const DrNode *node = dr_graph_node(g, id);
+    for (guint32 i = 0; i < it; i++) {
+      start[i] = r->sample_start[(gsize)i * n + id];
+      dur[i] = r->sample_end[(gsize)i * n + id] - start[i];
+    }
+    DrNodeReport nr = {.node = id, .id = node->id, .op = node->op, .stream = dr_plan_step(plan, s)->stream};
+    double smin, smax;
+    stats(start, it, &nr.start_us, &smin, &smax);
+    stats(dur, it, &nr.duration_us, &nr.duration_min_us, &nr.duration_max_us);
+    nr.bytes = dr__node_bytes(g, id);
+    nr.gbps = nr.bytes && nr.duration_us > 0 ? (double)nr.bytes / (nr.duration_us * 1e3) : NAN;
+    g_array_append_val(r->nodes, nr);
+  }
+  stats(r->iter_makespan_us, it, &r->makespan_us, &r->makespan_min_us, &r->makespan_max_us);
+  double t = 0;
+  for (guint32 i = 0; i < it; i++) {
+    r->iter_start_us[i] = t;
+    /* Iterations run back to back; the trace lays them out by makespan
+     * plus a small gap so they read apart. */
+    t += (isnan(r->iter_makespan_us[i]) ? 0 : r->iter_makespan_us[i]) + 1.0;
+  }
+}
+
+static DrReport *report_new(const DrPlan *plan, const DrRunOptions *opts) {
+  const DrGraph *g = plan->graph;
+  DrReport *r = g_new0(DrReport, 1);
+  r->name = g_strdup(g->name ? g->name : "pipeline");
+  r->iterations = opts->iterations;
+  r->warmup = opts->warmup;
+  r->n_graph_nodes = dr_graph_n_nodes(g);
+  gsize samples = (gsize)MAX(opts->iterations, 1) * MAX(r->n_graph_nodes, 1);
+  r->sample_start = g_new(double, samples);
+  r->sample_end = g_new(double, samples);
+  for (gsize i = 0; i < samples; i++) r->sample_start[i] = r->sample_end[i] = NAN;
+  r->iter_start_us = g_new0(double, MAX(opts->iterations, 1));
+  r->iter_makespan_us = g_new(double, MAX(opts->iterations, 1));
+  for (guint32 i = 0; i < MAX(opts->iterations, 1); i++) r->iter_makespan_us[i] = NAN;
+  r->nodes = g_array_new(FALSE, TRUE, sizeof(DrNodeReport));
+  r->stream_priorities = g_array_new(FALSE, TRUE, sizeof(DrPriority));
+  for (guint32 s = 0; s < dr_plan_n_streams(plan); s++)
+    g_array_append_val(r->stream_priorities, g_array_index(plan->streams, DrStream, s).priority);
+  r->flows = g_array_new(FALSE, TRUE, sizeof(DrReportFlow));
+  for (guint32 s = 0; s < plan->steps->len; s++) {
+    const DrPlanStep *step = dr_plan_step(plan, s);
+    for (guint32 w = step->wait_first; w < step->wait_first + step->wait_count; w++) {
+      DrReportFlow f = {dr_plan_wait(plan, w), step->node};
+      g_array_append_val(r->flows, f);
+    }
+  }
+  r->verified = DR_VERIFIED_NOT_RUN;
+  return r;
+}
+
+/* ---- running one pipeline --------------------------------------------- */
+
+static char *resolve(const DrGraph *g, const char *path) {
+  if (g_path_is_absolute(path) || g->base_dir == NULL) return g_strdup(path);
+  return g_build_filename(g->base_dir, path, NULL);
+}
+
+static gboolean save_buffers(const DrBackendOps *ops, DrBackend *b, const DrGraph *g, GError **error) {
+  for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
+    const DrBuffer *buf = dr_graph_buffer(g, i);
+    if (buf->save_path == NULL) continue;
+    gsize bytes = dr_buffer_bytes(buf);
+    g_autofree char *data = g_try_malloc(MAX(bytes, 1));
+    if (data == NULL) {
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "save: out of host memory for buffer '%s'", buf->name);
+      return FALSE;
+    }
+    if (!ops->read_buffer(b, i, data, error)) return FALSE;
+    g_autofree char *path = resolve(g, buf->save_path);
+    g_autoptr(GError) local = NULL;
+    if (!g_file_set_contents(path, data, (gssize)bytes, &local)) {
+      g_set_error(error, DR_ERROR, DR_ERROR_IO, "buffer '%s': save: %s", buf->name, local->message);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Opens `ops` on `plan`, sets up, runs warmup + iterations (timed into
+ * `report` when non-NULL), saves buffers when `save`, captures written
+ * buffers into *capture when non-NULL, closes. */
+static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const DrRunOptions *opts,
+                             DrReport *report, gboolean save, GPtrArray **capture, GError **error) {
+  const DrGraph *g = plan->graph;
+  DrBackend *b = ops->open(plan, opts, error);
+  if (b == NULL) return FALSE;
+  gboolean ok = ops->setup(b, error);
+  for (guint32 i = 0; ok && i < opts->warmup; i++) ok = ops->run_iteration(b, i, NULL, error);
+  guint32 n = dr_graph_n_nodes(g);
+  for (guint32 i = 0; ok && i < opts->iterations; i++) {
+    DrIterTiming t = {NULL, NULL, NAN};
+    if (report) {
+      t.start_us = report->sample_start + (gsize)i * n;
+      t.end_us = report->sample_end + (gsize)i * n;
+    }
+    ok = ops->run_iteration(b, opts->warmup + i, report ? &t : NULL, error);
+    if (ok && report) report->iter_makespan_us[i] = t.makespan_us;
+  }
+  if (ok && report) report->mode = ops->mode_name(b);
+  if (ok && save) ok = save_buffers(ops, b, g, error);
+  if (ok && capture) ok = (*capture = dr__verify_capture(ops, b, g, error)) != NULL;
+  ops->close(b);
+  return ok;
+}
+
+static const DrBackendOps *choose_backend(const DrRunOptions *opts, GError **error) {
+  if (opts->backend == DR_BACKEND_HOST) return &dr__host_backend;
+  g_autofree char *why = NULL;
+  if (dr__cuda_available(&why)) return &dr__cuda_backend;
+  if (opts->backend == DR_BACKEND_CUDA) {
+    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE, "--backend=cuda: no usable CUDA device (%s)", why);
+    return NULL;
+  }
+  g_printerr("dagrun: no usable CUDA device (%s); running on the host backend\n", why);
+  return &dr__host_backend;
+}
+
+DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
+  g_return_val_if_fail(plan != NULL, NULL);
+  DrRunOptions opts;
+  if (opts_in) opts = *opts_in;
+  else dr_run_options_init(&opts, plan->graph);
+  if (opts.iterations == 0) opts.iterations = 1;
+  const DrBackendOps *ops = choose_backend(&opts, error);
+  if (ops == NULL) return NULL;
+
+  g_autoptr(DrReport) report = report_new(plan, &opts);
+  report->backend = ops->name;
+  g_autoptr(GPtrArray) concurrent = NULL;
+  if (!run_pipeline(ops, plan, &opts, report, TRUE, opts.verify ? &concurrent : NULL, error)) return NULL;
+  report_summarise(report, plan);
+
+  if (opts.verify) {
+    g_autoptr(DrPlan) serial = dr_plan_new_serial(plan->graph);
+    DrRunOptions sopts = opts;
+    sopts.delay_seed = 0; /* one stream: delays cannot reorder anything */
+    sopts.node_timing = FALSE;
+    g_autoptr(GPtrArray) reference = NULL;
+    if (!run_pipeline(ops, serial, &sopts, NULL, FALSE, &reference, error)) return NULL;
+    dr__verify_compare(plan->graph, reference, concurrent, report);
+  }
+
+  if (opts.trace_path) {
+    g_autoptr(GString) trace = g_string_new(NULL);
+    dr_trace_write(report, trace);
+    g_autoptr(GError) local = NULL;
+    if (!g_file_set_contents(opts.trace_path, trace->str, (gssize)trace->len, &local)) {
+      g_set_error(error, DR_ERROR, DR_ERROR_IO, "--trace: %s", local->message);
+      return NULL;
+    }
+  }
+  return g_steal_pointer(&report);
+}

@@ -1,0 +1,152 @@
+/* run.h: running a DrPlan and reporting what happened: the options, the
+ * run report (per-node timing medians, makespan, --verify's verdict) and its
+ * three renderings (a text table, JSON, a Chrome/Perfetto trace).
+ *
+ * dr_run picks a backend (host threads, CUDA streams or a captured CUDA
+ * graph, see backend.h), sets up every buffer outside the timed region, runs
+ * `warmup` untimed and `iterations` timed iterations, saves buffers that ask
+ * for it, and with `verify` re-runs the serial plan on the same backend from
+ * the same initial contents and compares every written buffer byte for byte.
+ * This file does not plan (scheduler/) and does not print to the terminal
+ * except the host functions' output (print, checksum) and the one-line
+ * notice when `auto` falls back to the host. */
+#ifndef DAGRUN_BACKENDS_RUN_H
+#define DAGRUN_BACKENDS_RUN_H
+
+#include <glib.h>
+#include <stdio.h>
+
+#include "ir/graph.h"
+#include "ir/plan.h"
+
+G_BEGIN_DECLS
+
+/* X(ENUM_SUFFIX, spelling) */
+#define DR_BACKEND_LIST(X) \
+  X(AUTO, "auto")          \
+  X(CUDA, "cuda")          \
+  X(HOST, "host")
+
+typedef enum {
+#define DR_X(e, s) DR_BACKEND_##e,
+  DR_BACKEND_LIST(DR_X)
+#undef DR_X
+  DR_N_BACKENDS
+} DrBackendKind;
+
+const char *dr_backend_kind_name(DrBackendKind kind);
+gboolean dr_backend_kind_from_name(const char *name, DrBackendKind *out);
+const char *dr_mode_name(DrMode mode);
+gboolean dr_mode_from_name(const char *name, DrMode *out);
+
+typedef struct {
+  DrBackendKind backend; /* auto: CUDA when a device is usable, else host */
+  DrMode mode;           /* streams | graph (CUDA only; the host runs threads) */
+  guint32 iterations;    /* timed iterations, >= 1 */
+  guint32 warmup;        /* untimed iterations before them */
+  gboolean verify;       /* compare against the serial plan's run */
+  /* Host backend: before each node sleep a pseudo-random 0..delay_max_us
+   * µs seeded by (delay_seed, node, iteration); 0 = no delays. Shakes out
+   * missing waits under --verify. */
+  guint64 delay_seed;
+  guint32 delay_max_us; /* 0: 200 */
+  gint32 device;        /* CUDA device ordinal */
+  /* Time every node (CUDA: two timing events per node, ~3.5 µs of GPU time
+   * each, see GPU-NOTES.md). FALSE: makespan only. */
+  gboolean node_timing;
+  const char *trace_path; /* NULL, or where dr_run writes the Chrome trace */
+  FILE *host_output;      /* print/checksum output; NULL: stdout */
+} DrRunOptions;
+
+/* Fills `opts` with the graph's `run:` settings (mode, iterations, warmup,
+ * device), backend auto, node timing on, everything else off. */
+void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph);
+
+typedef enum { DR_VERIFIED_NOT_RUN, DR_VERIFIED_PASS, DR_VERIFIED_FAIL } DrVerified;
+
+/* One node's timing over the timed iterations. Times are µs relative to
+ * the iteration's start; NAN where the backend did not measure. */
+typedef struct {
+  DrId node;
+  const char *id; /* borrowed from the graph */
+  DrOp op;
+  guint32 stream;
+  double start_us;    /* median */
+  double duration_us; /* median */
+  double duration_min_us, duration_max_us;
+  guint64 bytes; /* copies and memsets: bytes moved; else 0 */
+  double gbps;   /* bytes / median duration; NAN when not timed or no bytes */
+} DrNodeReport;
+
+typedef struct {
+  DrId from, to; /* graph node ids: `to` waits for `from` */
+} DrReportFlow;
+
+typedef struct {
+  char *name;          /* the pipeline's name */
+  const char *backend; /* "host" | "cuda" */
+  const char *mode;    /* "streams" | "graph" (the host reports "streams") */
+  guint32 iterations, warmup;
+  double makespan_us; /* median over the timed iterations */
+  double makespan_min_us, makespan_max_us;
+  DrVerified verified;
+  /* When verified == DR_VERIFIED_FAIL: the first buffer (in buffer order)
+   * and element that differ, and both values printed by type. */
+  char *diff_buffer;
+  guint64 diff_index;
+  char *diff_serial;     /* the serial (reference) run's value */
+  char *diff_concurrent; /* the concurrent run's value */
+  GArray *nodes;         /* DrNodeReport, in plan (issue) order */
+
+  /* Raw samples for the trace: [iterations][n_graph_nodes], µs relative
+   * to each iteration's start (NAN when not measured), and each timed
+   * iteration's start relative to the first's. */
+  guint32 n_graph_nodes;
+  double *sample_start, *sample_end;
+  double *iter_start_us;
+  double *iter_makespan_us;
+  /* Plan facts the trace needs, copied so the report stands alone. */
+  GArray *stream_priorities; /* DrPriority per plan stream */
+  GArray *flows;             /* DrReportFlow: one per planned wait */
+} DrReport;
+
+/* Runs `plan` (its graph must have passed the scheduler's passes) with
+ * `opts` (NULL: dr_run_options_init of the plan's graph). Returns the report
+ * (free with dr_report_free), or NULL with `error` set:
+ *   DR_ERROR_UNAVAILABLE  --backend=cuda and no usable device;
+ *   DR_ERROR_IO           an init file or a save path failed, or the trace;
+ *   DR_ERROR_RUNTIME      a CUDA call or a host kernel failed (the message
+ *                         names the node, its stream and the call), after
+ *                         every resource has been released.
+ * A --verify difference is not an error: the report says DR_VERIFIED_FAIL
+ * (see dr_report_check_verified). */
+DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts, GError **error);
+
+void dr_report_free(DrReport *report);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrReport, dr_report_free)
+
+/* Returns FALSE and sets DR_ERROR_VERIFY (exit 1) naming the first
+ * difference when the report's verification failed; TRUE otherwise. */
+gboolean dr_report_check_verified(const DrReport *report, GError **error);
+
+/* Appends a readable per-node table (plan order: id, op, stream, start,
+ * median/min/max duration, GB/s) and the makespan and verdict to `out`. */
+void dr_report_write_text(const DrReport *report, GString *out);
+
+/* Appends one JSON object: "name", "backend", "mode", "iterations",
+ * "warmup", "makespan_us", "makespan_min_us", "makespan_max_us",
+ * "verified" (true/false/null), "difference" (object or null), "nodes":
+ * [{"id","op","stream","start_us","duration_us","duration_min_us",
+ * "duration_max_us","bytes","gbps"}]. Unmeasured numbers are null. */
+void dr_report_write_json(const DrReport *report, GString *out);
+
+/* Appends a Chrome trace event JSON object (Perfetto, chrome://tracing):
+ * one "X" event per node and timed iteration, a track (tid) per plan stream
+ * named by thread_name metadata with its priority, and a flow arrow
+ * ("s"/"f" pair) per planned cross-stream wait and iteration. Nodes that
+ * were not timed are left out. */
+void dr_trace_write(const DrReport *report, GString *out);
+
+G_END_DECLS
+
+#endif
