@@ -1,0 +1,204 @@
+/* elementwise.cu: the CUDA launchers of the element-wise built-ins (fill,
+ * iota, scale, axpy, add, mul, relu, gelu, and the bf16/f16 variants). One
+ * grid-stride kernel template does them all: f32 goes through float4 loads
+ * and stores when every pointer is 16-byte aligned (slices may start
+ * anywhere, so this is checked per launch); bf16/f16 are converted to f32,
+ * computed, and rounded once to nearest even. The math of each operation
+ * is written to match its host twin in host.c operation for operation (the
+ * library is compiled with --fmad=false; axpy's fmaf is explicit on both
+ * sides). */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/launch.cuh"
+
+namespace {
+
+template <class T>
+struct Conv;
+template <>
+struct Conv<float> {
+  static __device__ float in(float v) { return v; }
+  static __device__ float out(float v) { return v; }
+};
+template <>
+struct Conv<__nv_bfloat16> {
+  static __device__ float in(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __nv_bfloat16 out(float v) {
+    return __float2bfloat16_rn(v);
+  }
+};
+template <>
+struct Conv<__half> {
+  static __device__ float in(__half v) { return __half2float(v); }
+  static __device__ __half out(float v) { return __float2half_rn(v); }
+};
+
+/* out[i] = op(in0[i], in1[i], i) for i < n, NIN of the inputs read (the
+ * others pass 0). `vec`: float only, all pointers 16-byte aligned; threads
+ * then take 4 elements at a time and the first n%4 threads the tail. in1 may
+ * alias out (axpy), so nothing is __restrict__. */
+template <class T, int NIN, class Op>
+__global__ void map_kernel(const T *in0, const T *in1, T *out, uint64_t n,
+                           bool vec, Op op) {
+  uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+  uint64_t done = 0;
+  if constexpr (sizeof(T) == 4) {
+    if (vec) {
+      uint64_t n4 = n / 4;
+      for (uint64_t v = tid; v < n4; v += stride) {
+        float4 a = NIN >= 1 ? ((const float4 *)in0)[v] : float4{0, 0, 0, 0};
+        float4 b = NIN >= 2 ? ((const float4 *)in1)[v] : float4{0, 0, 0, 0};
+        float4 r;
+        r.x = op(a.x, b.x, 4 * v);
+        r.y = op(a.y, b.y, 4 * v + 1);
+        r.z = op(a.z, b.z, 4 * v + 2);
+        r.w = op(a.w, b.w, 4 * v + 3);
+        ((float4 *)out)[v] = r;
+      }
+      done = n4 * 4;
+    }
+  }
+  for (uint64_t i = done + tid; i < n; i += stride) {
+    float a = NIN >= 1 ? Conv<T>::in(in0[i]) : 0.0f;
+    float b = NIN >= 2 ? Conv<T>::in(in1[i]) : 0.0f;
+    out[i] = Conv<T>::out(op(a, b, i));
+  }
+}
+
+template <class T, int NIN, class Op>
+int map_launch(const DrKLaunch *l, const void *in0, const void *in1, void *out,
+               uint64_t n, Op op) {
+  if (n == 0)
+    return 0;
+  bool vec = sizeof(T) == 4 && drk::aligned16(out) &&
+             (NIN < 1 || drk::aligned16(in0)) &&
+             (NIN < 2 || drk::aligned16(in1));
+  uint64_t threads = vec ? (n / 4 > 0 ? n / 4 : 1) : n;
+  unsigned bt = drk::block_threads(l);
+  unsigned g = drk::grid_blocks(l, drk::ceil_div(threads, bt));
+  map_kernel<T, NIN, Op><<<g, bt, l->shared, drk::stream_of(l)>>>(
+      (const T *)in0, (const T *)in1, (T *)out, n, vec, op);
+  return drk::launched();
+}
+
+struct Fill {
+  float value;
+  __device__ float operator()(float, float, uint64_t) const { return value; }
+};
+struct Iota {
+  float start, step;
+  __device__ float operator()(float, float, uint64_t i) const {
+    return start + step * (float)i;
+  }
+};
+struct Scale {
+  float alpha;
+  __device__ float operator()(float x, float, uint64_t) const {
+    return alpha * x;
+  }
+};
+struct Axpy {
+  float alpha;
+  __device__ float operator()(float x, float y, uint64_t) const {
+    return fmaf(alpha, x, y);
+  }
+};
+struct Add {
+  __device__ float operator()(float a, float b, uint64_t) const {
+    return a + b;
+  }
+};
+struct Mul {
+  __device__ float operator()(float a, float b, uint64_t) const {
+    return a * b;
+  }
+};
+struct Relu {
+  __device__ float operator()(float x, float, uint64_t) const {
+    return x > 0.0f ? x : 0.0f;
+  }
+};
+/* Same constants and order as dr__k_gelu_f32_host. */
+struct Gelu {
+  __device__ float operator()(float v, float, uint64_t) const {
+    float inner = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
+    return 0.5f * v * (1.0f + tanhf(inner));
+  }
+};
+
+inline float argf(const DrKLaunch *l, int i) { return (float)l->args[i].f; }
+inline void *argp(const DrKLaunch *l, int i) { return l->args[i].ptr; }
+
+}  // namespace
+
+extern "C" int dr__k_fill_f32_launch(const DrKLaunch *l) {
+  return map_launch<float, 0>(l, nullptr, nullptr, argp(l, 0), l->counts[0],
+                              Fill{argf(l, 1)});
+}
+
+extern "C" int dr__k_iota_f32_launch(const DrKLaunch *l) {
+  return map_launch<float, 0>(l, nullptr, nullptr, argp(l, 0), l->counts[0],
+                              Iota{argf(l, 1), argf(l, 2)});
+}
+
+extern "C" int dr__k_scale_f32_launch(const DrKLaunch *l) {
+  DRK_CHECK(dr__kcheck_scale, l);
+  return map_launch<float, 1>(l, argp(l, 0), nullptr, argp(l, 2),
+                              l->counts[0], Scale{argf(l, 1)});
+}
+
+extern "C" int dr__k_scale_bf16_launch(const DrKLaunch *l) {
+  DRK_CHECK(dr__kcheck_scale, l);
+  return map_launch<__nv_bfloat16, 1>(l, argp(l, 0), nullptr, argp(l, 2),
+                                      l->counts[0], Scale{argf(l, 1)});
+}
+
+extern "C" int dr__k_scale_f16_launch(const DrKLaunch *l) {
+  DRK_CHECK(dr__kcheck_scale, l);
+  return map_launch<__half, 1>(l, argp(l, 0), nullptr, argp(l, 2),
+                               l->counts[0], Scale{argf(l, 1)});
+}
+
+extern "C" int dr__k_axpy_f32_launch(const DrKLaunch *l) {
+  DRK_CHECK(dr__kcheck_axpy, l);
+  return map_launch<float, 2>(l, argp(l, 1), argp(l, 2), argp(l, 2),
+                              l->counts[1], Axpy{argf(l, 0)});
+}
+
+extern "C" int dr__k_add_f32_launch(const DrKLaunch *l) {
+  DRK_CHECK(dr__kcheck_binary, l);
+  return map_launch<float, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2),
+                              l->counts[0], Add{});
+}
+
+extern "C" int dr__k_add_bf16_launch(const DrKLaunch *l) {
+  DRK_CHECK(dr__kcheck_binary, l);
+  return map_launch<__nv_bfloat16, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2),
+                                      l->counts[0], Add{});
+}
+
+extern "C" int dr__k_add_f16_launch(const DrKLaunch *l) {
+  DRK_CHECK(dr__kcheck_binary, l);
+  return map_launch<__half, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2),
+                               l->counts[0], Add{});
+}
+
+extern "C" int dr__k_mul_f32_launch(const DrKLaunch *l) {
+  DRK_CHECK(dr__kcheck_binary, l);
+  return map_launch<float, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2),
+                              l->counts[0], Mul{});
+}
+
+extern "C" int dr__k_relu_f32_launch(const DrKLaunch *l) {
+  DRK_CHECK(dr__kcheck_unary, l);
+  return map_launch<float, 1>(l, argp(l, 0), nullptr, argp(l, 1),
+                              l->counts[0], Relu{});
+}
+
+extern "C" int dr__k_gelu_f32_launch(const DrKLaunch *l) {
+  DRK_CHECK(dr__kcheck_unary, l);
+  return map_launch<float, 1>(l, argp(l, 0), nullptr, argp(l, 1),
+                              l->counts[0], Gelu{});
+}

@@ -1,0 +1,32 @@
+/* spin.cu: the CUDA launcher of `spin`, a kernel that does nothing for a
+ * given time: each thread busy-waits `ns` nanoseconds on %globaltimer (the
+ * GPU's nanosecond clock, updated every few tens of ns on Hopper). It exists
+ * to make overlap and scheduling visible in tests and benchmarks: by
+ * default one block of one thread, so hundreds can run side by side; a
+ * bigger launch shape occupies more of the GPU for the same time. */
+#include "kernels/launch.cuh"
+
+namespace {
+
+__device__ uint64_t globaltimer(void) {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void spin_kernel(uint64_t ns) {
+  uint64_t start = globaltimer();
+  while (globaltimer() - start < ns) {
+  }
+}
+
+}  // namespace
+
+extern "C" int dr__k_spin_launch(const DrKLaunch *l) {
+  DRK_CHECK(dr__kcheck_spin, l);
+  unsigned bt = drk::block_threads(l);
+  unsigned g = drk::grid_blocks(l, 0x7fffffffu);
+  spin_kernel<<<g, bt, l->shared, drk::stream_of(l)>>>(
+      (uint64_t)l->args[0].i);
+  return drk::launched();
+}
