@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# run.sh: dagrun's tests on a machine with a GPU, run from the repository
+# root with a prebuilt dist/ (tools/build_dist.sh); needs no Bazel, GLib or
+# libyaml, only the NVIDIA driver, compute-sanitizer and python3.
+#
+# Checks, each printed as "PASS NAME" or "FAIL NAME" (with the tail of its
+# output on failure):
+#   gpu/nvidia-smi                  a GPU is visible
+#   gpu/test/PKG/NAME               every GTest binary under dist/tests/
+#   gpu/example/NAME/{streams,graph}   graphs/*.yaml with --backend=cuda
+#                                   --verify in both modes
+#   gpu/bench/NAME/{streams,graph}  bench/pipelines/*.yaml likewise (2
+#                                   iterations), as larger verify cases
+#   gpu/sanitize/NAME/{memcheck,racecheck,synccheck}   compute-sanitizer on
+#                                   each example, streams mode, 1 iteration
+#   gpu/timing/spin-chain/{streams,graph}   a chain of 10 spin nodes of
+#                                   200 µs: the sum of the reported node
+#                                   durations is within 5% of 2000 µs
+# and ends with "N passed, N failed" counted from those results (checks
+# not reached within the time budget are counted as failed and named).
+#
+# Usage: bash tests/gpu/run.sh
+# Environment: DIST (default dist), BUDGET_S (default 450: whole run under
+# 8 minutes), OUT (if set, the full log goes to $OUT/gpu.log).
+# Exit status: 0 when every check passed, 1 otherwise.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+DIST=${DIST:-dist}
+DAGRUN=$DIST/dagrun
+BUDGET_S=${BUDGET_S:-450}
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT"
+  exec > >(tee -a "$OUT/gpu.log") 2>&1
+fi
+tmp=$(mktemp -d)
+start=$SECONDS
+passed=0 failed=0
+failed_names=()
+
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() {
+  failed=$((failed + 1)); failed_names+=("$1"); echo "FAIL $1${2:+ ($2)}"
+  [ -s "$tmp/out" ] && tail -n 15 "$tmp/out" | sed 's/^/    /'
+}
+over_budget() { [ $((SECONDS - start)) -ge "$BUDGET_S" ]; }
+# check NAME TIMEOUT_S CMD...: runs CMD with a timeout; passes on exit 0.
+check() {
+  local name=$1 limit=$2; shift 2
+  : >"$tmp/out"
+  if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
+  local left=$((BUDGET_S - (SECONDS - start)))
+  [ "$limit" -gt "$left" ] && limit=$((left < 10 ? 10 : left))
+  timeout -k 5 "$limit" "$@" >"$tmp/out" 2>&1
+  local rc=$?
+  if [ $rc -eq 0 ]; then pass "$name"
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then fail "$name" "timed out after ${limit}s"
+  else fail "$name" "exit $rc"; fi
+}
+
+echo "== dagrun GPU tests: $(date -u +%FT%TZ), dist=$DIST"
+[ -f "$DIST/MANIFEST" ] && head -n 2 "$DIST/MANIFEST"
+check gpu/nvidia-smi 30 nvidia-smi -L
+cat "$tmp/out"
+if [ ! -x "$DAGRUN" ]; then
+  : >"$tmp/out"
+  fail gpu/dagrun-binary "no $DAGRUN: run tools/build_dist.sh first"
+  echo "$passed passed, $failed failed"
+  exit 1
+fi
+"$DAGRUN" --version 2>&1 | head -n 1
+
+# ---- GTest binaries built with tags = ["gpu"] ----
+if [ -d "$DIST/tests" ]; then
+  while IFS= read -r t; do
+    check "gpu/test/${t#"$DIST"/tests/}" 180 "$t"
+  done < <(find "$DIST/tests" -type f -perm -u+x -not -name '*.sh' -not -name '*.py' | sort)
+fi
+
+# ---- examples and bench pipelines, verified in both modes ----
+graphs_dir=graphs
+[ -d "$DIST/graphs" ] && graphs_dir=$DIST/graphs
+examples=("$graphs_dir"/*.yaml)
+for f in "${examples[@]}"; do
+  n=$(basename "$f" .yaml)
+  for mode in streams graph; do
+    check "gpu/example/$n/$mode" 90 "$DAGRUN" --backend=cuda --verify --mode=$mode "$f"
+  done
+done
+
+# ---- timing: a chain of spin nodes ----
+spin_chain=$tmp/spin_chain.yaml
+{
+  echo "dagrun: 1"
+  echo "name: spin-chain"
+  echo "nodes:"
+  echo "  s0: {op: kernel, kernel: spin, args: {ns: 200000}}"
+  for i in $(seq 1 9); do
+    echo "  s$i: {op: kernel, kernel: spin, args: {ns: 200000}, after: [s$((i - 1))]}"
+  done
+} >"$spin_chain"
+for mode in streams graph; do
+  name=gpu/timing/spin-chain/$mode
+  : >"$tmp/out"
+  if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; continue; fi
+  if ! timeout -k 5 60 "$DAGRUN" --backend=cuda --format=json --mode=$mode --iterations=5 \
+      --warmup=1 "$spin_chain" >"$tmp/report.json" 2>"$tmp/out"; then
+    fail "$name" "dagrun failed"
+    continue
+  fi
+  if python3 - "$tmp/report.json" >>"$tmp/out" 2>&1 <<'EOF'; then pass "$name"; tail -n 1 "$tmp/out" | sed 's/^/    /'; else fail "$name"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+nodes = r["nodes"]
+want = 10 * 200.0
+got = sum(float(n["duration_us"]) for n in nodes)
+print("nodes %d, sum of durations %.1f us, requested %.1f us, makespan %.1f us"
+      % (len(nodes), got, want, float(r["makespan_us"])))
+assert len(nodes) == 10, "expected 10 nodes"
+assert abs(got - want) <= 0.05 * want, "sum of durations off by more than 5%"
+assert float(r["makespan_us"]) >= 0.95 * want, "makespan shorter than the chain"
+EOF
+done
+
+# ---- compute-sanitizer on each example (streams, one iteration) ----
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  for f in "${examples[@]}"; do
+    n=$(basename "$f" .yaml)
+    for tool in memcheck racecheck synccheck; do
+      extra=()
+      [ $tool = memcheck ] && extra=(--leak-check full)
+      check "gpu/sanitize/$n/$tool" 120 compute-sanitizer --tool $tool "${extra[@]}" \
+        --error-exitcode 99 "$DAGRUN" --backend=cuda --mode=streams --iterations=1 --warmup=0 "$f"
+    done
+  done
+else
+  : >"$tmp/out"
+  fail gpu/sanitize "compute-sanitizer not found"
+fi
+
+# ---- the bench pipelines, verified (larger DAGs, copies, spin) ----
+for f in bench/pipelines/*.yaml; do
+  [ -e "$f" ] || continue
+  n=$(basename "$f" .yaml)
+  for mode in streams graph; do
+    check "gpu/bench/$n/$mode" 120 "$DAGRUN" --backend=cuda --verify --mode=$mode \
+      --iterations=2 --warmup=1 "$f"
+  done
+done
+
+echo "== $((SECONDS - start)) s"
+[ $failed -gt 0 ] && printf 'failed: %s\n' "${failed_names[@]}"
+echo "$passed passed, $failed failed"
+rm -rf "$tmp"
+[ $failed -eq 0 ]
