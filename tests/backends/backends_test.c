@@ -1,0 +1,620 @@
+/* backends_test.c: the run driver and the host backend on small graphs built
+ * by hand: results against expected values, --verify catching a plan with
+ * a missing wait under random delays (and passing planned ones), the
+ * deterministic init generator, host functions, the report's JSON and text
+ * and the Chrome trace, errors, and backend selection without a GPU. */
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/backends/testgraph.h"
+
+/* ---- a minimal JSON validator ------------------------------------------ */
+
+typedef struct {
+  const char *p;
+  int depth;
+} Json;
+
+static void ws(Json *j) {
+  while (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r') j->p++;
+}
+
+static gboolean value(Json *j);
+
+static gboolean string(Json *j) {
+  if (*j->p != '"') return FALSE;
+  for (j->p++; *j->p != '"'; j->p++) {
+    if (*j->p == '\0' || (unsigned char)*j->p < 0x20) return FALSE;
+    if (*j->p == '\\') {
+      j->p++;
+      if (*j->p == 'u') {
+        for (int i = 0; i < 4; i++)
+          if (!g_ascii_isxdigit(*++j->p)) return FALSE;
+      } else if (!strchr("\"\\/bfnrt", *j->p)) {
+        return FALSE;
+      }
+    }
+  }
+  j->p++;
+  return TRUE;
+}
+
+static gboolean number(Json *j) {
+  const char *s = j->p;
+  if (*j->p == '-') j->p++;
+  if (!g_ascii_isdigit(*j->p)) return FALSE;
+  while (g_ascii_isdigit(*j->p)) j->p++;
+  if (*j->p == '.') {
+    j->p++;
+    if (!g_ascii_isdigit(*j->p)) return FALSE;
+    while (g_ascii_isdigit(*j->p)) j->p++;
+  }
+  if (*j->p == 'e' || *j->p == 'E') {
+    j->p++;
+    if (*j->p == '+' || *j->p == '-') j->p++;
+    if (!g_ascii_isdigit(*j->p)) return FALSE;
+    while (g_ascii_isdigit(*j->p)) j->p++;
+  }
+  return j->p > s;
+}
+
+static gboolean value(Json *j) {
+  ws(j);
+  if (++j->depth > 64) return FALSE;
+  gboolean ok = FALSE;
+  if (*j->p == '{') {
+    j->p++;
+    ws(j);
+    ok = TRUE;
+    if (*j->p == '}') j->p++;
+    else
+      for (;;) {
+        ws(j);
+        if (!string(j)) return FALSE;
+        ws(j);
+        if (*j->p++ != ':') return FALSE;
+        if (!value(j)) return FALSE;
+        ws(j);
+        if (*j->p == ',') { j->p++; continue; }
+        if (*j->p++ != '}') return FALSE;
+        break;
+      }
+  } else if (*j->p == '[') {
+    j->p++;
+    ws(j);
+    ok = TRUE;
+    if (*j->p == ']') j->p++;
+    else
+      for (;;) {
+        if (!value(j)) return FALSE;
+        ws(j);
+        if (*j->p == ',') { j->p++; continue; }
+        if (*j->p++ != ']') return FALSE;
+        break;
+      }
+  } else if (*j->p == '"') {
+    ok = string(j);
+  } else if (strncmp(j->p, "true", 4) == 0 || strncmp(j->p, "null", 4) == 0) {
+    j->p += 4;
+    ok = TRUE;
+  } else if (strncmp(j->p, "false", 5) == 0) {
+    j->p += 5;
+    ok = TRUE;
+  } else {
+    ok = number(j);
+  }
+  j->depth--;
+  return ok;
+}
+
+static gboolean json_valid(const char *s) {
+  Json j = {s, 0};
+  if (!value(&j)) return FALSE;
+  ws(&j);
+  return *j.p == '\0';
+}
+
+static guint count_substr(const char *s, const char *needle) {
+  guint n = 0;
+  for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+static void test_json_validator(void) {
+  g_assert_true(json_valid("{\"a\": [1, 2.5, -3e2, true, false, null, \"x\\n\"], \"b\": {}}"));
+  g_assert_false(json_valid("{\"a\": nan}"));
+  g_assert_false(json_valid("{\"a\": 1,}"));
+  g_assert_false(json_valid("[1 2]"));
+  g_assert_false(json_valid("{\"a\": 1} x"));
+}
+
+/* ---- fixtures ----------------------------------------------------------- */
+
+static DrRunOptions host_opts(const DrGraph *g, guint32 iterations, guint32 warmup) {
+  DrRunOptions o;
+  dr_run_options_init(&o, g);
+  o.backend = DR_BACKEND_HOST;
+  o.iterations = iterations;
+  o.warmup = warmup;
+  return o;
+}
+
+/* x = iota(n); y = 2x (scale); y += 3x (axpy); yh <- y; saved. */
+static DrGraph *scale_axpy_graph(guint64 n, const char *save_path) {
+  DrGraph *g = dr_graph_new();
+  tg_buffer(g, "x", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_IOTA, 0);
+  tg_buffer(g, "y", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
+  DrId yh = tg_buffer(g, "yh", DR_ELEM_F32, n, DR_WHERE_HOST, DR_INIT_NONE, 0);
+  dr_graph_buffer(g, yh)->save_path = save_path ? dr_graph_intern(g, save_path) : NULL;
+  DrId s = tg_kernel_node(g, "scale", "scale_f32");
+  tg_arg_buf(g, s, "x", "x", 0, 0);
+  tg_arg_f(g, s, "alpha", 2.0);
+  tg_arg_buf(g, s, "y", "y", 0, 0);
+  DrId a = tg_kernel_node(g, "axpy", "axpy_f32");
+  tg_arg_f(g, a, "alpha", 3.0);
+  tg_arg_buf(g, a, "x", "x", 0, 0);
+  tg_arg_buf(g, a, "y", "y", 0, 0);
+  tg_copy(g, "down", "y", 0, 0, "yh", 0, 0);
+  return g;
+}
+
+static void test_scale_axpy(void) {
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "yh.bin", NULL);
+  g_autoptr(DrGraph) g = scale_axpy_graph(1000, path);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions o = host_opts(g, 3, 1);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(r->backend, ==, "host");
+  g_assert_cmpuint(r->nodes->len, ==, 3);
+  g_assert_cmpint(r->verified, ==, DR_VERIFIED_NOT_RUN);
+  gsize n;
+  g_autofree float *y = tg_read_floats(path, &n);
+  g_assert_cmpuint(n, ==, 1000);
+  /* scale overwrites y each iteration, so y = 5x however many ran. */
+  for (gsize i = 0; i < n; i++) g_assert_cmpfloat(y[i], ==, 5.0f * (float)i);
+  g_assert_false(isnan(r->makespan_us));
+  g_assert_cmpfloat(r->makespan_us, >=, 0);
+  for (guint i = 0; i < r->nodes->len; i++) {
+    const DrNodeReport *nr = &g_array_index(r->nodes, DrNodeReport, i);
+    g_assert_false(isnan(nr->duration_us));
+    g_assert_cmpfloat(nr->duration_min_us, <=, nr->duration_us);
+    g_assert_cmpfloat(nr->duration_us, <=, nr->duration_max_us);
+  }
+  g_remove(path);
+  g_rmdir(dir);
+}
+
+static const char *name(DrGraph *g, const char *prefix, guint i) {
+  char buf[64];
+  g_snprintf(buf, sizeof buf, "%s%u", prefix, i);
+  return dr_graph_intern(g, buf);
+}
+
+/* Four chunks scaled independently, accumulated into acc by axpy chunks:
+ * the planner spreads them over streams; verify under delays must pass and
+ * the result must be the expected one. */
+static DrGraph *chunks_graph(guint chunks, guint64 per, const char *save_path) {
+  DrGraph *g = dr_graph_new();
+  guint64 n = chunks * per;
+  tg_buffer(g, "xh", DR_ELEM_F32, n, DR_WHERE_HOST, DR_INIT_IOTA, 0);
+  tg_buffer(g, "x", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_buffer(g, "y", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
+  tg_buffer(g, "acc", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
+  DrId out = tg_buffer(g, "out", DR_ELEM_F32, n, DR_WHERE_HOST, DR_INIT_NONE, 0);
+  dr_graph_buffer(g, out)->save_path = save_path ? dr_graph_intern(g, save_path) : NULL;
+  for (guint c = 0; c < chunks; c++) {
+    guint64 b = c * per, e = (c + 1) * per;
+    tg_copy(g, name(g, "up", c), "xh", b, e, "x", b, e);
+    DrId s = tg_kernel_node(g, name(g, "scale", c), "scale_f32");
+    tg_arg_buf(g, s, "x", "x", b, e);
+    tg_arg_f(g, s, "alpha", 2.0);
+    tg_arg_buf(g, s, "y", "y", b, e);
+    DrId a = tg_kernel_node(g, name(g, "acc", c), "axpy_f32");
+    tg_arg_f(g, a, "alpha", 1.0);
+    tg_arg_buf(g, a, "x", "y", b, e);
+    tg_arg_buf(g, a, "y", "acc", b, e);
+  }
+  tg_copy(g, "down", "acc", 0, 0, "out", 0, 0);
+  return g;
+}
+
+static void test_chunks_verify(void) {
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "out.bin", NULL);
+  g_autoptr(DrGraph) g = chunks_graph(4, 256, path);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  g_assert_cmpuint(dr_plan_n_streams(plan), >=, 2);
+  for (guint64 seed = 1; seed <= 5; seed++) {
+    DrRunOptions o = host_opts(g, 2, 1);
+    o.verify = TRUE;
+    o.delay_seed = seed;
+    o.delay_max_us = 100;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
+    g_assert_true(dr_report_check_verified(r, NULL));
+    gsize n;
+    g_autofree float *out = tg_read_floats(path, &n);
+    g_assert_cmpuint(n, ==, 1024);
+    /* acc accumulates 2x once per iteration: 3 iterations (1 warmup). */
+    for (gsize i = 0; i < n; i++) g_assert_cmpfloat(out[i], ==, 6.0f * (float)i);
+  }
+  g_remove(path);
+  g_rmdir(dir);
+}
+
+/* Two streams: A (stream 0) y += x; B (stream 1) z <- y. With the wait,
+ * always right; without it (a broken plan), random delays let B run before
+ * A and --verify must notice for some seed. */
+static DrGraph *race_graph(void) {
+  DrGraph *g = dr_graph_new();
+  tg_buffer(g, "x", DR_ELEM_F32, 64, DR_WHERE_DEVICE, DR_INIT_IOTA, 0);
+  tg_buffer(g, "y", DR_ELEM_F32, 64, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
+  tg_buffer(g, "z", DR_ELEM_F32, 64, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
+  DrId a = tg_kernel_node(g, "A", "axpy_f32");
+  tg_arg_f(g, a, "alpha", 1.0);
+  tg_arg_buf(g, a, "x", "x", 0, 0);
+  tg_arg_buf(g, a, "y", "y", 0, 0);
+  tg_copy(g, "B", "y", 0, 0, "z", 0, 0);
+  tg_passes(g);
+  return g;
+}
+
+static DrPlan *two_stream_plan(const DrGraph *g, gboolean with_wait) {
+  DrPlan *p = dr_plan_new(g);
+  DrStream s = {DR_PRIORITY_NORMAL, 1};
+  g_array_append_val(p->streams, s);
+  g_array_append_val(p->streams, s);
+  DrPlanStep a = {0, 0, 0, 0}, b = {1, 1, 0, with_wait ? 1 : 0};
+  g_array_append_val(p->steps, a);
+  g_array_append_val(p->steps, b);
+  p->node_stream[0] = 0;
+  p->node_stream[1] = 1;
+  p->node_step[0] = 0;
+  p->node_step[1] = 1;
+  if (with_wait) {
+    DrId w = 0;
+    g_array_append_val(p->waits, w);
+    p->needs_event[0] = TRUE;
+  }
+  return p;
+}
+
+static void test_verify_catches_missing_wait(void) {
+  g_autoptr(DrGraph) g = race_graph();
+  g_autoptr(DrPlan) broken = two_stream_plan(g, FALSE);
+  g_autoptr(DrPlan) good = two_stream_plan(g, TRUE);
+  g_assert_false(dr_plan_check(broken, NULL));
+  g_autoptr(GError) check = NULL;
+  dr_plan_check(good, &check);
+  g_assert_no_error(check);
+  guint caught = 0;
+  for (guint64 seed = 1; seed <= 20; seed++) {
+    DrRunOptions o = host_opts(g, 1, 0);
+    o.verify = TRUE;
+    o.delay_seed = seed;
+    o.delay_max_us = 2000;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(broken, &o, &error);
+    g_assert_no_error(error);
+    if (r->verified == DR_VERIFIED_FAIL) {
+      caught++;
+      g_assert_cmpstr(r->diff_buffer, ==, "z");
+      /* B copied y before A added x: element 0 is 0 either way, so the
+       * first difference is element 1 (serial 1, concurrent 0). */
+      g_assert_cmpuint(r->diff_index, ==, 1);
+      g_assert_cmpstr(r->diff_serial, ==, "1");
+      g_assert_cmpstr(r->diff_concurrent, ==, "0");
+      g_autoptr(GError) verr = NULL;
+      g_assert_false(dr_report_check_verified(r, &verr));
+      g_assert_error(verr, DR_ERROR, DR_ERROR_VERIFY);
+      g_autoptr(GString) text = g_string_new(NULL);
+      dr_report_write_text(r, text);
+      g_assert_nonnull(strstr(text->str, "verify: FAILED: buffer 'z' element 1"));
+    }
+    g_autoptr(DrReport) r2 = dr_run(good, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r2->verified, ==, DR_VERIFIED_PASS);
+  }
+  g_test_message("missing wait caught for %u of 20 seeds", caught);
+  g_assert_cmpuint(caught, >, 0);
+}
+
+/* Stream-ordered scratch: alloc, memset, use, free, across iterations. */
+static void test_alloc_free(void) {
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "out.bin", NULL);
+  g_autoptr(DrGraph) g = dr_graph_new();
+  tg_buffer(g, "x", DR_ELEM_F32, 128, DR_WHERE_DEVICE, DR_INIT_IOTA, 0);
+  tg_buffer(g, "t", DR_ELEM_F32, 128, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  DrId out = tg_buffer(g, "out", DR_ELEM_F32, 128, DR_WHERE_HOST, DR_INIT_NONE, 0);
+  dr_graph_buffer(g, out)->save_path = dr_graph_intern(g, path);
+  tg_lifetime(g, "alloc_t", "t", TRUE);
+  tg_memset(g, "zero_t", "t", 0);
+  DrId a = tg_kernel_node(g, "acc", "axpy_f32");
+  tg_arg_f(g, a, "alpha", 4.0);
+  tg_arg_buf(g, a, "x", "x", 0, 0);
+  tg_arg_buf(g, a, "y", "t", 0, 0);
+  tg_copy(g, "down", "t", 0, 0, "out", 0, 0);
+  tg_lifetime(g, "free_t", "t", FALSE);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions o = host_opts(g, 2, 1);
+  o.verify = TRUE;
+  o.delay_seed = 3;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
+  gsize n;
+  g_autofree float *v = tg_read_floats(path, &n);
+  g_assert_cmpuint(n, ==, 128);
+  for (gsize i = 0; i < n; i++) g_assert_cmpfloat(v[i], ==, 4.0f * (float)i);
+  g_remove(path);
+  g_rmdir(dir);
+}
+
+/* ---- initial contents ---------------------------------------------------- */
+
+static guint64 ref_splitmix(guint64 *s) {
+  guint64 z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Saves buffers with each init kind and checks the documented bytes. */
+static void test_init_contents(void) {
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autoptr(DrGraph) g = dr_graph_new();
+  const char *names[] = {"rf32", "ru8", "ri32", "if16", "if64", "zf32"};
+  DrElemType types[] = {DR_ELEM_F32, DR_ELEM_U8, DR_ELEM_I32, DR_ELEM_F16, DR_ELEM_F64, DR_ELEM_F32};
+  DrInitKind inits[] = {DR_INIT_RANDOM, DR_INIT_RANDOM, DR_INIT_RANDOM, DR_INIT_IOTA, DR_INIT_IOTA, DR_INIT_ZEROS};
+  char *paths[6];
+  for (int i = 0; i < 6; i++) {
+    DrId b = tg_buffer(g, names[i], types[i], 300, i == 5 ? DR_WHERE_HOST : DR_WHERE_DEVICE, inits[i], 42 + i);
+    paths[i] = g_build_filename(dir, names[i], NULL);
+    dr_graph_buffer(g, b)->save_path = dr_graph_intern(g, paths[i]);
+  }
+  tg_node(g, "nothing", DR_OP_NOOP);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions o = host_opts(g, 1, 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+
+  gsize len;
+  g_autofree char *rf32 = NULL, *ru8 = NULL, *ri32 = NULL, *if16 = NULL, *if64 = NULL, *zf32 = NULL;
+  g_assert_true(g_file_get_contents(paths[0], &rf32, &len, NULL));
+  g_assert_cmpuint(len, ==, 1200);
+  guint64 s = 42;
+  for (int i = 0; i < 300; i++) {
+    guint64 z = ref_splitmix(&s);
+    float want = (float)((double)(z >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+    g_assert_cmpfloat(((float *)rf32)[i], ==, want);
+    g_assert_cmpfloat(want, >=, -1.0f);
+    g_assert_cmpfloat(want, <=, 1.0f);
+  }
+  g_assert_true(g_file_get_contents(paths[1], &ru8, &len, NULL));
+  g_assert_cmpuint(len, ==, 300);
+  s = 43;
+  for (int i = 0; i < 300; i++) g_assert_cmpuint((guint8)ru8[i], ==, ref_splitmix(&s) % 256);
+  g_assert_true(g_file_get_contents(paths[2], &ri32, &len, NULL));
+  s = 44;
+  for (int i = 0; i < 300; i++) g_assert_cmpint(((gint32 *)ri32)[i], ==, (gint32)(ref_splitmix(&s) % 2001) - 1000);
+  g_assert_true(g_file_get_contents(paths[3], &if16, &len, NULL));
+  g_assert_cmpuint(len, ==, 600);
+  g_assert_cmphex(((guint16 *)if16)[0], ==, 0x0000);
+  g_assert_cmphex(((guint16 *)if16)[1], ==, 0x3c00); /* 1.0 */
+  g_assert_cmphex(((guint16 *)if16)[2], ==, 0x4000); /* 2.0 */
+  g_assert_cmphex(((guint16 *)if16)[299], ==, 0x5cac); /* 299.0 */
+  g_assert_true(g_file_get_contents(paths[4], &if64, &len, NULL));
+  for (int i = 0; i < 300; i++) g_assert_cmpfloat(((double *)if64)[i], ==, (double)i);
+  g_assert_true(g_file_get_contents(paths[5], &zf32, &len, NULL));
+  for (int i = 0; i < 300; i++) g_assert_cmpfloat(((float *)zf32)[i], ==, 0.0f);
+  for (int i = 0; i < 6; i++) {
+    g_remove(paths[i]);
+    g_free(paths[i]);
+  }
+  g_rmdir(dir);
+}
+
+static void test_init_file(void) {
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autofree char *in = g_build_filename(dir, "in.bin", NULL);
+  g_autofree char *outp = g_build_filename(dir, "out.bin", NULL);
+  float data[16];
+  for (int i = 0; i < 16; i++) data[i] = 0.5f * i;
+  g_assert_true(g_file_set_contents(in, (const char *)data, sizeof data, NULL));
+  g_autoptr(DrGraph) g = dr_graph_new();
+  DrId b = tg_buffer(g, "a", DR_ELEM_F32, 16, DR_WHERE_DEVICE, DR_INIT_FILE, 0);
+  dr_graph_buffer(g, b)->init_path = dr_graph_intern(g, in);
+  DrId o = tg_buffer(g, "o", DR_ELEM_F32, 16, DR_WHERE_HOST, DR_INIT_NONE, 0);
+  dr_graph_buffer(g, o)->save_path = dr_graph_intern(g, outp);
+  tg_copy(g, "c", "a", 0, 0, "o", 0, 0);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions opts = host_opts(g, 1, 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+  g_assert_no_error(error);
+  gsize n;
+  g_autofree float *v = tg_read_floats(outp, &n);
+  g_assert_cmpuint(n, ==, 16);
+  g_assert_cmpmem(v, n * sizeof(float), data, sizeof data);
+
+  /* A file of the wrong size is an I/O error, before anything runs. */
+  g_assert_true(g_file_set_contents(in, (const char *)data, 12, NULL));
+  g_autoptr(DrReport) r2 = dr_run(plan, &opts, &error);
+  g_assert_null(r2);
+  g_assert_error(error, DR_ERROR, DR_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, "buffer 'a'"));
+  g_remove(in);
+  g_remove(outp);
+  g_rmdir(dir);
+}
+
+/* ---- host functions ------------------------------------------------------ */
+
+static void test_host_functions(void) {
+  g_autoptr(DrGraph) g = dr_graph_new();
+  tg_buffer(g, "h", DR_ELEM_I32, 10, DR_WHERE_HOST, DR_INIT_IOTA, 0);
+  tg_host(g, "sum", DR_HOST_FN_CHECKSUM, "h", NULL);
+  tg_host(g, "say", DR_HOST_FN_PRINT, "h", "hello");
+  tg_host(g, "hi", DR_HOST_FN_PRINT, NULL, "just text");
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  FILE *out = tmpfile();
+  DrRunOptions o = host_opts(g, 1, 0);
+  o.host_output = out;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  rewind(out);
+  char buf[4096] = {0};
+  size_t len = fread(buf, 1, sizeof buf - 1, out);
+  fclose(out);
+  g_assert_cmpuint(len, >, 0);
+  gint32 h[10];
+  for (int i = 0; i < 10; i++) h[i] = i;
+  guint64 fnv = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < sizeof h; i++) {
+    fnv ^= ((guint8 *)h)[i];
+    fnv *= 0x100000001b3ull;
+  }
+  g_autofree char *want = g_strdup_printf("checksum sum h 0x%016" G_GINT64_MODIFIER "x\n", fnv);
+  g_assert_nonnull(strstr(buf, want));
+  g_assert_nonnull(strstr(buf, "say: hello h[0, 1, 2, 3, 4, 5, 6, 7, ...]\n"));
+  g_assert_nonnull(strstr(buf, "hi: just text\n"));
+}
+
+/* ---- report and trace ---------------------------------------------------- */
+
+static void test_report_json_and_text(void) {
+  g_autoptr(DrGraph) g = chunks_graph(3, 64, NULL);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions o = host_opts(g, 4, 1);
+  o.verify = TRUE;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_report_write_json(r, json);
+  g_assert_true(json_valid(json->str));
+  g_assert_nonnull(strstr(json->str, "\"backend\": \"host\""));
+  g_assert_nonnull(strstr(json->str, "\"mode\": \"streams\""));
+  g_assert_nonnull(strstr(json->str, "\"iterations\": 4"));
+  g_assert_nonnull(strstr(json->str, "\"verified\": true"));
+  g_assert_nonnull(strstr(json->str, "\"makespan_us\": "));
+  g_assert_cmpuint(count_substr(json->str, "{\"id\": "), ==, dr_graph_n_nodes(g));
+  g_assert_cmpuint(count_substr(json->str, "\"start_us\": "), ==, dr_graph_n_nodes(g));
+  g_assert_cmpuint(count_substr(json->str, "\"duration_us\": "), ==, dr_graph_n_nodes(g));
+  g_assert_nonnull(strstr(json->str, "{\"id\": \"up0\", \"op\": \"copy\", \"stream\": "));
+
+  g_autoptr(GString) text = g_string_new(NULL);
+  dr_report_write_text(r, text);
+  g_assert_nonnull(strstr(text->str, "backend host"));
+  g_assert_nonnull(strstr(text->str, "scale2"));
+  g_assert_nonnull(strstr(text->str, "verify: passed"));
+  g_assert_nonnull(strstr(text->str, "makespan_us: median"));
+
+  /* Without --verify the verdict is null. */
+  DrRunOptions o2 = host_opts(g, 1, 0);
+  g_autoptr(DrReport) r2 = dr_run(plan, &o2, &error);
+  g_assert_no_error(error);
+  g_autoptr(GString) json2 = g_string_new(NULL);
+  dr_report_write_json(r2, json2);
+  g_assert_true(json_valid(json2->str));
+  g_assert_nonnull(strstr(json2->str, "\"verified\": null"));
+}
+
+static void test_trace(void) {
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+  g_autoptr(DrGraph) g = chunks_graph(4, 64, NULL);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions o = host_opts(g, 3, 1);
+  o.trace_path = path;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_autofree char *trace = NULL;
+  g_assert_true(g_file_get_contents(path, &trace, NULL, NULL));
+  g_assert_true(json_valid(trace));
+  g_assert_cmpuint(count_substr(trace, "\"ph\": \"X\""), ==, dr_graph_n_nodes(g) * 3);
+  g_assert_cmpuint(count_substr(trace, "\"name\": \"thread_name\""), ==, dr_plan_n_streams(plan));
+  g_assert_cmpuint(count_substr(trace, "\"ph\": \"s\""), ==, plan->waits->len * 3);
+  g_assert_cmpuint(count_substr(trace, "\"ph\": \"f\""), ==, plan->waits->len * 3);
+  g_assert_cmpuint(plan->waits->len, >, 0);
+  g_assert_nonnull(strstr(trace, "\"name\": \"stream 0 (normal)\""));
+  g_remove(path);
+  g_rmdir(dir);
+}
+
+/* ---- errors and backend choice ------------------------------------------- */
+
+static void test_kernel_check_error(void) {
+  g_autoptr(DrGraph) g = dr_graph_new();
+  tg_buffer(g, "x", DR_ELEM_F32, 10, DR_WHERE_DEVICE, DR_INIT_IOTA, 0);
+  tg_buffer(g, "y", DR_ELEM_F32, 20, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
+  DrId a = tg_kernel_node(g, "bad_axpy", "axpy_f32");
+  tg_arg_f(g, a, "alpha", 1.0);
+  tg_arg_buf(g, a, "x", "x", 0, 0);
+  tg_arg_buf(g, a, "y", "y", 0, 0);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions o = host_opts(g, 1, 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_null(r);
+  g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+  g_assert_nonnull(strstr(error->message, "bad_axpy"));
+}
+
+static void test_backend_choice(void) {
+  g_autoptr(DrGraph) g = scale_axpy_graph(16, NULL);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions o = host_opts(g, 1, 0);
+  o.backend = DR_BACKEND_CUDA;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  if (r == NULL) {
+    /* No GPU here: --backend=cuda is unavailable (exit 69). */
+    g_assert_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE);
+    g_assert_cmpint(dr_error_exit_code(error), ==, 69);
+    g_clear_error(&error);
+    o.backend = DR_BACKEND_AUTO;
+    g_autoptr(DrReport) r2 = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(r2->backend, ==, "host");
+  } else {
+    g_assert_cmpstr(r->backend, ==, "cuda");
+  }
+  DrBackendKind k;
+  g_assert_true(dr_backend_kind_from_name("host", &k));
+  g_assert_cmpint(k, ==, DR_BACKEND_HOST);
+  g_assert_false(dr_backend_kind_from_name("gpu", &k));
+  g_assert_cmpstr(dr_backend_kind_name(DR_BACKEND_AUTO), ==, "auto");
+  DrMode m;
+  g_assert_true(dr_mode_from_name("graph", &m));
+  g_assert_cmpint(m, ==, DR_MODE_GRAPH);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/backends/json-validator", test_json_validator);
+  g_test_add_func("/backends/host/scale-axpy", test_scale_axpy);
+  g_test_add_func("/backends/host/chunks-verify", test_chunks_verify);
+  g_test_add_func("/backends/host/alloc-free", test_alloc_free);
+  g_test_add_func("/backends/host/host-functions", test_host_functions);
+  g_test_add_func("/backends/verify/catches-missing-wait", test_verify_catches_missing_wait);
+  g_test_add_func("/backends/init/contents", test_init_contents);
+  g_test_add_func("/backends/init/file", test_init_file);
+  g_test_add_func("/backends/report/json-and-text", test_report_json_and_text);
+  g_test_add_func("/backends/report/trace", test_trace);
+  g_test_add_func("/backends/errors/kernel-check", test_kernel_check_error);
+  g_test_add_func("/backends/choice/cuda-or-fallback", test_backend_choice);
+  return g_test_run();
+}
