@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# gpu_bench.sh: dagrun against hand-written CUDA doing the same work, side
+# by side in one run on the device machine. Runs from the repository root
+# with a prebuilt dist/ (tools/build_dist.sh); needs nvcc and python3, no
+# Bazel.
+#
+# It builds bench/cuda/*.cu with nvcc -O3 -arch=sm_90, runs each program
+# (one JSON line per variant, see bench/cuda/common.h), runs
+#   dist/dagrun --backend=cuda --format=json --mode=streams|graph
+#               --iterations=N --warmup=N bench/pipelines/CASE.yaml
+# for each case, and prints a markdown table: per case the hand-written
+# variant marked for each mode ("compare"), dagrun's makespan in that mode,
+# and the ratio dagrun / hand-written (lower is better; 1.00 = as fast),
+# then every hand-written variant. A failing build or run is reported in the
+# tables and the sweep goes on.
+#
+# Usage: bash bench/gpu_bench.sh
+# Environment:
+#   DIST=dist                 where dagrun is
+#   ITERATIONS=20 WARMUP=3    for both sides
+#   CASES="chain2000 spin32 chunked chunked1 fanout8 fanout32 layered400"
+#   DAGRUN_FLAGS=...          extra dagrun flags (e.g. to turn off per-node
+#                             timing, if the CLI has such a switch)
+#   NVCC=nvcc  BUILD=/tmp/dagrun-bench-cuda
+#   OUT=dir                   raw JSON lines go to $OUT/bench.jsonl, the
+#                             table to $OUT/bench.md
+# Exit status: 0 when every build and run succeeded, 1 otherwise.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+DIST=${DIST:-dist}
+DAGRUN=$DIST/dagrun
+ITERATIONS=${ITERATIONS:-20}
+WARMUP=${WARMUP:-3}
+CASES=${CASES:-"chain2000 spin32 chunked chunked1 fanout8 fanout32 layered400"}
+read -r -a dagrun_flags <<<"${DAGRUN_FLAGS:-}"
+NVCC=${NVCC:-nvcc}
+command -v "$NVCC" >/dev/null 2>&1 || NVCC=/usr/local/cuda/bin/nvcc
+BUILD=${BUILD:-/tmp/dagrun-bench-cuda}
+mkdir -p "$BUILD"
+jsonl=$BUILD/bench.jsonl
+: >"$jsonl"
+status=0
+
+# record SOURCE CASE MESSAGE: a failure line in the JSON stream.
+record_error() {
+  python3 -c 'import json,sys; print(json.dumps({"source": sys.argv[1], "case": sys.argv[2], "error": sys.argv[3]}))' \
+    "$1" "$2" "$3" >>"$jsonl"
+  status=1
+}
+
+echo "== gpu_bench $(date -u +%FT%TZ)"
+nvidia-smi -L 2>&1 | head -n 4
+
+# Which program measures which case.
+program_of() {
+  case $1 in
+    chain2000) echo chain2000 ;;
+    spin32) echo spin32 ;;
+    chunked | chunked1) echo chunked ;;
+    fanout8 | fanout32) echo fanout ;;
+    layered400) echo layered400 ;;
+    *) echo "" ;;
+  esac
+}
+
+# record_prog_error PROGRAM MESSAGE: a failure of every case PROGRAM measures.
+record_prog_error() {
+  local cc
+  for cc in $CASES; do
+    [ "$(program_of "$cc")" = "$1" ] && record_error hand "$cc" "$2"
+  done
+}
+
+# ---- hand-written baselines ----
+declare -A ran=()
+for c in $CASES; do
+  prog=$(program_of "$c")
+  [ -n "$prog" ] || { record_error hand "$c" "no baseline program for this case"; continue; }
+  [ -n "${ran[$prog]:-}" ] && continue
+  ran[$prog]=1
+  echo "-- nvcc $prog.cu"
+  if ! timeout 300 "$NVCC" -O3 -std=c++17 -arch=sm_90 -o "$BUILD/$prog" "bench/cuda/$prog.cu" \
+      >"$BUILD/$prog.build.log" 2>&1; then
+    tail -n 20 "$BUILD/$prog.build.log"
+    record_prog_error "$prog" "nvcc failed"
+    continue
+  fi
+  echo "-- $prog"
+  timeout -k 5 180 "$BUILD/$prog" --iterations="$ITERATIONS" --warmup="$WARMUP" \
+    >"$BUILD/$prog.out" 2>"$BUILD/$prog.err"
+  rc=$?
+  cat "$BUILD/$prog.err"
+  grep '^{' "$BUILD/$prog.out" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    r["source"] = "hand"
+    print(json.dumps(r))' >>"$jsonl"
+  grep '^{' "$BUILD/$prog.out" | cut -c 1-160
+  [ $rc -eq 0 ] || record_prog_error "$prog" "exit $rc: $(tail -n 1 "$BUILD/$prog.err" | cut -c 1-200)"
+done
+
+# ---- dagrun on the same pipelines ----
+for c in $CASES; do
+  f=bench/pipelines/$c.yaml
+  for mode in streams graph; do
+    if [ ! -x "$DAGRUN" ]; then record_error dagrun "$c" "no $DAGRUN"; break; fi
+    if [ ! -f "$f" ]; then record_error dagrun "$c" "no $f"; break; fi
+    echo "-- dagrun $c --mode=$mode"
+    timeout -k 5 180 "$DAGRUN" --backend=cuda --format=json --mode=$mode \
+      --iterations="$ITERATIONS" --warmup="$WARMUP" "${dagrun_flags[@]}" "$f" \
+      >"$BUILD/dagrun.$c.$mode.json" 2>"$BUILD/dagrun.$c.$mode.err"
+    rc=$?
+    if [ $rc -ne 0 ]; then
+      tail -n 5 "$BUILD/dagrun.$c.$mode.err"
+      record_error "dagrun-$mode" "$c" "exit $rc: $(tail -n 1 "$BUILD/dagrun.$c.$mode.err" | cut -c 1-200)"
+      continue
+    fi
+    # One line per run, without the per-node list (kept in the .json file).
+    if ! python3 - "$BUILD/dagrun.$c.$mode.json" "$c" "$mode" >>"$jsonl" <<'EOF'; then
+import json, sys
+path, case, mode = sys.argv[1:4]
+r = json.load(open(path))
+nodes = r.pop("nodes", [])
+r = {k: v for k, v in r.items() if not isinstance(v, (list, dict))}
+r.update({"source": "dagrun", "case": case, "mode": mode, "n_nodes": len(nodes)})
+print(json.dumps(r))
+EOF
+      record_error "dagrun-$mode" "$c" "unreadable JSON report"
+    fi
+  done
+done
+
+# ---- the tables ----
+python3 - "$jsonl" >"$BUILD/bench.md" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+cases = []
+for r in rows:
+    if r["case"] not in cases:
+        cases.append(r["case"])
+
+def fmt_us(v):
+    return "%.1f" % v if isinstance(v, (int, float)) else "-"
+
+def hand(case, mode):
+    for r in rows:
+        if r.get("source") == "hand" and r.get("case") == case and r.get("compare") == mode:
+            return r
+    return None
+
+def dag(case, mode):
+    for r in rows:
+        if r.get("case") == case and ((r.get("source") == "dagrun" and r.get("mode") == mode)
+                                      or r.get("source") == "dagrun-" + mode):
+            return r
+    return None
+
+print("| case | hand-written streams (µs) | dagrun streams (µs) | ratio | hand-written graph (µs) | dagrun graph (µs) | ratio |")
+print("| --- | --- | ---: | ---: | --- | ---: | ---: |")
+for c in cases:
+    cells = [c]
+    for mode in ("streams", "graph"):
+        h, d = hand(c, mode), dag(c, mode)
+        if h is None:
+            herr = [r for r in rows if r.get("source") == "hand" and r.get("case") == c and "error" in r]
+            cells.append("FAIL: " + herr[0]["error"][:80] if herr else "-")
+        else:
+            cells.append("%s (%s)" % (fmt_us(h["makespan_us"]), h["variant"]))
+        if d is None:
+            cells.append("-")
+        elif "error" in d:
+            cells.append("FAIL: " + d["error"][:80])
+        else:
+            v = d.get("makespan_us")
+            if d.get("verified") is False:
+                cells.append(fmt_us(v) + " (verify FAILED)")
+            else:
+                cells.append(fmt_us(v))
+        if h is not None and d is not None and "error" not in d and h.get("makespan_us"):
+            cells.append("%.2f" % (d["makespan_us"] / h["makespan_us"]))
+        else:
+            cells.append("-")
+    print("| " + " | ".join(cells) + " |")
+
+print()
+print("All hand-written variants (median of the timed iterations):")
+print()
+print("| case | variant | streams | makespan µs | min µs | max µs | notes |")
+print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+skip = {"case", "variant", "compare", "nodes", "streams", "iterations", "makespan_us",
+        "min_us", "max_us", "source"}
+for r in rows:
+    if r.get("source") != "hand":
+        continue
+    if "error" in r:
+        print("| %s | FAIL | | | | | %s |" % (r["case"], r["error"]))
+        continue
+    notes = ", ".join("%s=%s" % (k, v) for k, v in r.items() if k not in skip)
+    print("| %s | %s | %s | %s | %s | %s | %s |" % (
+        r["case"], r["variant"], r["streams"], fmt_us(r["makespan_us"]),
+        fmt_us(r["min_us"]), fmt_us(r["max_us"]), notes))
+errs = [r for r in rows if r.get("source", "").startswith("dagrun") and "error" in r]
+if errs:
+    print()
+    for r in errs:
+        print("- dagrun %s %s: %s" % (r["case"], r["source"], r["error"]))
+EOF
+echo
+cat "$BUILD/bench.md"
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT"
+  cp "$jsonl" "$OUT/bench.jsonl"
+  cp "$BUILD/bench.md" "$OUT/bench.md"
+fi
+exit $status
