@@ -9,6 +9,8 @@
  * node's scratch. Pass 2, one block of 256 threads, adds the G partials the
  * same way and rounds once. So the bits depend only on n, the launch shape
  * and x's alignment, never on timing. Cost: one read of x, two launches.
+ * Without scratch from the backend (DrKLaunch.scratch NULL) the partials
+ * are borrowed with cudaMallocAsync/cudaFreeAsync on the node's stream.
  *
  * checksum_u8 adds 64-bit integer hashes of (offset, byte) pairs; integer
  * addition is associative, so it uses one atomicAdd per warp and is exact
@@ -80,8 +82,6 @@ __global__ void reduce_pass2(const double *partials, unsigned n, T *y) {
 template <class T>
 int reduce_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_reduce, l);
-  if (l->scratch == nullptr)
-    return (int)cudaErrorInvalidValue; /* the backend must supply scratch */
   const T *x = (const T *)l->args[0].ptr;
   T *y = (T *)l->args[1].ptr;
   uint64_t n = l->counts[0];
@@ -93,13 +93,31 @@ int reduce_launch(const DrKLaunch *l) {
     g = DR_REDUCE_MAX_BLOCKS;
   cudaStream_t st = drk::stream_of(l);
   double *partials = (double *)l->scratch;
+  if (partials == nullptr) {
+    /* No scratch from the backend: borrow it stream-ordered (capturable as
+     * graph memory nodes; costs an allocation per launch). */
+    cudaError_t ce = cudaMallocAsync((void **)&partials,
+                                     DR_REDUCE_SCRATCH_BYTES, st);
+    if (ce != cudaSuccess) {
+      cudaGetLastError();
+      return (int)ce;
+    }
+  }
   reduce_pass1<T><<<g, bt, bt * sizeof(double) + l->shared, st>>>(
       x, n, vec, partials);
   int rc = drk::launched();
-  if (rc != 0)
-    return rc;
-  reduce_pass2<T><<<1, kPass2Threads, 0, st>>>(partials, g, y);
-  return drk::launched();
+  if (rc == 0) {
+    reduce_pass2<T><<<1, kPass2Threads, 0, st>>>(partials, g, y);
+    rc = drk::launched();
+  }
+  if (l->scratch == nullptr) {
+    cudaError_t ce = cudaFreeAsync(partials, st);
+    if (rc == 0 && ce != cudaSuccess) {
+      cudaGetLastError();
+      rc = (int)ce;
+    }
+  }
+  return rc;
 }
 
 __device__ uint64_t mix(uint64_t v) {

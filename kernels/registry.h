@@ -61,7 +61,8 @@ typedef struct {
   void *blas;     /* DrKBlas* bound to `stream` for kernels with
                      DR_KFLAG_BLAS (kernels/blas.h), else NULL */
   void *scratch;  /* device memory of at least the kernel's scratch_bytes,
-                     private to this node (launch only), else NULL */
+                     private to this node (launch only), or NULL: then
+                     the launcher borrows it with cudaMallocAsync */
 } DrKLaunch;
 
 /* DrKernelDef.flags */
