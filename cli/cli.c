@@ -1,0 +1,246 @@
+/* cli.c: the dagrun command line (cli.h): options, the load -> plan -> run
+ * sequence, and exit codes. Writes into two GStrings instead of the
+ * terminal so the golden tests run the very same code in-process; main.c
+ * prints them. It owns no logic of its own beyond choosing what to call. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/run.h"
+#include "cli/diag_print.h"
+#include "kernels/registry.h"
+#include "lib/load.h"
+#include "scheduler/planner.h"
+
+#define DR_VERSION "0.1.0"
+
+typedef struct {
+  gboolean check, plan, verify, kernels, version;
+  char *format, *dot, *trace, *backend, *mode, *dump_after, *profile, *timeline;
+  gint iterations, warmup, max_streams, device;
+  char **files;
+} Options;
+
+static void options_clear(Options *o) {
+  g_free(o->format);
+  g_free(o->dot);
+  g_free(o->trace);
+  g_free(o->backend);
+  g_free(o->mode);
+  g_free(o->dump_after);
+  g_free(o->profile);
+  g_free(o->timeline);
+  g_strfreev(o->files);
+}
+
+static int usage_error(GString *err, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static int usage_error(GString *err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_string_append(err, "dagrun: error: ");
+  g_string_append_vprintf(err, fmt, ap);
+  va_end(ap);
+  g_string_append(err, "\nTry 'dagrun --help'.\n");
+  return 64;
+}
+
+/* Prints `error`, already "FILE: error: ..." shaped or not, and returns
+ * its exit code. */
+static int report_error(GString *err, const GError *error) {
+  if (strstr(error->message, "error: ") != NULL)
+    g_string_append_printf(err, "%s\n", error->message);
+  else
+    g_string_append_printf(err, "dagrun: error: %s\n", error->message);
+  return dr_error_exit_code(error);
+}
+
+static void list_kernels(GString *out) {
+  for (int i = 0; i < dr_kernel_registry_len; i++) {
+    const DrKernelDef *k = &dr_kernel_registry[i];
+    g_string_append_printf(out, "%s(", k->name);
+    for (int j = 0; j < k->n_params; j++) {
+      const DrKParam *p = &k->params[j];
+      static const char *const types[] = {
+#define DR_X(e, s, n) s,
+          DR_ELEM_TYPE_LIST(DR_X)
+#undef DR_X
+      };
+      static const char *const modes[] = {
+#define DR_X(e, s, r, w) s,
+          DR_ACCESS_MODE_LIST(DR_X)
+#undef DR_X
+      };
+      g_string_append_printf(out, "%s%s: %s%s", j ? ", " : "", p->name, types[p->type], p->is_pointer ? "*" : "");
+      if (p->is_pointer) g_string_append_printf(out, " %s", modes[p->access]);
+      if (p->optional) g_string_append_printf(out, " = %g", p->def);
+    }
+    g_string_append_printf(out, ")\n    %s\n", k->summary);
+  }
+}
+
+static gboolean write_output(const char *path, const GString *text, GString *out, GString *err) {
+  if (strcmp(path, "-") == 0) {
+    g_string_append_len(out, text->str, (gssize)text->len);
+    return TRUE;
+  }
+  g_autoptr(GError) e = NULL;
+  if (!g_file_set_contents(path, text->str, (gssize)text->len, &e)) {
+    g_string_append_printf(err, "%s: error: cannot write: %s\n", path, e->message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Checks the option values that GOption cannot. Returns 0 or 64. */
+static int validate(const Options *o, GString *err) {
+  if (o->format && strcmp(o->format, "text") != 0 && strcmp(o->format, "json") != 0)
+    return usage_error(err, "--format must be text or json, not '%s'", o->format);
+  DrBackendKind backend;
+  if (o->backend && !dr_backend_kind_from_name(o->backend, &backend))
+    return usage_error(err, "--backend must be auto, cuda or host, not '%s'", o->backend);
+  DrMode mode;
+  if (o->mode && !dr_mode_from_name(o->mode, &mode))
+    return usage_error(err, "--mode must be streams or graph, not '%s'", o->mode);
+  if (o->dump_after && strcmp(o->dump_after, "parse") != 0 && strcmp(o->dump_after, "passes") != 0)
+    return usage_error(err, "--dump-after must be parse or passes, not '%s'", o->dump_after);
+  if (o->iterations == 0 || o->iterations < -1) return usage_error(err, "--iterations must be at least 1");
+  if (o->warmup < -1) return usage_error(err, "--warmup must not be negative");
+  if (o->max_streams == 0 || o->max_streams < -1) return usage_error(err, "--max-streams must be at least 1");
+  if (o->device < -1) return usage_error(err, "--device must not be negative");
+  return 0;
+}
+
+/* Applies the command line's run settings over the file's `run:`. */
+static void apply_overrides(const Options *o, DrGraph *g) {
+  if (o->mode) dr_mode_from_name(o->mode, &g->run.mode);
+  if (o->iterations > 0) g->run.iterations = (guint32)o->iterations;
+  if (o->warmup >= 0) g->run.warmup = (guint32)o->warmup;
+  if (o->max_streams > 0) {
+    g->run.max_streams = (guint32)o->max_streams;
+    g->run.max_streams_set = TRUE;
+  }
+  if (o->device >= 0) g->run.device = o->device;
+}
+
+static int plan_and_run(const Options *o, DrGraph *graph, GString *out, GString *err) {
+  gboolean json = o->format && strcmp(o->format, "json") == 0;
+  DrPlanOptions popts = {.max_streams = graph->run.max_streams_set ? graph->run.max_streams : 0,
+                         .profile_path = o->profile};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(graph, &popts, &error);
+  if (plan == NULL) return report_error(err, error);
+  if (o->dot) {
+    g_autoptr(GString) dot = g_string_new(NULL);
+    dr_plan_write_dot(plan, dot);
+    if (!write_output(o->dot, dot, out, err)) return 66;
+  }
+  if (o->plan) {
+    if (json) dr_plan_write_json(plan, out);
+    else dr_plan_write_text(plan, out);
+    if (json) g_string_append_c(out, '\n');
+    return 0;
+  }
+  if (o->dot) return 0; /* --dot alone is for review: it does not run */
+  DrRunOptions ropts;
+  dr_run_options_init(&ropts, graph);
+  if (o->backend) dr_backend_kind_from_name(o->backend, &ropts.backend);
+  ropts.verify = o->verify;
+  ropts.trace_path = o->trace;
+  g_autoptr(DrReport) report = dr_run(plan, &ropts, &error);
+  if (report == NULL) return report_error(err, error);
+  if (json) {
+    dr_report_write_json(report, out);
+    g_string_append_c(out, '\n');
+  } else {
+    dr_report_write_text(report, out);
+  }
+  if (!dr_report_check_verified(report, &error)) return report_error(err, error);
+  return 0;
+}
+
+int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
+  Options o = {.iterations = -1, .warmup = -1, .max_streams = -1, .device = -1};
+  GOptionEntry entries[] = {
+      {"check", 0, 0, G_OPTION_ARG_NONE, &o.check, "Validate the pipeline only", NULL},
+      {"plan", 0, 0, G_OPTION_ARG_NONE, &o.plan, "Print the stream plan and exit", NULL},
+      {"format", 0, 0, G_OPTION_ARG_STRING, &o.format, "Output format of --plan and the run report", "text|json"},
+      {"dot", 0, 0, G_OPTION_ARG_FILENAME, &o.dot, "Write the DAG for review (Graphviz), '-' for stdout", "FILE"},
+      {"trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace, "Write a Chrome/Perfetto trace of the timed run", "FILE"},
+      {"backend", 0, 0, G_OPTION_ARG_STRING, &o.backend, "auto: cuda when a GPU is usable, else host",
+       "auto|cuda|host"},
+      {"mode", 0, 0, G_OPTION_ARG_STRING, &o.mode, "Eager streams or a captured CUDA graph", "streams|graph"},
+      {"iterations", 0, 0, G_OPTION_ARG_INT, &o.iterations, "Timed iterations", "N"},
+      {"warmup", 0, 0, G_OPTION_ARG_INT, &o.warmup, "Untimed iterations first", "N"},
+      {"max-streams", 0, 0, G_OPTION_ARG_INT, &o.max_streams, "Cap on the streams used", "N"},
+      {"device", 0, 0, G_OPTION_ARG_INT, &o.device, "CUDA device ordinal", "N"},
+      {"verify", 0, 0, G_OPTION_ARG_NONE, &o.verify, "Compare against the serial run", NULL},
+      {"kernels", 0, 0, G_OPTION_ARG_NONE, &o.kernels, "List the built-in kernels and their parameters", NULL},
+      {"version", 0, 0, G_OPTION_ARG_NONE, &o.version, "Print the version", NULL},
+      {"dump-after", 0, 0, G_OPTION_ARG_STRING, &o.dump_after, "Print the IR after a stage and exit",
+       "parse|passes"},
+      {"profile", 0, 0, G_OPTION_ARG_FILENAME, &o.profile, "Plan with the durations of a JSON run report", "FILE"},
+      {"timeline", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline, "Reserved", "FILE"},
+      {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.files, NULL, "PIPELINE.yaml"},
+      {NULL, 0, 0, 0, NULL, NULL, NULL},
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("PIPELINE.yaml");
+  g_option_context_set_summary(ctx, "Compile a DAG of GPU work onto CUDA streams and run it.");
+  g_option_context_set_description(
+      ctx, "Exit codes: 0 success, 64 bad command line, 65 bad pipeline, 66 unreadable file,\n"
+           "69 backend unavailable, 70 failure while running, 1 --verify found a difference.\n");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_autoptr(GError) error = NULL;
+  int rc;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+    rc = usage_error(err, "%s", error->message);
+    goto done;
+  }
+  if (o.version) {
+    g_string_append(out, "dagrun " DR_VERSION "\n");
+    rc = 0;
+    goto done;
+  }
+  if (o.kernels) {
+    list_kernels(out);
+    rc = 0;
+    goto done;
+  }
+  if ((rc = validate(&o, err)) != 0) goto done;
+  if (o.timeline) {
+    g_string_append(err, "dagrun: --timeline is not available in this build\n");
+    rc = 69;
+    goto done;
+  }
+  if (o.files == NULL || o.files[0] == NULL || o.files[1] != NULL) {
+    rc = usage_error(err, "expected exactly one PIPELINE.yaml");
+    goto done;
+  }
+  const char *path = o.files[0];
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autofree char *text = NULL;
+  DrLoadStage stage = o.dump_after && strcmp(o.dump_after, "parse") == 0 ? DR_LOAD_PARSE : DR_LOAD_PASSES;
+  g_autoptr(DrGraph) graph = dr__load_file_until(path, stage, diags, &text, &error);
+  if (graph == NULL) {
+    if (error->domain == DR_ERROR && error->code == DR_ERROR_INVALID && dr_diags_len(diags) > 0) {
+      dr__diag_print(diags, path, text, text ? strlen(text) : 0, err);
+      rc = 65;
+    } else {
+      rc = report_error(err, error);
+    }
+    goto done;
+  }
+  apply_overrides(&o, graph);
+  if (o.dump_after) {
+    dr_graph_dump(graph, out);
+    rc = 0;
+  } else if (o.check) {
+    g_string_append_printf(out, "ok: %u nodes, %u edges\n", dr_graph_n_nodes(graph), graph->edges->len);
+    rc = 0;
+  } else {
+    rc = plan_and_run(&o, graph, out, err);
+  }
+done:
+  options_clear(&o);
+  return rc;
+}

@@ -1,0 +1,18 @@
+/* cli.h: the dagrun command line as a function, so the golden tests run
+ * exactly what the binary runs, in-process. */
+#ifndef DAGRUN_CLI_CLI_H
+#define DAGRUN_CLI_CLI_H
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Runs `dagrun ARGS...` (argv[0] is the program name; argv is not kept).
+ * Appends what the program writes on stdout to `out` and on stderr to
+ * `err`, and returns the exit code the spec assigns (0, 1, 64, 65, 66, 69,
+ * 70). --help prints GLib's help to stdout and exits the process. */
+int dr__cli_run(int argc, char **argv, GString *out, GString *err);
+
+G_END_DECLS
+
+#endif

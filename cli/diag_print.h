@@ -1,0 +1,22 @@
+/* diag_print.h: the compiler-style display of diagnostics: each as
+ * "FILE:LINE:COL: error: MESSAGE", then the source line and a caret under
+ * the column, like gcc. The CLI's business only; the IR formats without
+ * carets (ir/diag.h). */
+#ifndef DAGRUN_CLI_DIAG_PRINT_H
+#define DAGRUN_CLI_DIAG_PRINT_H
+
+#include <glib.h>
+
+#include "ir/diag.h"
+
+G_BEGIN_DECLS
+
+/* Appends every diagnostic in `diags` to `out`. When a diagnostic's file is
+ * `file` (compared as strings) and `text` (len bytes) is not NULL, the
+ * source line and a caret follow it. Ends with a "too many errors" line
+ * when the collector dropped some. */
+void dr__diag_print(const DrDiags *diags, const char *file, const char *text, gsize len, GString *out);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,86 @@
+/* load.c: reading a pipeline, registering the built-in kernels, parsing and
+ * running the dependency passes (load.h). Glue only: each step's logic
+ * lives in its own package. */
+#include "lib/load.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "kernels/registry.h"
+#include "parser/parser.h"
+#include "scheduler/passes.h"
+
+void dr__graph_register_builtins(DrGraph *graph) {
+  for (int i = 0; i < dr_kernel_registry_len; i++) {
+    const DrKernelDef *def = &dr_kernel_registry[i];
+    DrParam params[64];
+    g_return_if_fail(def->n_params <= 64);
+    for (int j = 0; j < def->n_params; j++) {
+      const DrKParam *kp = &def->params[j];
+      params[j] = (DrParam){.name = kp->name, .type = kp->type, .is_pointer = kp->is_pointer != 0,
+                            .access = kp->access, .optional = kp->optional != 0, .def = kp->def};
+    }
+    DrKernelDecl decl = {.name = def->name, .origin = DR_KERNEL_BUILTIN, .builtin_index = (guint32)i,
+                         .params = params, .n_params = (guint32)def->n_params,
+                         .grid = {.over = def->grid_over < 0 ? DR_NONE : (DrId)def->grid_over,
+                                  .block = def->block},
+                         .entry = def->name};
+    dr_graph_add_kernel(graph, &decl);
+  }
+}
+
+static DrGraph *load(const char *name, const char *yaml, gsize len, DrLoadStage stage, DrDiags *diags,
+                     GError **error) {
+  g_autoptr(DrGraph) graph = dr_graph_new();
+  dr__graph_register_builtins(graph);
+  if (!dr_parse_pipeline(graph, name, yaml, len, diags)) {
+    dr_diags_to_error(diags, error);
+    return NULL;
+  }
+  DR_GRAPH_CHECK(graph);
+  if (stage == DR_LOAD_PASSES) {
+    if (!dr_passes_run(graph, diags)) {
+      dr_diags_to_error(diags, error);
+      return NULL;
+    }
+    DR_GRAPH_CHECK(graph);
+  }
+  return g_steal_pointer(&graph);
+}
+
+DrGraph *dr__load_file_until(const char *path, DrLoadStage stage, DrDiags *diags, char **text_out,
+                             GError **error) {
+  g_return_val_if_fail(path != NULL && diags != NULL, NULL);
+  if (text_out) *text_out = NULL;
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  g_autoptr(GError) io = NULL;
+  GStatBuf st;
+  if (g_stat(path, &st) == 0 && (guint64)st.st_size > DR_PARSE_MAX_FILE_BYTES) {
+    /* The location's file must outlive diags: the caller's path does. */
+    dr_diags_error(diags, (DrLoc){path, 1, 1}, "file too large: %" G_GUINT64_FORMAT " bytes (the limit is 1 GiB)",
+                   (guint64)st.st_size);
+    dr_diags_to_error(diags, error);
+    return NULL;
+  }
+  if (!g_file_get_contents(path, &text, &len, &io)) {
+    const char *why = io->domain == G_FILE_ERROR && io->code == G_FILE_ERROR_NOENT ? "No such file or directory"
+                      : io->domain == G_FILE_ERROR && io->code == G_FILE_ERROR_ACCES ? "Permission denied"
+                      : io->domain == G_FILE_ERROR && io->code == G_FILE_ERROR_ISDIR ? "Is a directory"
+                                                                                      : io->message;
+    g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: error: cannot read: %s", path, why);
+    return NULL;
+  }
+  DrGraph *g = load(path, text, len, stage, diags, error);
+  if (text_out) *text_out = g_steal_pointer(&text);
+  return g;
+}
+
+DrGraph *dr_load_file(const char *path, DrDiags *diags, GError **error) {
+  return dr__load_file_until(path, DR_LOAD_PASSES, diags, NULL, error);
+}
+
+DrGraph *dr_load_string(const char *name, const char *yaml, gsize len, DrDiags *diags, GError **error) {
+  g_return_val_if_fail(name != NULL && yaml != NULL && diags != NULL, NULL);
+  return load(name, yaml, len, DR_LOAD_PASSES, diags, error);
+}

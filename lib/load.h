@@ -1,0 +1,42 @@
+/* load.h: the core library's front door: a pipeline file (or string) in,
+ * a checked DrGraph out, with the built-in kernels registered and the
+ * dependency passes run. This is what the CLI and the tests call; it owns
+ * reading the file, the parser owns the YAML, scheduler/passes.h the
+ * dependencies. It does not plan or run. */
+#ifndef DAGRUN_LIB_LOAD_H
+#define DAGRUN_LIB_LOAD_H
+
+#include <glib.h>
+
+#include "ir/diag.h"
+#include "ir/graph.h"
+
+G_BEGIN_DECLS
+
+/* Registers every built-in kernel of kernels/registry.h in graph->kernels
+ * (origin DR_KERNEL_BUILTIN, builtin_index set). */
+void dr__graph_register_builtins(DrGraph *graph);
+
+/* Reads and parses a pipeline file (or a string) into a new graph with the
+ * built-ins registered, then runs dr_passes_run. NULL + error on failure;
+ * diagnostics (several) go into diags. Errors: DR_ERROR_IO ("FILE: error:
+ * cannot read: ...") when the file cannot be read, DR_ERROR_INVALID (all
+ * diagnostics, one per line) for a bad pipeline. Free with dr_graph_free. */
+DrGraph *dr_load_file(const char *path, DrDiags *diags, GError **error);
+DrGraph *dr_load_string(const char *name, const char *yaml, gsize len, DrDiags *diags, GError **error);
+
+/* How far dr__load_file_until goes. */
+typedef enum {
+  DR_LOAD_PARSE,  /* parse only: no edges yet */
+  DR_LOAD_PASSES, /* parse and dr_passes_run (what dr_load_file does) */
+} DrLoadStage;
+
+/* dr_load_file, stopping after `stage` (for --dump-after). `text_out`, when
+ * not NULL, receives the file's contents (for the caret display); free it
+ * with g_free. */
+DrGraph *dr__load_file_until(const char *path, DrLoadStage stage, DrDiags *diags, char **text_out,
+                             GError **error);
+
+G_END_DECLS
+
+#endif

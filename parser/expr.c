@@ -1,0 +1,301 @@
+/* expr.c: sizes, integer expressions, `{expr}` substitution and slices
+ * (expr.h).
+ *
+ * The expression evaluator is a recursive-descent parser whose only
+ * recursion is through parentheses, capped at DR_EXPR_MAX_DEPTH; chains of
+ * unary minus are counted in a loop. All arithmetic is checked for
+ * overflow. Cost: linear in the text. */
+#include "parser/expr.h"
+
+#include <string.h>
+
+/* X(spelling, multiplier, class) */
+#define SUFFIX_LIST(X)                   \
+  X("Ki", 1ull << 10, DR_SIZE_COUNT)     \
+  X("Mi", 1ull << 20, DR_SIZE_COUNT)     \
+  X("Gi", 1ull << 30, DR_SIZE_COUNT)     \
+  X("KiB", 1ull << 10, DR_SIZE_BYTES)    \
+  X("MiB", 1ull << 20, DR_SIZE_BYTES)    \
+  X("GiB", 1ull << 30, DR_SIZE_BYTES)    \
+  X("kB", 1000ull, DR_SIZE_BYTES)        \
+  X("MB", 1000000ull, DR_SIZE_BYTES)     \
+  X("GB", 1000000000ull, DR_SIZE_BYTES)
+
+static const struct {
+  const char *name;
+  guint64 mult;
+  DrSizeClass cls;
+} suffixes[] = {
+#define X(s, m, c) {s, m, c},
+    SUFFIX_LIST(X)
+#undef X
+};
+
+/* Looks up the suffix text[0..len); returns its index or -1. */
+static int suffix_find(const char *text, gsize len) {
+  for (guint i = 0; i < G_N_ELEMENTS(suffixes); i++)
+    if (strlen(suffixes[i].name) == len && strncmp(text, suffixes[i].name, len) == 0) return (int)i;
+  return -1;
+}
+
+static const char *class_list(DrSizeClass cls) {
+  switch (cls) {
+    case DR_SIZE_COUNT: return "Ki Mi Gi";
+    case DR_SIZE_BYTES: return "KiB MiB GiB kB MB GB";
+    default: return "Ki Mi Gi KiB MiB GiB kB MB GB";
+  }
+}
+
+/* Reads digits and an optional suffix at *p; advances *p. */
+static gboolean read_number(const char **p, DrSizeClass classes, guint64 *out, char **msg) {
+  const char *s = *p;
+  if (!g_ascii_isdigit(*s)) {
+    *msg = g_strdup("expected a number");
+    return FALSE;
+  }
+  guint64 v = 0;
+  while (g_ascii_isdigit(*s)) {
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (guint64)(*s - '0'), &v)) {
+      *msg = g_strdup("number too large");
+      return FALSE;
+    }
+    s++;
+  }
+  const char *suf = s;
+  while (g_ascii_isalpha(*s)) s++;
+  if (s > suf) {
+    int i = suffix_find(suf, (gsize)(s - suf));
+    if (i < 0 || !(suffixes[i].cls & classes)) {
+      *msg = g_strdup_printf("%s size suffix '%.*s' (use %s)", i < 0 ? "unknown" : "wrong", (int)(s - suf),
+                             suf, class_list(classes));
+      return FALSE;
+    }
+    if (__builtin_mul_overflow(v, suffixes[i].mult, &v)) {
+      *msg = g_strdup("number too large");
+      return FALSE;
+    }
+  }
+  *p = s;
+  *out = v;
+  return TRUE;
+}
+
+gboolean dr__size_parse(const char *text, DrSizeClass classes, guint64 *out, char **msg) {
+  const char *p = text;
+  while (*p == ' ') p++;
+  if (*p == '-') {
+    *msg = g_strdup_printf("'%s' is negative", text);
+    return FALSE;
+  }
+  if (!g_ascii_isdigit(*p)) {
+    *msg = g_strdup_printf("'%s' is not a number", text);
+    return FALSE;
+  }
+  if (!read_number(&p, classes, out, msg)) return FALSE;
+  while (*p == ' ') p++;
+  if (*p != '\0') {
+    *msg = g_strdup_printf("'%s' is not a number", text);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---- expressions ------------------------------------------------------- */
+
+typedef struct {
+  const char *p, *end;
+  const DrEnv *env;
+  char *msg;
+  guint depth;
+} Expr;
+
+static gboolean expr_sum(Expr *e, gint64 *out);
+
+static void skip_space(Expr *e) {
+  while (e->p < e->end && (*e->p == ' ' || *e->p == '\t')) e->p++;
+}
+
+static gboolean fail(Expr *e, char *msg) {
+  if (e->msg == NULL) e->msg = msg;
+  else g_free(msg);
+  return FALSE;
+}
+
+static gboolean expr_primary(Expr *e, gint64 *out) {
+  skip_space(e);
+  if (e->p >= e->end) return fail(e, g_strdup("unexpected end of expression"));
+  char c = *e->p;
+  if (c == '(') {
+    if (++e->depth > DR_EXPR_MAX_DEPTH)
+      return fail(e, g_strdup_printf("expression nested deeper than %d parentheses", DR_EXPR_MAX_DEPTH));
+    e->p++;
+    if (!expr_sum(e, out)) return FALSE;
+    skip_space(e);
+    if (e->p >= e->end || *e->p != ')') return fail(e, g_strdup("missing ')'"));
+    e->p++;
+    e->depth--;
+    return TRUE;
+  }
+  if (g_ascii_isdigit(c)) {
+    /* read_number needs a terminated string: copy the token. */
+    const char *s = e->p;
+    while (s < e->end && g_ascii_isalnum(*s)) s++;
+    g_autofree char *tok = g_strndup(e->p, (gsize)(s - e->p));
+    const char *q = tok;
+    guint64 v;
+    char *msg = NULL;
+    if (!read_number(&q, DR_SIZE_ANY, &v, &msg)) return fail(e, msg);
+    if (*q != '\0') return fail(e, g_strdup_printf("bad number '%s'", tok));
+    if (v > G_MAXINT64) return fail(e, g_strdup("number too large"));
+    e->p = s;
+    *out = (gint64)v;
+    return TRUE;
+  }
+  if (g_ascii_isalpha(c) || c == '_') {
+    const char *s = e->p;
+    while (s < e->end && (g_ascii_isalnum(*s) || *s == '_')) s++;
+    gsize len = (gsize)(s - e->p);
+    for (guint i = 0; e->env != NULL && i < e->env->n; i++) {
+      const char *name = e->env->vars[i].name;
+      if (strlen(name) == len && strncmp(name, e->p, len) == 0) {
+        *out = e->env->vars[i].value;
+        e->p = s;
+        return TRUE;
+      }
+    }
+    return fail(e, g_strdup_printf("unknown loop variable '%.*s'", (int)len, e->p));
+  }
+  return fail(e, g_strdup_printf("unexpected '%c' in expression", c));
+}
+
+static gboolean expr_unary(Expr *e, gint64 *out) {
+  gboolean negate = FALSE;
+  for (;;) {
+    skip_space(e);
+    if (e->p < e->end && *e->p == '-') negate = !negate;
+    else if (e->p < e->end && *e->p == '+') (void)0;
+    else break;
+    e->p++;
+  }
+  if (!expr_primary(e, out)) return FALSE;
+  if (negate) {
+    if (*out == G_MININT64) return fail(e, g_strdup("integer overflow"));
+    *out = -*out;
+  }
+  return TRUE;
+}
+
+static gboolean expr_product(Expr *e, gint64 *out) {
+  if (!expr_unary(e, out)) return FALSE;
+  for (;;) {
+    skip_space(e);
+    if (e->p >= e->end || (*e->p != '*' && *e->p != '/' && *e->p != '%')) return TRUE;
+    char op = *e->p++;
+    gint64 rhs;
+    if (!expr_unary(e, &rhs)) return FALSE;
+    if (op == '*') {
+      if (__builtin_mul_overflow(*out, rhs, out)) return fail(e, g_strdup("integer overflow"));
+    } else {
+      if (rhs == 0) return fail(e, g_strdup("division by zero"));
+      if (*out == G_MININT64 && rhs == -1) return fail(e, g_strdup("integer overflow"));
+      *out = op == '/' ? *out / rhs : *out % rhs;
+    }
+  }
+}
+
+static gboolean expr_sum(Expr *e, gint64 *out) {
+  if (!expr_product(e, out)) return FALSE;
+  for (;;) {
+    skip_space(e);
+    if (e->p >= e->end || (*e->p != '+' && *e->p != '-')) return TRUE;
+    char op = *e->p++;
+    gint64 rhs;
+    if (!expr_product(e, &rhs)) return FALSE;
+    gboolean ovf = op == '+' ? __builtin_add_overflow(*out, rhs, out) : __builtin_sub_overflow(*out, rhs, out);
+    if (ovf) return fail(e, g_strdup("integer overflow"));
+  }
+}
+
+gboolean dr__expr_eval(const char *text, gsize len, const DrEnv *env, gint64 *out, char **msg) {
+  Expr e = {text, text + len, env, NULL, 0};
+  if (expr_sum(&e, out)) {
+    skip_space(&e);
+    if (e.p == e.end) return TRUE;
+    fail(&e, *e.p == ')' ? g_strdup("unbalanced ')'")
+                         : g_strdup_printf("unexpected '%c' in expression", *e.p));
+  }
+  *msg = g_strdup_printf("%s in '%.*s'", e.msg, (int)len, text);
+  g_free(e.msg);
+  return FALSE;
+}
+
+/* ---- substitution ------------------------------------------------------ */
+
+gboolean dr__expr_has_braces(const char *text) { return strpbrk(text, "{}") != NULL; }
+
+char *dr__expr_substitute(const char *text, const DrEnv *env, char **msg) {
+  GString *out = g_string_sized_new(strlen(text) + 8);
+  const char *p = text;
+  while (*p) {
+    if (*p == '}') {
+      *msg = g_strdup_printf("unmatched '}' in '%s'", text);
+      return (g_string_free(out, TRUE), NULL);
+    }
+    if (*p != '{') {
+      g_string_append_c(out, *p++);
+      continue;
+    }
+    const char *close = strchr(p + 1, '}');
+    const char *open = strchr(p + 1, '{');
+    if (close == NULL || (open != NULL && open < close)) {
+      *msg = g_strdup_printf("unmatched '{' in '%s'", text);
+      return (g_string_free(out, TRUE), NULL);
+    }
+    gint64 v;
+    if (!dr__expr_eval(p + 1, (gsize)(close - p - 1), env, &v, msg)) return (g_string_free(out, TRUE), NULL);
+    g_string_append_printf(out, "%" G_GINT64_FORMAT, v);
+    p = close + 1;
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* ---- slices ------------------------------------------------------------ */
+
+static gboolean bound(const char *s, const char *e, const DrEnv *env, gboolean *has, gint64 *v, char **msg) {
+  while (s < e && *s == ' ') s++;
+  while (e > s && e[-1] == ' ') e--;
+  *has = e > s;
+  if (!*has) return TRUE;
+  return dr__expr_eval(s, (gsize)(e - s), env, v, msg);
+}
+
+gboolean dr__slice_parse(const char *text, const DrEnv *env, DrSlice *out, char **msg) {
+  memset(out, 0, sizeof *out);
+  const char *lb = strchr(text, '[');
+  const char *name_end = lb ? lb : text + strlen(text);
+  const char *n = text;
+  while (n < name_end && *n == ' ') n++;
+  while (name_end > n && name_end[-1] == ' ') name_end--;
+  if (name_end == n) {
+    *msg = g_strdup_printf("'%s' names no buffer", text);
+    return FALSE;
+  }
+  for (const char *q = n; q < name_end; q++)
+    if (!(g_ascii_isalnum(*q) || *q == '_' || *q == '-' || *q == '.')) {
+      *msg = g_strdup_printf("'%s' is not a buffer name or slice", text);
+      return FALSE;
+    }
+  if (lb != NULL) {
+    const char *rb = strrchr(lb, ']');
+    const char *colon = memchr(lb, ':', rb ? (gsize)(rb - lb) : 0);
+    if (rb == NULL || rb[1] != '\0' || colon == NULL) {
+      *msg = g_strdup_printf("bad slice '%s' (expected NAME[START:END])", text);
+      return FALSE;
+    }
+    if (!bound(lb + 1, colon, env, &out->has_begin, &out->begin, msg) ||
+        !bound(colon + 1, rb, env, &out->has_end, &out->end, msg))
+      return FALSE;
+  }
+  out->name = g_strndup(n, (gsize)(name_end - n));
+  return TRUE;
+}

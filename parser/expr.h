@@ -1,0 +1,71 @@
+/* expr.h: the small languages inside YAML scalars: sizes with suffixes
+ * ("16Mi", "1MiB"), integer expressions over foreach loop variables
+ * ("(c+1)*4Mi"), `{expr}` substitution in ids and strings, and buffer
+ * slices ("x[0:{n}]"). Pure functions over strings; no YAML, no IR.
+ *
+ * Every function that can fail returns FALSE (or NULL) and sets *msg to a
+ * newly allocated message without a location; the caller knows where the
+ * scalar was and reports it. Nothing here recurses deeper than
+ * DR_EXPR_MAX_DEPTH parentheses. */
+#ifndef DAGRUN_PARSER_EXPR_H
+#define DAGRUN_PARSER_EXPR_H
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define DR_EXPR_MAX_DEPTH 64
+
+/* Which suffixes a size accepts: counts (Ki Mi Gi) and/or bytes (KiB MiB
+ * GiB kB MB GB). */
+typedef enum {
+  DR_SIZE_COUNT = 1 << 0,
+  DR_SIZE_BYTES = 1 << 1,
+  DR_SIZE_ANY = DR_SIZE_COUNT | DR_SIZE_BYTES,
+} DrSizeClass;
+
+/* One foreach loop variable bound to a value. */
+typedef struct {
+  const char *name;
+  gint64 value;
+} DrVar;
+
+/* The loop variables in scope (n == 0: none). */
+typedef struct {
+  const DrVar *vars;
+  guint n;
+} DrEnv;
+
+/* Parses `text`, a non-negative integer with an optional suffix of the
+ * classes in `classes`, into *out. FALSE + *msg on a bad number, an unknown
+ * or misplaced suffix, or overflow. */
+gboolean dr__size_parse(const char *text, DrSizeClass classes, guint64 *out, char **msg);
+
+/* Evaluates the integer expression text[0..len) over `env` (NULL: no
+ * variables): + - * / % with C precedence and truncating division,
+ * parentheses, unary minus, integers with any size suffix. FALSE + *msg on
+ * a syntax error, an unknown variable, division by zero or overflow. */
+gboolean dr__expr_eval(const char *text, gsize len, const DrEnv *env, gint64 *out, char **msg);
+
+/* Returns TRUE when `text` holds a '{' or '}' and so needs substitution. */
+gboolean dr__expr_has_braces(const char *text);
+
+/* Returns a newly allocated copy of `text` with every `{expr}` replaced by
+ * its decimal value, or NULL + *msg (unbalanced braces, bad expression). */
+char *dr__expr_substitute(const char *text, const DrEnv *env, char **msg);
+
+/* A parsed slice "name[begin:end]"; either bound may be missing. */
+typedef struct {
+  char *name; /* newly allocated */
+  gboolean has_begin, has_end;
+  gint64 begin, end;
+} DrSlice;
+
+/* Parses `text` ("x", "x[a:b]", "x[:b]", "x[a:]", "x[:]"), bounds being
+ * integer expressions over `env`. FALSE + *msg on bad syntax; bounds are
+ * checked against the buffer by the caller. Free out->name with g_free. */
+gboolean dr__slice_parse(const char *text, const DrEnv *env, DrSlice *out, char **msg);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,69 @@
+/* internal.h: what the parser's files share: the parse context and the
+ * helpers that turn tree values into typed values with diagnostics. Not
+ * for use outside parser/.
+ *
+ * Diagnostics name the thing and the key: every helper takes `what`
+ * ("node 'scale0'", "buffer 'x'", "run") and the key's name, and writes
+ * "WHAT, key 'KEY': PROBLEM" at the value's location. */
+#ifndef DAGRUN_PARSER_INTERNAL_H
+#define DAGRUN_PARSER_INTERNAL_H
+
+#include <glib.h>
+
+#include "ir/graph.h"
+#include "parser/events.h"
+#include "parser/expr.h"
+#include "parser/parser.h"
+
+G_BEGIN_DECLS
+
+/* An `after:` entry waiting for every node id to be known. */
+typedef struct {
+  DrId to;
+  const char *name; /* interned; a trailing '*' is a prefix match */
+  DrLoc loc;
+} DrPendingAfter;
+
+typedef struct {
+  DrGraph *g;
+  DrDiags *diags;
+  const char *file; /* interned */
+  DrYReader *reader;
+  guint64 n_nodes;       /* nodes after foreach expansion */
+  guint64 values_left;   /* budget of values walked while expanding foreach */
+  GArray *afters;        /* DrPendingAfter */
+  GPtrArray *deferred;   /* key, value pairs of nodes seen before buffers:/kernels: */
+  gboolean seen_buffers, seen_kernels, streaming_nodes;
+  GString *what;         /* "node 'x'" of the node being converted */
+} DrParse;
+
+#define DR_LOC(p, n) dr__ynode_loc((n), (p)->file)
+
+/* Looks up `key` (a scalar node) in `names` (n entries). Returns its index,
+ * or -1 after reporting "WHAT: unknown key 'K' (did you mean ...)". */
+int dr__parse_key(DrParse *p, const char *what, const DrYNode *key, const char *const *names, guint n);
+
+/* Each returns FALSE after reporting at the value when it has the wrong
+ * type or is out of range. Text values go through `{expr}` substitution
+ * with `env` (NULL: none). */
+gboolean dr__parse_string(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
+                          char **out);
+gboolean dr__parse_int(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
+                       gint64 min, gint64 max, gint64 *out);
+gboolean dr__parse_size(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
+                        DrSizeClass cls, guint64 *out);
+gboolean dr__parse_float(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
+                         double *out);
+/* Reports "WHAT: missing key 'KEY'" at `loc`. */
+void dr__parse_missing(DrParse *p, DrLoc loc, const char *what, const char *key);
+/* Reports "WHAT, key 'KEY': expected EXPECTED, got ..." at the value. */
+void dr__parse_wrong_type(DrParse *p, const char *what, const char *key, const DrYNode *v, const char *expected);
+
+/* Converts one entry of `nodes:` (foreach expanded) into IR nodes. */
+void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value);
+/* Resolves the pending `after:` entries into DrAfter records. */
+void dr__parse_resolve_afters(DrParse *p);
+
+G_END_DECLS
+
+#endif
