@@ -138,6 +138,7 @@ typedef struct {
   gboolean is_string;  /* host functions only (print's message) */
   gboolean optional;   /* may be left out; the kernel has a default */
   gboolean any_type;   /* pointer of any element type (host functions) */
+  double def;          /* optional scalars: the value used when left out */
 } DrParam;
 
 /* How the default grid is computed: enough blocks of `block` threads to
