@@ -1,5 +1,5 @@
 /* common.h: the shared part of dagrun's hand-written GPU baselines
- * (bench/cuda/*.cu): error checking, the kernels the baselines launch (the
+ * (the .cu files beside it): error checking, the kernels the baselines launch (the
  * same work as dagrun's built-ins spin, scale_f32 and axpy_f32), a tiny DAG
  * description with its three ways to become GPU work (eager streams, stream
  * capture of a stream plan, an explicitly built CUDA graph), timing with
