@@ -40,6 +40,12 @@ mkdir -p "$BUILD"
 jsonl=$BUILD/bench.jsonl
 : >"$jsonl"
 status=0
+# cuBLAS is loaded with dlopen("libcublas.so.13"): make sure the loader
+# finds the toolkit's (or the Python wheel's) copy when ld.so.cache lacks it.
+if ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13'; then
+  cublas=$(find /usr/local /opt /usr/lib -maxdepth 8 -name 'libcublas.so.13' 2>/dev/null | head -n 1)
+  [ -n "$cublas" ] && LD_LIBRARY_PATH="${cublas%/*}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" && export LD_LIBRARY_PATH
+fi
 
 # record SOURCE CASE MESSAGE: a failure line in the JSON stream.
 record_error() {
