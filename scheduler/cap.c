@@ -16,9 +16,9 @@
  * Algorithm when the chains outnumber the cap: the cap is shared among
  * classes (one stream each, then one at a time to the class with the most
  * chains per stream), and within a class each chain, taken by estimated
- * start, is interleaved onto the stream that frees up earliest (list
- * scheduling of chain intervals [start, finish] of the unconstrained
- * schedule): chains whose intervals do not overlap merge for free, and an
+ * start (longest work first among equal starts, as in LPT), is
+ * interleaved onto the stream that frees up earliest (list scheduling of
+ * chain intervals [start, finish] of the unconstrained schedule): chains whose intervals do not overlap merge for free, and an
  * overlap delays the critical path by about the shorter chain's work.
  * Merged chains run in issue order on their stream. planned_path_us is then
  * the longest path over DAG edges plus the added stream-order edges.
@@ -49,6 +49,7 @@ typedef struct {
 static int span_cmp(const void *pa, const void *pb) {
   const ChainSpan *a = pa, *b = pb;
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->work != b->work) return a->work > b->work ? -1 : 1;
   return a->first_pos < b->first_pos ? -1 : a->first_pos > b->first_pos;
 }
 

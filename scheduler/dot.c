@@ -41,6 +41,8 @@ void dr_plan_write_dot(const DrPlan *plan, GString *out) {
                          "  edge [color=\"#555555\"];\n",
                          plan->width, n_streams, plan->cap, plan->n_edges, plan->waits->len);
   /* Clusters: nodes grouped by stream, in stream order. */
+  guint32 *start = NULL;
+  guint32 *bucket = dr__plan_steps_by_stream(plan, &start);
   for (guint32 s = 0; s < n_streams; s++) {
     const DrStream *st = &g_array_index(plan->streams, DrStream, s);
     const char *fill = fills[s % G_N_ELEMENTS(fills)], *border = borders[s % G_N_ELEMENTS(borders)];
@@ -48,9 +50,8 @@ void dr_plan_write_dot(const DrPlan *plan, GString *out) {
                            "  subgraph cluster_s%u {\n    label=\"stream %u (%s)\";\n"
                            "    color=\"%s\";\n    fontcolor=\"%s\";\n",
                            s, s, dr_priority_name(st->priority), border, border);
-    for (guint32 i = 0; i < n; i++) {
-      const DrPlanStep *step = dr_plan_step(plan, i);
-      if (step->stream != s) continue;
+    for (guint32 k = start[s]; k < start[s + 1]; k++) {
+      const DrPlanStep *step = dr_plan_step(plan, bucket[k]);
       g_autoptr(GString) label = g_string_new(dr_graph_node(g, step->node)->id);
       g_string_append_c(label, '\n');
       dr__plan_node_detail(g, step->node, label);
@@ -62,6 +63,8 @@ void dr_plan_write_dot(const DrPlan *plan, GString *out) {
     }
     g_string_append(out, "  }\n");
   }
+  g_free(bucket);
+  g_free(start);
   /* Edges: a wait of step v on u is drawn on the edge (u, v). */
   GHashTable *waited = g_hash_table_new(g_int64_hash, g_int64_equal);
   GArray *keys = g_array_sized_new(FALSE, FALSE, sizeof(gint64), plan->waits->len);

@@ -81,6 +81,11 @@ void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan);
  * "copy 4.0 MiB", "alloc x"). Shared by the text and DOT writers. */
 void dr__plan_node_detail(const DrGraph *graph, DrId id, GString *out);
 
+/* plan_text.c: the steps grouped by stream, each group in stream order:
+ * the steps of stream s are bucket[start[s] .. start[s + 1]). Returns
+ * `bucket` (n steps) and sets *start (n_streams + 1); free both. */
+guint32 *dr__plan_steps_by_stream(const DrPlan *plan, guint32 **start);
+
 G_END_DECLS
 
 #endif

@@ -52,6 +52,19 @@ void dr__plan_node_detail(const DrGraph *g, DrId id, GString *out) {
   }
 }
 
+guint32 *dr__plan_steps_by_stream(const DrPlan *plan, guint32 **start_out) {
+  guint32 n = plan->steps->len, n_streams = plan->streams->len;
+  guint32 *start = g_new0(guint32, n_streams + 1);
+  guint32 *bucket = g_new(guint32, MAX(n, 1));
+  for (guint32 s = 0; s < n_streams; s++)
+    start[s + 1] = start[s] + g_array_index(plan->streams, DrStream, s).n_nodes;
+  guint32 *fill = g_memdup2(start, (n_streams + 1) * sizeof(guint32));
+  for (guint32 i = 0; i < n; i++) bucket[fill[dr_plan_step(plan, i)->stream]++] = i;
+  g_free(fill);
+  *start_out = start;
+  return bucket;
+}
+
 void dr_plan_write_text(const DrPlan *plan, GString *out) {
   g_return_if_fail(plan != NULL && out != NULL);
   const DrGraph *g = plan->graph;
@@ -84,14 +97,8 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
   g_string_append_printf(out, "critical path %.1f us, planned path %.1f us\n",
                          plan->critical_path_us, plan->planned_path_us);
 
-  /* Stream lists: one pass over the steps per stream would be O(S * V);
-   * instead bucket the steps by stream first. */
-  guint32 *start = g_new0(guint32, n_streams + 1);
-  guint32 *bucket = g_new(guint32, MAX(n, 1));
-  for (guint32 s = 0; s < n_streams; s++)
-    start[s + 1] = start[s] + g_array_index(plan->streams, DrStream, s).n_nodes;
-  guint32 *fill = g_memdup2(start, (n_streams + 1) * sizeof(guint32));
-  for (guint32 i = 0; i < n; i++) bucket[fill[dr_plan_step(plan, i)->stream]++] = i;
+  guint32 *start = NULL;
+  guint32 *bucket = dr__plan_steps_by_stream(plan, &start);
   for (guint32 s = 0; s < n_streams; s++) {
     const DrStream *st = &g_array_index(plan->streams, DrStream, s);
     g_string_append_printf(out, "stream %u (%s, %u node%s):", s, dr_priority_name(st->priority),
@@ -100,7 +107,6 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
       g_string_append_printf(out, " %s", dr_graph_node(g, dr_plan_step(plan, bucket[k])->node)->id);
     g_string_append_c(out, '\n');
   }
-  g_free(fill);
   g_free(bucket);
   g_free(start);
 
