@@ -56,6 +56,11 @@ static void cuda_close(DrBackend *b) {
    * b->hcalls): let it drain before anything is released. */
   (void)api->cudaDeviceSynchronize();
   dr__cuda_graph_release(b);
+  if (b->blas)
+    for (guint32 s = 0; s < b->n_streams; s++) dr_kblas_free(b->blas[s]);
+  if (b->scratch)
+    for (guint32 i = 0; i < b->n_nodes; i++)
+      if (b->scratch[i]) (void)api->cudaFree(b->scratch[i]);
   if (b->bases) {
     for (guint32 i = 0; i < b->n_buffers; i++) {
       if (b->bases[i] == NULL) continue;
@@ -82,6 +87,8 @@ static void cuda_close(DrBackend *b) {
   g_free(b->pinned);
   g_free(b->async_live);
   g_free(b->hcalls);
+  g_free(b->scratch);
+  g_free(b->blas);
   g_free(b);
 }
 
@@ -122,6 +129,8 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   b->pinned = g_new0(gboolean, MAX(b->n_buffers, 1));
   b->async_live = g_new0(gboolean, MAX(b->n_buffers, 1));
   b->hcalls = g_new0(DrHostCall, MAX(b->n_nodes, 1));
+  b->scratch = g_new0(void *, MAX(b->n_nodes, 1));
+  b->blas = g_new0(DrKBlas *, MAX(b->n_streams, 1));
   if (opts->node_timing) {
     b->t_start = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
     b->t_end = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
@@ -163,6 +172,34 @@ fail:
 
 /* ---- setup: buffers ----------------------------------------------------- */
 
+/* The built-in behind kernel node `id`, or NULL (user kernels fail later,
+ * at binding, with the message dr__kernel_call_bind gives). */
+static const DrKernelDef *node_kernel_def(const DrGraph *g, DrId id) {
+  const DrKernelDecl *decl = dr_graph_kernel(g, dr_graph_node(g, id)->kernel);
+  if (decl->origin != DR_KERNEL_BUILTIN || decl->builtin_index >= (guint32)dr_kernel_registry_len) return NULL;
+  return &dr_kernel_registry[decl->builtin_index];
+}
+
+/* Per-node scratch and the node's stream's cuBLAS context, made before the
+ * timed region and before any capture. */
+static gboolean kernel_resources(DrBackend *b, DrId id, GError **error) {
+  const DrKernelDef *def = node_kernel_def(b->graph, id);
+  if (def == NULL) return TRUE;
+  guint32 s = b->plan->node_stream[id];
+  DrCudaSite site = DR_SITE_NODE(dr_graph_node(b->graph, id)->id, s);
+  if (def->scratch_bytes && !DR_CUDA(site, cudaMalloc, &b->scratch[id], def->scratch_bytes)) return FALSE;
+  if ((def->flags & DR_KFLAG_BLAS) && b->blas[s] == NULL) {
+    char err[256] = {0};
+    b->blas[s] = dr_kblas_new(0, err);
+    if (b->blas[s] == NULL || dr_kblas_bind(b->blas[s], b->streams[s], err) != 0) {
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u): cuBLAS: %s",
+                  dr_graph_node(b->graph, id)->id, s, err);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 static gboolean cuda_setup(DrBackend *b, GError **error) {
   const DrGraph *g = b->graph;
   gboolean any_alloc = FALSE;
@@ -199,9 +236,11 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
         !DR_CUDA(site, cudaMemPoolSetAttribute, pool, cudaMemPoolAttrReleaseThreshold, &threshold))
       return FALSE;
   }
-  for (DrId i = 0; i < b->n_nodes; i++)
-    if (dr_graph_node(g, i)->op == DR_OP_HOST)
-      dr__host_call_bind(g, i, b->bases, b->opts.host_output, &b->hcalls[i]);
+  for (DrId i = 0; i < b->n_nodes; i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (n->op == DR_OP_HOST) dr__host_call_bind(g, i, b->bases, b->opts.host_output, &b->hcalls[i]);
+    if (n->op == DR_OP_KERNEL && !kernel_resources(b, i, error)) return FALSE;
+  }
   if (b->graph_mode) return dr__cuda_graph_capture(b, error);
   return TRUE;
 }
@@ -228,9 +267,12 @@ static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite si
       DrKernelCall call;
       if (!dr__kernel_call_bind(g, id, b->bases, &call, error)) return FALSE;
       call.launch.stream = st;
-      call.launch.blas = NULL;
+      call.launch.blas = (call.def->flags & DR_KFLAG_BLAS) ? b->blas[b->plan->node_stream[id]] : NULL;
+      call.launch.scratch = b->scratch[id];
       int rc = dr_cuda_api()->kernel_launch(call.def, &call.launch);
-      g_autofree char *what = g_strdup_printf("kernel launch (%s)", call.def->name);
+      const char *blas_err = rc && call.launch.blas ? dr_kblas_last_error(call.launch.blas) : "";
+      g_autofree char *what = g_strdup_printf("kernel launch (%s%s%s)", call.def->name, blas_err[0] ? ": " : "",
+                                              blas_err);
       return dr__cuda_check((cudaError_t)rc, what, site, error);
     }
     case DR_OP_COPY: {

@@ -7,7 +7,7 @@ static int real_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) { retu
 /* cudaDeviceSynchronize and cudaGetLastError take no arguments; the table
  * keeps them like the rest. */
 static const DrCudaApi real_api = {
-#define DR_X(name, params) .name = name,
+#define DR_X(name, params, args) .name = name,
     DR_CUDA_API_LIST(DR_X)
 #undef DR_X
         .cudaGetErrorName = cudaGetErrorName,

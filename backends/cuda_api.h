@@ -17,45 +17,46 @@
 
 G_BEGIN_DECLS
 
-/* X(name, (parameter list)): the runtime functions dagrun calls, all of
- * which return cudaError_t. */
-#define DR_CUDA_API_LIST(X)                                                                                   \
-  X(cudaGetDeviceCount, (int *count))                                                                          \
-  X(cudaSetDevice, (int device))                                                                               \
-  X(cudaDeviceGetStreamPriorityRange, (int *least, int *greatest))                                             \
-  X(cudaStreamCreateWithPriority, (cudaStream_t * stream, unsigned int flags, int priority))                   \
-  X(cudaStreamDestroy, (cudaStream_t stream))                                                                  \
-  X(cudaStreamSynchronize, (cudaStream_t stream))                                                              \
-  X(cudaEventCreateWithFlags, (cudaEvent_t * event, unsigned int flags))                                       \
-  X(cudaEventDestroy, (cudaEvent_t event))                                                                     \
-  X(cudaEventRecord, (cudaEvent_t event, cudaStream_t stream))                                                 \
-  X(cudaEventRecordWithFlags, (cudaEvent_t event, cudaStream_t stream, unsigned int flags))                    \
-  X(cudaEventSynchronize, (cudaEvent_t event))                                                                 \
-  X(cudaEventElapsedTime, (float *ms, cudaEvent_t start, cudaEvent_t end))                                     \
-  X(cudaStreamWaitEvent, (cudaStream_t stream, cudaEvent_t event, unsigned int flags))                         \
-  X(cudaMalloc, (void **ptr, size_t size))                                                                     \
-  X(cudaFree, (void *ptr))                                                                                     \
-  X(cudaMallocHost, (void **ptr, size_t size))                                                                 \
-  X(cudaFreeHost, (void *ptr))                                                                                 \
-  X(cudaMallocAsync, (void **ptr, size_t size, cudaStream_t stream))                                           \
-  X(cudaFreeAsync, (void *ptr, cudaStream_t stream))                                                           \
-  X(cudaDeviceGetDefaultMemPool, (cudaMemPool_t * pool, int device))                                           \
-  X(cudaMemPoolSetAttribute, (cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value))                     \
-  X(cudaMemcpy, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind))                          \
-  X(cudaMemcpyAsync, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)) \
-  X(cudaMemsetAsync, (void *ptr, int value, size_t count, cudaStream_t stream))                                \
-  X(cudaLaunchHostFunc, (cudaStream_t stream, cudaHostFn_t fn, void *data))                                    \
-  X(cudaStreamBeginCapture, (cudaStream_t stream, enum cudaStreamCaptureMode mode))                            \
-  X(cudaStreamEndCapture, (cudaStream_t stream, cudaGraph_t * graph))                                          \
-  X(cudaGraphInstantiate, (cudaGraphExec_t * exec, cudaGraph_t graph, unsigned long long flags))               \
-  X(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t stream))                                              \
-  X(cudaGraphExecDestroy, (cudaGraphExec_t exec))                                                              \
-  X(cudaGraphDestroy, (cudaGraph_t graph))                                                                     \
-  X(cudaDeviceSynchronize, (void))                                                                             \
-  X(cudaGetLastError, (void))
+/* X(name, (parameter list), (argument names)): the runtime functions dagrun
+ * calls, all of which return cudaError_t. The argument names let a shim
+ * forward a call generically. */
+#define DR_CUDA_API_LIST(X)                                                                                                                      \
+  X(cudaGetDeviceCount, (int *count), (count))                                                                                                   \
+  X(cudaSetDevice, (int device), (device))                                                                                                       \
+  X(cudaDeviceGetStreamPriorityRange, (int *least, int *greatest), (least, greatest))                                                            \
+  X(cudaStreamCreateWithPriority, (cudaStream_t * stream, unsigned int flags, int priority), (stream, flags, priority))                          \
+  X(cudaStreamDestroy, (cudaStream_t stream), (stream))                                                                                          \
+  X(cudaStreamSynchronize, (cudaStream_t stream), (stream))                                                                                      \
+  X(cudaEventCreateWithFlags, (cudaEvent_t * event, unsigned int flags), (event, flags))                                                         \
+  X(cudaEventDestroy, (cudaEvent_t event), (event))                                                                                              \
+  X(cudaEventRecord, (cudaEvent_t event, cudaStream_t stream), (event, stream))                                                                  \
+  X(cudaEventRecordWithFlags, (cudaEvent_t event, cudaStream_t stream, unsigned int flags), (event, stream, flags))                              \
+  X(cudaEventSynchronize, (cudaEvent_t event), (event))                                                                                          \
+  X(cudaEventElapsedTime, (float *ms, cudaEvent_t start, cudaEvent_t end), (ms, start, end))                                                     \
+  X(cudaStreamWaitEvent, (cudaStream_t stream, cudaEvent_t event, unsigned int flags), (stream, event, flags))                                   \
+  X(cudaMalloc, (void **ptr, size_t size), (ptr, size))                                                                                          \
+  X(cudaFree, (void *ptr), (ptr))                                                                                                                \
+  X(cudaMallocHost, (void **ptr, size_t size), (ptr, size))                                                                                      \
+  X(cudaFreeHost, (void *ptr), (ptr))                                                                                                            \
+  X(cudaMallocAsync, (void **ptr, size_t size, cudaStream_t stream), (ptr, size, stream))                                                        \
+  X(cudaFreeAsync, (void *ptr, cudaStream_t stream), (ptr, stream))                                                                              \
+  X(cudaDeviceGetDefaultMemPool, (cudaMemPool_t * pool, int device), (pool, device))                                                             \
+  X(cudaMemPoolSetAttribute, (cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value), (pool, attr, value))                                  \
+  X(cudaMemcpy, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind), (dst, src, count, kind))                                   \
+  X(cudaMemcpyAsync, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream), (dst, src, count, kind, stream)) \
+  X(cudaMemsetAsync, (void *ptr, int value, size_t count, cudaStream_t stream), (ptr, value, count, stream))                                     \
+  X(cudaLaunchHostFunc, (cudaStream_t stream, cudaHostFn_t fn, void *data), (stream, fn, data))                                                  \
+  X(cudaStreamBeginCapture, (cudaStream_t stream, enum cudaStreamCaptureMode mode), (stream, mode))                                              \
+  X(cudaStreamEndCapture, (cudaStream_t stream, cudaGraph_t * graph), (stream, graph))                                                           \
+  X(cudaGraphInstantiate, (cudaGraphExec_t * exec, cudaGraph_t graph, unsigned long long flags), (exec, graph, flags))                           \
+  X(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream))                                                                \
+  X(cudaGraphExecDestroy, (cudaGraphExec_t exec), (exec))                                                                                        \
+  X(cudaGraphDestroy, (cudaGraph_t graph), (graph))                                                                                              \
+  X(cudaDeviceSynchronize, (void), ())                                                                                                           \
+  X(cudaGetLastError, (void), ())
 
 typedef struct {
-#define DR_X(name, params) cudaError_t(*name) params;
+#define DR_X(name, params, args) cudaError_t(*name) params;
   DR_CUDA_API_LIST(DR_X)
 #undef DR_X
   const char *(*cudaGetErrorName)(cudaError_t error);

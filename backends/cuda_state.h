@@ -9,6 +9,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda_api.h"
+#include "kernels/blas.h"
 
 G_BEGIN_DECLS
 
@@ -31,6 +32,8 @@ struct DrBackend {
   gboolean *pinned;     /* [n_buffers]: bases[i] is cudaMallocHost memory */
   gboolean *async_live; /* [n_buffers]: bases[i] came from cudaMallocAsync */
   DrHostCall *hcalls;   /* [n_nodes]: cudaLaunchHostFunc's user data */
+  void **scratch;       /* [n_nodes]: cudaMalloc'd kernel scratch, or NULL */
+  DrKBlas **blas;       /* [n_streams]: cuBLAS context of streams running gemm */
 
   /* Graph mode: the captured iteration and its executable. */
   gboolean graph_mode;

@@ -16,7 +16,7 @@
 #include "scheduler/planner.h"
 
 /* Registers built-in `name` (once) and returns its kernel id. */
-static DrId tg_kernel(DrGraph *g, const char *name) {
+static inline DrId tg_kernel(DrGraph *g, const char *name) {
   DrId k = dr_graph_find_kernel(g, name);
   if (k != DR_NONE) return k;
   const DrKernelDef *def = dr_kernel_find(name);
@@ -40,7 +40,7 @@ static DrId tg_kernel(DrGraph *g, const char *name) {
   return dr_graph_add_kernel(g, &decl);
 }
 
-static DrId tg_buffer(DrGraph *g, const char *name, DrElemType type, guint64 count, DrWhere where,
+static inline DrId tg_buffer(DrGraph *g, const char *name, DrElemType type, guint64 count, DrWhere where,
                       DrInitKind init, guint64 seed) {
   DrBuffer b = {.name = name, .type = type, .count = count, .where = where, .init = init, .init_seed = seed};
   DrId id = dr_graph_add_buffer(g, &b);
@@ -48,7 +48,7 @@ static DrId tg_buffer(DrGraph *g, const char *name, DrElemType type, guint64 cou
   return id;
 }
 
-static DrId tg_node(DrGraph *g, const char *id, DrOp op) {
+static inline DrId tg_node(DrGraph *g, const char *id, DrOp op) {
   DrNode n = {.op = op, .id = id, .device = -1, .priority = DR_PRIORITY_NORMAL, .kernel = DR_NONE,
               .buffer = DR_NONE};
   DrId nid = dr_graph_add_node(g, &n);
@@ -56,7 +56,7 @@ static DrId tg_node(DrGraph *g, const char *id, DrOp op) {
   return nid;
 }
 
-static guint32 tg_access(DrGraph *g, const char *buffer, guint64 begin, guint64 end, DrAccessMode mode) {
+static inline guint32 tg_access(DrGraph *g, const char *buffer, guint64 begin, guint64 end, DrAccessMode mode) {
   DrId b = dr_graph_find_buffer(g, buffer);
   g_assert_cmpuint(b, !=, DR_NONE);
   if (end == 0) end = dr_graph_buffer(g, b)->count;
@@ -65,7 +65,7 @@ static guint32 tg_access(DrGraph *g, const char *buffer, guint64 begin, guint64 
 }
 
 /* A kernel node; then add its arguments with tg_arg_buf / tg_arg_f. */
-static DrId tg_kernel_node(DrGraph *g, const char *id, const char *kernel) {
+static inline DrId tg_kernel_node(DrGraph *g, const char *id, const char *kernel) {
   DrId k = tg_kernel(g, kernel);
   DrNode n = {.op = DR_OP_KERNEL, .id = id, .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = k, .buffer = DR_NONE};
   DrId nid = dr_graph_add_node(g, &n);
@@ -73,7 +73,7 @@ static DrId tg_kernel_node(DrGraph *g, const char *id, const char *kernel) {
   return nid;
 }
 
-static guint32 tg_param(DrGraph *g, DrId node, const char *param) {
+static inline guint32 tg_param(DrGraph *g, DrId node, const char *param) {
   const DrKernelDecl *k = dr_graph_kernel(g, dr_graph_node(g, node)->kernel);
   for (guint32 i = 0; i < k->n_params; i++)
     if (strcmp(k->params[i].name, param) == 0) return i;
@@ -82,7 +82,7 @@ static guint32 tg_param(DrGraph *g, DrId node, const char *param) {
 
 /* Binds kernel parameter `param` of the last node to buffer[begin:end)
  * (end 0: the whole buffer) with the parameter's access mode. */
-static void tg_arg_buf(DrGraph *g, DrId node, const char *param, const char *buffer, guint64 begin, guint64 end) {
+static inline void tg_arg_buf(DrGraph *g, DrId node, const char *param, const char *buffer, guint64 begin, guint64 end) {
   guint32 p = tg_param(g, node, param);
   DrAccessMode mode = dr_graph_kernel(g, dr_graph_node(g, node)->kernel)->params[p].access;
   guint32 a = tg_access(g, buffer, begin, end, mode);
@@ -90,12 +90,12 @@ static void tg_arg_buf(DrGraph *g, DrId node, const char *param, const char *buf
   dr_graph_add_arg(g, &arg);
 }
 
-static void tg_arg_f(DrGraph *g, DrId node, const char *param, double v) {
+static inline void tg_arg_f(DrGraph *g, DrId node, const char *param, double v) {
   DrArg arg = {.param = tg_param(g, node, param), .kind = DR_ARG_FLOAT, .v.f = v};
   dr_graph_add_arg(g, &arg);
 }
 
-static DrId tg_copy(DrGraph *g, const char *id, const char *src, guint64 sb, guint64 se, const char *dst,
+static inline DrId tg_copy(DrGraph *g, const char *id, const char *src, guint64 sb, guint64 se, const char *dst,
                     guint64 db, guint64 de) {
   DrId n = tg_node(g, id, DR_OP_COPY);
   tg_access(g, src, sb, se, DR_ACCESS_READ);
@@ -103,7 +103,7 @@ static DrId tg_copy(DrGraph *g, const char *id, const char *src, guint64 sb, gui
   return n;
 }
 
-static DrId tg_memset(DrGraph *g, const char *id, const char *dst, guint8 value) {
+static inline DrId tg_memset(DrGraph *g, const char *id, const char *dst, guint8 value) {
   DrNode n = {.op = DR_OP_MEMSET, .id = id, .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = DR_NONE, .buffer = DR_NONE,
               .memset_value = value};
   DrId nid = dr_graph_add_node(g, &n);
@@ -113,7 +113,7 @@ static DrId tg_memset(DrGraph *g, const char *id, const char *dst, guint8 value)
 
 /* alloc (is_alloc) or free of `buffer`, a whole-buffer write as the parser
  * gives them. */
-static DrId tg_lifetime(DrGraph *g, const char *id, const char *buffer, gboolean is_alloc) {
+static inline DrId tg_lifetime(DrGraph *g, const char *id, const char *buffer, gboolean is_alloc) {
   DrId b = dr_graph_find_buffer(g, buffer);
   DrNode n = {.op = is_alloc ? DR_OP_ALLOC : DR_OP_FREE, .id = id, .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = DR_NONE, .buffer = b};
   DrId nid = dr_graph_add_node(g, &n);
@@ -124,7 +124,7 @@ static DrId tg_lifetime(DrGraph *g, const char *id, const char *buffer, gboolean
 }
 
 /* A host node calling `fn` with an optional buffer and message. */
-static DrId tg_host(DrGraph *g, const char *id, DrHostFn fn, const char *buffer, const char *message) {
+static inline DrId tg_host(DrGraph *g, const char *id, DrHostFn fn, const char *buffer, const char *message) {
   DrNode n = {.op = DR_OP_HOST, .id = id, .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = DR_NONE, .buffer = DR_NONE, .host_fn = fn};
   DrId nid = dr_graph_add_node(g, &n);
   guint32 n_params;
@@ -143,7 +143,7 @@ static DrId tg_host(DrGraph *g, const char *id, DrHostFn fn, const char *buffer,
 }
 
 /* Runs the dependency passes; fails the test on diagnostics. */
-static void tg_passes(DrGraph *g) {
+static inline void tg_passes(DrGraph *g) {
   g_autoptr(DrDiags) diags = dr_diags_new(0);
   gboolean ok = dr_passes_run(g, diags);
   if (!ok) {

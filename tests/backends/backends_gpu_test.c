@@ -1,0 +1,403 @@
+/* backends_gpu_test.c: the CUDA backends on a real device (tag gpu): results
+ * in streams and graph mode against the host backend, --verify, stream-
+ * ordered alloc/free and host functions surviving capture, cuBLAS gemm,
+ * timing, and a fault-injection shim (DrCudaApi) that fails the Nth CUDA
+ * call for every N and checks that each failure is reported as an error
+ * naming the call and that every stream, event and allocation made before
+ * it was released. Without a device every case is skipped. */
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/cuda_api.h"
+#include "tests/backends/testgraph.h"
+
+static gboolean have_gpu(void) {
+  int n = 0;
+  if (dr_cuda_api()->cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+    (void)dr_cuda_api()->cudaGetLastError();
+    g_test_skip("no CUDA device");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static DrRunOptions opts_for(const DrGraph *g, DrBackendKind backend, DrMode mode) {
+  DrRunOptions o;
+  dr_run_options_init(&o, g);
+  o.backend = backend;
+  o.mode = mode;
+  o.iterations = 3;
+  o.warmup = 1;
+  return o;
+}
+
+static const char *name(DrGraph *g, const char *prefix, guint i) {
+  char buf[64];
+  g_snprintf(buf, sizeof buf, "%s%u", prefix, i);
+  return dr_graph_intern(g, buf);
+}
+
+/* Chunked upload, scale, accumulate into acc, download; an alloc'd scratch
+ * buffer per chunk pair; a checksum host node at the end. */
+static DrGraph *pipeline_graph(guint chunks, guint64 per, const char *save_path) {
+  DrGraph *g = dr_graph_new();
+  guint64 n = chunks * per;
+  tg_buffer(g, "xh", DR_ELEM_F32, n, DR_WHERE_HOST, DR_INIT_RANDOM, 7);
+  tg_buffer(g, "x", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_buffer(g, "t", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_buffer(g, "acc", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_IOTA, 0);
+  DrId out = tg_buffer(g, "out", DR_ELEM_F32, n, DR_WHERE_HOST, DR_INIT_NONE, 0);
+  if (save_path) dr_graph_buffer(g, out)->save_path = dr_graph_intern(g, save_path);
+  tg_lifetime(g, "alloc_t", "t", TRUE);
+  for (guint c = 0; c < chunks; c++) {
+    guint64 b = c * per, e = (c + 1) * per;
+    tg_copy(g, name(g, "up", c), "xh", b, e, "x", b, e);
+    DrId s = tg_kernel_node(g, name(g, "scale", c), "scale_f32");
+    tg_arg_buf(g, s, "x", "x", b, e);
+    tg_arg_f(g, s, "alpha", 2.0);
+    tg_arg_buf(g, s, "y", "t", b, e);
+    DrId a = tg_kernel_node(g, name(g, "acc", c), "axpy_f32");
+    tg_arg_f(g, a, "alpha", 0.5);
+    tg_arg_buf(g, a, "x", "t", b, e);
+    tg_arg_buf(g, a, "y", "acc", b, e);
+  }
+  tg_lifetime(g, "free_t", "t", FALSE);
+  tg_copy(g, "down", "acc", 0, 0, "out", 0, 0);
+  tg_host(g, "sum", DR_HOST_FN_CHECKSUM, "out", NULL);
+  return g;
+}
+
+static char *run_and_read(const DrPlan *plan, DrRunOptions *o, const char *path, gsize *len, char **host_out) {
+  FILE *f = tmpfile();
+  o->host_output = f;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, o, &error);
+  g_assert_no_error(error);
+  if (o->verify) g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
+  g_assert_false(isnan(r->makespan_us));
+  g_assert_cmpfloat(r->makespan_us, >, 0);
+  g_autoptr(GString) text = g_string_new(NULL);
+  dr_report_write_text(r, text);
+  g_test_message("%s", text->str);
+  rewind(f);
+  char buf[65536] = {0};
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  *host_out = g_strdup(buf);
+  char *data = NULL;
+  g_assert_true(g_file_get_contents(path, &data, len, NULL));
+  return data;
+}
+
+static void test_pipeline_modes(void) {
+  if (!have_gpu()) return;
+  g_autofree char *dir = g_dir_make_tmp("drgpu-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "out.bin", NULL);
+  g_autoptr(DrGraph) g = pipeline_graph(8, 1 << 16, path);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions ho = opts_for(g, DR_BACKEND_HOST, DR_MODE_STREAMS);
+  gsize hlen, slen, glen;
+  g_autofree char *hout = NULL, *sout = NULL, *gout = NULL;
+  g_autofree char *host = run_and_read(plan, &ho, path, &hlen, &hout);
+  DrRunOptions so = opts_for(g, DR_BACKEND_CUDA, DR_MODE_STREAMS);
+  so.verify = TRUE;
+  g_autofree char *streams = run_and_read(plan, &so, path, &slen, &sout);
+  DrRunOptions go = opts_for(g, DR_BACKEND_CUDA, DR_MODE_GRAPH);
+  go.verify = TRUE;
+  g_autofree char *graph = run_and_read(plan, &go, path, &glen, &gout);
+  /* scale and fmaf are exact IEEE operations: identical bytes everywhere. */
+  g_assert_cmpmem(host, hlen, streams, slen);
+  g_assert_cmpmem(host, hlen, graph, glen);
+  /* The checksum host node ran once per iteration (1 warmup + 3) in each
+   * run (the verify run adds 4 more) with the same result. */
+  g_assert_nonnull(strstr(hout, "checksum sum out 0x"));
+  g_assert_cmpuint(strlen(hout) * 2, ==, strlen(sout));
+  g_assert_cmpstr(sout, ==, gout);
+  g_assert_true(g_str_has_prefix(sout, hout));
+  g_remove(path);
+  g_rmdir(dir);
+}
+
+static void test_timing_and_report(void) {
+  if (!have_gpu()) return;
+  g_autoptr(DrGraph) g = pipeline_graph(4, 1 << 20, NULL);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  for (int mode = 0; mode < 2; mode++) {
+    DrRunOptions o = opts_for(g, DR_BACKEND_CUDA, mode ? DR_MODE_GRAPH : DR_MODE_STREAMS);
+    FILE *devnull = fopen("/dev/null", "w");
+    o.host_output = devnull;
+    o.iterations = 5;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    fclose(devnull);
+    g_assert_no_error(error);
+    g_assert_cmpstr(r->backend, ==, "cuda");
+    g_assert_cmpstr(r->mode, ==, mode ? "graph" : "streams");
+    for (guint i = 0; i < r->nodes->len; i++) {
+      const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, i);
+      g_assert_false(isnan(n->start_us));
+      g_assert_cmpfloat(n->duration_us, >=, 0);
+      g_assert_cmpfloat(n->start_us + n->duration_us, <=, r->makespan_max_us + 1);
+      if (n->op == DR_OP_COPY) g_assert_cmpfloat(n->gbps, >, 0);
+    }
+    g_autoptr(GString) json = g_string_new(NULL);
+    dr_report_write_json(r, json);
+    g_test_message("%s", json->str);
+  }
+}
+
+/* gemm through cuBLAS in both modes, against the host twin. */
+static void test_gemm(void) {
+  if (!have_gpu()) return;
+  g_autofree char *dir = g_dir_make_tmp("drgpu-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "c.bin", NULL);
+  g_autoptr(DrGraph) g = dr_graph_new();
+  const guint64 m = 64, n = 48, k = 32;
+  tg_buffer(g, "a", DR_ELEM_F32, m * k, DR_WHERE_DEVICE, DR_INIT_RANDOM, 1);
+  tg_buffer(g, "b", DR_ELEM_F32, k * n, DR_WHERE_DEVICE, DR_INIT_RANDOM, 2);
+  tg_buffer(g, "c", DR_ELEM_F32, m * n, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
+  DrId ch = tg_buffer(g, "ch", DR_ELEM_F32, m * n, DR_WHERE_HOST, DR_INIT_NONE, 0);
+  dr_graph_buffer(g, ch)->save_path = dr_graph_intern(g, path);
+  DrId gm = tg_kernel_node(g, "mm", "gemm_f32");
+  tg_arg_buf(g, gm, "a", "a", 0, 0);
+  tg_arg_buf(g, gm, "b", "b", 0, 0);
+  tg_arg_buf(g, gm, "c", "c", 0, 0);
+  DrArg am = {.param = tg_param(g, gm, "m"), .kind = DR_ARG_INT, .v.i = (gint64)m};
+  DrArg an = {.param = tg_param(g, gm, "n"), .kind = DR_ARG_INT, .v.i = (gint64)n};
+  DrArg ak = {.param = tg_param(g, gm, "k"), .kind = DR_ARG_INT, .v.i = (gint64)k};
+  dr_graph_add_arg(g, &am);
+  dr_graph_add_arg(g, &an);
+  dr_graph_add_arg(g, &ak);
+  tg_copy(g, "down", "c", 0, 0, "ch", 0, 0);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  gsize len;
+  DrRunOptions ho = opts_for(g, DR_BACKEND_HOST, DR_MODE_STREAMS);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) rh = dr_run(plan, &ho, &error);
+  g_assert_no_error(error);
+  g_autofree float *want = tg_read_floats(path, &len);
+  for (int mode = 0; mode < 2; mode++) {
+    DrRunOptions o = opts_for(g, DR_BACKEND_CUDA, mode ? DR_MODE_GRAPH : DR_MODE_STREAMS);
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+    g_autofree float *got = tg_read_floats(path, &len);
+    g_assert_cmpuint(len, ==, m * n);
+    for (gsize i = 0; i < len; i++) g_assert_cmpfloat_with_epsilon(got[i], want[i], 1e-4);
+  }
+  g_remove(path);
+  g_rmdir(dir);
+}
+
+/* ---- fault injection ----------------------------------------------------- */
+
+static struct {
+  guint64 calls;     /* calls made so far */
+  guint64 fail_at;   /* 1-based call to fail; 0: none */
+  gint64 streams, events, mallocs, hosts, graphs, execs; /* live handles */
+  gboolean during_cleanup_ok;
+} shim;
+
+static const DrCudaApi *real;
+
+/* Counts a call; returns TRUE when this one must fail. Calls that release
+ * never fail, so the balance below measures the backend, not the shim. */
+static gboolean shim_tick(void) {
+  shim.calls++;
+  return shim.fail_at && shim.calls == shim.fail_at;
+}
+
+#define TRACK_CREATE(field, rc) \
+  do {                          \
+    if ((rc) == cudaSuccess) shim.field++; \
+  } while (0)
+
+#define DR_X(name, params, args)                                   \
+  static cudaError_t shim_##name params {                          \
+    if (shim_tick()) return cudaErrorMemoryAllocation;             \
+    return real->name args;                                        \
+  }
+DR_CUDA_API_LIST(DR_X)
+#undef DR_X
+
+static cudaError_t count_stream_create(cudaStream_t *s, unsigned int f, int p) {
+  if (shim_tick()) return cudaErrorMemoryAllocation;
+  cudaError_t rc = real->cudaStreamCreateWithPriority(s, f, p);
+  TRACK_CREATE(streams, rc);
+  return rc;
+}
+static cudaError_t count_stream_destroy(cudaStream_t s) {
+  shim.streams--;
+  return real->cudaStreamDestroy(s);
+}
+static cudaError_t count_event_create(cudaEvent_t *e, unsigned int f) {
+  if (shim_tick()) return cudaErrorMemoryAllocation;
+  cudaError_t rc = real->cudaEventCreateWithFlags(e, f);
+  TRACK_CREATE(events, rc);
+  return rc;
+}
+static cudaError_t count_event_destroy(cudaEvent_t e) {
+  shim.events--;
+  return real->cudaEventDestroy(e);
+}
+static cudaError_t count_malloc(void **p, size_t n) {
+  if (shim_tick()) return cudaErrorMemoryAllocation;
+  cudaError_t rc = real->cudaMalloc(p, n);
+  TRACK_CREATE(mallocs, rc);
+  return rc;
+}
+static cudaError_t count_free(void *p) {
+  shim.mallocs--;
+  return real->cudaFree(p);
+}
+static cudaError_t count_malloc_host(void **p, size_t n) {
+  if (shim_tick()) return cudaErrorMemoryAllocation;
+  cudaError_t rc = real->cudaMallocHost(p, n);
+  TRACK_CREATE(hosts, rc);
+  return rc;
+}
+static cudaError_t count_free_host(void *p) {
+  shim.hosts--;
+  return real->cudaFreeHost(p);
+}
+static cudaError_t count_end_capture(cudaStream_t s, cudaGraph_t *g) {
+  if (shim_tick()) {
+    /* Still end the real capture so the streams leave capture mode; report
+     * failure and hand back no graph. */
+    cudaGraph_t tmp = NULL;
+    (void)real->cudaStreamEndCapture(s, &tmp);
+    if (tmp) (void)real->cudaGraphDestroy(tmp);
+    *g = NULL;
+    return cudaErrorMemoryAllocation;
+  }
+  cudaError_t rc = real->cudaStreamEndCapture(s, g);
+  if (rc == cudaSuccess && *g) shim.graphs++;
+  return rc;
+}
+static cudaError_t count_graph_destroy(cudaGraph_t g) {
+  shim.graphs--;
+  return real->cudaGraphDestroy(g);
+}
+static cudaError_t count_instantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long f) {
+  if (shim_tick()) return cudaErrorMemoryAllocation;
+  cudaError_t rc = real->cudaGraphInstantiate(e, g, f);
+  TRACK_CREATE(execs, rc);
+  return rc;
+}
+static cudaError_t count_exec_destroy(cudaGraphExec_t e) {
+  shim.execs--;
+  return real->cudaGraphExecDestroy(e);
+}
+/* Never fail the error-state queries and synchronizations that cleanup
+ * uses: count only what the backend asks for as work. */
+static cudaError_t pass_sync(void) { return real->cudaDeviceSynchronize(); }
+static cudaError_t pass_last(void) { return real->cudaGetLastError(); }
+static cudaError_t pass_free_async(void *p, cudaStream_t s) { return real->cudaFreeAsync(p, s); }
+
+static int shim_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
+  if (shim_tick()) return cudaErrorLaunchOutOfResources;
+  return real->kernel_launch(def, l);
+}
+
+static DrCudaApi make_shim(void) {
+  DrCudaApi api = {
+#define DR_X(name, params, args) .name = shim_##name,
+      DR_CUDA_API_LIST(DR_X)
+#undef DR_X
+  };
+  api.cudaStreamCreateWithPriority = count_stream_create;
+  api.cudaStreamDestroy = count_stream_destroy;
+  api.cudaEventCreateWithFlags = count_event_create;
+  api.cudaEventDestroy = count_event_destroy;
+  api.cudaMalloc = count_malloc;
+  api.cudaFree = count_free;
+  api.cudaMallocHost = count_malloc_host;
+  api.cudaFreeHost = count_free_host;
+  api.cudaStreamEndCapture = count_end_capture;
+  api.cudaGraphDestroy = count_graph_destroy;
+  api.cudaGraphInstantiate = count_instantiate;
+  api.cudaGraphExecDestroy = count_exec_destroy;
+  api.cudaDeviceSynchronize = pass_sync;
+  api.cudaGetLastError = pass_last;
+  api.cudaFreeAsync = pass_free_async;
+  api.cudaGetErrorName = real->cudaGetErrorName;
+  api.cudaGetErrorString = real->cudaGetErrorString;
+  api.kernel_launch = shim_kernel_launch;
+  return api;
+}
+
+static void fault_sweep(DrMode mode) {
+  if (!have_gpu()) return;
+  g_autoptr(DrGraph) g = pipeline_graph(3, 4096, NULL);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  real = dr_cuda_api_default();
+  DrCudaApi api = make_shim();
+  dr_cuda_api_set(&api);
+  FILE *devnull = fopen("/dev/null", "w");
+  DrRunOptions o = opts_for(g, DR_BACKEND_CUDA, mode);
+  o.iterations = 2;
+  o.host_output = devnull;
+  /* A clean run counts the calls. */
+  memset(&shim, 0, sizeof shim);
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+  }
+  guint64 total = shim.calls;
+  g_assert_cmpint(shim.streams, ==, 0);
+  g_assert_cmpint(shim.events, ==, 0);
+  g_assert_cmpint(shim.mallocs, ==, 0);
+  g_assert_cmpint(shim.hosts, ==, 0);
+  g_test_message("%s: %" G_GUINT64_FORMAT " CUDA calls in a clean run", dr_mode_name(mode), total);
+  guint failures = 0;
+  for (guint64 n = 1; n <= total; n++) {
+    memset(&shim, 0, sizeof shim);
+    shim.fail_at = n;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    if (r == NULL) {
+      failures++;
+      g_assert_nonnull(error);
+      g_assert_true(error->domain == DR_ERROR);
+      if (error->code == DR_ERROR_RUNTIME)
+        g_assert_true(strstr(error->message, "failed") != NULL || strstr(error->message, "kernel launch") != NULL);
+    }
+    /* Whatever happened, everything made was released. */
+    if (shim.streams || shim.events || shim.mallocs || shim.hosts || shim.graphs || shim.execs)
+      g_error("fail at call %" G_GUINT64_FORMAT ": leaked streams %" G_GINT64_FORMAT " events %" G_GINT64_FORMAT
+              " mallocs %" G_GINT64_FORMAT " pinned %" G_GINT64_FORMAT " graphs %" G_GINT64_FORMAT
+              " execs %" G_GINT64_FORMAT " (%s)",
+              n, shim.streams, shim.events, shim.mallocs, shim.hosts, shim.graphs, shim.execs,
+              error ? error->message : "no error");
+  }
+  fclose(devnull);
+  dr_cuda_api_set(NULL);
+  g_test_message("%u of %" G_GUINT64_FORMAT " injected failures surfaced as errors", failures, total);
+  /* The device still works after the sweep. */
+  DrRunOptions clean = opts_for(g, DR_BACKEND_CUDA, mode);
+  FILE *dn = fopen("/dev/null", "w");
+  clean.host_output = dn;
+  clean.verify = TRUE;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &clean, &error);
+  fclose(dn);
+  g_assert_no_error(error);
+  g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
+  g_assert_cmpuint(failures, ==, total); /* no failure is swallowed */
+}
+
+static void test_faults_streams(void) { fault_sweep(DR_MODE_STREAMS); }
+static void test_faults_graph(void) { fault_sweep(DR_MODE_GRAPH); }
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/backends/gpu/pipeline-modes", test_pipeline_modes);
+  g_test_add_func("/backends/gpu/timing-and-report", test_timing_and_report);
+  g_test_add_func("/backends/gpu/gemm", test_gemm);
+  g_test_add_func("/backends/gpu/faults/streams", test_faults_streams);
+  g_test_add_func("/backends/gpu/faults/graph", test_faults_graph);
+  return g_test_run();
+}
