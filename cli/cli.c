@@ -159,6 +159,33 @@ static int plan_and_run(const Options *o, DrGraph *graph, GString *out, GString 
   return 0;
 }
 
+/* Loads the pipeline and does what the options ask: dump, check, plan or
+ * run. Returns the exit code. */
+static int load_and_go(const Options *o, const char *path, GString *out, GString *err) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autofree char *text = NULL;
+  DrLoadStage stage = o->dump_after && strcmp(o->dump_after, "parse") == 0 ? DR_LOAD_PARSE : DR_LOAD_PASSES;
+  g_autoptr(DrGraph) graph = dr__load_file_until(path, stage, diags, &text, &error);
+  if (graph == NULL) {
+    if (error->domain == DR_ERROR && error->code == DR_ERROR_INVALID && dr_diags_len(diags) > 0) {
+      dr__diag_print(diags, path, text, text ? strlen(text) : 0, err);
+      return 65;
+    }
+    return report_error(err, error);
+  }
+  apply_overrides(o, graph);
+  if (o->dump_after) {
+    dr_graph_dump(graph, out);
+    return 0;
+  }
+  if (o->check) {
+    g_string_append_printf(out, "ok: %u nodes, %u edges\n", dr_graph_n_nodes(graph), graph->edges->len);
+    return 0;
+  }
+  return plan_and_run(o, graph, out, err);
+}
+
 int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
   Options o = {.iterations = -1, .warmup = -1, .max_streams = -1, .device = -1};
   GOptionEntry entries[] = {
@@ -216,30 +243,7 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
     rc = usage_error(err, "expected exactly one PIPELINE.yaml");
     goto done;
   }
-  const char *path = o.files[0];
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autofree char *text = NULL;
-  DrLoadStage stage = o.dump_after && strcmp(o.dump_after, "parse") == 0 ? DR_LOAD_PARSE : DR_LOAD_PASSES;
-  g_autoptr(DrGraph) graph = dr__load_file_until(path, stage, diags, &text, &error);
-  if (graph == NULL) {
-    if (error->domain == DR_ERROR && error->code == DR_ERROR_INVALID && dr_diags_len(diags) > 0) {
-      dr__diag_print(diags, path, text, text ? strlen(text) : 0, err);
-      rc = 65;
-    } else {
-      rc = report_error(err, error);
-    }
-    goto done;
-  }
-  apply_overrides(&o, graph);
-  if (o.dump_after) {
-    dr_graph_dump(graph, out);
-    rc = 0;
-  } else if (o.check) {
-    g_string_append_printf(out, "ok: %u nodes, %u edges\n", dr_graph_n_nodes(graph), graph->edges->len);
-    rc = 0;
-  } else {
-    rc = plan_and_run(&o, graph, out, err);
-  }
+  rc = load_and_go(&o, o.files[0], out, err);
 done:
   options_clear(&o);
   return rc;

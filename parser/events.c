@@ -186,7 +186,8 @@ gboolean dr__yreader_next(DrYReader *r, DrYEvent *ev) {
     yaml_event_t *e = &r->event;
     mark_to_pos(e->start_mark, &ev->line, &ev->col);
     switch (e->type) {
-      case YAML_NO_EVENT:
+      case YAML_NO_EVENT: /* after the stream's end */
+        return FALSE;
       case YAML_STREAM_START_EVENT:
       case YAML_DOCUMENT_END_EVENT:
         continue;

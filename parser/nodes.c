@@ -66,6 +66,11 @@ typedef struct {
 
 #define WHAT(p) ((p)->what->str)
 
+/* "missing key", unless a misspelt key of the same node explains it. */
+static void node_missing(DrParse *p, const DrYNode *key, const char *name) {
+  if (p->node_typos == 0) dr__parse_missing(p, DR_LOC(p, key), WHAT(p), name);
+}
+
 static void node_error(DrParse *p, const DrYNode *at, const char *key, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
 static void node_error(DrParse *p, const DrYNode *at, const char *key, const char *fmt, ...) {
   va_list ap;
@@ -90,6 +95,10 @@ static char *suggest_buffer(DrParse *p, const char *name) {
 static gboolean slice_access(DrParse *p, const char *key, const DrYNode *v, const DrEnv *env, DrAccess *out) {
   if (v->kind != DR_Y_SCALAR || dr__ynode_is_null(v)) {
     node_error(p, v, key, "expected a buffer name or slice like x[0:16], got %s", dr__ynode_kind_name(v));
+    return FALSE;
+  }
+  if (v->plain && (g_ascii_isdigit(v->u.text[0]) || v->u.text[0] == '-' || v->u.text[0] == '.')) {
+    node_error(p, v, key, "expected a buffer name or slice like x[0:16], got the number %s", v->u.text);
     return FALSE;
   }
   g_autofree char *msg = NULL;
@@ -203,6 +212,18 @@ static void bind_args(DrParse *p, const DrYNode *node_key, const DrYNode *args, 
                       const char *callee, const DrParam *params, guint32 n_params, gboolean host) {
   const DrYNode *vals[64] = {NULL};
   g_return_if_fail(n_params <= 64);
+  guint unknown = 0;
+  if (args == NULL) {
+    GString *need = g_string_new(NULL);
+    for (guint32 i = 0; i < n_params; i++)
+      if (!params[i].optional) g_string_append_printf(need, "%s%s", need->len ? ", " : "", params[i].name);
+    if (need->len > 0 && p->node_typos == 0)
+      dr_diags_error(p->diags, DR_LOC(p, node_key), "%s: missing key 'args' (%s takes %s)", WHAT(p), callee,
+                     need->str);
+    gboolean missing = need->len > 0;
+    g_string_free(need, TRUE);
+    if (missing) return;
+  }
   if (args != NULL && !dr__ynode_is_null(args)) {
     if (args->kind != DR_Y_MAP) {
       dr__parse_wrong_type(p, WHAT(p), "args", args, "a mapping of parameter names to values");
@@ -221,6 +242,7 @@ static void bind_args(DrParse *p, const DrYNode *node_key, const DrYNode *args, 
       for (j = 0; j < n_params; j++) dr__suggest_add(&s, params[j].name);
       g_autofree char *hint = dr__suggest_hint(&s);
       node_error(p, k, "key 'args'", "%s has no parameter '%s'%s", callee, k->u.text, hint);
+      unknown++;
     }
   }
   for (guint32 i = 0; i < n_params; i++) {
@@ -228,7 +250,7 @@ static void bind_args(DrParse *p, const DrYNode *node_key, const DrYNode *args, 
     const DrYNode *v = vals[i];
     g_autofree char *key = g_strdup_printf("argument '%s'", param->name);
     if (v == NULL) {
-      if (!param->optional)
+      if (!param->optional && unknown == 0)
         dr_diags_error(p->diags, DR_LOC(p, args ? args : node_key), "%s: missing argument '%s' of %s", WHAT(p),
                        param->name, callee);
       else if (!param->is_pointer && !param->is_string)
@@ -236,6 +258,7 @@ static void bind_args(DrParse *p, const DrYNode *node_key, const DrYNode *args, 
       continue;
     }
     DrArg a = {.param = i, .loc = DR_LOC(p, v)};
+    g_autofree char *awhat = g_strdup_printf("%s, argument '%s'", WHAT(p), param->name);
     if (param->is_pointer) {
       DrAccess acc;
       if (!slice_access(p, key, v, env, &acc)) continue;
@@ -259,7 +282,7 @@ static void bind_args(DrParse *p, const DrYNode *node_key, const DrYNode *args, 
       a.v.access = dr_graph_add_access(p->g, &acc);
     } else if (param->is_string) {
       g_autofree char *s = NULL;
-      if (!dr__parse_string(p, WHAT(p), param->name, v, env, &s)) continue;
+      if (!dr__parse_string(p, awhat, NULL, v, env, &s)) continue;
       a.kind = DR_ARG_STRING;
       a.v.s = s; /* interned by dr_graph_add_arg */
       dr_graph_add_arg(p->g, &a);
@@ -268,10 +291,10 @@ static void bind_args(DrParse *p, const DrYNode *node_key, const DrYNode *args, 
       gint64 lo = param->type == DR_ELEM_I32 ? G_MININT32 : G_MININT64;
       gint64 hi = param->type == DR_ELEM_I32 ? G_MAXINT32 : G_MAXINT64;
       if (host) lo = 0;
-      if (!dr__parse_int(p, WHAT(p), param->name, v, env, lo, hi, &a.v.i)) continue;
+      if (!dr__parse_int(p, awhat, NULL, v, env, lo, hi, &a.v.i)) continue;
       a.kind = DR_ARG_INT;
     } else {
-      if (!dr__parse_float(p, WHAT(p), param->name, v, env, &a.v.f)) continue;
+      if (!dr__parse_float(p, awhat, NULL, v, env, &a.v.f)) continue;
       a.kind = DR_ARG_FLOAT;
     }
     dr_graph_add_arg(p->g, &a);
@@ -282,7 +305,7 @@ static void bind_args(DrParse *p, const DrYNode *node_key, const DrYNode *args, 
 
 static void convert_kernel(DrParse *p, DrId id, const DrYNode *key, const DrYNode **s, const DrEnv *env) {
   if (s[K_KERNEL] == NULL) {
-    dr__parse_missing(p, DR_LOC(p, key), WHAT(p), "kernel");
+    node_missing(p, key, "kernel");
     return;
   }
   g_autofree char *name = NULL;
@@ -312,7 +335,7 @@ static void convert_kernel(DrParse *p, DrId id, const DrYNode *key, const DrYNod
 
 static void convert_copy(DrParse *p, const DrYNode *key, const DrYNode **s, const DrEnv *env) {
   if (s[K_SRC] == NULL || s[K_DST] == NULL) {
-    dr__parse_missing(p, DR_LOC(p, key), WHAT(p), s[K_SRC] == NULL ? "src" : "dst");
+    node_missing(p, key, s[K_SRC] == NULL ? "src" : "dst");
     return;
   }
   DrAccess src, dst;
@@ -333,7 +356,7 @@ static void convert_copy(DrParse *p, const DrYNode *key, const DrYNode **s, cons
 
 static void convert_memset(DrParse *p, DrId id, const DrYNode *key, const DrYNode **s, const DrEnv *env) {
   if (s[K_DST] == NULL || s[K_VALUE] == NULL) {
-    dr__parse_missing(p, DR_LOC(p, key), WHAT(p), s[K_DST] == NULL ? "dst" : "value");
+    node_missing(p, key, s[K_DST] == NULL ? "dst" : "value");
     return;
   }
   gint64 value;
@@ -348,7 +371,7 @@ static void convert_memset(DrParse *p, DrId id, const DrYNode *key, const DrYNod
 static void convert_lifetime(DrParse *p, DrOp op, DrId id, const DrYNode *key, const DrYNode **s,
                              const DrEnv *env) {
   if (s[K_BUFFER] == NULL) {
-    dr__parse_missing(p, DR_LOC(p, key), WHAT(p), "buffer");
+    node_missing(p, key, "buffer");
     return;
   }
   DrId b = whole_device_buffer(p, op, s[K_BUFFER], env);
@@ -364,7 +387,7 @@ static void convert_lifetime(DrParse *p, DrOp op, DrId id, const DrYNode *key, c
 
 static void convert_host(DrParse *p, DrId id, const DrYNode *key, const DrYNode **s, const DrEnv *env) {
   if (s[K_FN] == NULL) {
-    dr__parse_missing(p, DR_LOC(p, key), WHAT(p), "fn");
+    node_missing(p, key, "fn");
     return;
   }
   g_autofree char *name = NULL;
@@ -375,8 +398,8 @@ static void convert_host(DrParse *p, DrId id, const DrYNode *key, const DrYNode 
     dr__suggest_init(&sg, name);
     for (guint i = 0; i < DR_N_HOST_FNS; i++) dr__suggest_add(&sg, dr_host_fn_name((DrHostFn)i));
     g_autofree char *hint = dr__suggest_hint(&sg);
-    node_error(p, s[K_FN], "key 'fn'", "unknown host function '%s'%s (expected print, sleep or checksum)", name,
-               hint);
+    node_error(p, s[K_FN], "key 'fn'", "unknown host function '%s'%s", name,
+               dr__suggest_best(&sg) ? hint : " (expected print, sleep or checksum)");
     return;
   }
   dr_graph_node(p->g, id)->host_fn = fn;
@@ -512,7 +535,21 @@ static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, con
   for (guint i = 0; i < map->len && op_v == NULL; i++)
     if (strcmp(dr_ynode_key(map, i)->u.text, "op") == 0) op_v = dr_ynode_value(map, i);
   if (op_v == NULL) {
-    dr__parse_missing(p, DR_LOC(p, key), WHAT(p), "op");
+    /* A misspelt 'op' explains its absence: report only the typos then. */
+    guint unknown = 0;
+    for (guint i = 0; i < map->len; i++) {
+      const DrYNode *k = dr_ynode_key(map, i);
+      guint j = 0;
+      while (j < K_N_KEYS && strcmp(node_keys[j].name, k->u.text) != 0) j++;
+      if (j < K_N_KEYS) continue;
+      DrSuggest sg;
+      dr__suggest_init(&sg, k->u.text);
+      for (j = 0; j < K_N_KEYS; j++) dr__suggest_add(&sg, node_keys[j].name);
+      g_autofree char *hint = dr__suggest_hint(&sg);
+      dr_diags_error(p->diags, DR_LOC(p, k), "%s: unknown key '%s'%s", WHAT(p), k->u.text, hint);
+      unknown++;
+    }
+    if (unknown == 0) dr__parse_missing(p, DR_LOC(p, key), WHAT(p), "op");
     return;
   }
   g_autofree char *op_name = NULL;
@@ -524,11 +561,12 @@ static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, con
     for (guint i = 0; i < DR_N_OPS; i++) dr__suggest_add(&sg, dr_op_name((DrOp)i));
     g_autofree char *hint = dr__suggest_hint(&sg);
     dr_diags_error(p->diags, DR_LOC(p, op_v),
-                   "%s, key 'op': unknown op '%s'%s (expected kernel, copy, memset, alloc, free, host or noop)",
-                   WHAT(p), op_name, hint);
+                   "%s, key 'op': unknown op '%s'%s", WHAT(p), op_name,
+                   dr__suggest_best(&sg) ? hint : " (expected kernel, copy, memset, alloc, free, host or noop)");
     return;
   }
   const DrYNode *s[K_N_KEYS] = {NULL};
+  p->node_typos = 0;
   for (guint i = 0; i < map->len; i++) {
     const DrYNode *k = dr_ynode_key(map, i);
     guint j = 0;
@@ -545,6 +583,7 @@ static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, con
         if (node_keys[j].ops & M_OP(op)) dr__suggest_add(&sg, node_keys[j].name);
       g_autofree char *hint = dr__suggest_hint(&sg);
       dr_diags_error(p->diags, DR_LOC(p, k), "%s: unknown key '%s'%s", WHAT(p), k->u.text, hint);
+      p->node_typos++;
     }
   }
   DrNode n = {.op = op, .priority = DR_PRIORITY_NORMAL, .id = id, .loc = DR_LOC(p, key), .device = -1,
@@ -700,7 +739,10 @@ void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value) {
   for (guint i = 0; i < n_vars; i++) bound[i] = (DrVar){vars[i].name, loop_value(p, &vars[i], 0)};
   DrEnv env = {bound, n_vars};
   for (guint64 c = 0; c < total && !dr_diags_full(p->diags); c++) {
+    /* One bad expansion is enough: the others would repeat its errors. */
+    guint errors = dr_diags_n_errors(p->diags);
     convert_node(p, key, value, &env);
+    if (dr_diags_n_errors(p->diags) > errors) break;
     /* Odometer: the last variable turns fastest. */
     for (guint i = n_vars; i-- > 0;) {
       if (++idx[i] < vars[i].count) {

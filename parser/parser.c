@@ -126,14 +126,18 @@ gboolean dr__parse_float(DrParse *p, const char *what, const char *key, const Dr
 }
 
 /* A mapping's entries checked against `names`: fills slots[i] with the
- * value of names[i] or NULL. Unknown keys are reported. */
-static void map_slots(DrParse *p, const char *what, const DrYNode *map, const char *const *names, guint n,
-                      const DrYNode **slots) {
+ * value of names[i] or NULL. Unknown keys are reported and counted: a
+ * caller skips "missing key" errors when a typo already explains them. */
+static guint map_slots(DrParse *p, const char *what, const DrYNode *map, const char *const *names, guint n,
+                       const DrYNode **slots) {
   memset(slots, 0, n * sizeof *slots);
+  guint unknown = 0;
   for (guint i = 0; i < map->len; i++) {
     int k = dr__parse_key(p, what, dr_ynode_key(map, i), names, n);
     if (k >= 0) slots[k] = dr_ynode_value(map, i);
+    else unknown++;
   }
+  return unknown;
 }
 
 static gboolean expect_map(DrParse *p, const char *what, const char *key, const DrYNode *v) {
@@ -253,7 +257,8 @@ static void parse_init(DrParse *p, const char *what, const DrYNode *v, DrBuffer 
       dr__suggest_add(&s, "file");
       g_autofree char *hint = dr__suggest_hint(&s);
       g_autofree char *msg = g_strdup_printf(
-          "unknown init '%s'%s (expected zeros, iota, {random: SEED} or {file: PATH})", v->u.text, hint);
+          "unknown init '%s'%s", v->u.text,
+          dr__suggest_best(&s) ? hint : " (expected zeros, iota, {random: SEED} or {file: PATH})");
       error_at(p, v, what, "init", msg);
     }
     return;
@@ -289,7 +294,7 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
   }
   if (!expect_map(p, what, NULL, v)) return;
   const DrYNode *s[BUF_N_KEYS];
-  map_slots(p, what, v, buffer_keys, BUF_N_KEYS, s);
+  guint unknown = map_slots(p, what, v, buffer_keys, BUF_N_KEYS, s);
   DrBuffer b = {.name = name, .loc = DR_LOC(p, key), .type = DR_ELEM_U8, .where = DR_WHERE_DEVICE};
   gboolean ok = TRUE;
   if (s[BUF_TYPE] != NULL) {
@@ -321,7 +326,7 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
       ok = FALSE;
     }
   } else {
-    dr_diags_error(p->diags, DR_LOC(p, key), "%s: missing key 'count' (or 'bytes')", what);
+    if (unknown == 0) dr_diags_error(p->diags, DR_LOC(p, key), "%s: missing key 'count' (or 'bytes')", what);
     ok = FALSE;
   }
   if (ok && b.count == 0) {
@@ -438,7 +443,7 @@ static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
   }
   if (!expect_map(p, what, NULL, v)) return;
   const DrYNode *s[KER_N_KEYS];
-  map_slots(p, what, v, kernel_keys, KER_N_KEYS, s);
+  guint unknown = map_slots(p, what, v, kernel_keys, KER_N_KEYS, s);
   DrKernelDecl k = {.name = name, .loc = DR_LOC(p, key), .origin = DR_KERNEL_USER,
                     .grid = {.over = DR_NONE, .block = 256}};
   gboolean ok = TRUE;
@@ -457,7 +462,8 @@ static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
       ok = FALSE;
     }
   }
-  if (n_code == 0) {
+  if (n_code == 0) ok = FALSE;
+  if (n_code == 0 && unknown == 0) {
     dr_diags_error(p->diags, DR_LOC(p, key), "%s: missing key 'source' (or 'ptx', 'cubin', 'fatbin')", what);
     ok = FALSE;
   }
@@ -470,7 +476,7 @@ static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
   DrParam params[DR_MAX_PARAMS];
   const DrYNode *param_locs[DR_MAX_PARAMS];
   if (s[KER_PARAMS] == NULL) {
-    dr__parse_missing(p, DR_LOC(p, key), what, "params");
+    if (unknown == 0) dr__parse_missing(p, DR_LOC(p, key), what, "params");
     ok = FALSE;
   } else if (s[KER_PARAMS]->kind != DR_Y_SEQ) {
     dr__parse_wrong_type(p, what, "params", s[KER_PARAMS], "a list of parameters");
@@ -571,6 +577,7 @@ static const char *const top_keys[] = {
 typedef struct {
   DrLoc seen[TOP_N_KEYS]; /* line 0: not seen */
   gboolean defer_nodes;
+  gboolean not_a_map; /* the document is no mapping: nothing is missing */
 } Top;
 
 /* Takes references to key and value when it must hold them. */
@@ -623,6 +630,14 @@ static int top_key(DrParse *p, Top *top, const DrYNode *key) {
   return idx;
 }
 
+/* Keys of streamed mappings are built alone, so check here what events.c
+ * checks inside a tree: a key must be a scalar. */
+static gboolean scalar_key(DrParse *p, const DrYNode *key) {
+  if (key->kind == DR_Y_SCALAR) return TRUE;
+  dr_diags_error(p->diags, DR_LOC(p, key), "a mapping key must be a scalar, not %s", dr__ynode_kind_name(key));
+  return FALSE;
+}
+
 /* Streams `nodes:` entry by entry (the mapping start is consumed). */
 static void stream_nodes(DrParse *p, Top *top) {
   DrYEvent ev;
@@ -632,7 +647,8 @@ static void stream_nodes(DrParse *p, Top *top) {
     if (key == NULL || !dr__yreader_next(p->reader, &ev)) break;
     g_autoptr(DrYNode) value = dr__yreader_build(p->reader, &ev);
     if (value == NULL) break;
-    if (key->kind == DR_Y_SCALAR && strcmp(key->u.text, "<<") == 0 && key->plain) {
+    if (!scalar_key(p, key)) continue;
+    if (strcmp(key->u.text, "<<") == 0 && key->plain) {
       dr_diags_error(p->diags, DR_LOC(p, key), "nodes: merge keys '<<' are not supported directly under 'nodes:'");
       continue;
     }
@@ -647,7 +663,7 @@ static void stream_root(DrParse *p, Top *top) {
     dr__yreader_entry_begin(p->reader);
     g_autoptr(DrYNode) key = dr__yreader_build(p->reader, &ev);
     if (key == NULL || !dr__yreader_next(p->reader, &ev)) break;
-    int idx = key->kind == DR_Y_SCALAR ? top_key(p, top, key) : -1;
+    int idx = scalar_key(p, key) ? top_key(p, top, key) : -1;
     if (idx == TOP_NODES && ev.type == DR_YEV_MAP_START && ev.anchor == NULL) {
       stream_nodes(p, top);
       continue;
@@ -692,6 +708,7 @@ static void parse_root_tree(DrParse *p, Top *top, DrYNode *root) {
   if (root->kind != DR_Y_MAP) {
     dr_diags_error(p->diags, DR_LOC(p, root), "the top level must be a mapping with 'dagrun: 1', not %s",
                    dr__ynode_kind_name(root));
+    top->not_a_map = TRUE;
     return;
   }
   for (guint i = 0; i < root->len; i++) {
@@ -734,6 +751,7 @@ gboolean dr_parse_pipeline(DrGraph *graph, const char *file, const char *yaml, g
   if (!dr__yreader_next(p->reader, &ev)) {
     if (!dr__yreader_failed(p->reader))
       dr_diags_error(diags, root_loc, "empty pipeline: expected a mapping that starts with 'dagrun: 1'");
+    top.not_a_map = TRUE;
   } else if (ev.type == DR_YEV_MAP_START && ev.anchor == NULL) {
     root_loc = (DrLoc){p->file, ev.line, ev.col};
     stream_root(p, &top);
@@ -747,7 +765,7 @@ gboolean dr_parse_pipeline(DrGraph *graph, const char *file, const char *yaml, g
     if (dr__yreader_next(p->reader, &ev))
       dr_diags_error(diags, (DrLoc){p->file, ev.line, ev.col}, "unexpected content after the top-level mapping");
   }
-  if (!dr__yreader_failed(p->reader)) {
+  if (!dr__yreader_failed(p->reader) && !top.not_a_map) {
     if (top.seen[TOP_DAGRUN].line == 0)
       dr_diags_error(diags, root_loc, "top level: missing key 'dagrun' (the format version: write 'dagrun: 1')");
     if (top.seen[TOP_NODES].line == 0) dr__parse_missing(p, root_loc, "top level", "nodes");

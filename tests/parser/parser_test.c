@@ -1,0 +1,344 @@
+/* parser_test.c: unit tests of parser/ (expr, suggest, events, the node
+ * conversion through dr_load_string) and lib/load. Golden files cover the
+ * messages end to end; these pin down the pieces' semantics. */
+#include <glib.h>
+#include <string.h>
+
+#include "lib/load.h"
+#include "parser/events.h"
+#include "parser/expr.h"
+#include "parser/parser.h"
+#include "parser/suggest.h"
+
+static gint64 eval(const char *text, const DrEnv *env) {
+  gint64 v = 0;
+  g_autofree char *msg = NULL;
+  if (!dr__expr_eval(text, strlen(text), env, &v, &msg)) g_error("eval '%s': %s", text, msg);
+  return v;
+}
+
+static char *eval_error(const char *text, const DrEnv *env) {
+  gint64 v = 0;
+  char *msg = NULL;
+  g_assert_false(dr__expr_eval(text, strlen(text), env, &v, &msg));
+  return msg;
+}
+
+static void test_expr_arithmetic(void) {
+  DrVar vars[] = {{"c", 3}, {"n", 10}};
+  DrEnv env = {vars, 2};
+  g_assert_cmpint(eval("1 + 2 * 3", NULL), ==, 7);
+  g_assert_cmpint(eval("(1 + 2) * 3", NULL), ==, 9);
+  g_assert_cmpint(eval("7 / 2", NULL), ==, 3);
+  g_assert_cmpint(eval("-7 / 2", NULL), ==, -3);
+  g_assert_cmpint(eval("-7 % 3", NULL), ==, -1);
+  g_assert_cmpint(eval("10 - 4 - 3", NULL), ==, 3);
+  g_assert_cmpint(eval("--5", NULL), ==, 5);
+  g_assert_cmpint(eval("-(2 - 5)", NULL), ==, 3);
+  g_assert_cmpint(eval("c*4Mi", &env), ==, 3 * 4194304);
+  g_assert_cmpint(eval("(c+1)*4Mi", &env), ==, 4 * 4194304);
+  g_assert_cmpint(eval("n % c", &env), ==, 1);
+  g_assert_cmpint(eval("2KiB + 1kB", NULL), ==, 3048);
+}
+
+static void test_expr_errors(void) {
+  DrVar vars[] = {{"c", 0}};
+  DrEnv env = {vars, 1};
+  g_autofree char *m1 = eval_error("1 / c", &env);
+  g_assert_nonnull(strstr(m1, "division by zero"));
+  g_autofree char *m2 = eval_error("5 % 0", NULL);
+  g_assert_nonnull(strstr(m2, "division by zero"));
+  g_autofree char *m3 = eval_error("d + 1", &env);
+  g_assert_nonnull(strstr(m3, "unknown loop variable 'd'"));
+  g_autofree char *m4 = eval_error("8Gi * 8Gi * 8Gi", NULL);
+  g_assert_nonnull(strstr(m4, "overflow"));
+  g_autofree char *m5 = eval_error("(1 + 2", NULL);
+  g_assert_nonnull(strstr(m5, "missing ')'"));
+  g_autofree char *m6 = eval_error("1 + 2)", NULL);
+  g_assert_nonnull(strstr(m6, "unbalanced ')'"));
+  g_autofree char *m7 = eval_error("4Xi", NULL);
+  g_assert_nonnull(strstr(m7, "unknown size suffix 'Xi'"));
+  g_autofree char *m8 = eval_error("", NULL);
+  g_assert_nonnull(strstr(m8, "unexpected end"));
+  /* Deep parentheses stop at the limit instead of recursing on. */
+  GString *deep = g_string_new(NULL);
+  for (int i = 0; i < 1000; i++) g_string_append_c(deep, '(');
+  g_string_append_c(deep, '1');
+  for (int i = 0; i < 1000; i++) g_string_append_c(deep, ')');
+  g_autofree char *m9 = eval_error(deep->str, NULL);
+  g_assert_nonnull(strstr(m9, "nested deeper"));
+  g_string_free(deep, TRUE);
+}
+
+static void test_sizes(void) {
+  guint64 v;
+  char *msg = NULL;
+  g_assert_true(dr__size_parse("16Mi", DR_SIZE_COUNT, &v, &msg));
+  g_assert_cmpuint(v, ==, 16u << 20);
+  g_assert_true(dr__size_parse("1MiB", DR_SIZE_BYTES, &v, &msg));
+  g_assert_cmpuint(v, ==, 1u << 20);
+  g_assert_true(dr__size_parse("3GB", DR_SIZE_BYTES, &v, &msg));
+  g_assert_cmpuint(v, ==, 3000000000u);
+  g_assert_true(dr__size_parse("2kB", DR_SIZE_BYTES, &v, &msg));
+  g_assert_cmpuint(v, ==, 2000u);
+  g_assert_true(dr__size_parse("42", DR_SIZE_COUNT, &v, &msg));
+  g_assert_cmpuint(v, ==, 42u);
+  g_assert_false(dr__size_parse("1MiB", DR_SIZE_COUNT, &v, &msg));
+  g_assert_nonnull(strstr(msg, "wrong size suffix"));
+  g_clear_pointer(&msg, g_free);
+  g_assert_false(dr__size_parse("1Mi", DR_SIZE_BYTES, &v, &msg));
+  g_clear_pointer(&msg, g_free);
+  g_assert_false(dr__size_parse("-1", DR_SIZE_COUNT, &v, &msg));
+  g_clear_pointer(&msg, g_free);
+  g_assert_false(dr__size_parse("99999999999999999999", DR_SIZE_COUNT, &v, &msg));
+  g_clear_pointer(&msg, g_free);
+  g_assert_false(dr__size_parse("16Gi Gi", DR_SIZE_COUNT, &v, &msg));
+  g_clear_pointer(&msg, g_free);
+  g_assert_false(dr__size_parse("17179869184Gi", DR_SIZE_COUNT, &v, &msg));
+  g_clear_pointer(&msg, g_free);
+}
+
+static void test_slices(void) {
+  DrVar vars[] = {{"c", 2}};
+  DrEnv env = {vars, 1};
+  DrSlice s;
+  char *msg = NULL;
+  g_assert_true(dr__slice_parse("x", NULL, &s, &msg));
+  g_assert_cmpstr(s.name, ==, "x");
+  g_assert_false(s.has_begin || s.has_end);
+  g_free(s.name);
+  g_assert_true(dr__slice_parse("buf_1[4:8]", NULL, &s, &msg));
+  g_assert_cmpstr(s.name, ==, "buf_1");
+  g_assert_true(s.has_begin && s.has_end);
+  g_assert_cmpint(s.begin, ==, 4);
+  g_assert_cmpint(s.end, ==, 8);
+  g_free(s.name);
+  g_assert_true(dr__slice_parse("y[:c*4]", &env, &s, &msg));
+  g_assert_false(s.has_begin);
+  g_assert_cmpint(s.end, ==, 8);
+  g_free(s.name);
+  g_assert_true(dr__slice_parse("y[1Ki:]", NULL, &s, &msg));
+  g_assert_cmpint(s.begin, ==, 1024);
+  g_assert_false(s.has_end);
+  g_free(s.name);
+  g_assert_false(dr__slice_parse("y[1]", NULL, &s, &msg));
+  g_clear_pointer(&msg, g_free);
+  g_assert_false(dr__slice_parse("y[0:1]x", NULL, &s, &msg));
+  g_clear_pointer(&msg, g_free);
+  g_assert_false(dr__slice_parse("[0:1]", NULL, &s, &msg));
+  g_clear_pointer(&msg, g_free);
+  g_assert_false(dr__slice_parse("a b", NULL, &s, &msg));
+  g_clear_pointer(&msg, g_free);
+}
+
+static void test_substitute(void) {
+  DrVar vars[] = {{"i", 2}, {"j", 5}};
+  DrEnv env = {vars, 2};
+  char *msg = NULL;
+  g_autofree char *a = dr__expr_substitute("n{i}_{j*10}", &env, &msg);
+  g_assert_cmpstr(a, ==, "n2_50");
+  g_autofree char *b = dr__expr_substitute("x[{i*4}:{(i+1)*4}]", &env, &msg);
+  g_assert_cmpstr(b, ==, "x[8:12]");
+  g_assert_null(dr__expr_substitute("a{i", &env, &msg));
+  g_assert_nonnull(strstr(msg, "unmatched '{'"));
+  g_clear_pointer(&msg, g_free);
+  g_assert_null(dr__expr_substitute("a}", &env, &msg));
+  g_clear_pointer(&msg, g_free);
+  g_assert_null(dr__expr_substitute("{i/0}", &env, &msg));
+  g_clear_pointer(&msg, g_free);
+}
+
+static void test_suggest(void) {
+  g_assert_cmpuint(dr__edit_distance("args", "agrs", 5), ==, 1); /* a swap */
+  g_assert_cmpuint(dr__edit_distance("kernel", "kernal", 5), ==, 1);
+  g_assert_cmpuint(dr__edit_distance("abc", "abc", 5), ==, 0);
+  g_assert_cmpuint(dr__edit_distance("", "abc", 5), ==, 3);
+  g_assert_cmpuint(dr__edit_distance("abcdef", "a", 2), >, 2);
+  DrSuggest s;
+  dr__suggest_init(&s, "agrs");
+  dr__suggest_add(&s, "op");
+  dr__suggest_add(&s, "args");
+  dr__suggest_add(&s, "after");
+  g_assert_cmpstr(dr__suggest_best(&s), ==, "args");
+  g_autofree char *hint = dr__suggest_hint(&s);
+  g_assert_cmpstr(hint, ==, " (did you mean 'args'?)");
+  dr__suggest_init(&s, "zzzzzz");
+  dr__suggest_add(&s, "nodes");
+  g_assert_null(dr__suggest_best(&s));
+  /* A one-letter key is no typo of a two-letter one it shares nothing with. */
+  dr__suggest_init(&s, "x");
+  dr__suggest_add(&s, "op");
+  g_assert_null(dr__suggest_best(&s));
+}
+
+static DrYNode *tree(const char *yaml, DrDiags *diags) {
+  return dr__yaml_parse_tree("t.yaml", yaml, strlen(yaml), diags);
+}
+
+static const DrYNode *lookup(const DrYNode *map, const char *key) {
+  for (guint i = 0; i < map->len; i++)
+    if (strcmp(dr_ynode_key(map, i)->u.text, key) == 0) return dr_ynode_value(map, i);
+  return NULL;
+}
+
+static void test_merge_keys(void) {
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(DrYNode) t = tree("a: &a {x: 1, y: 2}\n"
+                              "b: &b {y: 3, z: 4}\n"
+                              "c: {<<: [*a, *b], x: 9}\n"
+                              "d: {w: 0, <<: *b}\n",
+                              diags);
+  g_assert_nonnull(t);
+  g_assert_cmpuint(dr_diags_n_errors(diags), ==, 0);
+  const DrYNode *c = lookup(t, "c");
+  g_assert_cmpuint(c->len, ==, 3);
+  g_assert_cmpstr(lookup(c, "x")->u.text, ==, "9"); /* explicit wins */
+  g_assert_cmpstr(lookup(c, "y")->u.text, ==, "2"); /* earlier merged wins */
+  g_assert_cmpstr(lookup(c, "z")->u.text, ==, "4");
+  const DrYNode *d = lookup(t, "d");
+  g_assert_cmpstr(dr_ynode_key(d, 0)->u.text, ==, "w"); /* merged keys at the << position */
+  g_assert_cmpstr(dr_ynode_key(d, 1)->u.text, ==, "y");
+  /* Aliases share the anchored subtree. */
+  g_assert_true(lookup(t, "a") == dr_ynode_value(c, 1) || lookup(c, "y") == lookup(lookup(t, "a"), "y"));
+}
+
+static void test_events_errors(void) {
+  {
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    g_autoptr(DrYNode) t = tree("a: 1\nb: 2\na: 3\n", diags);
+    g_assert_cmpuint(dr_diags_n_errors(diags), ==, 1);
+    g_assert_cmpstr(dr_diags_get(diags, 0)->message, ==, "duplicate key 'a'");
+    g_assert_cmpuint(dr_diags_get(diags, 0)->loc.line, ==, 3);
+    g_assert_cmpuint(dr_diags_get(diags, 0)->loc.col, ==, 1);
+  }
+  {
+    GString *deep = g_string_new("a: ");
+    for (int i = 0; i < 100000; i++) g_string_append_c(deep, '[');
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    g_autoptr(DrYNode) t = tree(deep->str, diags);
+    g_assert_null(t);
+    g_assert_nonnull(strstr(dr_diags_get(diags, 0)->message, "nested deeper than 64"));
+    g_string_free(deep, TRUE);
+  }
+  {
+    GString *bomb = g_string_new("a: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for (int i = 1; i < 40; i++) {
+      g_string_append_printf(bomb, "a%d: &a%d [", i, i);
+      for (int j = 0; j < 10; j++) g_string_append_printf(bomb, "%s*a%d", j ? ", " : "", i - 1);
+      g_string_append(bomb, "]\n");
+    }
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(DrYNode) t = tree(bomb->str, diags);
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 500000);
+    g_assert_null(t);
+    g_assert_nonnull(strstr(dr_diags_get(diags, 0)->message, "alias bomb"));
+    g_string_free(bomb, TRUE);
+  }
+  {
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    g_autoptr(DrYNode) t = tree("a: &a [1, *a]\n", diags);
+    g_assert_nonnull(strstr(dr_diags_get(diags, 0)->message, "refers to its own anchor"));
+    g_assert_cmpuint(dr_diags_get(diags, 0)->loc.line, ==, 1);
+    g_assert_cmpuint(dr_diags_get(diags, 0)->loc.col, ==, 11);
+  }
+}
+
+static DrGraph *load(const char *yaml, DrDiags *diags) {
+  g_autoptr(GError) error = NULL;
+  DrGraph *g = dr_load_string("t.yaml", yaml, strlen(yaml), diags, &error);
+  if (g == NULL) g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  return g;
+}
+
+static void test_foreach_order(void) {
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(DrGraph) g = load("dagrun: 1\nnodes:\n"
+                              "  n{a}_{b}:\n    foreach: {a: 0..1, b: [7, 5, 6]}\n    op: noop\n",
+                              diags);
+  g_assert_nonnull(g);
+  const char *want[] = {"n0_7", "n0_5", "n0_6", "n1_7", "n1_5", "n1_6"};
+  g_assert_cmpuint(dr_graph_n_nodes(g), ==, G_N_ELEMENTS(want));
+  for (guint i = 0; i < G_N_ELEMENTS(want); i++) g_assert_cmpstr(dr_graph_node(g, i)->id, ==, want[i]);
+}
+
+static void test_kernel_args(void) {
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(DrGraph) g = load("dagrun: 1\n"
+                              "buffers: {y: {type: f32, count: 100}}\n"
+                              "nodes:\n"
+                              "  a: {op: alloc, buffer: y}\n"
+                              "  i: {op: kernel, kernel: iota_f32, args: {y: 'y[10:20]', step: 2}}\n"
+                              "  f: {op: free, buffer: y}\n",
+                              diags);
+  g_assert_nonnull(g);
+  const DrNode *n = dr_graph_node(g, 1);
+  g_assert_cmpuint(n->access_count, ==, 1);
+  g_assert_cmpuint(n->arg_count, ==, 3);
+  const DrArg *y = dr_graph_arg(g, n->arg_first);
+  g_assert_cmpint(y->kind, ==, DR_ARG_BUFFER);
+  const DrAccess *acc = dr_graph_access(g, y->v.access);
+  g_assert_cmpint(acc->mode, ==, DR_ACCESS_WRITE);
+  g_assert_cmpuint(acc->begin, ==, 10);
+  g_assert_cmpuint(acc->end, ==, 20);
+  g_assert_cmpuint(acc->loc.line, ==, 5);
+  const DrArg *start = dr_graph_arg(g, n->arg_first + 1); /* left out: the default */
+  g_assert_cmpint(start->kind, ==, DR_ARG_FLOAT);
+  g_assert_cmpfloat(start->v.f, ==, 0.0);
+  const DrArg *step = dr_graph_arg(g, n->arg_first + 2);
+  g_assert_cmpfloat(step->v.f, ==, 2.0);
+  const DrBuffer *b = dr_graph_buffer(g, 0);
+  g_assert_cmpuint(b->alloc_node, ==, 0);
+  g_assert_cmpuint(b->free_node, ==, 2);
+}
+
+static void test_diags_limit(void) {
+  GString *y = g_string_new("dagrun: 1\nnodes:\n");
+  for (int i = 0; i < 100; i++) g_string_append_printf(y, "  n%d: {op: nop}\n", i);
+  g_autoptr(DrDiags) diags = dr_diags_new(5);
+  g_autoptr(DrGraph) g = load(y->str, diags);
+  g_assert_null(g);
+  g_assert_cmpuint(dr_diags_len(diags), ==, 5);
+  g_string_free(y, TRUE);
+}
+
+static void test_load_errors(void) {
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrGraph) g = dr_load_file("/nonexistent/p.yaml", diags, &error);
+  g_assert_null(g);
+  g_assert_error(error, DR_ERROR, DR_ERROR_IO);
+  g_assert_cmpstr(error->message, ==, "/nonexistent/p.yaml: error: cannot read: No such file or directory");
+  g_assert_cmpint(dr_error_exit_code(error), ==, 66);
+}
+
+static void test_builtins_registered(void) {
+  g_autoptr(DrGraph) g = dr_graph_new();
+  dr__graph_register_builtins(g);
+  DrId k = dr_graph_find_kernel(g, "scale_f32");
+  g_assert_cmpuint(k, !=, DR_NONE);
+  const DrKernelDecl *d = dr_graph_kernel(g, k);
+  g_assert_cmpint(d->origin, ==, DR_KERNEL_BUILTIN);
+  g_assert_cmpuint(d->n_params, ==, 3);
+  g_assert_cmpstr(d->params[1].name, ==, "alpha");
+  g_assert_false(d->params[1].is_pointer);
+  g_assert_cmpint(d->params[2].access, ==, DR_ACCESS_WRITE);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/parser/expr/arithmetic", test_expr_arithmetic);
+  g_test_add_func("/parser/expr/errors", test_expr_errors);
+  g_test_add_func("/parser/expr/sizes", test_sizes);
+  g_test_add_func("/parser/expr/slices", test_slices);
+  g_test_add_func("/parser/expr/substitute", test_substitute);
+  g_test_add_func("/parser/suggest", test_suggest);
+  g_test_add_func("/parser/events/merge-keys", test_merge_keys);
+  g_test_add_func("/parser/events/errors", test_events_errors);
+  g_test_add_func("/parser/nodes/foreach-order", test_foreach_order);
+  g_test_add_func("/parser/nodes/kernel-args", test_kernel_args);
+  g_test_add_func("/parser/errors/limit", test_diags_limit);
+  g_test_add_func("/lib/load/errors", test_load_errors);
+  g_test_add_func("/lib/load/builtins", test_builtins_registered);
+  return g_test_run();
+}
