@@ -10,7 +10,8 @@
 #
 # dist/ layout:
 #   dist/dagrun                      the CLI
-#   dist/tests/PKG/NAME              every cc_test tagged "gpu" (GTest binaries)
+#   dist/tests/PKG/NAME              every cc_test tagged "gpu" under tests/
+#                                    (GTest binaries; label //tests/PKG:NAME)
 #   dist/graphs/ dist/bench/ dist/tests/gpu/ dist/tests/golden/   copies
 #   dist/MANIFEST                    what is there, with sizes and the commit
 # It is not installed anywhere: dist/ is ignored (.git/info/exclude) and the
@@ -62,8 +63,8 @@ cp -L "$src" "$dist/dagrun"
 for t in "${gpu_tests[@]}"; do
   p=$(label_path "$t")
   if [ -x "$bin/$p" ]; then
-    mkdir -p "$dist/tests/$(dirname "$p")"
-    cp -L "$bin/$p" "$dist/tests/$p"
+    mkdir -p "$dist/$(dirname "$p")"
+    cp -L "$bin/$p" "$dist/$p"
   else
     echo "ERROR: no binary for $t at $bin/$p" >&2
     status=1
@@ -81,11 +82,16 @@ find "$dist/tests" -type f -perm -u+x -not -name '*.sh' -not -name '*.py' -exec 
 
 # ---- portability checks ----
 allowed='^(linux-vdso\.so|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|ld-linux-x86-64\.so)'
+# cudart_static is C++: libstdc++ and libgcc_s come with it. Every Ubuntu
+# 24.04 has both (apt itself needs them), so they get a note, not a warning.
+base_cxx='^(libstdc\+\+\.so\.6|libgcc_s\.so\.1)$'
 while IFS= read -r f; do
   file -b "$f" | grep -q '^ELF' || continue
   while read -r lib _; do
     lib=$(basename "$lib")
-    if ! [[ $lib =~ $allowed ]]; then
+    if [[ $lib =~ $base_cxx ]]; then
+      echo "note: $f needs $lib (C++ runtime of cudart_static; on every Ubuntu 24.04)"
+    elif ! [[ $lib =~ $allowed ]]; then
       echo "WARNING: $f needs $lib (not a glibc-level library; the device may lack it)"
     fi
   done < <(ldd "$f" 2>/dev/null | awk 'NF { print $1 }')
