@@ -223,8 +223,12 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
         g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "%s: out of host memory for its init", what);
         return FALSE;
       }
+      /* On origin, never the legacy default stream; synchronized before
+       * tmp goes away. */
       if (!dr__buffer_init(g, i, tmp, error) ||
-          !DR_CUDA(site, cudaMemcpy, b->bases[i], tmp, dr_buffer_bytes(buf), cudaMemcpyHostToDevice))
+          !DR_CUDA(site, cudaMemcpyAsync, b->bases[i], tmp, dr_buffer_bytes(buf), cudaMemcpyHostToDevice,
+                   b->origin) ||
+          !DR_CUDA(site, cudaStreamSynchronize, b->origin))
         return FALSE;
     }
   }
@@ -385,7 +389,9 @@ static gboolean cuda_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **
     return FALSE;
   }
   g_autofree char *what = g_strdup_printf("reading back buffer '%s'", buf->name);
-  return DR_CUDA(DR_SITE_SETUP(what), cudaMemcpy, dst, b->bases[buffer], dr_buffer_bytes(buf), cudaMemcpyDefault);
+  DrCudaSite site = DR_SITE_SETUP(what);
+  return DR_CUDA(site, cudaMemcpyAsync, dst, b->bases[buffer], dr_buffer_bytes(buf), cudaMemcpyDefault, b->origin) &&
+         DR_CUDA(site, cudaStreamSynchronize, b->origin);
 }
 
 static const char *cuda_mode_name(const DrBackend *b) { return b->graph_mode ? "graph" : "streams"; }

@@ -42,7 +42,6 @@ G_BEGIN_DECLS
   X(cudaFreeAsync, (void *ptr, cudaStream_t stream), (ptr, stream))                                                                              \
   X(cudaDeviceGetDefaultMemPool, (cudaMemPool_t * pool, int device), (pool, device))                                                             \
   X(cudaMemPoolSetAttribute, (cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value), (pool, attr, value))                                  \
-  X(cudaMemcpy, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind), (dst, src, count, kind))                                   \
   X(cudaMemcpyAsync, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream), (dst, src, count, kind, stream)) \
   X(cudaMemsetAsync, (void *ptr, int value, size_t count, cudaStream_t stream), (ptr, value, count, stream))                                     \
   X(cudaLaunchHostFunc, (cudaStream_t stream, cudaHostFn_t fn, void *data), (stream, fn, data))                                                  \
