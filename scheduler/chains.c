@@ -18,17 +18,19 @@
  *     its own, then a budgeted backward search in the residual network tries
  *     to merge it into a path that ends at a node it can reach (one
  *     augmentation t -> ... -> v_in -> s): usually one or two steps.
- *  2. Exact finish: breadth-first augmenting paths from t to s in the
+ *  2. Exact finish: Dinic's phases of augmenting paths from t to s in the
  *     residual network (cancel flow above the lower bound, add flow on any
- *     arc) until none exists; each lowers the flow by one.
+ *     arc): a breadth-first level graph, then unit paths along it with
+ *     current-arc pointers until it is blocked; each lowers the flow by one,
+ *     and phases repeat until s is unreachable from t.
  *  3. Certificate: with no augmenting path, the nodes whose v_out is
  *     reachable from t but v_in is not form a maximum antichain (the minimum
  *     cut crosses exactly their lower-bound arcs), as large as the flow.
  *  4. Decomposition: peel the flow into s-t paths; each covered node joins
  *     the first path through it. Every path owns its antichain node, so none
  *     is empty.
- * Complexity: O((V + E) * (1 + excess)) where excess is what the greedy start
- * leaves above the width (the budgeted merges keep it small: 0 on chains,
+ * Complexity: O((V + E) * (1 + phases)) where the phases are Dinic's (few:
+ * the greedy start's excess over the width is small, 0 on chains,
  * fork-joins and layered DAGs of small width in practice), plus the flow
  * decomposition, O(sum of node flows) <= O(width * V). Memory: about 44
  * bytes per node and 4 per edge. Iterative throughout. */
@@ -37,11 +39,12 @@
 #include "scheduler/plan_internal.h"
 
 #define NO_EDGE G_MAXUINT32
-#define FROM_T G_MAXUINT32
 #define IN(v) (2u * (v))
 #define OUT(v) (2u * (v) + 1u)
-/* Work allowed to one greedy merge search, in residual nodes expanded. */
-#define LOCAL_BUDGET 512u
+/* Work allowed to one greedy merge search, in residual nodes expanded:
+ * more when more paths are open (wider DAGs need longer alternating
+ * paths); Dinic's phases finish whatever the budget leaves. */
+#define LOCAL_BUDGET(paths) (256u + 32u * MIN((paths), 4096u))
 
 typedef struct {
   const DrPlanCtx *c;
@@ -121,13 +124,13 @@ static inline gboolean visit(Flow *f, guint32 y, guint32 x, guint32 edge, guint3
 /* Greedy merge of the path just opened at v: searches backward from v_in for
  * an out-node that ends a path (an arc t -> p_out), within the budget. On
  * success applies t -> p_out -> ... -> v_in -> s and returns TRUE. */
-static gboolean merge_new_path(Flow *f, DrId v) {
+static gboolean merge_new_path(Flow *f, DrId v, guint32 budget) {
   const DrPlanCtx *c = f->c;
   guint32 head = 0, tail = 0, found = G_MAXUINT32;
   next_generation(f);
   f->stamp[IN(v)] = f->gen;
   f->queue[tail++] = IN(v);
-  while (head < tail && head < LOCAL_BUDGET && found == G_MAXUINT32) {
+  while (head < tail && head < budget && found == G_MAXUINT32) {
     guint32 x = f->queue[head++], w = x >> 1;
     if (!(x & 1)) {
       for (guint32 e = DR__PRED_BEGIN(c, w); e < DR__PRED_END(c, w); e++) {
@@ -155,40 +158,132 @@ static gboolean merge_new_path(Flow *f, DrId v) {
   return TRUE;
 }
 
-/* One breadth-first search from t for an augmenting path to s. Applies it
- * and returns TRUE when found; otherwise the stamps of the current
- * generation mark the nodes reachable from t (the cut) and returns FALSE. */
-static gboolean augment_from_t(Flow *f) {
+/* Breadth-first levels from t in the residual network (Dinic): dist[] in
+ * `link`, stamps of the current generation mark every node reached. Stops
+ * expanding at the level of s. Returns the level of s, or 0 when s is not
+ * reachable (then the stamps are exactly the cut's t side). */
+static guint32 levels_from_t(Flow *f) {
   const DrPlanCtx *c = f->c;
-  guint32 head = 0, tail = 0;
+  guint32 *dist = f->link;
+  guint32 head = 0, tail = 0, dist_s = 0;
   next_generation(f);
   for (DrId v = 0; v < c->n; v++)
-    if (f->ft[v] > 0) visit(f, OUT(v), FROM_T, NO_EDGE, &tail);
+    if (f->ft[v] > 0) {
+      f->stamp[OUT(v)] = f->gen;
+      dist[OUT(v)] = 1;
+      f->queue[tail++] = OUT(v);
+    }
+#define REACH(y)                        \
+  do {                                  \
+    guint32 y_ = (y);                   \
+    if (f->stamp[y_] != f->gen) {       \
+      f->stamp[y_] = f->gen;            \
+      dist[y_] = dist[x] + 1;           \
+      f->queue[tail++] = y_;            \
+    }                                   \
+  } while (0)
   while (head < tail) {
     guint32 x = f->queue[head++], w = x >> 1;
+    if (dist_s != 0 && dist[x] + 1 >= dist_s) continue;
     if (x & 1) {
-      for (guint32 i = c->succ_off[w]; i < c->succ_off[w + 1]; i++) {
-        guint32 e = c->succ_edge[i];
-        visit(f, IN(c->edges[e].to), x, e, &tail);
-      }
-      if (f->fv[w] > f->req[w]) visit(f, IN(w), x, NO_EDGE, &tail);
+      for (guint32 i = c->succ_off[w]; i < c->succ_off[w + 1]; i++)
+        REACH(IN(c->edges[c->succ_edge[i]].to));
+      if (f->fv[w] > f->req[w]) REACH(IN(w));
       continue;
     }
-    if (f->fs[w] > 0) {
-      f->fs[w]--;
-      guint32 y = x;
-      while (f->link[y] != FROM_T) {
-        apply_arc(f, f->link[y], y, f->via[y]);
-        y = f->link[y];
-      }
-      f->ft[y >> 1]--;
-      return TRUE;
-    }
-    visit(f, OUT(w), x, NO_EDGE, &tail);
+    if (f->fs[w] > 0 && dist_s == 0) dist_s = dist[x] + 1;
+    REACH(OUT(w));
     for (guint32 e = DR__PRED_BEGIN(c, w); e < DR__PRED_END(c, w); e++)
-      if (f->fe[e] > 0) visit(f, OUT(c->edges[e].from), x, e, &tail);
+      if (f->fe[e] > 0) REACH(OUT(c->edges[e].from));
   }
-  return FALSE;
+#undef REACH
+  return dist_s;
+}
+
+#define T_NODE G_MAXUINT32
+#define S_NODE (G_MAXUINT32 - 1)
+#define DEAD G_MAXUINT32
+
+/* The next admissible arc out of x in the level graph, advancing x's
+ * current-arc pointer `cur` past arcs that are not. Returns the head node
+ * (S_NODE for s) and its edge in *edge, or DEAD when none is left. */
+static guint32 next_arc(Flow *f, guint32 x, guint32 *cur, guint32 dist_x, guint32 dist_s,
+                        guint32 *edge) {
+  const DrPlanCtx *c = f->c;
+  const guint32 *dist = f->link;
+  *edge = NO_EDGE;
+  if (x == T_NODE) {
+    for (; *cur < c->n; (*cur)++)
+      if (f->ft[*cur] > 0 && f->stamp[OUT(*cur)] == f->gen && dist[OUT(*cur)] == 1) return OUT(*cur);
+    return DEAD;
+  }
+  guint32 w = x >> 1;
+  if (x & 1) {
+    guint32 deg = c->succ_off[w + 1] - c->succ_off[w];
+    for (; *cur < deg; (*cur)++) {
+      guint32 e = c->succ_edge[c->succ_off[w] + *cur], y = IN(c->edges[e].to);
+      if (f->stamp[y] == f->gen && dist[y] == dist_x + 1) {
+        *edge = e;
+        return y;
+      }
+    }
+    if (*cur == deg && f->fv[w] > f->req[w] && f->stamp[IN(w)] == f->gen &&
+        dist[IN(w)] == dist_x + 1)
+      return IN(w);
+    *cur = deg + 1;
+    return DEAD;
+  }
+  guint32 deg = DR__PRED_END(c, w) - DR__PRED_BEGIN(c, w);
+  if (*cur == 0) {
+    if (f->stamp[OUT(w)] == f->gen && dist[OUT(w)] == dist_x + 1) return OUT(w);
+    *cur = 1;
+  }
+  for (; *cur <= deg; (*cur)++) {
+    guint32 e = DR__PRED_BEGIN(c, w) + *cur - 1, y = OUT(c->edges[e].from);
+    if (f->fe[e] > 0 && f->stamp[y] == f->gen && dist[y] == dist_x + 1) {
+      *edge = e;
+      return y;
+    }
+  }
+  if (*cur == deg + 1 && f->fs[w] > 0 && dist_s == dist_x + 1) return S_NODE;
+  *cur = deg + 2;
+  return DEAD;
+}
+
+/* One Dinic phase: unit augmenting paths t -> s along the level graph with
+ * current-arc pointers (in `via`) until the level graph is blocked.
+ * Returns how many were applied. Iterative depth-first search. */
+static guint32 blocking_flow(Flow *f, guint32 dist_s) {
+  const DrPlanCtx *c = f->c;
+  guint32 *cur = f->via, *dist = f->link, cur_t = 0, pushed = 0;
+  memset(cur, 0, 2 * (gsize)MAX(c->n, 1) * sizeof(guint32));
+  /* The search path: nodes in queue[], the edge into each in edge_in[]. */
+  guint32 *path = f->queue;
+  g_autofree guint32 *edge_in = g_new(guint32, dist_s + 1);
+  guint32 depth = 0;
+  path[0] = T_NODE;
+  for (;;) {
+    guint32 x = path[depth], edge;
+    guint32 *xcur = x == T_NODE ? &cur_t : &cur[x];
+    guint32 y = next_arc(f, x, xcur, x == T_NODE ? 0 : dist[x], dist_s, &edge);
+    if (y == DEAD) {
+      if (depth == 0) return pushed;
+      dist[x] = DEAD; /* blocked: out of the level graph */
+      depth--;
+      continue;
+    }
+    if (y != S_NODE) {
+      path[++depth] = y;
+      edge_in[depth] = edge;
+      continue;
+    }
+    /* t -> path[1] -> ... -> path[depth] -> s. */
+    f->ft[path[1] >> 1]--;
+    for (guint32 i = 1; i < depth; i++) apply_arc(f, path[i], path[i + 1], edge_in[i + 1]);
+    f->fs[x >> 1]--;
+    pushed++;
+    depth = 0;
+  }
 }
 
 guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *chain,
@@ -203,9 +298,9 @@ guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *cha
     f.fv[v]++;
     f.ft[v]++;
     flow++;
-    if (merge_new_path(&f, v)) flow--;
+    if (merge_new_path(&f, v, LOCAL_BUDGET(flow))) flow--;
   }
-  while (augment_from_t(&f)) flow--;
+  for (guint32 dist_s; (dist_s = levels_from_t(&f)) != 0;) flow -= blocking_flow(&f, dist_s);
 
   if (antichain != NULL) {
     guint32 before = antichain->len;
