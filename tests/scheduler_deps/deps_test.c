@@ -388,6 +388,90 @@ static void test_hazards_property(void) {
   g_test_message("hazard edges %u, reference edges %u", total_edges, total_ref);
 }
 
+/* Large random programs: thousands of nodes over big buffers, so the
+ * boundary sort takes its radix path and the run bitset has three levels.
+ * Reachability by bitsets in reverse program order (hazard edges go
+ * forward): row i = the nodes that must follow node i. */
+typedef struct {
+  guint32 from, to;
+} Pair;
+
+/* pairs: Pair, sorted by from, descending, so row `to` is complete before
+ * row `from` uses it. */
+static guint64 *forward_reach(guint n, guint words, const GArray *pairs) {
+  guint64 *reach = g_new0(guint64, (gsize)n * words);
+  for (guint k = 0; k < pairs->len; k++) {
+    Pair p = g_array_index(pairs, Pair, k);
+    guint64 *rf = reach + (gsize)p.from * words, *rt = reach + (gsize)p.to * words;
+    rf[p.to / 64] |= G_GUINT64_CONSTANT(1) << (p.to % 64);
+    for (guint w = 0; w < words; w++) rf[w] |= rt[w];
+  }
+  return reach;
+}
+
+static gint cmp_pair_from_desc(gconstpointer a, gconstpointer b) {
+  const Pair *pa = a, *pb = b;
+  return pa->from != pb->from ? (pa->from < pb->from ? 1 : -1) : 0;
+}
+
+static void test_hazards_property_large(void) {
+  g_autoptr(GRand) rng = g_rand_new_with_seed(42);
+  for (guint iter = 0; iter < 16; iter++) {
+    g_autoptr(DrGraph) g = dr_graph_new();
+    guint n_buffers = g_rand_int_range(rng, 1, 5), n = g_rand_int_range(rng, 500, 2000);
+    for (guint b = 0; b < n_buffers; b++) {
+      char name[8];
+      g_snprintf(name, sizeof name, "b%u", b);
+      DrBuffer buf = {.name = name, .type = DR_ELEM_F32, .count = g_rand_int_range(rng, 1000, 1 << 22),
+                      .where = DR_WHERE_DEVICE};
+      dr_graph_add_buffer(g, &buf);
+    }
+    for (guint i = 0; i < n; i++) {
+      char id[16];
+      g_snprintf(id, sizeof id, "n%u", i);
+      DrNode node = {.op = DR_OP_NOOP, .id = id, .device = -1, .kernel = DR_NONE, .buffer = DR_NONE};
+      dr_graph_add_node(g, &node);
+      guint n_acc = g_rand_int_range(rng, 1, 4);
+      for (guint k = 0; k < n_acc; k++) {
+        DrId b = g_rand_int_range(rng, 0, n_buffers);
+        guint64 count = dr_graph_buffer(g, b)->count, lo, hi;
+        switch (g_rand_int_range(rng, 0, 4)) {
+          case 0: lo = 0, hi = count; break;                              /* whole */
+          case 1: lo = g_rand_int_range(rng, 0, count), hi = MIN(count, lo + count / 8); break; /* wide */
+          case 2: lo = (count / 16) * g_rand_int_range(rng, 0, 16), hi = lo + count / 16; break; /* chunk */
+          default: lo = g_rand_int_range(rng, 0, count), hi = MIN(count, lo + g_rand_int_range(rng, 1, 64));
+        }
+        DrAccess a = {b, (DrAccessMode)g_rand_int_range(rng, 0, DR_ACCESS_N_MODES), lo, hi};
+        dr_graph_add_access(g, &a);
+      }
+    }
+    dr__hazards_run(g);
+    g_autoptr(GArray) mine = g_array_new(FALSE, FALSE, sizeof(Pair));
+    for (guint i = 0; i < g->edges->len; i++) {
+      const DrEdge *e = dr_graph_edge(g, i);
+      g_assert_cmpuint(e->from, <, e->to);
+      g_assert_true(edge_is_real(g, e));
+      Pair p = {e->from, e->to};
+      g_array_append_val(mine, p);
+    }
+    g_array_sort(mine, cmp_pair_from_desc);
+    g_autoptr(GArray) ref = g_array_new(FALSE, FALSE, sizeof(Pair));
+    for (guint i = n; i-- > 0;)
+      for (guint j = i + 1; j < n; j++)
+        if (nodes_conflict(g, i, j)) {
+          Pair p = {i, j};
+          g_array_append_val(ref, p);
+        }
+    guint words = (n + 63) / 64;
+    g_autofree guint64 *got = forward_reach(n, words, mine);
+    g_autofree guint64 *want = forward_reach(n, words, ref);
+    for (guint i = 0; i < n; i++)
+      if (memcmp(got + (gsize)i * words, want + (gsize)i * words, words * sizeof(guint64)) != 0)
+        g_error("large iteration %u: node n%u reaches different nodes than the reference", iter, i);
+    g_assert_cmpuint(g->edges->len, <=, ref->len);
+  }
+}
+
 /* ---- hazards: size ----------------------------------------------------- */
 
 /* 200k nodes over chunked buffers, plus 200k single-element writes read
@@ -753,6 +837,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/scheduler/hazards/alloc-free", test_hazards_alloc_free);
   g_test_add_func("/scheduler/hazards/chunks", test_hazards_chunks);
   g_test_add_func("/scheduler/hazards/property", test_hazards_property);
+  g_test_add_func("/scheduler/hazards/property-large", test_hazards_property_large);
   g_test_add_func("/scheduler/hazards/size", test_hazards_size);
   g_test_add_func("/scheduler/lifetimes/ok", test_lifetimes_ok);
   g_test_add_func("/scheduler/lifetimes/use-before-alloc", test_lifetimes_use_before_alloc);
