@@ -92,17 +92,26 @@ static void store_elem(DrElemType type, void *dst, guint64 i, double v, gint64 i
   }
 }
 
-void dr__elem_format(DrElemType type, const void *data, guint64 i, GString *out) {
+/* Writes element i as text into buf (snprintf semantics). No GLib
+ * allocation: host functions call this on worker and CUDA callback threads. */
+static int elem_snprint(char *buf, size_t size, DrElemType type, const void *data, guint64 i) {
   switch (type) {
-    case DR_ELEM_U8: g_string_append_printf(out, "%u", ((const guint8 *)data)[i]); break;
-    case DR_ELEM_I32: g_string_append_printf(out, "%d", ((const gint32 *)data)[i]); break;
-    case DR_ELEM_I64: g_string_append_printf(out, "%" G_GINT64_FORMAT, ((const gint64 *)data)[i]); break;
-    case DR_ELEM_F16: g_string_append_printf(out, "%.9g", f16_to_float(((const guint16 *)data)[i])); break;
-    case DR_ELEM_BF16: g_string_append_printf(out, "%.9g", bf16_to_float(((const guint16 *)data)[i])); break;
-    case DR_ELEM_F32: g_string_append_printf(out, "%.9g", ((const float *)data)[i]); break;
-    case DR_ELEM_F64: g_string_append_printf(out, "%.17g", ((const double *)data)[i]); break;
-    case DR_ELEM_N_TYPES: g_string_append(out, "?"); break;
+    case DR_ELEM_U8: return g_snprintf(buf, size, "%u", ((const guint8 *)data)[i]);
+    case DR_ELEM_I32: return g_snprintf(buf, size, "%d", ((const gint32 *)data)[i]);
+    case DR_ELEM_I64: return g_snprintf(buf, size, "%" G_GINT64_FORMAT, ((const gint64 *)data)[i]);
+    case DR_ELEM_F16: return g_snprintf(buf, size, "%.9g", f16_to_float(((const guint16 *)data)[i]));
+    case DR_ELEM_BF16: return g_snprintf(buf, size, "%.9g", bf16_to_float(((const guint16 *)data)[i]));
+    case DR_ELEM_F32: return g_snprintf(buf, size, "%.9g", ((const float *)data)[i]);
+    case DR_ELEM_F64: return g_snprintf(buf, size, "%.17g", ((const double *)data)[i]);
+    case DR_ELEM_N_TYPES: break;
   }
+  return g_snprintf(buf, size, "?");
+}
+
+void dr__elem_format(DrElemType type, const void *data, guint64 i, GString *out) {
+  char buf[64];
+  elem_snprint(buf, sizeof buf, type, data, i);
+  g_string_append(out, buf);
 }
 
 /* ---- buffer initialisation --------------------------------------------- */
@@ -293,32 +302,45 @@ void dr__host_call_bind(const DrGraph *graph, DrId id, void *const *bases, FILE 
   }
 }
 
+/* Appends with snprintf semantics, keeping *len within size - 1. */
+#define LINE_APPEND(line, len, ...)                                                          \
+  do {                                                                                      \
+    if ((len) < sizeof(line) - 1) {                                                         \
+      int dr__n = g_snprintf((line) + (len), sizeof(line) - (len), __VA_ARGS__);            \
+      (len) = MIN((len) + (size_t)MAX(dr__n, 0), sizeof(line) - 1);                         \
+    }                                                                                       \
+  } while (0)
+
 void dr__host_call_run(const DrHostCall *call) {
+  /* A stack buffer, not a GString: this runs on worker threads and CUDA's
+   * callback thread, where no allocator state should be shared. */
   const DrNode *n = dr_graph_node(call->graph, call->node);
-  g_autoptr(GString) line = g_string_new(NULL);
+  char line[2048];
+  size_t len = 0;
   switch (n->host_fn) {
     case DR_HOST_FN_PRINT:
-      g_string_append_printf(line, "%s: %s", n->id, call->message);
+      LINE_APPEND(line, len, "%s: %s", n->id, call->message);
       if (call->data) {
-        g_string_append_printf(line, " %s[", call->buffer_name);
+        LINE_APPEND(line, len, " %s[", call->buffer_name);
         for (guint64 i = 0; i < MIN(call->count, 8); i++) {
-          if (i) g_string_append(line, ", ");
-          dr__elem_format(call->type, call->data, i, line);
+          char v[64];
+          elem_snprint(v, sizeof v, call->type, call->data, i);
+          LINE_APPEND(line, len, "%s%s", i ? ", " : "", v);
         }
-        g_string_append(line, call->count > 8 ? ", ...]" : "]");
+        LINE_APPEND(line, len, "%s", call->count > 8 ? ", ...]" : "]");
       }
       break;
     case DR_HOST_FN_SLEEP:
       if (call->sleep_us > 0) g_usleep((gulong)call->sleep_us);
       return;
     case DR_HOST_FN_CHECKSUM:
-      g_string_append_printf(line, "checksum %s %s 0x%016" G_GINT64_MODIFIER "x", n->id,
-                             call->buffer_name ? call->buffer_name : "?",
-                             dr__fnv1a64(call->data, call->data ? call->bytes : 0));
+      LINE_APPEND(line, len, "checksum %s %s 0x%016" G_GINT64_MODIFIER "x", n->id,
+                  call->buffer_name ? call->buffer_name : "?",
+                  dr__fnv1a64(call->data, call->data ? call->bytes : 0));
       break;
     case DR_N_HOST_FNS: return;
   }
-  g_string_append_c(line, '\n');
-  fwrite(line->str, 1, line->len, call->out);
+  LINE_APPEND(line, len, "\n");
+  fwrite(line, 1, len, call->out);
   fflush(call->out);
 }

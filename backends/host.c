@@ -12,7 +12,13 @@
  * lifetimes. Kernels run their registry host twins. With a delay seed,
  * each node first sleeps a pseudo-random time, so a plan that lacks a wait
  * produces a different result under --verify. This is not a simulator of
- * GPU timing: times are host wall-clock. */
+ * GPU timing: times are host wall-clock.
+ *
+ * The lock is a pthread mutex and condition variable rather than GMutex and
+ * GCond: GLib's are futex-based inside a static library that sanitizers do
+ * not instrument, so --config=tsan could not see the happens-before edges
+ * they create and would report every completion flag as a race. */
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -29,8 +35,8 @@ struct DrBackend {
   guint32 *stream_first;     /* [n_streams + 1]: ranges of stream_steps */
   guint32 *stream_steps;     /* step indices grouped by stream, issue order */
 
-  GMutex mu;
-  GCond cond;
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
   gboolean sync_ready; /* mu and cond initialised */
   GThread **threads;   /* [n_streams]; n_threads actually started */
   guint32 n_threads;
@@ -58,12 +64,12 @@ static gint64 now_ns(void) {
 }
 
 static void fail(DrBackend *b, GError *error) {
-  g_mutex_lock(&b->mu);
+  pthread_mutex_lock(&b->mu);
   if (b->error == NULL) b->error = error;
   else g_error_free(error);
   b->abort = TRUE;
-  g_cond_broadcast(&b->cond);
-  g_mutex_unlock(&b->mu);
+  pthread_cond_broadcast(&b->cond);
+  pthread_mutex_unlock(&b->mu);
 }
 
 /* Runs one node's work. Returns FALSE with `error` set on failure. */
@@ -123,15 +129,15 @@ static void run_stream(DrBackend *b, guint32 stream, guint32 epoch, guint32 iter
   const DrPlan *p = b->plan;
   for (guint32 k = b->stream_first[stream]; k < b->stream_first[stream + 1]; k++) {
     const DrPlanStep *step = dr_plan_step(p, b->stream_steps[k]);
-    g_mutex_lock(&b->mu);
+    pthread_mutex_lock(&b->mu);
     for (guint32 w = step->wait_first; w < step->wait_first + step->wait_count; w++) {
       DrId u = dr_plan_wait(p, w);
       /* The planned wait for edge u -> step->node: block until u completed
        * in this iteration. */
-      while (b->node_epoch[u] < epoch && !b->abort) g_cond_wait(&b->cond, &b->mu);
+      while (b->node_epoch[u] < epoch && !b->abort) pthread_cond_wait(&b->cond, &b->mu);
     }
     gboolean abort = b->abort;
-    g_mutex_unlock(&b->mu);
+    pthread_mutex_unlock(&b->mu);
     if (abort) return;
     random_delay(b, step->node, iteration);
     gint64 t_start = now_ns();
@@ -141,14 +147,14 @@ static void run_stream(DrBackend *b, guint32 stream, guint32 epoch, guint32 iter
       return;
     }
     gint64 t_end = now_ns();
-    g_mutex_lock(&b->mu);
+    pthread_mutex_lock(&b->mu);
     if (b->timing) {
       b->timing->start_us[step->node] = (double)(t_start - b->t0_ns) / 1000.0;
       b->timing->end_us[step->node] = (double)(t_end - b->t0_ns) / 1000.0;
     }
     b->node_epoch[step->node] = epoch;
-    g_cond_broadcast(&b->cond);
-    g_mutex_unlock(&b->mu);
+    pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->mu);
   }
 }
 
@@ -156,19 +162,19 @@ static gpointer worker_main(gpointer data) {
   Worker *w = data;
   DrBackend *b = w->b;
   guint32 done_epoch = 0;
-  g_mutex_lock(&b->mu);
+  pthread_mutex_lock(&b->mu);
   for (;;) {
-    while (!b->quit && b->epoch == done_epoch) g_cond_wait(&b->cond, &b->mu);
+    while (!b->quit && b->epoch == done_epoch) pthread_cond_wait(&b->cond, &b->mu);
     if (b->quit) break;
     done_epoch = b->epoch;
     guint32 iteration = b->iteration;
-    g_mutex_unlock(&b->mu);
+    pthread_mutex_unlock(&b->mu);
     run_stream(b, w->stream, done_epoch, iteration);
-    g_mutex_lock(&b->mu);
+    pthread_mutex_lock(&b->mu);
     b->n_finished++;
-    g_cond_broadcast(&b->cond);
+    pthread_cond_broadcast(&b->cond);
   }
-  g_mutex_unlock(&b->mu);
+  pthread_mutex_unlock(&b->mu);
   g_free(w);
   return NULL;
 }
@@ -176,13 +182,13 @@ static gpointer worker_main(gpointer data) {
 static void host_close(DrBackend *b) {
   if (b == NULL) return;
   if (b->sync_ready) {
-    g_mutex_lock(&b->mu);
+    pthread_mutex_lock(&b->mu);
     b->quit = TRUE;
-    g_cond_broadcast(&b->cond);
-    g_mutex_unlock(&b->mu);
+    pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->mu);
     for (guint32 i = 0; i < b->n_threads; i++) g_thread_join(b->threads[i]);
-    g_mutex_clear(&b->mu);
-    g_cond_clear(&b->cond);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cond);
   }
   if (b->bases)
     for (guint32 i = 0; i < b->n_buffers; i++) g_free(b->bases[i]);
@@ -216,8 +222,8 @@ static DrBackend *host_open(const DrPlan *plan, const DrRunOptions *opts, GError
   g_autofree guint32 *fill = g_memdup2(b->stream_first, sizeof(guint32) * (b->n_streams + 1));
   for (guint32 i = 0; i < plan->steps->len; i++) b->stream_steps[fill[dr_plan_step(plan, i)->stream]++] = i;
 
-  g_mutex_init(&b->mu);
-  g_cond_init(&b->cond);
+  pthread_mutex_init(&b->mu, NULL);
+  pthread_cond_init(&b->cond, NULL);
   b->sync_ready = TRUE;
   b->threads = g_new0(GThread *, MAX(b->n_streams, 1));
   for (guint32 s = 0; s < b->n_streams; s++) {
@@ -259,19 +265,19 @@ static gboolean host_setup(DrBackend *b, GError **error) {
 }
 
 static gboolean host_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
-  g_mutex_lock(&b->mu);
+  pthread_mutex_lock(&b->mu);
   b->timing = timing;
   b->iteration = iteration;
   b->n_finished = 0;
   b->t0_ns = now_ns();
   b->epoch++;
-  g_cond_broadcast(&b->cond);
-  while (b->n_finished < b->n_threads) g_cond_wait(&b->cond, &b->mu);
+  pthread_cond_broadcast(&b->cond);
+  while (b->n_finished < b->n_threads) pthread_cond_wait(&b->cond, &b->mu);
   gint64 t_end = now_ns();
   GError *failure = g_steal_pointer(&b->error);
   b->abort = FALSE;
   b->timing = NULL;
-  g_mutex_unlock(&b->mu);
+  pthread_mutex_unlock(&b->mu);
   if (failure) {
     g_propagate_error(error, failure);
     return FALSE;
