@@ -23,8 +23,9 @@
  *      edges may go backward until the cycle pass has run. After
  *      dr_graph_sort_edges the edge array is sorted by (to, from) with no
  *      duplicate (from, to) pair.
- *  I5. alloc and free nodes name device buffers; a buffer has at most one
- *      alloc and one free node, recorded in buffer.alloc_node/free_node.
+ *  I5. alloc and free nodes name device buffers; buffer.alloc_node and
+ *      free_node record the first alloc and free node of the buffer (the
+ *      lifetimes pass rejects a second one, so after it there is one each).
  *  I6. Strings (ids, names, file names) are interned in the graph's string
  *      chunk and live as long as the graph.
  */

@@ -14,6 +14,8 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_parser fuzz_plan)
 
 bazel build --config=fuzz $(printf '//tests/fuzz:%s ' "${targets[@]}") || exit 1
+# Not the bazel-bin symlink: another Bazel output base may have moved it.
+bin=$(bazel info --config=fuzz bazel-bin)
 status=0
 for t in "${targets[@]}"; do
   corpus=tests/fuzz/corpus/$t
@@ -22,7 +24,7 @@ for t in "${targets[@]}"; do
   seeds=(graphs tests/golden)
   log=$(mktemp)
   echo "fuzz: $t for ${secs}s" >&2
-  if ! bazel-bin/tests/fuzz/$t -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  if ! "$bin/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
       -dict=tests/fuzz/yaml.dict "$scratch" "$corpus" "${seeds[@]}" >"$log" 2>&1; then
     echo "fuzz: $t FAILED" >&2
     tail -60 "$log" >&2
@@ -30,7 +32,7 @@ for t in "${targets[@]}"; do
   fi
   grep -E '^(#[0-9]+\s+DONE|Done [0-9]+ runs)' "$log" | tail -2 >&2
   if [ "${MERGE:-0}" = 1 ]; then
-    bazel-bin/tests/fuzz/$t -merge=1 "$corpus" "$scratch" >/dev/null 2>&1
+    "$bin/tests/fuzz/$t" -merge=1 "$corpus" "$scratch" >/dev/null 2>&1
   fi
   rm -rf "$scratch" "$log"
 done
