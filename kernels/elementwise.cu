@@ -1,8 +1,8 @@
 /* elementwise.cu: the CUDA launchers of the element-wise built-ins (fill,
  * iota, scale, axpy, add, mul, relu, gelu, and the bf16/f16 variants). One
- * grid-stride kernel template does them all: f32 goes through float4 loads
- * and stores when every pointer is 16-byte aligned (slices may start
- * anywhere, so this is checked per launch); bf16/f16 are converted to f32,
+ * grid-stride kernel template does them all, with 16-byte loads and stores
+ * when every pointer is 16-byte aligned (slices may start anywhere, so this
+ * is checked per launch); bf16/f16 are converted to f32,
  * computed, and rounded once to nearest even. The math of each operation
  * is written to match its host twin in host.c operation for operation (the
  * library is compiled with --fmad=false; axpy's fmaf is explicit on both
@@ -35,9 +35,9 @@ struct Conv<__half> {
 };
 
 /* out[i] = op(in0[i], in1[i], i) for i < n, NIN of the inputs read (the
- * others pass 0). `vec`: float only, all pointers 16-byte aligned; threads
- * then take 4 elements at a time and the first n%4 threads the tail. in1 may
- * alias out (axpy), so nothing is __restrict__. */
+ * others pass 0). `vec`: all pointers 16-byte aligned; threads then take 16
+ * bytes at a time (4 f32 or 8 bf16/f16) and the tail goes element by
+ * element. in1 may alias out (axpy), so nothing is __restrict__. */
 template <class T, int NIN, class Op>
 __global__ void map_kernel(const T *in0, const T *in1, T *out, uint64_t n,
                            bool vec, Op op) {
@@ -59,6 +59,24 @@ __global__ void map_kernel(const T *in0, const T *in1, T *out, uint64_t n,
       }
       done = n4 * 4;
     }
+  } else {
+    if (vec) { /* 16-bit types: 8 elements per 16-byte access */
+      uint64_t n8 = n / 8;
+      for (uint64_t v = tid; v < n8; v += stride) {
+        alignas(16) T a[8], b[8], r[8];
+        if (NIN >= 1)
+          *reinterpret_cast<uint4 *>(a) = ((const uint4 *)in0)[v];
+        if (NIN >= 2)
+          *reinterpret_cast<uint4 *>(b) = ((const uint4 *)in1)[v];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+          r[j] = Conv<T>::out(op(NIN >= 1 ? Conv<T>::in(a[j]) : 0.0f,
+                                 NIN >= 2 ? Conv<T>::in(b[j]) : 0.0f,
+                                 8 * v + j));
+        ((uint4 *)out)[v] = *reinterpret_cast<const uint4 *>(r);
+      }
+      done = n8 * 8;
+    }
   }
   for (uint64_t i = done + tid; i < n; i += stride) {
     float a = NIN >= 1 ? Conv<T>::in(in0[i]) : 0.0f;
@@ -72,10 +90,10 @@ int map_launch(const DrKLaunch *l, const void *in0, const void *in1, void *out,
                uint64_t n, Op op) {
   if (n == 0)
     return 0;
-  bool vec = sizeof(T) == 4 && drk::aligned16(out) &&
-             (NIN < 1 || drk::aligned16(in0)) &&
+  bool vec = drk::aligned16(out) && (NIN < 1 || drk::aligned16(in0)) &&
              (NIN < 2 || drk::aligned16(in1));
-  uint64_t threads = vec ? (n / 4 > 0 ? n / 4 : 1) : n;
+  uint64_t per = 16 / sizeof(T); /* elements per 16-byte access */
+  uint64_t threads = vec ? (n / per > 0 ? n / per : 1) : n;
   unsigned bt = drk::block_threads(l);
   unsigned g = drk::grid_blocks(l, drk::ceil_div(threads, bt));
   map_kernel<T, NIN, Op><<<g, bt, l->shared, drk::stream_of(l)>>>(
