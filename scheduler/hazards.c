@@ -169,29 +169,30 @@ typedef struct {
   guint64 value;
 } Seen;
 
-/* Calls emit(buffer, value) for every access boundary, skipping most
- * repeats through a direct-mapped cache (an exact repeat of a cache hit is
- * always skipped; others may be emitted twice, and sorting dedups them). */
-#define FOR_EACH_BOUNDARY(g, seen, EMIT)                                                   \
-  do {                                                                                     \
-    for (guint s_ = 0; s_ < SEEN_SLOTS; s_++) (seen)[s_] = (Seen){DR_NONE, 0};             \
-    for (DrId n_ = 0; n_ < dr_graph_n_nodes(g); n_++) {                                    \
-      AccessIter it_;                                                                      \
-      DrAccess a_;                                                                         \
-      iter_init(&it_, (g), n_);                                                            \
-      while (iter_next(&it_, &a_)) {                                                       \
-        if (a_.begin >= a_.end) continue;                                                  \
-        guint64 v_[2] = {a_.begin, a_.end};                                                \
-        for (guint k_ = 0; k_ < 2; k_++) {                                                 \
-          guint64 h_ = (v_[k_] * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15)) ^ a_.buffer;      \
-          Seen *slot_ = &(seen)[(h_ >> 40) & (SEEN_SLOTS - 1)];                            \
-          if (slot_->buffer == a_.buffer && slot_->value == v_[k_]) continue;              \
-          *slot_ = (Seen){a_.buffer, v_[k_]};                                              \
-          EMIT(a_.buffer, v_[k_]);                                                         \
-        }                                                                                  \
-      }                                                                                    \
-    }                                                                                      \
-  } while (0)
+/* Visits every access boundary, skipping most repeats through a
+ * direct-mapped cache (others may come twice; sorting drops them): counts
+ * them per buffer into count[b + 1] when pts is NULL, else stores them at
+ * pts[fill[b]++]. Both calls see the same sequence. */
+static void gather(const DrGraph *g, Seen *seen, gsize *count, guint64 *pts, gsize *fill) {
+  for (guint s = 0; s < SEEN_SLOTS; s++) seen[s] = (Seen){DR_NONE, 0};
+  for (DrId n = 0; n < dr_graph_n_nodes(g); n++) {
+    AccessIter it;
+    DrAccess a;
+    iter_init(&it, g, n);
+    while (iter_next(&it, &a)) {
+      if (a.begin >= a.end) continue;
+      guint64 v[2] = {a.begin, a.end};
+      for (guint k = 0; k < 2; k++) {
+        guint64 h = (v[k] * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15)) ^ a.buffer;
+        Seen *slot = &seen[(h >> 40) & (SEEN_SLOTS - 1)];
+        if (slot->buffer == a.buffer && slot->value == v[k]) continue;
+        *slot = (Seen){a.buffer, v[k]};
+        if (pts == NULL) count[a.buffer + 1]++;
+        else pts[fill[a.buffer]++] = v[k];
+      }
+    }
+  }
+}
 
 static gboolean is_sorted(const guint64 *v, gsize n) {
   for (gsize i = 1; i < n; i++)
@@ -256,9 +257,7 @@ static void compress(Hazards *hz) {
   guint32 n_buffers = dr_graph_n_buffers(g);
   g_autofree Seen *seen = g_new(Seen, SEEN_SLOTS);
   hz->first = g_new0(gsize, n_buffers + 1);
-#define COUNT(b, v) hz->first[(b) + 1]++
-  FOR_EACH_BOUNDARY(g, seen, COUNT);
-#undef COUNT
+  gather(g, seen, hz->first, NULL, NULL);
   gsize max_slice = 0;
   for (guint32 b = 0; b < n_buffers; b++) {
     max_slice = MAX(max_slice, hz->first[b + 1]);
@@ -266,9 +265,7 @@ static void compress(Hazards *hz) {
   }
   hz->pts = g_new(guint64, MAX(hz->first[n_buffers], 1));
   g_autofree gsize *fill = g_memdup2(hz->first, sizeof(gsize) * (n_buffers + 1));
-#define FILL(b, v) hz->pts[fill[(b)]++] = (v)
-  FOR_EACH_BOUNDARY(g, seen, FILL);
-#undef FILL
+  gather(g, seen, NULL, hz->pts, fill);
   /* Sort each buffer's slice and squeeze out repeats, compacting in place. */
   g_autofree guint64 *tmp = NULL; /* the sort's scratch, only if a slice needs it */
   gsize w = 0;
