@@ -96,8 +96,9 @@ typedef struct {
  * argument check runs, and the launch shape is the node's grid/block or
  * else the registry's default (dr_kernel_default_shape; a node's block
  * alone keeps the covered thread count). stream, blas and scratch are left
- * NULL for the backend. Fails (DR_ERROR_RUNTIME) for user kernels, which no
- * backend runs yet, unknown built-ins and failed checks. */
+ * NULL for the backend. Fails (DR_ERROR_RUNTIME) for user kernels (the CUDA
+ * backend launches those itself, user_kernels.c), unknown built-ins and
+ * failed checks. */
 gboolean dr__kernel_call_bind(const DrGraph *graph, DrId node, void *const *bases, DrKernelCall *call,
                               GError **error);
 

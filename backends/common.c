@@ -141,9 +141,8 @@ gboolean dr__buffer_init(const DrGraph *graph, DrId buffer, void *dst, GError **
       return TRUE;
     }
     case DR_INIT_FILE: {
-      g_autofree char *path = g_path_is_absolute(b->init_path)
-                                  ? g_strdup(b->init_path)
-                                  : g_build_filename(graph->base_dir, b->init_path, NULL);
+      /* The parser already resolved it against the pipeline's folder. */
+      const char *path = b->init_path;
       g_autofree char *contents = NULL;
       gsize len = 0;
       g_autoptr(GError) local = NULL;
@@ -197,7 +196,7 @@ gboolean dr__kernel_call_bind(const DrGraph *graph, DrId id, void *const *bases,
   const DrKernelDecl *decl = dr_graph_kernel(graph, n->kernel);
   if (decl->origin != DR_KERNEL_BUILTIN) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
-                "node '%s': user kernel '%s' cannot run: this build's backends run built-in kernels only", n->id,
+                "node '%s': user kernel '%s' has no host twin: it runs on the CUDA backend only", n->id,
                 decl->name);
     return FALSE;
   }

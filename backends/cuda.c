@@ -19,7 +19,7 @@
  * is the pipeline's memory.release_threshold (default: keep everything, so
  * steady-state allocations cost ~1.5 µs, see GPU-NOTES.md). Every CUDA call
  * goes through DR_CUDA (cuda_api.h). This file does not plan and does not
- * compile user kernels. */
+ * compile user kernels (user_kernels.c does). */
 #include <math.h>
 #include <string.h>
 
@@ -61,6 +61,7 @@ static void cuda_close(DrBackend *b) {
   if (b->scratch)
     for (guint32 i = 0; i < b->n_nodes; i++)
       if (b->scratch[i]) (void)api->cudaFree(b->scratch[i]);
+  dr__user_kernels_release(b);
   if (b->bases) {
     for (guint32 i = 0; i < b->n_buffers; i++) {
       if (b->bases[i] == NULL) continue;
@@ -245,6 +246,7 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
     if (n->op == DR_OP_HOST) dr__host_call_bind(g, i, b->bases, b->opts.host_output, &b->hcalls[i]);
     if (n->op == DR_OP_KERNEL && !kernel_resources(b, i, error)) return FALSE;
   }
+  if (!dr__user_kernels_load(b, error)) return FALSE;
   if (b->graph_mode) return dr__cuda_graph_capture(b, error);
   return TRUE;
 }
@@ -268,6 +270,7 @@ static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite si
   const DrNode *n = dr_graph_node(g, id);
   switch (n->op) {
     case DR_OP_KERNEL: {
+      if (dr_graph_kernel(g, n->kernel)->origin == DR_KERNEL_USER) return dr__user_kernel_launch(b, id, st, site, error);
       DrKernelCall call;
       if (!dr__kernel_call_bind(g, id, b->bases, &call, error)) return FALSE;
       call.launch.stream = st;

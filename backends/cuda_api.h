@@ -51,6 +51,11 @@ G_BEGIN_DECLS
   X(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream))                                                                \
   X(cudaGraphExecDestroy, (cudaGraphExec_t exec), (exec))                                                                                        \
   X(cudaGraphDestroy, (cudaGraph_t graph), (graph))                                                                                              \
+  X(cudaDeviceGetAttribute, (int *value, enum cudaDeviceAttr attr, int device), (value, attr, device))                                            \
+  X(cudaLibraryLoadData, (cudaLibrary_t * lib, const void *code, enum cudaJitOption *jit_opts, void **jit_vals, unsigned int n_jit, enum cudaLibraryOption *lib_opts, void **lib_vals, unsigned int n_lib), (lib, code, jit_opts, jit_vals, n_jit, lib_opts, lib_vals, n_lib)) \
+  X(cudaLibraryGetKernel, (cudaKernel_t * kernel, cudaLibrary_t lib, const char *name), (kernel, lib, name))                                     \
+  X(cudaLibraryUnload, (cudaLibrary_t lib), (lib))                                                                                               \
+  X(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t shared, cudaStream_t stream), (func, grid, block, args, shared, stream)) \
   X(cudaDeviceSynchronize, (void), ())                                                                                                           \
   X(cudaGetLastError, (void), ())
 

@@ -34,6 +34,9 @@ struct DrBackend {
   DrHostCall *hcalls;   /* [n_nodes]: cudaLaunchHostFunc's user data */
   void **scratch;       /* [n_nodes]: cudaMalloc'd kernel scratch, or NULL */
   DrKBlas **blas;       /* [n_streams]: cuBLAS context of streams running gemm */
+  guint32 n_kernels;
+  cudaLibrary_t *user_lib; /* [n_kernels]: loaded user kernels (user_kernels.c) */
+  cudaKernel_t *user_fn;   /* [n_kernels]: their entry points */
 
   /* Graph mode: the captured iteration and its executable. */
   gboolean graph_mode;
@@ -46,6 +49,12 @@ struct DrBackend {
  * joins every stream back into origin. With `capturing`, timing events are
  * recorded as external event nodes so they survive capture. */
 gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **error);
+
+/* User kernels (user_kernels.c): load every one a node uses (NVRTC for
+ * `source:`), release them (NULL-safe), launch node `id` on `st`. */
+gboolean dr__user_kernels_load(DrBackend *b, GError **error);
+void dr__user_kernels_release(DrBackend *b);
+gboolean dr__user_kernel_launch(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite site, GError **error);
 
 /* Graph mode (cuda_graph.c): capture one iteration and instantiate it. */
 gboolean dr__cuda_graph_capture(DrBackend *b, GError **error);

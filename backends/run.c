@@ -158,11 +158,6 @@ static DrReport *report_new(const DrPlan *plan, const DrRunOptions *opts) {
 
 /* ---- running one pipeline --------------------------------------------- */
 
-static char *resolve(const DrGraph *g, const char *path) {
-  if (g_path_is_absolute(path) || g->base_dir == NULL) return g_strdup(path);
-  return g_build_filename(g->base_dir, path, NULL);
-}
-
 static gboolean save_buffers(const DrBackendOps *ops, DrBackend *b, const DrGraph *g, GError **error) {
   for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
     const DrBuffer *buf = dr_graph_buffer(g, i);
@@ -174,7 +169,7 @@ static gboolean save_buffers(const DrBackendOps *ops, DrBackend *b, const DrGrap
       return FALSE;
     }
     if (!ops->read_buffer(b, i, data, error)) return FALSE;
-    g_autofree char *path = resolve(g, buf->save_path);
+    const char *path = buf->save_path; /* resolved by the parser */
     g_autoptr(GError) local = NULL;
     if (!g_file_set_contents(path, data, (gssize)bytes, &local)) {
       g_set_error(error, DR_ERROR, DR_ERROR_IO, "buffer '%s': save: %s", buf->name, local->message);

@@ -191,6 +191,49 @@ static void test_gemm(void) {
   g_rmdir(dir);
 }
 
+/* A user kernel compiled by NVRTC, in both modes; and a compile error. */
+static void test_user_kernel(void) {
+  if (!have_gpu()) return;
+  g_autofree char *dir = g_dir_make_tmp("drgpu-XXXXXX", NULL);
+  g_autofree char *src = g_build_filename(dir, "axpb.cu", NULL);
+  g_autofree char *bad = g_build_filename(dir, "bad.cu", NULL);
+  g_autofree char *path = g_build_filename(dir, "y.bin", NULL);
+  const char *code =
+      "extern \"C\" __global__ void axpb(const float *x, float *y, float a, long long n) {\n"
+      "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+      "  if (i < n) y[i] = a * x[i] + 1.0f;\n"
+      "}\n";
+  g_assert_true(g_file_set_contents(src, code, -1, NULL));
+  g_assert_true(g_file_set_contents(bad, "this is not CUDA\n", -1, NULL));
+  g_autoptr(DrGraph) g = tg_user_kernel_graph(src, 1000, path);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  for (int mode = 0; mode < 2; mode++) {
+    DrRunOptions o = opts_for(g, DR_BACKEND_CUDA, mode ? DR_MODE_GRAPH : DR_MODE_STREAMS);
+    o.verify = TRUE;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
+    gsize n;
+    g_autofree float *y = tg_read_floats(path, &n);
+    g_assert_cmpuint(n, ==, 1000);
+    for (gsize i = 0; i < n; i++) g_assert_cmpfloat(y[i], ==, 3.0f * (float)i + 1.0f);
+  }
+  g_autoptr(DrGraph) gb = tg_user_kernel_graph(bad, 16, NULL);
+  g_autoptr(DrPlan) pb = tg_plan(gb);
+  DrRunOptions o = opts_for(gb, DR_BACKEND_CUDA, DR_MODE_STREAMS);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(pb, &o, &error);
+  g_assert_null(r);
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "does not compile"));
+  g_test_message("%s", error->message);
+  g_remove(src);
+  g_remove(bad);
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 /* ---- fault injection ----------------------------------------------------- */
 
 static struct {
@@ -397,6 +440,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/gpu/pipeline-modes", test_pipeline_modes);
   g_test_add_func("/backends/gpu/timing-and-report", test_timing_and_report);
   g_test_add_func("/backends/gpu/gemm", test_gemm);
+  g_test_add_func("/backends/gpu/user-kernel", test_user_kernel);
   g_test_add_func("/backends/gpu/faults/streams", test_faults_streams);
   g_test_add_func("/backends/gpu/faults/graph", test_faults_graph);
   return g_test_run();

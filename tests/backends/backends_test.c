@@ -583,6 +583,18 @@ static void test_kernel_check_error(void) {
   g_assert_nonnull(strstr(error->message, "bad_axpy"));
 }
 
+/* The host backend has no twin for a user kernel: a clear runtime error. */
+static void test_user_kernel_on_host(void) {
+  g_autoptr(DrGraph) g = tg_user_kernel_graph("/nonexistent/axpb.cu", 64, NULL);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions o = host_opts(g, 1, 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_null(r);
+  g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+  g_assert_nonnull(strstr(error->message, "node 'user': user kernel 'axpb' has no host twin"));
+}
+
 static void test_backend_choice(void) {
   g_autoptr(DrGraph) g = scale_axpy_graph(16, NULL);
   g_autoptr(DrPlan) plan = tg_plan(g);
@@ -625,6 +637,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/report/json-and-text", test_report_json_and_text);
   g_test_add_func("/backends/report/trace", test_trace);
   g_test_add_func("/backends/errors/kernel-check", test_kernel_check_error);
+  g_test_add_func("/backends/errors/user-kernel-on-host", test_user_kernel_on_host);
   g_test_add_func("/backends/choice/cuda-or-fallback", test_backend_choice);
   return g_test_run();
 }

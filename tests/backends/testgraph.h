@@ -142,6 +142,43 @@ static inline DrId tg_host(DrGraph *g, const char *id, DrHostFn fn, const char *
   return nid;
 }
 
+/* Declares user kernel `name` y = a*x + 1 over n elements, from `source`
+ * (a path), params (x f32* read, y f32* write, a f32, n i64), grid over n. */
+static inline DrId tg_user_kernel(DrGraph *g, const char *name, const char *source) {
+  DrParam params[] = {
+      {.name = "x", .type = DR_ELEM_F32, .is_pointer = TRUE, .access = DR_ACCESS_READ},
+      {.name = "y", .type = DR_ELEM_F32, .is_pointer = TRUE, .access = DR_ACCESS_WRITE},
+      {.name = "a", .type = DR_ELEM_F32},
+      {.name = "n", .type = DR_ELEM_I64},
+  };
+  DrKernelDecl decl = {.name = name, .origin = DR_KERNEL_USER, .params = params, .n_params = 4,
+                       .grid = {3, 128}, .source = dr_graph_intern(g, source), .entry = name};
+  return dr_graph_add_kernel(g, &decl);
+}
+
+/* x = iota(n); y = user kernel `name`(x, a = 3, n); yh <- y (saved). */
+static inline DrGraph *tg_user_kernel_graph(const char *source, guint64 n, const char *save_path) {
+  DrGraph *g = dr_graph_new();
+  tg_buffer(g, "x", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_IOTA, 0);
+  tg_buffer(g, "y", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
+  DrId yh = tg_buffer(g, "yh", DR_ELEM_F32, n, DR_WHERE_HOST, DR_INIT_NONE, 0);
+  if (save_path) dr_graph_buffer(g, yh)->save_path = dr_graph_intern(g, save_path);
+  DrId k = tg_user_kernel(g, "axpb", source);
+  DrNode node = {.op = DR_OP_KERNEL, .id = "user", .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = k,
+                 .buffer = DR_NONE};
+  DrId u = dr_graph_add_node(g, &node);
+  guint32 ax = tg_access(g, "x", 0, 0, DR_ACCESS_READ);
+  guint32 ay = tg_access(g, "y", 0, 0, DR_ACCESS_WRITE);
+  DrArg args[] = {{.param = 0, .kind = DR_ARG_BUFFER, .v.access = ax},
+                  {.param = 1, .kind = DR_ARG_BUFFER, .v.access = ay},
+                  {.param = 2, .kind = DR_ARG_FLOAT, .v.f = 3.0},
+                  {.param = 3, .kind = DR_ARG_INT, .v.i = (gint64)n}};
+  (void)u;
+  for (guint i = 0; i < G_N_ELEMENTS(args); i++) dr_graph_add_arg(g, &args[i]);
+  tg_copy(g, "down", "y", 0, 0, "yh", 0, 0);
+  return g;
+}
+
 /* Runs the dependency passes; fails the test on diagnostics. */
 static inline void tg_passes(DrGraph *g) {
   g_autoptr(DrDiags) diags = dr_diags_new(0);

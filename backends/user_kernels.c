@@ -1,0 +1,241 @@
+/* user_kernels.c: the CUDA backend's user kernels (`kernels:` in a
+ * pipeline): load each one a kernel node uses, bind its arguments, launch.
+ *
+ * `source:` files are compiled with NVRTC for the device's compute
+ * capability (sm_XY cubin); `ptx:`, `cubin:` and `fatbin:` files are loaded
+ * as they are. Either way the code goes through cudaLibraryLoadData and the
+ * entry point through cudaLibraryGetKernel, so launches are plain
+ * cudaLaunchKernel calls on the node's stream that survive stream capture.
+ * NVRTC is not linked: libnvrtc.so.13 is opened with dlopen on first use,
+ * so dagrun starts without it and only a pipeline with a `source:` kernel
+ * fails (DR_ERROR_UNAVAILABLE) when it is missing. Loading happens at setup,
+ * outside the timed region; a compile error is reported at the kernel's
+ * declaration with NVRTC's log (DR_ERROR_INVALID). The host backend has no
+ * twin for user kernels and refuses them (common.c). */
+#include <dlfcn.h>
+#include <string.h>
+
+#include "backends/cuda_state.h"
+
+/* The NVRTC entry points used, by name (nvrtc.h's types as plain ints and
+ * pointers, so no NVRTC header is needed to build). */
+typedef int (*NvrtcCreate)(void **prog, const char *src, const char *name, int n_headers, const char *const *headers,
+                           const char *const *include_names);
+typedef int (*NvrtcCompile)(void *prog, int n_options, const char *const *options);
+typedef int (*NvrtcSize)(void *prog, size_t *size);
+typedef int (*NvrtcGet)(void *prog, char *out);
+typedef int (*NvrtcDestroy)(void **prog);
+typedef const char *(*NvrtcErrorString)(int result);
+
+static struct {
+  gboolean tried, ok;
+  char why[256];
+  NvrtcCreate create;
+  NvrtcCompile compile;
+  NvrtcSize log_size, cubin_size;
+  NvrtcGet log, cubin;
+  NvrtcDestroy destroy;
+  NvrtcErrorString error_string;
+} nvrtc;
+
+static GMutex nvrtc_lock;
+
+/* Opens libnvrtc once per process. Returns FALSE with nvrtc.why set. */
+static gboolean nvrtc_open(void) {
+  g_mutex_lock(&nvrtc_lock);
+  if (!nvrtc.tried) {
+    nvrtc.tried = TRUE;
+    void *h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) h = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+      g_snprintf(nvrtc.why, sizeof nvrtc.why, "cannot load NVRTC (libnvrtc.so.13): %s", dlerror());
+    } else {
+      nvrtc.create = (NvrtcCreate)dlsym(h, "nvrtcCreateProgram");
+      nvrtc.compile = (NvrtcCompile)dlsym(h, "nvrtcCompileProgram");
+      nvrtc.log_size = (NvrtcSize)dlsym(h, "nvrtcGetProgramLogSize");
+      nvrtc.log = (NvrtcGet)dlsym(h, "nvrtcGetProgramLog");
+      nvrtc.cubin_size = (NvrtcSize)dlsym(h, "nvrtcGetCUBINSize");
+      nvrtc.cubin = (NvrtcGet)dlsym(h, "nvrtcGetCUBIN");
+      nvrtc.destroy = (NvrtcDestroy)dlsym(h, "nvrtcDestroyProgram");
+      nvrtc.error_string = (NvrtcErrorString)dlsym(h, "nvrtcGetErrorString");
+      nvrtc.ok = nvrtc.create && nvrtc.compile && nvrtc.log_size && nvrtc.log && nvrtc.cubin_size && nvrtc.cubin &&
+                 nvrtc.destroy && nvrtc.error_string;
+      if (!nvrtc.ok) g_snprintf(nvrtc.why, sizeof nvrtc.why, "libnvrtc.so.13 lacks an entry point dagrun uses");
+    }
+  }
+  gboolean ok = nvrtc.ok;
+  g_mutex_unlock(&nvrtc_lock);
+  return ok;
+}
+
+/* Compiles `src` to a cubin for sm_<cc>. Returns the cubin (g_free) or NULL
+ * with `error` set at the declaration. */
+static char *compile_source(const DrKernelDecl *decl, const char *src, int cc, GError **error) {
+  if (!nvrtc_open()) {
+    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE, "kernel '%s': %s", decl->name, nvrtc.why);
+    return NULL;
+  }
+  void *prog = NULL;
+  int rc = nvrtc.create(&prog, src, decl->source, 0, NULL, NULL);
+  if (rc != 0) {
+    dr_set_error_at(error, DR_ERROR_RUNTIME, decl->loc, "kernel '%s': nvrtcCreateProgram failed: %s", decl->name,
+                    nvrtc.error_string(rc));
+    return NULL;
+  }
+  g_autofree char *arch = g_strdup_printf("--gpu-architecture=sm_%d", cc);
+  g_autofree char *include = g_strdup_printf("--include-path=%s", "/usr/local/cuda/include");
+  const char *options[] = {arch, "--std=c++17", include};
+  rc = nvrtc.compile(prog, G_N_ELEMENTS(options), options);
+  char *cubin = NULL;
+  if (rc != 0) {
+    size_t log_len = 0;
+    g_autofree char *log = NULL;
+    if (nvrtc.log_size(prog, &log_len) == 0 && log_len > 0) {
+      log = g_malloc0(log_len + 1);
+      if (nvrtc.log(prog, log) != 0) log[0] = '\0';
+    }
+    dr_set_error_at(error, DR_ERROR_INVALID, decl->loc, "kernel '%s': %s does not compile (NVRTC: %s):\n%s",
+                    decl->name, decl->source, nvrtc.error_string(rc), log ? g_strstrip(log) : "");
+  } else {
+    size_t size = 0;
+    if (nvrtc.cubin_size(prog, &size) == 0 && size > 0) {
+      cubin = g_malloc(size);
+      if (nvrtc.cubin(prog, cubin) != 0) g_clear_pointer(&cubin, g_free);
+    }
+    if (cubin == NULL)
+      dr_set_error_at(error, DR_ERROR_RUNTIME, decl->loc, "kernel '%s': NVRTC produced no cubin", decl->name);
+  }
+  nvrtc.destroy(&prog);
+  return cubin;
+}
+
+/* Loads kernel declaration `k` into b->user_lib[k]/user_fn[k]. */
+static gboolean load_kernel(DrBackend *b, DrId k, int cc, GError **error) {
+  const DrKernelDecl *decl = dr_graph_kernel(b->graph, k);
+  const char *path = decl->source ? decl->source : decl->ptx ? decl->ptx : decl->cubin ? decl->cubin : decl->fatbin;
+  if (path == NULL) {
+    dr_set_error_at(error, DR_ERROR_INVALID, decl->loc, "kernel '%s' names no code", decl->name);
+    return FALSE;
+  }
+  g_autofree char *contents = NULL;
+  gsize len = 0;
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(path, &contents, &len, &local)) {
+    dr_set_error_at(error, DR_ERROR_IO, decl->loc, "kernel '%s': %s", decl->name, local->message);
+    return FALSE;
+  }
+  g_autofree char *cubin = NULL;
+  const void *code = contents; /* PTX text is NUL-terminated by g_file_get_contents */
+  if (decl->source) {
+    cubin = compile_source(decl, contents, cc, error);
+    if (cubin == NULL) return FALSE;
+    code = cubin;
+  }
+  g_autofree char *what = g_strdup_printf("kernel '%s' (%s)", decl->name, path);
+  DrCudaSite site = DR_SITE_SETUP(what);
+  if (!DR_CUDA(site, cudaLibraryLoadData, &b->user_lib[k], code, NULL, NULL, 0, NULL, NULL, 0)) return FALSE;
+  const char *entry = decl->entry ? decl->entry : decl->name;
+  if (!DR_CUDA(site, cudaLibraryGetKernel, &b->user_fn[k], b->user_lib[k], entry)) {
+    g_prefix_error(error, "entry '%s': ", entry);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean dr__user_kernels_load(DrBackend *b, GError **error) {
+  const DrGraph *g = b->graph;
+  b->n_kernels = g->kernels->len;
+  b->user_lib = g_new0(cudaLibrary_t, MAX(b->n_kernels, 1));
+  b->user_fn = g_new0(cudaKernel_t, MAX(b->n_kernels, 1));
+  int cc = 0;
+  for (DrId i = 0; i < b->n_nodes; i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (n->op != DR_OP_KERNEL || dr_graph_kernel(g, n->kernel)->origin != DR_KERNEL_USER) continue;
+    if (b->user_fn[n->kernel]) continue;
+    if (cc == 0) {
+      int major = 0, minor = 0;
+      DrCudaSite site = DR_SITE_SETUP("compute capability");
+      if (!DR_CUDA(site, cudaDeviceGetAttribute, &major, cudaDevAttrComputeCapabilityMajor, b->opts.device) ||
+          !DR_CUDA(site, cudaDeviceGetAttribute, &minor, cudaDevAttrComputeCapabilityMinor, b->opts.device))
+        return FALSE;
+      cc = major * 10 + minor;
+    }
+    if (!load_kernel(b, n->kernel, cc, error)) return FALSE;
+  }
+  return TRUE;
+}
+
+void dr__user_kernels_release(DrBackend *b) {
+  if (b->user_lib)
+    for (guint32 k = 0; k < b->n_kernels; k++)
+      if (b->user_lib[k]) (void)dr_cuda_api()->cudaLibraryUnload(b->user_lib[k]);
+  g_clear_pointer(&b->user_lib, g_free);
+  g_clear_pointer(&b->user_fn, g_free);
+}
+
+typedef union {
+  void *ptr;
+  gint32 i32;
+  gint64 i64;
+  float f32;
+  double f64;
+  guint8 u8;
+} ArgSlot;
+
+static gboolean is_float(DrElemType t) { return t == DR_ELEM_F32 || t == DR_ELEM_F64; }
+
+gboolean dr__user_kernel_launch(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite site, GError **error) {
+  const DrGraph *g = b->graph;
+  const DrNode *n = dr_graph_node(g, id);
+  const DrKernelDecl *decl = dr_graph_kernel(g, n->kernel);
+  ArgSlot slots[64];
+  void *args[64];
+  guint64 counts[64] = {0};
+  memset(slots, 0, sizeof slots);
+  guint32 np = MIN(decl->n_params, 64);
+  for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
+    const DrArg *arg = dr_graph_arg(g, a);
+    if (arg->param >= np) continue;
+    const DrParam *p = &decl->params[arg->param];
+    ArgSlot *s = &slots[arg->param];
+    if (arg->kind == DR_ARG_BUFFER) {
+      const DrAccess *acc = dr_graph_access(g, arg->v.access);
+      s->ptr = dr__slice_ptr(g, b->bases, acc);
+      counts[arg->param] = acc->end - acc->begin;
+      continue;
+    }
+    double f = arg->kind == DR_ARG_FLOAT ? arg->v.f : (double)arg->v.i;
+    gint64 i = arg->kind == DR_ARG_INT ? arg->v.i : (gint64)arg->v.f;
+    switch (p->type) {
+      case DR_ELEM_F32: s->f32 = (float)f; break;
+      case DR_ELEM_F64: s->f64 = f; break;
+      case DR_ELEM_I32: s->i32 = (gint32)i; break;
+      case DR_ELEM_U8: s->u8 = (guint8)i; break;
+      default: s->i64 = is_float(p->type) ? (gint64)f : i; break;
+    }
+  }
+  for (guint32 p = 0; p < np; p++) args[p] = &slots[p];
+
+  guint32 block = n->block[0] ? n->block[0] : (decl->grid.block ? decl->grid.block : 256);
+  dim3 blk = {block, n->block[0] && n->block[1] ? n->block[1] : 1, n->block[0] && n->block[2] ? n->block[2] : 1};
+  dim3 grid = {1, 1, 1};
+  if (n->grid[0]) {
+    grid.x = n->grid[0];
+    grid.y = n->grid[1] ? n->grid[1] : 1;
+    grid.z = n->grid[2] ? n->grid[2] : 1;
+  } else if (decl->grid.over != DR_NONE && decl->grid.over < np) {
+    const DrParam *p = &decl->params[decl->grid.over];
+    const ArgSlot *s = &slots[decl->grid.over];
+    guint64 cover = p->is_pointer              ? counts[decl->grid.over]
+                    : p->type == DR_ELEM_I32   ? (guint64)MAX(s->i32, 0)
+                    : p->type == DR_ELEM_I64   ? (guint64)MAX(s->i64, 0)
+                    : p->type == DR_ELEM_F32   ? (guint64)MAX(s->f32, 0)
+                    : p->type == DR_ELEM_F64   ? (guint64)MAX(s->f64, 0)
+                                               : 1;
+    grid.x = (unsigned)CLAMP((cover + block - 1) / block, 1, G_MAXINT32);
+  }
+  g_autofree char *what = g_strdup_printf("kernel launch (%s)", decl->name);
+  return dr__cuda_check(dr_cuda_api()->cudaLaunchKernel((const void *)b->user_fn[n->kernel], grid, blk, args,
+                                                        n->shared, st),
+                        what, site, error);
+}
