@@ -26,13 +26,14 @@
  *  3. Certificate: with no augmenting path, the nodes whose v_out is
  *     reachable from t but v_in is not form a maximum antichain (the minimum
  *     cut crosses exactly their lower-bound arcs), as large as the flow.
- *  4. Decomposition: peel the flow into s-t paths; each covered node joins
- *     the first path through it. Every path owns its antichain node, so none
- *     is empty.
+ *  4. Decomposition: peel the flow into s-t paths, all walked together in
+ *     topological order (a heap of walkers, so memory is read in order);
+ *     each covered node joins the first path through it. Every path owns
+ *     its antichain node, so none is empty.
  * Complexity: O((V + E) * (1 + phases)) where the phases are Dinic's (few:
  * the greedy start's excess over the width is small, 0 on chains,
  * fork-joins and layered DAGs of small width in practice), plus the flow
- * decomposition, O(sum of node flows) <= O(width * V). Memory: about 44
+ * decomposition, O(sum of node flows * log width) <= O(width * V log width). Memory: about 44
  * bytes per node and 4 per edge. Iterative throughout. */
 #include <string.h>
 
@@ -286,6 +287,38 @@ static guint32 blocking_flow(Flow *f, guint32 dist_s) {
   }
 }
 
+/* A flow unit being peeled into a path: at node `node`, issue position
+ * `pos`, carrying chain id `chain` once it has claimed a node. */
+typedef struct {
+  guint32 pos;
+  DrId node;
+  guint32 chain;
+} Walker;
+
+static void walker_push(Walker *h, guint32 *len, Walker w) {
+  guint32 i = (*len)++;
+  while (i > 0 && h[(i - 1) / 2].pos > w.pos) {
+    h[i] = h[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h[i] = w;
+}
+
+static Walker walker_pop(Walker *h, guint32 *len) {
+  Walker top = h[0], last = h[--(*len)];
+  guint32 i = 0;
+  for (;;) {
+    guint32 child = 2 * i + 1;
+    if (child >= *len) break;
+    if (child + 1 < *len && h[child + 1].pos < h[child].pos) child++;
+    if (h[child].pos >= last.pos) break;
+    h[i] = h[child];
+    i = child;
+  }
+  if (*len > 0) h[i] = last;
+  return top;
+}
+
 guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *chain,
                         guint32 first_chain, GArray *antichain) {
   Flow f;
@@ -310,36 +343,38 @@ guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *cha
     g_assert_cmpuint(antichain->len - before, ==, flow);
   }
 
-  /* Peel paths from s in topological order of their first node; each
-   * covered node joins the first path through it. */
+  /* Peel the flow into paths, all advancing together in topological order
+   * (a heap of walkers keyed by the position of their node), so memory is
+   * touched in order rather than one whole path at a time. A path's chain
+   * id is given at the first covered node it claims. */
   guint32 *next_succ = g_new(guint32, MAX(c->n, 1));
   memcpy(next_succ, c->succ_off, (gsize)c->n * sizeof(guint32));
   guint8 *claimed = g_new0(guint8, MAX(c->n, 1));
-  guint32 n_chains = 0;
+  Walker *heap = g_new(Walker, MAX(flow, 1));
+  guint32 len = 0, n_chains = 0;
   for (guint32 i = 0; i < c->n; i++) {
-    DrId start = c->order[i];
-    while (f.fs[start] > 0) {
-      f.fs[start]--;
-      gboolean owns = FALSE;
-      DrId x = start;
-      for (;;) {
-        if (required[x] && !claimed[x]) {
-          claimed[x] = 1;
-          chain[x] = first_chain + n_chains;
-          owns = TRUE;
-        }
-        if (f.ft[x] > 0) {
-          f.ft[x]--;
-          break;
-        }
-        while (f.fe[c->succ_edge[next_succ[x]]] == 0) next_succ[x]++;
-        guint32 e = c->succ_edge[next_succ[x]];
-        f.fe[e]--;
-        x = c->edges[e].to;
+    DrId v = c->order[i];
+    for (; f.fs[v] > 0; f.fs[v]--) walker_push(heap, &len, (Walker){i, v, G_MAXUINT32});
+    while (len > 0 && heap[0].pos == i) {
+      Walker w = walker_pop(heap, &len);
+      if (required[v] && !claimed[v]) {
+        claimed[v] = 1;
+        if (w.chain == G_MAXUINT32) w.chain = first_chain + n_chains++;
+        chain[v] = w.chain;
       }
-      if (owns) n_chains++;
+      if (f.ft[v] > 0) {
+        f.ft[v]--;
+        continue;
+      }
+      while (f.fe[c->succ_edge[next_succ[v]]] == 0) next_succ[v]++;
+      guint32 e = c->succ_edge[next_succ[v]];
+      f.fe[e]--;
+      w.node = c->edges[e].to;
+      w.pos = c->pos[w.node];
+      walker_push(heap, &len, w);
     }
   }
+  g_free(heap);
   g_assert_cmpuint(n_chains, ==, flow);
   g_free(claimed);
   g_free(next_succ);
