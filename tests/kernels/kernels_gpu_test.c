@@ -93,8 +93,12 @@ static const Tolerance *tolerance_of(const char *name) {
   return NULL;
 }
 
+/* Row length of the rows kernels' cases (test_kernel varies it). */
+static uint64_t case_cols = 37;
+
 /* Sets counts and scalar args of `def` for size n: every buffer n elements,
- * except the one-element results, rows of 37 columns, and gemm's shapes. */
+ * except the one-element results, rows of case_cols columns, and gemm's
+ * shapes. */
 static void make_case(const DrKernelDef *def, uint64_t n, uint64_t *counts,
                       DrKValue *args) {
   for (int i = 0; i < def->n_params; i++) {
@@ -115,14 +119,14 @@ static void make_case(const DrKernelDef *def, uint64_t n, uint64_t *counts,
   } else if (strcmp(nm, "iota_f32") == 0) {
     args[1].f = 0.5, args[2].f = 0.25;
   } else if (strcmp(nm, "softmax_rows_f32") == 0) {
-    uint64_t rows = n / 37 ? n / 37 : 1;
-    counts[0] = counts[1] = rows * 37;
-    args[2].i = 37;
+    uint64_t rows = n / case_cols ? n / case_cols : 1;
+    counts[0] = counts[1] = rows * case_cols;
+    args[2].i = (int64_t)case_cols;
   } else if (strcmp(nm, "layernorm_rows_f32") == 0) {
-    uint64_t rows = n / 37 ? n / 37 : 1;
-    counts[0] = counts[3] = rows * 37;
-    counts[1] = counts[2] = 37;
-    args[4].i = 37;
+    uint64_t rows = n / case_cols ? n / case_cols : 1;
+    counts[0] = counts[3] = rows * case_cols;
+    counts[1] = counts[2] = case_cols;
+    args[4].i = (int64_t)case_cols;
   } else if (g_str_has_prefix(nm, "gemm_")) {
     /* n picks one of a few shapes, from 1x1x1 to 257x129x300. */
     static const int64_t shapes[][3] = {
@@ -302,15 +306,26 @@ static void test_kernel(gconstpointer data) {
   double worst = 0, worst_abs = 0, us_max = 0, us, wa;
   /* Warm-up: the first launch loads the module; not in the timings. */
   run_case(def, 1, &variants[0], r, &us, &wa);
-  for (guint s = 0; s < n_sizes; s++)
-    for (guint vi = 0; vi < G_N_ELEMENTS(variants); vi++) {
-      uint64_t n = gemm ? s : sizes[s];
-      double w = run_case(def, n, &variants[vi], r, &us, &wa);
-      worst = MAX(worst, w);
-      worst_abs = MAX(worst_abs, wa);
-      if (vi == 0)
-        us_max = MAX(us_max, us);
-    }
+  /* Rows kernels: every row grouping (4, 8, 16, 32 lanes, a block, a
+   * block of 1024) on a few sizes. */
+  static const uint64_t cols_list[] = {1, 3, 13, 17, 37, 65, 1024, 1500, 9000};
+  gboolean rows = strstr(def->name, "_rows_") != NULL;
+  guint n_cols = rows ? G_N_ELEMENTS(cols_list) : 1;
+  for (guint ci = 0; ci < n_cols; ci++)
+    for (guint s = 0; s < n_sizes; s++)
+      for (guint vi = 0; vi < G_N_ELEMENTS(variants); vi++) {
+        uint64_t n = gemm ? s : sizes[s];
+        if (rows && s != 0 && s != 4 && s != 5)
+          continue; /* sizes 1, 4099, 1000003 for each row length */
+        if (rows)
+          case_cols = cols_list[ci];
+        double w = run_case(def, n, &variants[vi], r, &us, &wa);
+        worst = MAX(worst, w);
+        worst_abs = MAX(worst_abs, wa);
+        if (vi == 0)
+          us_max = MAX(us_max, us);
+      }
+  case_cols = 37;
   const Tolerance *tol = tolerance_of(def->name);
   g_string_append_printf(table, "%-20s %10.3g %12.3g %10.1f  %s\n", def->name,
                          worst_abs, worst, us_max, tol->why);
