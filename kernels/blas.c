@@ -51,8 +51,7 @@ static void load_cublas(void) {
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     void *p = dlsym(lib, fns[i].name);
     if (p == NULL) {
-      snprintf(load_error, sizeof load_error,
-               "cuBLAS is not usable: %s has no %s", CUBLAS_SONAME,
+      snprintf(load_error, sizeof load_error, "cuBLAS is not usable: %s has no %s", CUBLAS_SONAME,
                fns[i].name);
       dlclose(lib);
       return;
@@ -73,25 +72,22 @@ int dr_kblas_available(char *err) {
 }
 
 const char *dr__kblas_status(int status) {
-  if (dr__kblas_fns.loaded)
-    return dr__kblas_fns.status_string(status);
+  if (dr__kblas_fns.loaded) return dr__kblas_fns.status_string(status);
   return "cuBLAS not loaded";
 }
 
 DrKBlas *dr_kblas_new(uint64_t workspace_bytes, char *err) {
-  if (dr_kblas_available(err) != 0)
-    return NULL;
+  if (dr_kblas_available(err) != 0) return NULL;
   DrKBlas *b = calloc(1, sizeof *b);
   if (b == NULL) {
     snprintf(err, DR_KERR_SIZE, "out of host memory");
     return NULL;
   }
-  b->workspace_bytes =
-      workspace_bytes ? (size_t)workspace_bytes : DR_KBLAS_DEFAULT_WORKSPACE;
+  b->workspace_bytes = workspace_bytes ? (size_t)workspace_bytes : DR_KBLAS_DEFAULT_WORKSPACE;
   cudaError_t ce = cudaMalloc(&b->workspace, b->workspace_bytes);
   if (ce != cudaSuccess) {
-    snprintf(err, DR_KERR_SIZE, "cudaMalloc of the %zu-byte cuBLAS workspace: %s",
-             b->workspace_bytes, cudaGetErrorString(ce));
+    snprintf(err, DR_KERR_SIZE, "cudaMalloc of the %zu-byte cuBLAS workspace: %s", b->workspace_bytes,
+             cudaGetErrorString(ce));
     cudaGetLastError();
     b->workspace = NULL;
     dr_kblas_free(b);
@@ -114,12 +110,9 @@ DrKBlas *dr_kblas_new(uint64_t workspace_bytes, char *err) {
 }
 
 void dr_kblas_free(DrKBlas *b) {
-  if (b == NULL)
-    return;
-  if (b->handle != NULL)
-    dr__kblas_fns.destroy(b->handle);
-  if (b->workspace != NULL)
-    cudaFree(b->workspace);
+  if (b == NULL) return;
+  if (b->handle != NULL) dr__kblas_fns.destroy(b->handle);
+  if (b->workspace != NULL) cudaFree(b->workspace);
   free(b);
 }
 
@@ -146,8 +139,7 @@ const char *dr_kblas_last_error(const DrKBlas *b) { return b->last_error; }
 
 DrCublasHandle dr__kblas_handle(DrKBlas *b, void *stream) {
   if (!b->bound || b->stream != stream) {
-    if (dr_kblas_bind(b, stream, b->last_error) != 0)
-      return NULL;
+    if (dr_kblas_bind(b, stream, b->last_error) != 0) return NULL;
   }
   return b->handle;
 }

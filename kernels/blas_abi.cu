@@ -28,15 +28,10 @@ template <class R, class... A>
 constexpr int arity(R (*)(A...)) {
   return sizeof...(A);
 }
-static_assert(arity(&cublasSgemm_v2) ==
-                  arity(static_cast<decltype(DrKBlasFns::sgemm)>(nullptr)),
-              "sgemm");
+static_assert(arity(&cublasSgemm_v2) == arity(static_cast<decltype(DrKBlasFns::sgemm)>(nullptr)), "sgemm");
 static_assert(arity(static_cast<cublasStatus_t (*)(
-                        cublasHandle_t, cublasOperation_t, cublasOperation_t,
-                        int, int, int, const void *, const void *,
-                        cudaDataType, int, const void *, cudaDataType, int,
-                        const void *, void *, cudaDataType, int,
-                        cublasComputeType_t, cublasGemmAlgo_t)>(
-                  &cublasGemmEx)) ==
+                        cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                        const void *, cudaDataType, int, const void *, cudaDataType, int, const void *,
+                        void *, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t)>(&cublasGemmEx)) ==
                   arity(static_cast<decltype(DrKBlasFns::gemm_ex)>(nullptr)),
               "gemmEx");

@@ -41,13 +41,10 @@ typedef struct {
   DrCublasStatus (*set_stream)(DrCublasHandle, void *);
   DrCublasStatus (*set_workspace)(DrCublasHandle, void *, size_t);
   DrCublasStatus (*set_math_mode)(DrCublasHandle, int);
-  DrCublasStatus (*sgemm)(DrCublasHandle, int, int, int, int, int,
-                          const float *, const float *, int, const float *,
-                          int, const float *, float *, int);
-  DrCublasStatus (*gemm_ex)(DrCublasHandle, int, int, int, int, int,
-                            const void *, const void *, int, int,
-                            const void *, int, int, const void *, void *, int,
-                            int, int, int);
+  DrCublasStatus (*sgemm)(DrCublasHandle, int, int, int, int, int, const float *, const float *, int,
+                          const float *, int, const float *, float *, int);
+  DrCublasStatus (*gemm_ex)(DrCublasHandle, int, int, int, int, int, const void *, const void *, int, int,
+                            const void *, int, int, const void *, void *, int, int, int, int);
   const char *(*status_string)(DrCublasStatus);
   int loaded;
 } DrKBlasFns;

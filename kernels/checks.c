@@ -9,17 +9,13 @@
 
 #include "kernels/impl.h"
 
-static int fail_len(char *err, const char *a, uint64_t na, const char *b,
-                    uint64_t nb) {
-  snprintf(err, DR_KERR_SIZE,
-           "%s and %s must have the same length (%" PRIu64 " and %" PRIu64
-           " elements)",
-           a, b, na, nb);
+static int fail_len(char *err, const char *a, uint64_t na, const char *b, uint64_t nb) {
+  snprintf(err, DR_KERR_SIZE, "%s and %s must have the same length (%" PRIu64 " and %" PRIu64 " elements)", a,
+           b, na, nb);
   return -1;
 }
 
-static int same_len(const uint64_t *c, int i, const char *a, int j,
-                    const char *b, char *err) {
+static int same_len(const uint64_t *c, int i, const char *a, int j, const char *b, char *err) {
   return c[i] == c[j] ? 0 : fail_len(err, a, c[i], b, c[j]);
 }
 
@@ -36,15 +32,13 @@ int dr__kcheck_axpy(const uint64_t *c, const DrKValue *a, char *err) {
 }
 
 int dr__kcheck_binary(const uint64_t *c, const DrKValue *a, char *err) {
-  if (same_len(c, 0, "a", 1, "b", err) != 0)
-    return -1;
+  if (same_len(c, 0, "a", 1, "b", err) != 0) return -1;
   return same_len(c, 0, "a", 2, "y", err);
 }
 
 int dr__kcheck_reduce(const uint64_t *c, const DrKValue *a, char *err) {
   if (c[1] != 1) {
-    snprintf(err, DR_KERR_SIZE,
-             "y must have exactly 1 element (it has %" PRIu64 ")", c[1]);
+    snprintf(err, DR_KERR_SIZE, "y must have exactly 1 element (it has %" PRIu64 ")", c[1]);
     return -1;
   }
   return 0;
@@ -52,19 +46,15 @@ int dr__kcheck_reduce(const uint64_t *c, const DrKValue *a, char *err) {
 
 /* Shared by softmax (cols at 2) and layernorm (cols at 4): x (at 0) must be
  * whole rows of cols and y (at y_at) the same length as x. */
-static int check_rows(const uint64_t *c, const DrKValue *a, int cols_at,
-                      int y_at, char *err) {
+static int check_rows(const uint64_t *c, const DrKValue *a, int cols_at, int y_at, char *err) {
   int64_t cols = a[cols_at].i;
   if (cols <= 0) {
-    snprintf(err, DR_KERR_SIZE, "cols must be positive (it is %" PRId64 ")",
-             cols);
+    snprintf(err, DR_KERR_SIZE, "cols must be positive (it is %" PRId64 ")", cols);
     return -1;
   }
   if (c[0] % (uint64_t)cols != 0) {
-    snprintf(err, DR_KERR_SIZE,
-             "x's length (%" PRIu64 ") must be a multiple of cols (%" PRId64
-             ")",
-             c[0], cols);
+    snprintf(err, DR_KERR_SIZE, "x's length (%" PRIu64 ") must be a multiple of cols (%" PRId64 ")", c[0],
+             cols);
     return -1;
   }
   return same_len(c, 0, "x", y_at, "y", err);
@@ -75,20 +65,16 @@ int dr__kcheck_softmax(const uint64_t *c, const DrKValue *a, char *err) {
 }
 
 int dr__kcheck_layernorm(const uint64_t *c, const DrKValue *a, char *err) {
-  if (check_rows(c, a, 4, 3, err) != 0)
-    return -1;
+  if (check_rows(c, a, 4, 3, err) != 0) return -1;
   for (int i = 1; i <= 2; i++) {
     if (c[i] != (uint64_t)a[4].i) {
-      snprintf(err, DR_KERR_SIZE,
-               "%s must have cols (%" PRId64 ") elements (it has %" PRIu64
-               ")",
+      snprintf(err, DR_KERR_SIZE, "%s must have cols (%" PRId64 ") elements (it has %" PRIu64 ")",
                i == 1 ? "gamma" : "beta", a[4].i, c[i]);
       return -1;
     }
   }
   if (!(a[5].f >= 0.0)) {
-    snprintf(err, DR_KERR_SIZE, "eps must not be negative (it is %g)",
-             a[5].f);
+    snprintf(err, DR_KERR_SIZE, "eps must not be negative (it is %g)", a[5].f);
     return -1;
   }
   return 0;
@@ -100,8 +86,7 @@ int dr__kcheck_gemm(const uint64_t *c, const DrKValue *a, char *err) {
   for (int i = 0; i < 3; i++) {
     int64_t v = a[3 + i].i;
     if (v <= 0 || v > INT32_MAX) {
-      snprintf(err, DR_KERR_SIZE,
-               "%s must be in 1..2147483647 (it is %" PRId64 ")", dim[i], v);
+      snprintf(err, DR_KERR_SIZE, "%s must be in 1..2147483647 (it is %" PRId64 ")", dim[i], v);
       return -1;
     }
   }
@@ -112,9 +97,8 @@ int dr__kcheck_gemm(const uint64_t *c, const DrKValue *a, char *err) {
   } need[3] = {{"a", "m*k", m * k}, {"b", "k*n", k * n}, {"c", "m*n", m * n}};
   for (int i = 0; i < 3; i++) {
     if (c[i] != need[i].want) {
-      snprintf(err, DR_KERR_SIZE,
-               "%s must have %s = %" PRIu64 " elements (it has %" PRIu64 ")",
-               need[i].name, need[i].shape, need[i].want, c[i]);
+      snprintf(err, DR_KERR_SIZE, "%s must have %s = %" PRIu64 " elements (it has %" PRIu64 ")", need[i].name,
+               need[i].shape, need[i].want, c[i]);
       return -1;
     }
   }
@@ -123,9 +107,7 @@ int dr__kcheck_gemm(const uint64_t *c, const DrKValue *a, char *err) {
 
 int dr__kcheck_spin(const uint64_t *c, const DrKValue *a, char *err) {
   if (a[0].i < 0 || a[0].i > DR_SPIN_MAX_NS) {
-    snprintf(err, DR_KERR_SIZE,
-             "ns must be in 0..%" PRId64 " (it is %" PRId64 ")",
-             DR_SPIN_MAX_NS, a[0].i);
+    snprintf(err, DR_KERR_SIZE, "ns must be in 0..%" PRId64 " (it is %" PRId64 ")", DR_SPIN_MAX_NS, a[0].i);
     return -1;
   }
   return 0;

@@ -24,9 +24,7 @@ struct Conv<float> {
 template <>
 struct Conv<__nv_bfloat16> {
   static __device__ float in(__nv_bfloat16 v) { return __bfloat162float(v); }
-  static __device__ __nv_bfloat16 out(float v) {
-    return __float2bfloat16_rn(v);
-  }
+  static __device__ __nv_bfloat16 out(float v) { return __float2bfloat16_rn(v); }
 };
 template <>
 struct Conv<__half> {
@@ -39,8 +37,7 @@ struct Conv<__half> {
  * bytes at a time (4 f32 or 8 bf16/f16) and the tail goes element by
  * element. in1 may alias out (axpy), so nothing is __restrict__. */
 template <class T, int NIN, class Op>
-__global__ void map_kernel(const T *in0, const T *in1, T *out, uint64_t n,
-                           bool vec, Op op) {
+__global__ void map_kernel(const T *in0, const T *in1, T *out, uint64_t n, bool vec, Op op) {
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
   uint64_t done = 0;
@@ -64,15 +61,12 @@ __global__ void map_kernel(const T *in0, const T *in1, T *out, uint64_t n,
       uint64_t n8 = n / 8;
       for (uint64_t v = tid; v < n8; v += stride) {
         alignas(16) T a[8], b[8], r[8];
-        if (NIN >= 1)
-          *reinterpret_cast<uint4 *>(a) = ((const uint4 *)in0)[v];
-        if (NIN >= 2)
-          *reinterpret_cast<uint4 *>(b) = ((const uint4 *)in1)[v];
+        if (NIN >= 1) *reinterpret_cast<uint4 *>(a) = ((const uint4 *)in0)[v];
+        if (NIN >= 2) *reinterpret_cast<uint4 *>(b) = ((const uint4 *)in1)[v];
 #pragma unroll
         for (int j = 0; j < 8; j++)
-          r[j] = Conv<T>::out(op(NIN >= 1 ? Conv<T>::in(a[j]) : 0.0f,
-                                 NIN >= 2 ? Conv<T>::in(b[j]) : 0.0f,
-                                 8 * v + j));
+          r[j] = Conv<T>::out(
+              op(NIN >= 1 ? Conv<T>::in(a[j]) : 0.0f, NIN >= 2 ? Conv<T>::in(b[j]) : 0.0f, 8 * v + j));
         ((uint4 *)out)[v] = *reinterpret_cast<const uint4 *>(r);
       }
       done = n8 * 8;
@@ -86,18 +80,15 @@ __global__ void map_kernel(const T *in0, const T *in1, T *out, uint64_t n,
 }
 
 template <class T, int NIN, class Op>
-int map_launch(const DrKLaunch *l, const void *in0, const void *in1, void *out,
-               uint64_t n, Op op) {
-  if (n == 0)
-    return 0;
-  bool vec = drk::aligned16(out) && (NIN < 1 || drk::aligned16(in0)) &&
-             (NIN < 2 || drk::aligned16(in1));
+int map_launch(const DrKLaunch *l, const void *in0, const void *in1, void *out, uint64_t n, Op op) {
+  if (n == 0) return 0;
+  bool vec = drk::aligned16(out) && (NIN < 1 || drk::aligned16(in0)) && (NIN < 2 || drk::aligned16(in1));
   uint64_t per = 16 / sizeof(T); /* elements per 16-byte access */
   uint64_t threads = vec ? (n / per > 0 ? n / per : 1) : n;
   unsigned bt = drk::block_threads(l);
   unsigned g = drk::grid_blocks(l, drk::ceil_div(threads, bt));
-  map_kernel<T, NIN, Op><<<g, bt, l->shared, drk::stream_of(l)>>>(
-      (const T *)in0, (const T *)in1, (T *)out, n, vec, op);
+  map_kernel<T, NIN, Op>
+      <<<g, bt, l->shared, drk::stream_of(l)>>>((const T *)in0, (const T *)in1, (T *)out, n, vec, op);
   return drk::launched();
 }
 
@@ -107,36 +98,24 @@ struct Fill {
 };
 struct Iota {
   float start, step;
-  __device__ float operator()(float, float, uint64_t i) const {
-    return start + step * (float)i;
-  }
+  __device__ float operator()(float, float, uint64_t i) const { return start + step * (float)i; }
 };
 struct Scale {
   float alpha;
-  __device__ float operator()(float x, float, uint64_t) const {
-    return alpha * x;
-  }
+  __device__ float operator()(float x, float, uint64_t) const { return alpha * x; }
 };
 struct Axpy {
   float alpha;
-  __device__ float operator()(float x, float y, uint64_t) const {
-    return fmaf(alpha, x, y);
-  }
+  __device__ float operator()(float x, float y, uint64_t) const { return fmaf(alpha, x, y); }
 };
 struct Add {
-  __device__ float operator()(float a, float b, uint64_t) const {
-    return a + b;
-  }
+  __device__ float operator()(float a, float b, uint64_t) const { return a + b; }
 };
 struct Mul {
-  __device__ float operator()(float a, float b, uint64_t) const {
-    return a * b;
-  }
+  __device__ float operator()(float a, float b, uint64_t) const { return a * b; }
 };
 struct Relu {
-  __device__ float operator()(float x, float, uint64_t) const {
-    return x > 0.0f ? x : 0.0f;
-  }
+  __device__ float operator()(float x, float, uint64_t) const { return x > 0.0f ? x : 0.0f; }
 };
 /* Same constants and order as dr__k_gelu_f32_host. */
 struct Gelu {
@@ -152,71 +131,59 @@ inline void *argp(const DrKLaunch *l, int i) { return l->args[i].ptr; }
 }  // namespace
 
 extern "C" int dr__k_fill_f32_launch(const DrKLaunch *l) {
-  return map_launch<float, 0>(l, nullptr, nullptr, argp(l, 0), l->counts[0],
-                              Fill{argf(l, 1)});
+  return map_launch<float, 0>(l, nullptr, nullptr, argp(l, 0), l->counts[0], Fill{argf(l, 1)});
 }
 
 extern "C" int dr__k_iota_f32_launch(const DrKLaunch *l) {
-  return map_launch<float, 0>(l, nullptr, nullptr, argp(l, 0), l->counts[0],
-                              Iota{argf(l, 1), argf(l, 2)});
+  return map_launch<float, 0>(l, nullptr, nullptr, argp(l, 0), l->counts[0], Iota{argf(l, 1), argf(l, 2)});
 }
 
 extern "C" int dr__k_scale_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_scale, l);
-  return map_launch<float, 1>(l, argp(l, 0), nullptr, argp(l, 2),
-                              l->counts[0], Scale{argf(l, 1)});
+  return map_launch<float, 1>(l, argp(l, 0), nullptr, argp(l, 2), l->counts[0], Scale{argf(l, 1)});
 }
 
 extern "C" int dr__k_scale_bf16_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_scale, l);
-  return map_launch<__nv_bfloat16, 1>(l, argp(l, 0), nullptr, argp(l, 2),
-                                      l->counts[0], Scale{argf(l, 1)});
+  return map_launch<__nv_bfloat16, 1>(l, argp(l, 0), nullptr, argp(l, 2), l->counts[0], Scale{argf(l, 1)});
 }
 
 extern "C" int dr__k_scale_f16_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_scale, l);
-  return map_launch<__half, 1>(l, argp(l, 0), nullptr, argp(l, 2),
-                               l->counts[0], Scale{argf(l, 1)});
+  return map_launch<__half, 1>(l, argp(l, 0), nullptr, argp(l, 2), l->counts[0], Scale{argf(l, 1)});
 }
 
 extern "C" int dr__k_axpy_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_axpy, l);
-  return map_launch<float, 2>(l, argp(l, 1), argp(l, 2), argp(l, 2),
-                              l->counts[1], Axpy{argf(l, 0)});
+  return map_launch<float, 2>(l, argp(l, 1), argp(l, 2), argp(l, 2), l->counts[1], Axpy{argf(l, 0)});
 }
 
 extern "C" int dr__k_add_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_binary, l);
-  return map_launch<float, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2),
-                              l->counts[0], Add{});
+  return map_launch<float, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2), l->counts[0], Add{});
 }
 
 extern "C" int dr__k_add_bf16_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_binary, l);
-  return map_launch<__nv_bfloat16, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2),
-                                      l->counts[0], Add{});
+  return map_launch<__nv_bfloat16, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2), l->counts[0], Add{});
 }
 
 extern "C" int dr__k_add_f16_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_binary, l);
-  return map_launch<__half, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2),
-                               l->counts[0], Add{});
+  return map_launch<__half, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2), l->counts[0], Add{});
 }
 
 extern "C" int dr__k_mul_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_binary, l);
-  return map_launch<float, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2),
-                              l->counts[0], Mul{});
+  return map_launch<float, 2>(l, argp(l, 0), argp(l, 1), argp(l, 2), l->counts[0], Mul{});
 }
 
 extern "C" int dr__k_relu_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_unary, l);
-  return map_launch<float, 1>(l, argp(l, 0), nullptr, argp(l, 1),
-                              l->counts[0], Relu{});
+  return map_launch<float, 1>(l, argp(l, 0), nullptr, argp(l, 1), l->counts[0], Relu{});
 }
 
 extern "C" int dr__k_gelu_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_unary, l);
-  return map_launch<float, 1>(l, argp(l, 0), nullptr, argp(l, 1),
-                              l->counts[0], Gelu{});
+  return map_launch<float, 1>(l, argp(l, 0), nullptr, argp(l, 1), l->counts[0], Gelu{});
 }

@@ -23,13 +23,10 @@ typedef struct {
  * or the cudaError_t to return. */
 static int gemm_prepare(const DrKLaunch *l, GemmCall *g) {
   char err[DR_KERR_SIZE];
-  if (dr__kcheck_gemm(l->counts, l->args, err) != 0)
-    return (int)cudaErrorInvalidValue;
-  if (l->blas == NULL)
-    return (int)cudaErrorInvalidValue; /* the backend must supply DrKBlas */
+  if (dr__kcheck_gemm(l->counts, l->args, err) != 0) return (int)cudaErrorInvalidValue;
+  if (l->blas == NULL) return (int)cudaErrorInvalidValue; /* the backend must supply DrKBlas */
   g->handle = dr__kblas_handle((DrKBlas *)l->blas, l->stream);
-  if (g->handle == NULL)
-    return (int)cudaErrorUnknown;
+  if (g->handle == NULL) return (int)cudaErrorUnknown;
   g->m = (int)l->args[3].i;
   g->n = (int)l->args[4].i;
   g->k = (int)l->args[5].i;
@@ -38,36 +35,29 @@ static int gemm_prepare(const DrKLaunch *l, GemmCall *g) {
   return 0;
 }
 
-static int gemm_status(const DrKLaunch *l, const char *call,
-                       DrCublasStatus st) {
-  if (st == DR_CUBLAS_STATUS_SUCCESS)
-    return 0;
-  snprintf(dr__kblas_error_buf((DrKBlas *)l->blas), DR_KERR_SIZE, "%s: %s",
-           call, dr__kblas_status(st));
+static int gemm_status(const DrKLaunch *l, const char *call, DrCublasStatus st) {
+  if (st == DR_CUBLAS_STATUS_SUCCESS) return 0;
+  snprintf(dr__kblas_error_buf((DrKBlas *)l->blas), DR_KERR_SIZE, "%s: %s", call, dr__kblas_status(st));
   return (int)cudaErrorUnknown;
 }
 
 int dr__k_gemm_f32_launch(const DrKLaunch *l) {
   GemmCall g;
   int rc = gemm_prepare(l, &g);
-  if (rc != 0)
-    return rc;
-  DrCublasStatus st = dr__kblas_fns.sgemm(
-      g.handle, DR_CUBLAS_OP_N, DR_CUBLAS_OP_N, g.n, g.m, g.k, &g.alpha,
-      (const float *)l->args[1].ptr, g.n, (const float *)l->args[0].ptr, g.k,
-      &g.beta, (float *)l->args[2].ptr, g.n);
+  if (rc != 0) return rc;
+  DrCublasStatus st = dr__kblas_fns.sgemm(g.handle, DR_CUBLAS_OP_N, DR_CUBLAS_OP_N, g.n, g.m, g.k, &g.alpha,
+                                          (const float *)l->args[1].ptr, g.n, (const float *)l->args[0].ptr,
+                                          g.k, &g.beta, (float *)l->args[2].ptr, g.n);
   return gemm_status(l, "cublasSgemm", st);
 }
 
 int dr__k_gemm_bf16_launch(const DrKLaunch *l) {
   GemmCall g;
   int rc = gemm_prepare(l, &g);
-  if (rc != 0)
-    return rc;
-  DrCublasStatus st = dr__kblas_fns.gemm_ex(
-      g.handle, DR_CUBLAS_OP_N, DR_CUBLAS_OP_N, g.n, g.m, g.k, &g.alpha,
-      l->args[1].ptr, DR_CUDA_R_16BF, g.n, l->args[0].ptr, DR_CUDA_R_16BF, g.k,
-      &g.beta, l->args[2].ptr, DR_CUDA_R_16BF, g.n, DR_CUBLAS_COMPUTE_32F,
-      DR_CUBLAS_GEMM_DEFAULT);
+  if (rc != 0) return rc;
+  DrCublasStatus st =
+      dr__kblas_fns.gemm_ex(g.handle, DR_CUBLAS_OP_N, DR_CUBLAS_OP_N, g.n, g.m, g.k, &g.alpha, l->args[1].ptr,
+                            DR_CUDA_R_16BF, g.n, l->args[0].ptr, DR_CUDA_R_16BF, g.k, &g.beta, l->args[2].ptr,
+                            DR_CUDA_R_16BF, g.n, DR_CUBLAS_COMPUTE_32F, DR_CUBLAS_GEMM_DEFAULT);
   return gemm_status(l, "cublasGemmEx", st);
 }

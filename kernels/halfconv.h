@@ -20,14 +20,11 @@ static inline float dr__bits_f32(uint32_t u) {
   return f;
 }
 
-static inline float dr__bf16_to_f32(uint16_t h) {
-  return dr__bits_f32((uint32_t)h << 16);
-}
+static inline float dr__bf16_to_f32(uint16_t h) { return dr__bits_f32((uint32_t)h << 16); }
 
 static inline uint16_t dr__f32_to_bf16(float f) {
   uint32_t u = dr__f32_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
@@ -36,8 +33,7 @@ static inline float dr__f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1fu)
-    return dr__bits_f32(sign | 0x7f800000u | (mant << 13));
+  if (exp == 0x1fu) return dr__bits_f32(sign | 0x7f800000u | (mant << 13));
   if (exp == 0) {
     /* zero or subnormal: mant * 2^-24, exact in f32 */
     float v = (float)mant * 5.9604644775390625e-8f;
@@ -53,9 +49,9 @@ static inline uint16_t dr__f32_to_f16(float f) {
   uint32_t sign = u & 0x80000000u;
   uint32_t o;
   u ^= sign;
-  if (u >= (127u + 16u) << 23) {         /* >= 2^16, inf or NaN */
+  if (u >= (127u + 16u) << 23) { /* >= 2^16, inf or NaN */
     o = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
-  } else if (u < 113u << 23) {           /* below f16's normal range */
+  } else if (u < 113u << 23) { /* below f16's normal range */
     const uint32_t magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
     float v = dr__bits_f32(u) + dr__bits_f32(magic);
     o = dr__f32_bits(v) - magic;

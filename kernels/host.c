@@ -28,25 +28,22 @@
 #define ARGP(l, i, T) ((T *)(l)->args[i].ptr)
 
 /* Runs check (if any) and turns a refusal into the twin's return value. */
-#define CHECK(fn, l, err)                        \
-  do {                                           \
-    if ((fn)((l)->counts, (l)->args, (err)) != 0) \
-      return -1;                                 \
+#define CHECK(fn, l, err)                                    \
+  do {                                                       \
+    if ((fn)((l)->counts, (l)->args, (err)) != 0) return -1; \
   } while (0)
 
 int dr__k_fill_f32_host(const DrKLaunch *l, char *err) {
   float *y = ARGP(l, 0, float);
   float v = ARGF(l, 1);
-  for (uint64_t i = 0; i < l->counts[0]; i++)
-    y[i] = v;
+  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = v;
   return 0;
 }
 
 int dr__k_iota_f32_host(const DrKLaunch *l, char *err) {
   float *y = ARGP(l, 0, float);
   float start = ARGF(l, 1), step = ARGF(l, 2);
-  for (uint64_t i = 0; i < l->counts[0]; i++)
-    y[i] = start + step * (float)i;
+  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = start + step * (float)i;
   return 0;
 }
 
@@ -55,8 +52,7 @@ int dr__k_scale_f32_host(const DrKLaunch *l, char *err) {
   const float *x = ARGP(l, 0, const float);
   float alpha = ARGF(l, 1);
   float *y = ARGP(l, 2, float);
-  for (uint64_t i = 0; i < l->counts[0]; i++)
-    y[i] = alpha * x[i];
+  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = alpha * x[i];
   return 0;
 }
 
@@ -65,8 +61,7 @@ int dr__k_scale_bf16_host(const DrKLaunch *l, char *err) {
   const uint16_t *x = ARGP(l, 0, const uint16_t);
   float alpha = ARGF(l, 1);
   uint16_t *y = ARGP(l, 2, uint16_t);
-  for (uint64_t i = 0; i < l->counts[0]; i++)
-    y[i] = dr__f32_to_bf16(alpha * dr__bf16_to_f32(x[i]));
+  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = dr__f32_to_bf16(alpha * dr__bf16_to_f32(x[i]));
   return 0;
 }
 
@@ -75,8 +70,7 @@ int dr__k_scale_f16_host(const DrKLaunch *l, char *err) {
   const uint16_t *x = ARGP(l, 0, const uint16_t);
   float alpha = ARGF(l, 1);
   uint16_t *y = ARGP(l, 2, uint16_t);
-  for (uint64_t i = 0; i < l->counts[0]; i++)
-    y[i] = dr__f32_to_f16(alpha * dr__f16_to_f32(x[i]));
+  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = dr__f32_to_f16(alpha * dr__f16_to_f32(x[i]));
   return 0;
 }
 
@@ -85,8 +79,7 @@ int dr__k_axpy_f32_host(const DrKLaunch *l, char *err) {
   float alpha = ARGF(l, 0);
   const float *x = ARGP(l, 1, const float);
   float *y = ARGP(l, 2, float);
-  for (uint64_t i = 0; i < l->counts[1]; i++)
-    y[i] = fmaf(alpha, x[i], y[i]);
+  for (uint64_t i = 0; i < l->counts[1]; i++) y[i] = fmaf(alpha, x[i], y[i]);
   return 0;
 }
 
@@ -94,8 +87,7 @@ int dr__k_add_f32_host(const DrKLaunch *l, char *err) {
   CHECK(dr__kcheck_binary, l, err);
   const float *a = ARGP(l, 0, const float), *b = ARGP(l, 1, const float);
   float *y = ARGP(l, 2, float);
-  for (uint64_t i = 0; i < l->counts[0]; i++)
-    y[i] = a[i] + b[i];
+  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = a[i] + b[i];
   return 0;
 }
 
@@ -103,8 +95,7 @@ int dr__k_mul_f32_host(const DrKLaunch *l, char *err) {
   CHECK(dr__kcheck_binary, l, err);
   const float *a = ARGP(l, 0, const float), *b = ARGP(l, 1, const float);
   float *y = ARGP(l, 2, float);
-  for (uint64_t i = 0; i < l->counts[0]; i++)
-    y[i] = a[i] * b[i];
+  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = a[i] * b[i];
   return 0;
 }
 
@@ -132,8 +123,7 @@ int dr__k_relu_f32_host(const DrKLaunch *l, char *err) {
   CHECK(dr__kcheck_unary, l, err);
   const float *x = ARGP(l, 0, const float);
   float *y = ARGP(l, 1, float);
-  for (uint64_t i = 0; i < l->counts[0]; i++)
-    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
   return 0;
 }
 
@@ -154,8 +144,7 @@ int dr__k_gelu_f32_host(const DrKLaunch *l, char *err) {
 static double pairwise_f32(const float *x, uint64_t n) {
   if (n <= 64) {
     double s = 0.0;
-    for (uint64_t i = 0; i < n; i++)
-      s += (double)x[i];
+    for (uint64_t i = 0; i < n; i++) s += (double)x[i];
     return s;
   }
   uint64_t h = n / 2;
@@ -165,8 +154,7 @@ static double pairwise_f32(const float *x, uint64_t n) {
 static double pairwise_f64(const double *x, uint64_t n) {
   if (n <= 64) {
     double s = 0.0;
-    for (uint64_t i = 0; i < n; i++)
-      s += x[i];
+    for (uint64_t i = 0; i < n; i++) s += x[i];
     return s;
   }
   uint64_t h = n / 2;
@@ -175,15 +163,13 @@ static double pairwise_f64(const double *x, uint64_t n) {
 
 int dr__k_reduce_sum_f32_host(const DrKLaunch *l, char *err) {
   CHECK(dr__kcheck_reduce, l, err);
-  ARGP(l, 1, float)[0] = (float)pairwise_f32(ARGP(l, 0, const float),
-                                             l->counts[0]);
+  ARGP(l, 1, float)[0] = (float)pairwise_f32(ARGP(l, 0, const float), l->counts[0]);
   return 0;
 }
 
 int dr__k_reduce_sum_f64_host(const DrKLaunch *l, char *err) {
   CHECK(dr__kcheck_reduce, l, err);
-  ARGP(l, 1, double)[0] = pairwise_f64(ARGP(l, 0, const double),
-                                       l->counts[0]);
+  ARGP(l, 1, double)[0] = pairwise_f64(ARGP(l, 0, const double), l->counts[0]);
   return 0;
 }
 
@@ -211,14 +197,11 @@ int dr__k_softmax_rows_f32_host(const DrKLaunch *l, char *err) {
     const float *xr = x + r * cols;
     float *yr = y + r * cols;
     float m = -INFINITY;
-    for (uint64_t c = 0; c < cols; c++)
-      m = xr[c] > m ? xr[c] : m;
+    for (uint64_t c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
     double s = 0.0;
-    for (uint64_t c = 0; c < cols; c++)
-      s += (double)expf(xr[c] - m);
+    for (uint64_t c = 0; c < cols; c++) s += (double)expf(xr[c] - m);
     float sf = (float)s;
-    for (uint64_t c = 0; c < cols; c++)
-      yr[c] = expf(xr[c] - m) / sf;
+    for (uint64_t c = 0; c < cols; c++) yr[c] = expf(xr[c] - m) / sf;
   }
   return 0;
 }
@@ -236,8 +219,7 @@ int dr__k_layernorm_rows_f32_host(const DrKLaunch *l, char *err) {
     const float *xr = x + r * cols;
     float *yr = y + r * cols;
     double mean = 0.0, var = 0.0;
-    for (uint64_t c = 0; c < cols; c++)
-      mean += (double)xr[c];
+    for (uint64_t c = 0; c < cols; c++) mean += (double)xr[c];
     mean /= (double)cols;
     for (uint64_t c = 0; c < cols; c++) {
       double d = (double)xr[c] - mean;
@@ -245,8 +227,7 @@ int dr__k_layernorm_rows_f32_host(const DrKLaunch *l, char *err) {
     }
     var /= (double)cols;
     float meanf = (float)mean, rstd = (float)(1.0 / sqrt(var + eps));
-    for (uint64_t c = 0; c < cols; c++)
-      yr[c] = ((xr[c] - meanf) * rstd) * g[c] + b[c];
+    for (uint64_t c = 0; c < cols; c++) yr[c] = ((xr[c] - meanf) * rstd) * g[c] + b[c];
   }
   return 0;
 }
@@ -254,33 +235,27 @@ int dr__k_layernorm_rows_f32_host(const DrKLaunch *l, char *err) {
 /* c = alpha*a*b + beta*c, row-major, accumulated in double; c is not read
  * when beta == 0 (as in BLAS: NaN in c does not propagate). `load` and
  * `store` convert the element type. */
-static int gemm_host(const DrKLaunch *l, char *err,
-                     float (*load)(const void *, uint64_t),
+static int gemm_host(const DrKLaunch *l, char *err, float (*load)(const void *, uint64_t),
                      void (*store)(void *, uint64_t, float)) {
   CHECK(dr__kcheck_gemm, l, err);
   const void *a = l->args[0].ptr, *b = l->args[1].ptr;
   void *c = l->args[2].ptr;
-  uint64_t m = (uint64_t)l->args[3].i, n = (uint64_t)l->args[4].i,
-           k = (uint64_t)l->args[5].i;
+  uint64_t m = (uint64_t)l->args[3].i, n = (uint64_t)l->args[4].i, k = (uint64_t)l->args[5].i;
   double alpha = (double)ARGF(l, 6), beta = (double)ARGF(l, 7);
   double *acc = malloc(n * sizeof *acc);
   if (acc == NULL) {
-    snprintf(err, DR_KERR_SIZE, "out of host memory (%llu doubles)",
-             (unsigned long long)n);
+    snprintf(err, DR_KERR_SIZE, "out of host memory (%llu doubles)", (unsigned long long)n);
     return -1;
   }
   for (uint64_t i = 0; i < m; i++) {
-    for (uint64_t j = 0; j < n; j++)
-      acc[j] = 0.0;
+    for (uint64_t j = 0; j < n; j++) acc[j] = 0.0;
     for (uint64_t p = 0; p < k; p++) {
       double av = (double)load(a, i * k + p);
-      for (uint64_t j = 0; j < n; j++)
-        acc[j] += av * (double)load(b, p * n + j);
+      for (uint64_t j = 0; j < n; j++) acc[j] += av * (double)load(b, p * n + j);
     }
     for (uint64_t j = 0; j < n; j++) {
       double v = alpha * acc[j];
-      if (beta != 0.0)
-        v += beta * (double)load(c, i * n + j);
+      if (beta != 0.0) v += beta * (double)load(c, i * n + j);
       store(c, i * n + j, (float)v);
     }
   }
@@ -288,24 +263,14 @@ static int gemm_host(const DrKLaunch *l, char *err,
   return 0;
 }
 
-static float load_f32(const void *p, uint64_t i) {
-  return ((const float *)p)[i];
-}
+static float load_f32(const void *p, uint64_t i) { return ((const float *)p)[i]; }
 static void store_f32(void *p, uint64_t i, float v) { ((float *)p)[i] = v; }
-static float load_bf16(const void *p, uint64_t i) {
-  return dr__bf16_to_f32(((const uint16_t *)p)[i]);
-}
-static void store_bf16(void *p, uint64_t i, float v) {
-  ((uint16_t *)p)[i] = dr__f32_to_bf16(v);
-}
+static float load_bf16(const void *p, uint64_t i) { return dr__bf16_to_f32(((const uint16_t *)p)[i]); }
+static void store_bf16(void *p, uint64_t i, float v) { ((uint16_t *)p)[i] = dr__f32_to_bf16(v); }
 
-int dr__k_gemm_f32_host(const DrKLaunch *l, char *err) {
-  return gemm_host(l, err, load_f32, store_f32);
-}
+int dr__k_gemm_f32_host(const DrKLaunch *l, char *err) { return gemm_host(l, err, load_f32, store_f32); }
 
-int dr__k_gemm_bf16_host(const DrKLaunch *l, char *err) {
-  return gemm_host(l, err, load_bf16, store_bf16);
-}
+int dr__k_gemm_bf16_host(const DrKLaunch *l, char *err) { return gemm_host(l, err, load_bf16, store_bf16); }
 
 static int64_t now_ns(void) {
   struct timespec ts;

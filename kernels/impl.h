@@ -39,8 +39,8 @@ extern "C" {
   X(softmax_rows_f32)     \
   X(spin)
 
-#define DR_X(n)                                 \
-  int dr__k_##n##_launch(const DrKLaunch *l);   \
+#define DR_X(n)                               \
+  int dr__k_##n##_launch(const DrKLaunch *l); \
   int dr__k_##n##_host(const DrKLaunch *l, char *err);
 DR_KERNEL_LIST(DR_X)
 #undef DR_X
@@ -68,12 +68,12 @@ int dr__kcheck_spin(const uint64_t *c, const DrKValue *a, char *err);
 /* The 64-bit mixer of checksum_u8 (SplitMix64's finalizer), applied to
  * (byte offset << 8 | byte); the checksum is the wrapping sum of the mixes,
  * so it is independent of summation order and exact on any launch shape. */
-#define DR_CHECKSUM_MIX(v, out)                         \
-  do {                                                  \
-    uint64_t z_ = (v) + UINT64_C(0x9E3779B97F4A7C15);   \
+#define DR_CHECKSUM_MIX(v, out)                            \
+  do {                                                     \
+    uint64_t z_ = (v) + UINT64_C(0x9E3779B97F4A7C15);      \
     z_ = (z_ ^ (z_ >> 30)) * UINT64_C(0xBF58476D1CE4E5B9); \
     z_ = (z_ ^ (z_ >> 27)) * UINT64_C(0x94D049BB133111EB); \
-    (out) = z_ ^ (z_ >> 31);                            \
+    (out) = z_ ^ (z_ >> 31);                               \
   } while (0)
 
 #ifdef __cplusplus

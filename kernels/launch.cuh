@@ -18,49 +18,38 @@ namespace drk {
 
 /* Threads per block of the launch (x*y*z), at least 1. */
 static inline unsigned block_threads(const DrKLaunch *l) {
-  uint64_t t = (uint64_t)l->block[0] * (l->block[1] ? l->block[1] : 1) *
-               (l->block[2] ? l->block[2] : 1);
-  if (t == 0)
-    t = 1;
+  uint64_t t = (uint64_t)l->block[0] * (l->block[1] ? l->block[1] : 1) * (l->block[2] ? l->block[2] : 1);
+  if (t == 0) t = 1;
   return t > 0xffffffffu ? 0xffffffffu : (unsigned)t; /* CUDA refuses > 1024 */
 }
 
 /* Blocks of the launch (x*y*z), trimmed to the `needed` blocks that have
  * work, at least 1 and at most 2^31-1. */
 static inline unsigned grid_blocks(const DrKLaunch *l, uint64_t needed) {
-  uint64_t g = (uint64_t)(l->grid[0] ? l->grid[0] : 1) *
-               (l->grid[1] ? l->grid[1] : 1) * (l->grid[2] ? l->grid[2] : 1);
-  if (needed < g)
-    g = needed;
-  if (g < 1)
-    g = 1;
+  uint64_t g =
+      (uint64_t)(l->grid[0] ? l->grid[0] : 1) * (l->grid[1] ? l->grid[1] : 1) * (l->grid[2] ? l->grid[2] : 1);
+  if (needed < g) g = needed;
+  if (g < 1) g = 1;
   return g > 0x7fffffffu ? 0x7fffffffu : (unsigned)g;
 }
 
-static inline uint64_t ceil_div(uint64_t a, uint64_t b) {
-  return (a + b - 1) / b;
-}
+static inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-static inline cudaStream_t stream_of(const DrKLaunch *l) {
-  return (cudaStream_t)l->stream;
-}
+static inline cudaStream_t stream_of(const DrKLaunch *l) { return (cudaStream_t)l->stream; }
 
 /* The error of the launch just made (and clears CUDA's last error). */
 static inline int launched(void) { return (int)cudaGetLastError(); }
 
-static inline bool aligned16(const void *p) {
-  return ((uintptr_t)p & 15u) == 0;
-}
+static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 }  // namespace drk
 
 /* Returns cudaErrorInvalidValue from the launcher when `fn` refuses the
  * arguments (validation should have caught it before). */
-#define DRK_CHECK(fn, l)                            \
-  do {                                              \
-    char err_[DR_KERR_SIZE];                        \
-    if ((fn)((l)->counts, (l)->args, err_) != 0)    \
-      return (int)cudaErrorInvalidValue;            \
+#define DRK_CHECK(fn, l)                                                            \
+  do {                                                                              \
+    char err_[DR_KERR_SIZE];                                                        \
+    if ((fn)((l)->counts, (l)->args, err_) != 0) return (int)cudaErrorInvalidValue; \
   } while (0)
 
 #endif

@@ -30,19 +30,16 @@ __device__ double block_tree(double *sh, double v) {
   sh[t] = v;
   __syncthreads();
   unsigned half = 1;
-  while (half * 2 < n)
-    half *= 2;
+  while (half * 2 < n) half *= 2;
   for (; half > 0; half >>= 1) {
-    if (t < half && t + half < n)
-      sh[t] += sh[t + half];
+    if (t < half && t + half < n) sh[t] += sh[t + half];
     __syncthreads();
   }
   return sh[0];
 }
 
 template <class T>
-__global__ void reduce_pass1(const T *x, uint64_t n, bool vec,
-                             double *partials) {
+__global__ void reduce_pass1(const T *x, uint64_t n, bool vec, double *partials) {
   extern __shared__ double sh[];
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -61,22 +58,18 @@ __global__ void reduce_pass1(const T *x, uint64_t n, bool vec,
       done = n4 * 4;
     }
   }
-  for (uint64_t i = done + tid; i < n; i += stride)
-    s += (double)x[i];
+  for (uint64_t i = done + tid; i < n; i += stride) s += (double)x[i];
   double total = block_tree(sh, s);
-  if (threadIdx.x == 0)
-    partials[blockIdx.x] = total;
+  if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
 template <class T>
 __global__ void reduce_pass2(const double *partials, unsigned n, T *y) {
   __shared__ double sh[kPass2Threads];
   double s = 0.0;
-  for (unsigned i = threadIdx.x; i < n; i += blockDim.x)
-    s += partials[i];
+  for (unsigned i = threadIdx.x; i < n; i += blockDim.x) s += partials[i];
   double total = block_tree(sh, s);
-  if (threadIdx.x == 0)
-    y[0] = (T)total;
+  if (threadIdx.x == 0) y[0] = (T)total;
 }
 
 template <class T>
@@ -89,22 +82,19 @@ int reduce_launch(const DrKLaunch *l) {
   uint64_t threads = vec ? n / 4 : n;
   unsigned bt = drk::block_threads(l);
   unsigned g = drk::grid_blocks(l, drk::ceil_div(threads > 0 ? threads : 1, bt));
-  if (g > DR_REDUCE_MAX_BLOCKS)
-    g = DR_REDUCE_MAX_BLOCKS;
+  if (g > DR_REDUCE_MAX_BLOCKS) g = DR_REDUCE_MAX_BLOCKS;
   cudaStream_t st = drk::stream_of(l);
   double *partials = (double *)l->scratch;
   if (partials == nullptr) {
     /* No scratch from the backend: borrow it stream-ordered (capturable as
      * graph memory nodes; costs an allocation per launch). */
-    cudaError_t ce = cudaMallocAsync((void **)&partials,
-                                     DR_REDUCE_SCRATCH_BYTES, st);
+    cudaError_t ce = cudaMallocAsync((void **)&partials, DR_REDUCE_SCRATCH_BYTES, st);
     if (ce != cudaSuccess) {
       cudaGetLastError();
       return (int)ce;
     }
   }
-  reduce_pass1<T><<<g, bt, bt * sizeof(double) + l->shared, st>>>(
-      x, n, vec, partials);
+  reduce_pass1<T><<<g, bt, bt * sizeof(double) + l->shared, st>>>(x, n, vec, partials);
   int rc = drk::launched();
   if (rc == 0) {
     reduce_pass2<T><<<1, kPass2Threads, 0, st>>>(partials, g, y);
@@ -126,8 +116,7 @@ __device__ uint64_t mix(uint64_t v) {
   return m;
 }
 
-__global__ void checksum_kernel(const uint8_t *x, uint64_t n, bool vec,
-                                unsigned long long *y) {
+__global__ void checksum_kernel(const uint8_t *x, uint64_t n, bool vec, unsigned long long *y) {
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
   uint64_t h = 0, done = 0;
@@ -143,23 +132,16 @@ __global__ void checksum_kernel(const uint8_t *x, uint64_t n, bool vec,
     }
     done = n16 * 16;
   }
-  for (uint64_t i = done + tid; i < n; i += stride)
-    h += mix((i << 8) | x[i]);
-  for (int off = 16; off > 0; off >>= 1)
-    h += __shfl_xor_sync(0xffffffffu, h, off);
-  if ((threadIdx.x & 31u) == 0 && h != 0)
-    atomicAdd(y, (unsigned long long)h);
+  for (uint64_t i = done + tid; i < n; i += stride) h += mix((i << 8) | x[i]);
+  for (int off = 16; off > 0; off >>= 1) h += __shfl_xor_sync(0xffffffffu, h, off);
+  if ((threadIdx.x & 31u) == 0 && h != 0) atomicAdd(y, (unsigned long long)h);
 }
 
 }  // namespace
 
-extern "C" int dr__k_reduce_sum_f32_launch(const DrKLaunch *l) {
-  return reduce_launch<float>(l);
-}
+extern "C" int dr__k_reduce_sum_f32_launch(const DrKLaunch *l) { return reduce_launch<float>(l); }
 
-extern "C" int dr__k_reduce_sum_f64_launch(const DrKLaunch *l) {
-  return reduce_launch<double>(l);
-}
+extern "C" int dr__k_reduce_sum_f64_launch(const DrKLaunch *l) { return reduce_launch<double>(l); }
 
 extern "C" int dr__k_checksum_u8_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_reduce, l);
@@ -172,8 +154,7 @@ extern "C" int dr__k_checksum_u8_launch(const DrKLaunch *l) {
     cudaGetLastError();
     return rc;
   }
-  if (n == 0)
-    return 0;
+  if (n == 0) return 0;
   bool vec = drk::aligned16(x);
   uint64_t threads = vec ? (n / 16 > 0 ? n / 16 : 1) : n;
   /* The warp shuffle needs whole warps. */

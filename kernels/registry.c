@@ -9,9 +9,12 @@
 
 #include "kernels/impl.h"
 
-#define PTR(n, t, acc, d) {n, DR_ELEM_##t, 1, DR_ACCESS_##acc, 0, 0.0, d}
-#define SCALAR(n, t, d) {n, DR_ELEM_##t, 0, DR_ACCESS_READ, 0, 0.0, d}
-#define OPTIONAL(n, t, def, d) {n, DR_ELEM_##t, 0, DR_ACCESS_READ, 1, def, d}
+#define PTR(n, t, acc, d) \
+  { n, DR_ELEM_##t, 1, DR_ACCESS_##acc, 0, 0.0, d }
+#define SCALAR(n, t, d) \
+  { n, DR_ELEM_##t, 0, DR_ACCESS_READ, 0, 0.0, d }
+#define OPTIONAL(n, t, def, d) \
+  { n, DR_ELEM_##t, 0, DR_ACCESS_READ, 1, def, d }
 
 static const DrKParam p_binary_f32[] = {
     PTR("a", F32, READ, "first operand"),
@@ -111,19 +114,17 @@ static const DrKParam p_spin[] = {
 };
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
-#define ENTRY(nm, summary, params, over, block, check, flags, scratch)      \
-  {#nm, summary, params, N(params), over, block, dr__k_##nm##_launch,      \
-   dr__k_##nm##_host, check, flags, scratch}
+#define ENTRY(nm, summary, params, over, block, check, flags, scratch)                                  \
+  {                                                                                                     \
+#nm, summary, params, N(params), over, block, dr__k_##nm##_launch, dr__k_##nm##_host, check, flags, \
+        scratch                                                                                         \
+  }
 
 const DrKernelDef dr_kernel_registry[] = {
-    ENTRY(add_bf16, "y = a + b (bf16, computed in f32)", p_binary_bf16, 0,
-          256, dr__kcheck_binary, 0, 0),
-    ENTRY(add_f16, "y = a + b (f16, computed in f32)", p_binary_f16, 0, 256,
-          dr__kcheck_binary, 0, 0),
-    ENTRY(add_f32, "y = a + b", p_binary_f32, 0, 256, dr__kcheck_binary, 0,
-          0),
-    ENTRY(axpy_f32, "y = alpha*x + y (one fused multiply-add)", p_axpy_f32, 1,
-          256, dr__kcheck_axpy, 0, 0),
+    ENTRY(add_bf16, "y = a + b (bf16, computed in f32)", p_binary_bf16, 0, 256, dr__kcheck_binary, 0, 0),
+    ENTRY(add_f16, "y = a + b (f16, computed in f32)", p_binary_f16, 0, 256, dr__kcheck_binary, 0, 0),
+    ENTRY(add_f32, "y = a + b", p_binary_f32, 0, 256, dr__kcheck_binary, 0, 0),
+    ENTRY(axpy_f32, "y = alpha*x + y (one fused multiply-add)", p_axpy_f32, 1, 256, dr__kcheck_axpy, 0, 0),
     ENTRY(checksum_u8,
           "y[0] = order-free 64-bit hash of the bytes of x (exact on any "
           "launch shape)",
@@ -137,35 +138,23 @@ const DrKernelDef dr_kernel_registry[] = {
           "c = alpha*a*b + beta*c, row-major bf16, f32 accumulation "
           "(cuBLAS)",
           p_gemm_bf16, -1, 1, dr__kcheck_gemm, DR_KFLAG_BLAS, 0),
-    ENTRY(gemm_f32,
-          "c = alpha*a*b + beta*c, row-major f32, no TF32 (cuBLAS)",
-          p_gemm_f32, -1, 1, dr__kcheck_gemm, DR_KFLAG_BLAS, 0),
+    ENTRY(gemm_f32, "c = alpha*a*b + beta*c, row-major f32, no TF32 (cuBLAS)", p_gemm_f32, -1, 1,
+          dr__kcheck_gemm, DR_KFLAG_BLAS, 0),
     ENTRY(iota_f32, "y[i] = start + step*i", p_iota_f32, 0, 256, NULL, 0, 0),
-    ENTRY(layernorm_rows_f32,
-          "y = (x - mean)/sqrt(var + eps)*gamma + beta over each row of cols",
+    ENTRY(layernorm_rows_f32, "y = (x - mean)/sqrt(var + eps)*gamma + beta over each row of cols",
           p_layernorm_rows_f32, 0, 256, dr__kcheck_layernorm, 0, 0),
-    ENTRY(mul_f32, "y = a * b", p_binary_f32, 0, 256, dr__kcheck_binary, 0,
-          0),
-    ENTRY(reduce_sum_f32,
-          "y[0] = sum of x, in double, fixed tree order (deterministic)",
-          p_reduce_sum_f32, 0, 256, dr__kcheck_reduce, 0,
-          DR_REDUCE_SCRATCH_BYTES),
-    ENTRY(reduce_sum_f64, "y[0] = sum of x, fixed tree order (deterministic)",
-          p_reduce_sum_f64, 0, 256, dr__kcheck_reduce, 0,
-          DR_REDUCE_SCRATCH_BYTES),
-    ENTRY(relu_f32, "y = max(x, 0) (NaN gives 0)", p_unary_f32, 0, 256,
-          dr__kcheck_unary, 0, 0),
-    ENTRY(scale_bf16, "y = alpha * x (bf16, computed in f32)", p_scale_bf16,
-          0, 256, dr__kcheck_scale, 0, 0),
-    ENTRY(scale_f16, "y = alpha * x (f16, computed in f32)", p_scale_f16, 0,
-          256, dr__kcheck_scale, 0, 0),
-    ENTRY(scale_f32, "y = alpha * x", p_scale_f32, 0, 256, dr__kcheck_scale,
-          0, 0),
-    ENTRY(softmax_rows_f32,
-          "y = exp(x - max)/sum(exp(x - max)) over each row of cols",
-          p_softmax_rows_f32, 0, 256, dr__kcheck_softmax, 0, 0),
-    ENTRY(spin, "busy-waits ns nanoseconds on %globaltimer (1 thread)",
-          p_spin, -1, 1, dr__kcheck_spin, 0, 0),
+    ENTRY(mul_f32, "y = a * b", p_binary_f32, 0, 256, dr__kcheck_binary, 0, 0),
+    ENTRY(reduce_sum_f32, "y[0] = sum of x, in double, fixed tree order (deterministic)", p_reduce_sum_f32, 0,
+          256, dr__kcheck_reduce, 0, DR_REDUCE_SCRATCH_BYTES),
+    ENTRY(reduce_sum_f64, "y[0] = sum of x, fixed tree order (deterministic)", p_reduce_sum_f64, 0, 256,
+          dr__kcheck_reduce, 0, DR_REDUCE_SCRATCH_BYTES),
+    ENTRY(relu_f32, "y = max(x, 0) (NaN gives 0)", p_unary_f32, 0, 256, dr__kcheck_unary, 0, 0),
+    ENTRY(scale_bf16, "y = alpha * x (bf16, computed in f32)", p_scale_bf16, 0, 256, dr__kcheck_scale, 0, 0),
+    ENTRY(scale_f16, "y = alpha * x (f16, computed in f32)", p_scale_f16, 0, 256, dr__kcheck_scale, 0, 0),
+    ENTRY(scale_f32, "y = alpha * x", p_scale_f32, 0, 256, dr__kcheck_scale, 0, 0),
+    ENTRY(softmax_rows_f32, "y = exp(x - max)/sum(exp(x - max)) over each row of cols", p_softmax_rows_f32, 0,
+          256, dr__kcheck_softmax, 0, 0),
+    ENTRY(spin, "busy-waits ns nanoseconds on %globaltimer (1 thread)", p_spin, -1, 1, dr__kcheck_spin, 0, 0),
 };
 
 const int dr_kernel_registry_len = N(dr_kernel_registry);
@@ -176,24 +165,19 @@ static int compare_name(const void *key, const void *elem) {
 
 /* Binary search: the table is sorted by name (tests check it). */
 const DrKernelDef *dr_kernel_find(const char *name) {
-  if (name == NULL)
-    return NULL;
-  return bsearch(name, dr_kernel_registry, (size_t)dr_kernel_registry_len,
-                 sizeof(DrKernelDef), compare_name);
+  if (name == NULL) return NULL;
+  return bsearch(name, dr_kernel_registry, (size_t)dr_kernel_registry_len, sizeof(DrKernelDef), compare_name);
 }
 
 int dr_kernel_param_index(const DrKernelDef *def, const char *name) {
-  if (def == NULL || name == NULL)
-    return -1;
+  if (def == NULL || name == NULL) return -1;
   for (int i = 0; i < def->n_params; i++)
-    if (strcmp(def->params[i].name, name) == 0)
-      return i;
+    if (strcmp(def->params[i].name, name) == 0) return i;
   return -1;
 }
 
-void dr_kernel_default_shape(const DrKernelDef *def, const uint64_t *counts,
-                             const DrKValue *args, unsigned grid[3],
-                             unsigned block[3]) {
+void dr_kernel_default_shape(const DrKernelDef *def, const uint64_t *counts, const DrKValue *args,
+                             unsigned grid[3], unsigned block[3]) {
   uint64_t over = 0;
   uint64_t blocks = 1;
   unsigned b = def->block > 0 ? def->block : 1;
@@ -206,10 +190,8 @@ void dr_kernel_default_shape(const DrKernelDef *def, const uint64_t *counts,
       over = args[def->grid_over].i > 0 ? (uint64_t)args[def->grid_over].i : 0;
     blocks = (over + b - 1) / b;
   }
-  if (blocks < 1)
-    blocks = 1;
-  if (blocks > 0x7fffffffu)
-    blocks = 0x7fffffffu;
+  if (blocks < 1) blocks = 1;
+  if (blocks > 0x7fffffffu) blocks = 0x7fffffffu;
   grid[0] = (unsigned)blocks;
   grid[1] = grid[2] = 1;
   block[0] = b;
@@ -223,8 +205,8 @@ static const char *elem_name(DrElemType t) {
     return s;
     DR_ELEM_TYPE_LIST(DR_X)
 #undef DR_X
-  default:
-    return "?";
+    default:
+      return "?";
   }
 }
 
@@ -235,8 +217,8 @@ static const char *access_name(DrAccessMode m) {
     return s;
     DR_ACCESS_MODE_LIST(DR_X)
 #undef DR_X
-  default:
-    return "?";
+    default:
+      return "?";
   }
 }
 
@@ -249,13 +231,11 @@ void dr_kernels_list(FILE *out) {
     else if (k->grid_over < 0)
       fprintf(out, "  launch: 1 block of %u\n", k->block);
     else
-      fprintf(out, "  launch: blocks of %u over %s\n", k->block,
-              k->params[k->grid_over].name);
+      fprintf(out, "  launch: blocks of %u over %s\n", k->block, k->params[k->grid_over].name);
     for (int j = 0; j < k->n_params; j++) {
       const DrKParam *p = &k->params[j];
       if (p->is_pointer)
-        fprintf(out, "    %s: %s* %s", p->name, elem_name(p->type),
-                access_name(p->access));
+        fprintf(out, "    %s: %s* %s", p->name, elem_name(p->type), access_name(p->access));
       else if (p->optional)
         fprintf(out, "    %s: %s = %g", p->name, elem_name(p->type), p->def);
       else

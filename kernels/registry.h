@@ -57,12 +57,12 @@ typedef struct {
   unsigned grid[3];       /* resolved launch shape (launch only) */
   unsigned block[3];
   unsigned shared;
-  void *stream;   /* cudaStream_t (launch only) */
-  void *blas;     /* DrKBlas* bound to `stream` for kernels with
-                     DR_KFLAG_BLAS (kernels/blas.h), else NULL */
-  void *scratch;  /* device memory of at least the kernel's scratch_bytes,
-                     private to this node (launch only), or NULL: then
-                     the launcher borrows it with cudaMallocAsync */
+  void *stream;  /* cudaStream_t (launch only) */
+  void *blas;    /* DrKBlas* bound to `stream` for kernels with
+                    DR_KFLAG_BLAS (kernels/blas.h), else NULL */
+  void *scratch; /* device memory of at least the kernel's scratch_bytes,
+                    private to this node (launch only), or NULL: then
+                    the launcher borrows it with cudaMallocAsync */
 } DrKLaunch;
 
 /* DrKernelDef.flags */
@@ -85,7 +85,7 @@ typedef struct {
    * -1 with a message in `err` (DR_KERR_SIZE bytes) naming the parameters.
    * NULL: no constraint beyond the declarations. */
   int (*check)(const uint64_t *counts, const DrKValue *args, char *err);
-  unsigned flags;         /* DR_KFLAG_* */
+  unsigned flags; /* DR_KFLAG_* */
   /* Device scratch the launch needs in l->scratch (0: none). The backend
    * allocates it once per node, outside the timed region; a node never runs
    * concurrently with itself, so the scratch needs no further care. */
@@ -107,9 +107,8 @@ int dr_kernel_param_index(const DrKernelDef *def, const char *name);
  * parameter's count or value (at least 1, at most 2^31-1); one block when
  * grid_over is -1. The launchers accept any shape (grid-stride loops) and
  * trim a grid larger than useful. */
-void dr_kernel_default_shape(const DrKernelDef *def, const uint64_t *counts,
-                             const DrKValue *args, unsigned grid[3],
-                             unsigned block[3]);
+void dr_kernel_default_shape(const DrKernelDef *def, const uint64_t *counts, const DrKValue *args,
+                             unsigned grid[3], unsigned block[3]);
 
 /* Writes the registry to `out` for `dagrun --kernels`: each kernel's name,
  * summary, launch shape and parameters (`x: f32* read`, `alpha: f32`,

@@ -25,8 +25,7 @@ struct SubWarp {
   __device__ SubWarp() : rank(threadIdx.x % W) {}
   __host__ __device__ static constexpr unsigned size() { return W; }
   __device__ double sum(double v) const {
-    for (int off = W / 2; off > 0; off >>= 1)
-      v += __shfl_xor_sync(0xffffffffu, v, off, W);
+    for (int off = W / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off, W);
     return v;
   }
   __device__ float max(float v) const {
@@ -47,23 +46,19 @@ struct Block {
   __device__ double sum(double v) const {
     v = SubWarp<32>().sum(v);
     __syncthreads(); /* sh's previous use is over */
-    if (threadIdx.x % 32 == 0)
-      sh[threadIdx.x / 32] = v;
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
     __syncthreads();
     double t = 0.0;
-    for (unsigned w = 0; w < blockDim.x / 32; w++)
-      t += sh[w];
+    for (unsigned w = 0; w < blockDim.x / 32; w++) t += sh[w];
     return t;
   }
   __device__ float max(float v) const {
     v = SubWarp<32>().max(v);
     __syncthreads();
-    if (threadIdx.x % 32 == 0)
-      sh[threadIdx.x / 32] = v;
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
     __syncthreads();
     float m = -INFINITY;
-    for (unsigned w = 0; w < blockDim.x / 32; w++)
-      m = (float)sh[w] > m ? (float)sh[w] : m;
+    for (unsigned w = 0; w < blockDim.x / 32; w++) m = (float)sh[w] > m ? (float)sh[w] : m;
     return m;
   }
 };
@@ -71,27 +66,21 @@ struct Block {
 /* One row's softmax by group g; len is cols, or 0 for a lane with no row
  * (it still takes part in the reductions). */
 template <class G>
-__device__ void softmax_row(const G &g, const float *xr, float *yr,
-                            uint64_t len) {
+__device__ void softmax_row(const G &g, const float *xr, float *yr, uint64_t len) {
   float m = -INFINITY;
-  for (uint64_t c = g.rank; c < len; c += g.size())
-    m = xr[c] > m ? xr[c] : m;
+  for (uint64_t c = g.rank; c < len; c += g.size()) m = xr[c] > m ? xr[c] : m;
   m = g.max(m);
   double s = 0.0;
-  for (uint64_t c = g.rank; c < len; c += g.size())
-    s += (double)expf(xr[c] - m);
+  for (uint64_t c = g.rank; c < len; c += g.size()) s += (double)expf(xr[c] - m);
   float sf = (float)g.sum(s);
-  for (uint64_t c = g.rank; c < len; c += g.size())
-    yr[c] = expf(xr[c] - m) / sf;
+  for (uint64_t c = g.rank; c < len; c += g.size()) yr[c] = expf(xr[c] - m) / sf;
 }
 
 template <class G>
-__device__ void layernorm_row(const G &g, const float *xr, const float *gamma,
-                              const float *beta, float *yr, uint64_t len,
-                              uint64_t cols, float eps) {
+__device__ void layernorm_row(const G &g, const float *xr, const float *gamma, const float *beta, float *yr,
+                              uint64_t len, uint64_t cols, float eps) {
   double mean = 0.0, var = 0.0;
-  for (uint64_t c = g.rank; c < len; c += g.size())
-    mean += (double)xr[c];
+  for (uint64_t c = g.rank; c < len; c += g.size()) mean += (double)xr[c];
   mean = g.sum(mean) / (double)cols;
   for (uint64_t c = g.rank; c < len; c += g.size()) {
     double d = (double)xr[c] - mean;
@@ -100,8 +89,7 @@ __device__ void layernorm_row(const G &g, const float *xr, const float *gamma,
   var = g.sum(var) / (double)cols;
   float meanf = (float)mean;
   float rstd = (float)(1.0 / sqrt(var + (double)eps));
-  for (uint64_t c = g.rank; c < len; c += g.size())
-    yr[c] = ((xr[c] - meanf) * rstd) * gamma[c] + beta[c];
+  for (uint64_t c = g.rank; c < len; c += g.size()) yr[c] = ((xr[c] - meanf) * rstd) * gamma[c] + beta[c];
 }
 
 struct RowArgs {
@@ -113,8 +101,7 @@ struct RowArgs {
 };
 
 template <class G>
-__device__ void do_row(const RowArgs &a, uint64_t r, uint64_t len,
-                       const G &g) {
+__device__ void do_row(const RowArgs &a, uint64_t r, uint64_t len, const G &g) {
   const float *xr = a.x + r * a.cols;
   float *yr = a.y + r * a.cols;
   if (a.layernorm)
@@ -142,21 +129,17 @@ __global__ void rows_subwarp(RowArgs a) {
 __global__ void rows_block(RowArgs a) {
   __shared__ double sh[32];
   Block g(sh);
-  for (uint64_t r = blockIdx.x; r < a.rows; r += gridDim.x)
-    do_row(a, r, a.cols, g);
+  for (uint64_t r = blockIdx.x; r < a.rows; r += gridDim.x) do_row(a, r, a.cols, g);
 }
 
 int rows_launch(const DrKLaunch *l, const RowArgs &a) {
-  if (a.rows == 0)
-    return 0;
+  if (a.rows == 0) return 0;
   cudaStream_t st = drk::stream_of(l);
   /* Whole warps: the reductions need all 32 lanes. */
   unsigned bt = (drk::block_threads(l) + 31u) / 32u * 32u;
-  if (bt > 1024)
-    bt = 1024;
+  if (bt > 1024) bt = 1024;
   if (a.cols > 1024) {
-    if (a.cols >= 8192)
-      bt = 1024;
+    if (a.cols >= 8192) bt = 1024;
     unsigned g = drk::grid_blocks(l, a.rows);
     rows_block<<<g, bt, l->shared, st>>>(a);
     return drk::launched();
@@ -167,10 +150,18 @@ int rows_launch(const DrKLaunch *l, const RowArgs &a) {
   uint64_t warps = drk::ceil_div(a.rows, 32 / w);
   unsigned g = drk::grid_blocks(l, drk::ceil_div(warps, bt / 32));
   switch (w) {
-  case 4: rows_subwarp<4><<<g, bt, l->shared, st>>>(a); break;
-  case 8: rows_subwarp<8><<<g, bt, l->shared, st>>>(a); break;
-  case 16: rows_subwarp<16><<<g, bt, l->shared, st>>>(a); break;
-  default: rows_subwarp<32><<<g, bt, l->shared, st>>>(a); break;
+    case 4:
+      rows_subwarp<4><<<g, bt, l->shared, st>>>(a);
+      break;
+    case 8:
+      rows_subwarp<8><<<g, bt, l->shared, st>>>(a);
+      break;
+    case 16:
+      rows_subwarp<16><<<g, bt, l->shared, st>>>(a);
+      break;
+    default:
+      rows_subwarp<32><<<g, bt, l->shared, st>>>(a);
+      break;
   }
   return drk::launched();
 }

@@ -26,7 +26,6 @@ extern "C" int dr__k_spin_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_spin, l);
   unsigned bt = drk::block_threads(l);
   unsigned g = drk::grid_blocks(l, 0x7fffffffu);
-  spin_kernel<<<g, bt, l->shared, drk::stream_of(l)>>>(
-      (uint64_t)l->args[0].i);
+  spin_kernel<<<g, bt, l->shared, drk::stream_of(l)>>>((uint64_t)l->args[0].i);
   return drk::launched();
 }

@@ -26,20 +26,18 @@ static cudaStream_t stream;
 static DrKBlas *blas;
 static GString *table;
 
-#define SKIP_WITHOUT_GPU()          \
-  do {                              \
-    if (!have_gpu) {                \
-      g_test_skip(no_gpu_reason);   \
-      return;                       \
-    }                               \
+#define SKIP_WITHOUT_GPU()        \
+  do {                            \
+    if (!have_gpu) {              \
+      g_test_skip(no_gpu_reason); \
+      return;                     \
+    }                             \
   } while (0)
 
-#define CUDA_OK(call)                                                     \
-  do {                                                                    \
-    cudaError_t e_ = (call);                                              \
-    if (e_ != cudaSuccess)                                                \
-      g_error("%s: %s (%s)", #call, cudaGetErrorName(e_),                 \
-              cudaGetErrorString(e_));                                    \
+#define CUDA_OK(call)                                                                                   \
+  do {                                                                                                  \
+    cudaError_t e_ = (call);                                                                            \
+    if (e_ != cudaSuccess) g_error("%s: %s (%s)", #call, cudaGetErrorName(e_), cudaGetErrorString(e_)); \
   } while (0)
 
 static size_t elem_size(DrElemType t) {
@@ -49,8 +47,8 @@ static size_t elem_size(DrElemType t) {
     return n;
     DR_ELEM_TYPE_LIST(DR_X)
 #undef DR_X
-  default:
-    g_assert_not_reached();
+    default:
+      g_assert_not_reached();
   }
 }
 
@@ -58,9 +56,9 @@ static size_t elem_size(DrElemType t) {
 
 typedef struct {
   const char *name;
-  double rel, abs;   /* |dev - host| <= rel*|host| + abs; both 0: same bits */
-  double abs_per_k;  /* gemm: abs grows with k */
-  const char *why;   /* the tolerance's reason, for the table */
+  double rel, abs;  /* |dev - host| <= rel*|host| + abs; both 0: same bits */
+  double abs_per_k; /* gemm: abs grows with k */
+  const char *why;  /* the tolerance's reason, for the table */
 } Tolerance;
 
 static const Tolerance tolerances[] = {
@@ -88,8 +86,7 @@ static const Tolerance tolerances[] = {
 
 static const Tolerance *tolerance_of(const char *name) {
   for (guint i = 0; i < G_N_ELEMENTS(tolerances); i++)
-    if (strcmp(tolerances[i].name, name) == 0)
-      return &tolerances[i];
+    if (strcmp(tolerances[i].name, name) == 0) return &tolerances[i];
   return NULL;
 }
 
@@ -99,13 +96,11 @@ static uint64_t case_cols = 37;
 /* Sets counts and scalar args of `def` for size n: every buffer n elements,
  * except the one-element results, rows of case_cols columns, and gemm's
  * shapes. */
-static void make_case(const DrKernelDef *def, uint64_t n, uint64_t *counts,
-                      DrKValue *args) {
+static void make_case(const DrKernelDef *def, uint64_t n, uint64_t *counts, DrKValue *args) {
   for (int i = 0; i < def->n_params; i++) {
     const DrKParam *p = &def->params[i];
     counts[i] = p->is_pointer ? n : 0;
-    if (p->is_pointer)
-      continue;
+    if (p->is_pointer) continue;
     if (p->optional && p->type != DR_ELEM_I64)
       args[i].f = p->def;
     else if (p->type == DR_ELEM_F32 || p->type == DR_ELEM_F64)
@@ -129,8 +124,7 @@ static void make_case(const DrKernelDef *def, uint64_t n, uint64_t *counts,
     args[4].i = (int64_t)case_cols;
   } else if (g_str_has_prefix(nm, "gemm_")) {
     /* n picks one of a few shapes, from 1x1x1 to 257x129x300. */
-    static const int64_t shapes[][3] = {
-        {1, 1, 1}, {17, 33, 9}, {128, 96, 200}, {257, 129, 300}};
+    static const int64_t shapes[][3] = {{1, 1, 1}, {17, 33, 9}, {128, 96, 200}, {257, 129, 300}};
     const int64_t *s = shapes[n % G_N_ELEMENTS(shapes)];
     args[3].i = s[0], args[4].i = s[1], args[5].i = s[2];
     counts[0] = (uint64_t)(s[0] * s[2]);
@@ -145,25 +139,45 @@ static void fill_random(GRand *r, DrElemType t, void *p, uint64_t n) {
   for (uint64_t i = 0; i < n; i++) {
     double v = g_rand_double_range(r, -2, 2);
     switch (t) {
-    case DR_ELEM_F32: ((float *)p)[i] = (float)v; break;
-    case DR_ELEM_F64: ((double *)p)[i] = v; break;
-    case DR_ELEM_BF16: ((uint16_t *)p)[i] = dr__f32_to_bf16((float)v); break;
-    case DR_ELEM_F16: ((uint16_t *)p)[i] = dr__f32_to_f16((float)v); break;
-    case DR_ELEM_U8: ((uint8_t *)p)[i] = (uint8_t)g_rand_int(r); break;
-    case DR_ELEM_I32: ((int32_t *)p)[i] = (int32_t)g_rand_int(r); break;
-    case DR_ELEM_I64: ((int64_t *)p)[i] = (int64_t)g_rand_int(r) << 20; break;
-    default: g_assert_not_reached();
+      case DR_ELEM_F32:
+        ((float *)p)[i] = (float)v;
+        break;
+      case DR_ELEM_F64:
+        ((double *)p)[i] = v;
+        break;
+      case DR_ELEM_BF16:
+        ((uint16_t *)p)[i] = dr__f32_to_bf16((float)v);
+        break;
+      case DR_ELEM_F16:
+        ((uint16_t *)p)[i] = dr__f32_to_f16((float)v);
+        break;
+      case DR_ELEM_U8:
+        ((uint8_t *)p)[i] = (uint8_t)g_rand_int(r);
+        break;
+      case DR_ELEM_I32:
+        ((int32_t *)p)[i] = (int32_t)g_rand_int(r);
+        break;
+      case DR_ELEM_I64:
+        ((int64_t *)p)[i] = (int64_t)g_rand_int(r) << 20;
+        break;
+      default:
+        g_assert_not_reached();
     }
   }
 }
 
 static double as_double(DrElemType t, const void *p, uint64_t i) {
   switch (t) {
-  case DR_ELEM_F32: return ((const float *)p)[i];
-  case DR_ELEM_F64: return ((const double *)p)[i];
-  case DR_ELEM_BF16: return dr__bf16_to_f32(((const uint16_t *)p)[i]);
-  case DR_ELEM_F16: return dr__f16_to_f32(((const uint16_t *)p)[i]);
-  default: g_assert_not_reached();
+    case DR_ELEM_F32:
+      return ((const float *)p)[i];
+    case DR_ELEM_F64:
+      return ((const double *)p)[i];
+    case DR_ELEM_BF16:
+      return dr__bf16_to_f32(((const uint16_t *)p)[i]);
+    case DR_ELEM_F16:
+      return dr__f16_to_f32(((const uint16_t *)p)[i]);
+    default:
+      g_assert_not_reached();
   }
 }
 
@@ -178,8 +192,8 @@ typedef struct {
 /* Runs `def` on size n in the given variant on device and host; returns
  * the worst error relative to the tolerance (<= 1 passes) and stores the
  * device time in *us. */
-static double run_case(const DrKernelDef *def, uint64_t n, const Variant *v,
-                       GRand *r, double *us, double *worst_abs) {
+static double run_case(const DrKernelDef *def, uint64_t n, const Variant *v, GRand *r, double *us,
+                       double *worst_abs) {
   const Tolerance *tol = tolerance_of(def->name);
   int np = def->n_params;
   uint64_t counts[16] = {0};
@@ -190,8 +204,7 @@ static double run_case(const DrKernelDef *def, uint64_t n, const Variant *v,
   memcpy(dargs, hargs, sizeof dargs);
   for (int i = 0; i < np; i++) {
     const DrKParam *p = &def->params[i];
-    if (!p->is_pointer)
-      continue;
+    if (!p->is_pointer) continue;
     size_t es = elem_size(p->type), bytes = counts[i] * es;
     hin[i] = g_malloc(bytes + 1);
     fill_random(r, p->type, hin[i], counts[i]);
@@ -205,15 +218,12 @@ static double run_case(const DrKernelDef *def, uint64_t n, const Variant *v,
   }
   char err[DR_KERR_SIZE] = "";
   DrKLaunch hl = {.args = hargs, .counts = counts};
-  if (def->host(&hl, err) != 0)
-    g_error("%s host twin: %s", def->name, err);
+  if (def->host(&hl, err) != 0) g_error("%s host twin: %s", def->name, err);
 
   DrKLaunch dl = {.args = dargs, .counts = counts, .stream = stream};
   dr_kernel_default_shape(def, counts, dargs, dl.grid, dl.block);
-  if (v->grid)
-    dl.grid[0] = v->grid, dl.block[0] = v->block;
-  if (def->flags & DR_KFLAG_BLAS)
-    dl.blas = blas;
+  if (v->grid) dl.grid[0] = v->grid, dl.block[0] = v->block;
+  if (def->flags & DR_KFLAG_BLAS) dl.blas = blas;
   void *scratch = NULL;
   if (def->scratch_bytes && v->scratch) {
     CUDA_OK(cudaMalloc(&scratch, def->scratch_bytes));
@@ -225,8 +235,8 @@ static double run_case(const DrKernelDef *def, uint64_t n, const Variant *v,
   CUDA_OK(cudaEventRecord(e0, stream));
   int rc = def->launch(&dl);
   if (rc != 0)
-    g_error("%s launch: %s%s%s", def->name, cudaGetErrorName((cudaError_t)rc),
-            dl.blas ? ": " : "", dl.blas ? dr_kblas_last_error(blas) : "");
+    g_error("%s launch: %s%s%s", def->name, cudaGetErrorName((cudaError_t)rc), dl.blas ? ": " : "",
+            dl.blas ? dr_kblas_last_error(blas) : "");
   CUDA_OK(cudaEventRecord(e1, stream));
   CUDA_OK(cudaStreamSynchronize(stream));
   float ms = 0;
@@ -239,37 +249,30 @@ static double run_case(const DrKernelDef *def, uint64_t n, const Variant *v,
   *worst_abs = 0;
   for (int i = 0; i < np; i++) {
     const DrKParam *p = &def->params[i];
-    if (!p->is_pointer)
-      continue;
+    if (!p->is_pointer) continue;
     size_t es = elem_size(p->type), bytes = counts[i] * es;
-    CUDA_OK(cudaMemcpy(dout[i], (char *)dbase[i] + v->offset * es, bytes,
-                       cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(dout[i], (char *)dbase[i] + v->offset * es, bytes, cudaMemcpyDeviceToHost));
     if (p->access == DR_ACCESS_READ) {
       /* Inputs are left alone. */
       g_assert_true(memcmp(dout[i], hin[i], bytes) == 0);
       continue;
     }
     gboolean exact = tol->rel == 0 && tol->abs == 0 && tol->abs_per_k == 0;
-    if (exact || p->type == DR_ELEM_U8 || p->type == DR_ELEM_I64 ||
-        p->type == DR_ELEM_I32) {
+    if (exact || p->type == DR_ELEM_U8 || p->type == DR_ELEM_I64 || p->type == DR_ELEM_I32) {
       if (memcmp(dout[i], hout[i], bytes) != 0) {
         for (uint64_t j = 0; j < counts[i]; j++)
           if (memcmp((char *)dout[i] + j * es, (char *)hout[i] + j * es, es))
             g_error("%s n=%" G_GUINT64_FORMAT " %s[%" G_GUINT64_FORMAT
                     "]: device and host bits differ (%.9g vs %.9g)",
                     def->name, n, p->name, j,
-                    p->type == DR_ELEM_U8 || p->type == DR_ELEM_I64
-                        ? 0.0 : as_double(p->type, dout[i], j),
-                    p->type == DR_ELEM_U8 || p->type == DR_ELEM_I64
-                        ? 0.0 : as_double(p->type, hout[i], j));
+                    p->type == DR_ELEM_U8 || p->type == DR_ELEM_I64 ? 0.0 : as_double(p->type, dout[i], j),
+                    p->type == DR_ELEM_U8 || p->type == DR_ELEM_I64 ? 0.0 : as_double(p->type, hout[i], j));
       }
       continue;
     }
     double abs = tol->abs;
-    if (tol->abs_per_k)
-      abs += tol->abs_per_k * (double)dargs[5].i; /* gemm: k, inputs in [-2,2] x4 */
-    if (tol->abs_per_k)
-      abs *= 4;
+    if (tol->abs_per_k) abs += tol->abs_per_k * (double)dargs[5].i; /* gemm: k, inputs in [-2,2] x4 */
+    if (tol->abs_per_k) abs *= 4;
     for (uint64_t j = 0; j < counts[i]; j++) {
       double d = as_double(p->type, dout[i], j);
       double h = as_double(p->type, hout[i], j);
@@ -278,19 +281,15 @@ static double run_case(const DrKernelDef *def, uint64_t n, const Variant *v,
         g_error("%s n=%" G_GUINT64_FORMAT " %s[%" G_GUINT64_FORMAT
                 "]: device %.9g, host %.9g (tolerance %.3g)",
                 def->name, n, p->name, j, d, h, lim);
-      if (lim > 0 && e / lim > worst)
-        worst = e / lim;
-      if (e > *worst_abs)
-        *worst_abs = e;
+      if (lim > 0 && e / lim > worst) worst = e / lim;
+      if (e > *worst_abs) *worst_abs = e;
     }
   }
   for (int i = 0; i < np; i++) {
     g_free(hin[i]), g_free(hout[i]), g_free(dout[i]);
-    if (dbase[i])
-      CUDA_OK(cudaFree(dbase[i]));
+    if (dbase[i]) CUDA_OK(cudaFree(dbase[i]));
   }
-  if (scratch)
-    CUDA_OK(cudaFree(scratch));
+  if (scratch) CUDA_OK(cudaFree(scratch));
   return worst;
 }
 
@@ -299,8 +298,7 @@ static void test_kernel(gconstpointer data) {
   const DrKernelDef *def = data;
   GRand *r = g_rand_new_with_seed(g_str_hash(def->name));
   static const uint64_t sizes[] = {1, 3, 255, 257, 4099, 1000003};
-  static const Variant variants[] = {
-      {0, 0, 0, TRUE}, {3, 96, 0, TRUE}, {0, 0, 1, FALSE}, {2, 100, 3, TRUE}};
+  static const Variant variants[] = {{0, 0, 0, TRUE}, {3, 96, 0, TRUE}, {0, 0, 1, FALSE}, {2, 100, 3, TRUE}};
   gboolean gemm = (def->flags & DR_KFLAG_BLAS) != 0;
   guint n_sizes = gemm ? 8 : G_N_ELEMENTS(sizes);
   double worst = 0, worst_abs = 0, us_max = 0, us, wa;
@@ -315,20 +313,17 @@ static void test_kernel(gconstpointer data) {
     for (guint s = 0; s < n_sizes; s++)
       for (guint vi = 0; vi < G_N_ELEMENTS(variants); vi++) {
         uint64_t n = gemm ? s : sizes[s];
-        if (rows && s != 0 && s != 4 && s != 5)
-          continue; /* sizes 1, 4099, 1000003 for each row length */
-        if (rows)
-          case_cols = cols_list[ci];
+        if (rows && s != 0 && s != 4 && s != 5) continue; /* sizes 1, 4099, 1000003 for each row length */
+        if (rows) case_cols = cols_list[ci];
         double w = run_case(def, n, &variants[vi], r, &us, &wa);
         worst = MAX(worst, w);
         worst_abs = MAX(worst_abs, wa);
-        if (vi == 0)
-          us_max = MAX(us_max, us);
+        if (vi == 0) us_max = MAX(us_max, us);
       }
   case_cols = 37;
   const Tolerance *tol = tolerance_of(def->name);
-  g_string_append_printf(table, "%-20s %10.3g %12.3g %10.1f  %s\n", def->name,
-                         worst_abs, worst, us_max, tol->why);
+  g_string_append_printf(table, "%-20s %10.3g %12.3g %10.1f  %s\n", def->name, worst_abs, worst, us_max,
+                         tol->why);
   g_rand_free(r);
 }
 
@@ -341,8 +336,7 @@ static void test_reduce_deterministic(void) {
   const uint64_t n = 5000011;
   float *hx = g_new(float, n);
   GRand *r = g_rand_new_with_seed(3);
-  for (uint64_t i = 0; i < n; i++)
-    hx[i] = (float)g_rand_double_range(r, -1, 1);
+  for (uint64_t i = 0; i < n; i++) hx[i] = (float)g_rand_double_range(r, -1, 1);
   float *x, *y;
   void *scratch;
   CUDA_OK(cudaMalloc((void **)&x, n * sizeof(float)));
@@ -354,8 +348,7 @@ static void test_reduce_deterministic(void) {
   float got[8];
   for (int k = 0; k < 8; k++) {
     DrKValue args[2] = {{.ptr = x}, {.ptr = y + (k % 4)}};
-    DrKLaunch l = {.args = args, .counts = counts, .stream = stream,
-                   .scratch = k % 2 ? scratch : NULL};
+    DrKLaunch l = {.args = args, .counts = counts, .stream = stream, .scratch = k % 2 ? scratch : NULL};
     dr_kernel_default_shape(def, counts, args, l.grid, l.block);
     if (k < 4) {
       g_assert_cmpint(def->launch(&l), ==, 0);
@@ -373,11 +366,9 @@ static void test_reduce_deterministic(void) {
       cudaGraphDestroy(graph);
     }
     CUDA_OK(cudaStreamSynchronize(stream));
-    CUDA_OK(cudaMemcpy(&got[k], y + (k % 4), sizeof(float),
-                       cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&got[k], y + (k % 4), sizeof(float), cudaMemcpyDeviceToHost));
   }
-  for (int k = 1; k < 8; k++)
-    g_assert_cmphex(dr__f32_bits(got[k]), ==, dr__f32_bits(got[0]));
+  for (int k = 1; k < 8; k++) g_assert_cmphex(dr__f32_bits(got[k]), ==, dr__f32_bits(got[0]));
   CUDA_OK(cudaFree(x));
   CUDA_OK(cudaFree(y));
   CUDA_OK(cudaFree(scratch));
@@ -391,8 +382,8 @@ static void test_gemm_capture(void) {
   SKIP_WITHOUT_GPU();
   const int64_t m = 64, n = 48, k = 80;
   const DrKernelDef *def = dr_kernel_find("gemm_f32");
-  float *ha = g_new(float, m * k), *hb = g_new(float, k * n);
-  float *c1 = g_new(float, m * n), *c2 = g_new(float, m * n);
+  float *ha = g_new(float, m *k), *hb = g_new(float, k *n);
+  float *c1 = g_new(float, m *n), *c2 = g_new(float, m *n);
   GRand *r = g_rand_new_with_seed(5);
   for (int64_t i = 0; i < m * k; i++) ha[i] = (float)g_rand_double(r);
   for (int64_t i = 0; i < k * n; i++) hb[i] = (float)g_rand_double(r);
@@ -405,8 +396,7 @@ static void test_gemm_capture(void) {
   DrKValue args[8] = {{.ptr = a}, {.ptr = b}, {.ptr = c}, {.i = m},
                       {.i = n},   {.i = k},   {.f = 1.0}, {.f = 0.0}};
   uint64_t counts[8] = {m * k, k * n, m * n};
-  DrKLaunch l = {.args = args, .counts = counts, .stream = stream,
-                 .blas = blas};
+  DrKLaunch l = {.args = args, .counts = counts, .stream = stream, .blas = blas};
   g_assert_cmpint(def->launch(&l), ==, 0);
   CUDA_OK(cudaMemcpyAsync(c1, c, m * n * 4, cudaMemcpyDeviceToHost, stream));
   CUDA_OK(cudaMemsetAsync(c, 0, m * n * 4, stream));
@@ -448,8 +438,7 @@ static void test_spin(void) {
   uint64_t counts[1] = {0};
   for (guint i = 0; i < G_N_ELEMENTS(durations_ns); i++) {
     DrKValue warm[1] = {{.i = 0}};
-    DrKLaunch wl = {.args = warm, .counts = counts, .stream = stream,
-                    .grid = {1, 1, 1}, .block = {1, 1, 1}};
+    DrKLaunch wl = {.args = warm, .counts = counts, .stream = stream, .grid = {1, 1, 1}, .block = {1, 1, 1}};
     /* The first launch loads the module (lazy loading) between e0 and the
      * kernel; keep that out of the measurement. */
     g_assert_cmpint(def->launch(&wl), ==, 0);
@@ -463,35 +452,30 @@ static void test_spin(void) {
     float ms;
     CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
     double want = durations_ns[i] / 1e6;
-    g_string_append_printf(table, "spin %-15.3g ms: measured %.4f ms (%+.2f%%)\n",
-                           want, ms, 100.0 * (ms - want) / want);
+    g_string_append_printf(table, "spin %-15.3g ms: measured %.4f ms (%+.2f%%)\n", want, ms,
+                           100.0 * (ms - want) / want);
     g_assert_cmpfloat(ms, >=, want * 0.999);
     g_assert_cmpfloat(ms, <=, want * 1.05);
   }
   /* 8 spins of 2 ms on 8 streams: overlapped, well under 8 x 2 ms. */
   cudaStream_t st[8];
-  for (int i = 0; i < 8; i++)
-    CUDA_OK(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking));
+  for (int i = 0; i < 8; i++) CUDA_OK(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking));
   CUDA_OK(cudaDeviceSynchronize());
   gint64 t0 = g_get_monotonic_time();
   DrKValue args[1] = {{.i = 2000000}};
   for (int i = 0; i < 8; i++) {
-    DrKLaunch l = {.args = args, .counts = counts, .stream = st[i],
-                   .grid = {1, 1, 1}, .block = {1, 1, 1}};
+    DrKLaunch l = {.args = args, .counts = counts, .stream = st[i], .grid = {1, 1, 1}, .block = {1, 1, 1}};
     g_assert_cmpint(def->launch(&l), ==, 0);
   }
   CUDA_OK(cudaDeviceSynchronize());
   double ms = (g_get_monotonic_time() - t0) / 1000.0;
-  g_string_append_printf(table, "spin 8 x 2 ms on 8 streams: %.3f ms wall\n",
-                         ms);
+  g_string_append_printf(table, "spin 8 x 2 ms on 8 streams: %.3f ms wall\n", ms);
   g_assert_cmpfloat(ms, <, 6.0);
-  for (int i = 0; i < 8; i++)
-    cudaStreamDestroy(st[i]);
+  for (int i = 0; i < 8; i++) cudaStreamDestroy(st[i]);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   args[0].i = -1;
-  DrKLaunch bad = {.args = args, .counts = counts, .stream = stream,
-                   .grid = {1, 1, 1}, .block = {1, 1, 1}};
+  DrKLaunch bad = {.args = args, .counts = counts, .stream = stream, .grid = {1, 1, 1}, .block = {1, 1, 1}};
   g_assert_cmpint(def->launch(&bad), ==, cudaErrorInvalidValue);
 }
 
@@ -513,9 +497,7 @@ static void bench_kernel(const DrKernelDef *def, int64_t cols) {
     args[cols_at].i = cols;
     for (int i = 0; i < def->n_params; i++)
       if (def->params[i].is_pointer)
-        counts[i] = (i == 1 || i == 2) && cols_at == 4 ? (uint64_t)cols
-                                                        : n / (uint64_t)cols *
-                                                              (uint64_t)cols;
+        counts[i] = (i == 1 || i == 2) && cols_at == 4 ? (uint64_t)cols : n / (uint64_t)cols * (uint64_t)cols;
     label = cols_label = g_strdup_printf("cols=%" G_GINT64_FORMAT, cols);
   }
   gboolean gemm = (def->flags & DR_KFLAG_BLAS) != 0;
@@ -527,16 +509,14 @@ static void bench_kernel(const DrKernelDef *def, int64_t cols) {
   double bytes = 0;
   for (int i = 0; i < def->n_params; i++) {
     const DrKParam *p = &def->params[i];
-    if (!p->is_pointer)
-      continue;
+    if (!p->is_pointer) continue;
     size_t b = counts[i] * elem_size(p->type);
     CUDA_OK(cudaMalloc(&bufs[i], b));
     CUDA_OK(cudaMemset(bufs[i], 0, b));
     args[i].ptr = bufs[i];
     bytes += (double)b * (p->access == DR_ACCESS_READ_WRITE ? 2 : 1);
   }
-  DrKLaunch l = {.args = args, .counts = counts, .stream = stream,
-                 .blas = gemm ? blas : NULL};
+  DrKLaunch l = {.args = args, .counts = counts, .stream = stream, .blas = gemm ? blas : NULL};
   void *scratch = NULL;
   if (def->scratch_bytes) {
     CUDA_OK(cudaMalloc(&scratch, def->scratch_bytes));
@@ -548,26 +528,23 @@ static void bench_kernel(const DrKernelDef *def, int64_t cols) {
   CUDA_OK(cudaEventCreate(&e1));
   g_assert_cmpint(def->launch(&l), ==, 0);
   CUDA_OK(cudaEventRecord(e0, stream));
-  for (int k = 0; k < 20; k++)
-    g_assert_cmpint(def->launch(&l), ==, 0);
+  for (int k = 0; k < 20; k++) g_assert_cmpint(def->launch(&l), ==, 0);
   CUDA_OK(cudaEventRecord(e1, stream));
   CUDA_OK(cudaEventSynchronize(e1));
   float ms;
   CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
   double us = ms * 1000.0 / 20;
   if (gemm)
-    g_string_append_printf(table, "%-20s 4096^3     %10.1f us %8.1f TFLOP/s\n",
-                           def->name, us, 2.0 * 4096 * 4096 * 4096 / us / 1e6);
+    g_string_append_printf(table, "%-20s 4096^3     %10.1f us %8.1f TFLOP/s\n", def->name, us,
+                           2.0 * 4096 * 4096 * 4096 / us / 1e6);
   else
-    g_string_append_printf(table, "%-20s %-10s %10.1f us %8.1f GB/s\n",
-                           def->name, label, us, bytes / us / 1e3);
+    g_string_append_printf(table, "%-20s %-10s %10.1f us %8.1f GB/s\n", def->name, label, us,
+                           bytes / us / 1e3);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   for (int i = 0; i < def->n_params; i++)
-    if (bufs[i])
-      CUDA_OK(cudaFree(bufs[i]));
-  if (scratch)
-    CUDA_OK(cudaFree(scratch));
+    if (bufs[i]) CUDA_OK(cudaFree(bufs[i]));
+  if (scratch) CUDA_OK(cudaFree(scratch));
 }
 
 static void test_throughput(void) {
@@ -576,13 +553,11 @@ static void test_throughput(void) {
   static const int64_t cols[] = {37, 1024, 4096, 65536};
   for (int i = 0; i < dr_kernel_registry_len; i++) {
     const DrKernelDef *def = &dr_kernel_registry[i];
-    if (strcmp(def->name, "spin") == 0)
-      continue;
+    if (strcmp(def->name, "spin") == 0) continue;
     if (strstr(def->name, "_rows_") == NULL)
       bench_kernel(def, 0);
     else
-      for (guint c = 0; c < G_N_ELEMENTS(cols); c++)
-        bench_kernel(def, cols[c]);
+      for (guint c = 0; c < G_N_ELEMENTS(cols); c++) bench_kernel(def, cols[c]);
   }
 }
 
@@ -600,17 +575,14 @@ int main(int argc, char **argv) {
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     char err[DR_KERR_SIZE];
     blas = dr_kblas_new(0, err);
-    if (blas == NULL)
-      g_error("dr_kblas_new: %s", err);
-    if (dr_kblas_bind(blas, stream, err) != 0)
-      g_error("dr_kblas_bind: %s", err);
+    if (blas == NULL) g_error("dr_kblas_new: %s", err);
+    if (dr_kblas_bind(blas, stream, err) != 0) g_error("dr_kblas_bind: %s", err);
   }
   table = g_string_new(NULL);
   for (int i = 0; i < dr_kernel_registry_len; i++) {
     const DrKernelDef *def = &dr_kernel_registry[i];
     g_assert_nonnull(tolerance_of(def->name)); /* every kernel has a case */
-    if (strcmp(def->name, "spin") == 0)
-      continue;
+    if (strcmp(def->name, "spin") == 0) continue;
     g_autofree char *path = g_strdup_printf("/kernels/gpu/twin/%s", def->name);
     g_test_add_data_func(path, def, test_kernel);
   }
@@ -620,12 +592,10 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/gpu/throughput", test_throughput);
   int rc = g_test_run();
   if (have_gpu)
-    g_print("\n%-20s %10s %12s %10s  %s\n%s", "kernel", "max |err|",
-            "err/tol", "max us", "tolerance (max us: first uses included)",
-            table->str);
+    g_print("\n%-20s %10s %12s %10s  %s\n%s", "kernel", "max |err|", "err/tol", "max us",
+            "tolerance (max us: first uses included)", table->str);
   dr_kblas_free(blas);
-  if (stream)
-    cudaStreamDestroy(stream);
+  if (stream) cudaStreamDestroy(stream);
   g_string_free(table, TRUE);
   return rc;
 }

@@ -25,14 +25,12 @@ static void run_host(const char *name, DrKValue *args, uint64_t *counts) {
   DrKLaunch l = {.args = args, .counts = counts};
   char err[DR_KERR_SIZE] = "";
   int rc = def->host(&l, err);
-  if (rc != 0)
-    g_error("%s refused its arguments: %s", name, err);
+  if (rc != 0) g_error("%s refused its arguments: %s", name, err);
 }
 
 /* Runs the twin of `name` expecting a refusal whose message contains
  * `needle`. */
-static void refuse_host(const char *name, DrKValue *args, uint64_t *counts,
-                        const char *needle) {
+static void refuse_host(const char *name, DrKValue *args, uint64_t *counts, const char *needle) {
   const DrKernelDef *def = dr_kernel_find(name);
   DrKLaunch l = {.args = args, .counts = counts};
   char err[DR_KERR_SIZE] = "";
@@ -42,18 +40,15 @@ static void refuse_host(const char *name, DrKValue *args, uint64_t *counts,
 
 static float *rand_f32(GRand *r, uint64_t n, double lo, double hi) {
   float *v = g_new(float, n ? n : 1);
-  for (uint64_t i = 0; i < n; i++)
-    v[i] = (float)g_rand_double_range(r, lo, hi);
+  for (uint64_t i = 0; i < n; i++) v[i] = (float)g_rand_double_range(r, lo, hi);
   return v;
 }
 
 /* |got - want| <= rel*|want| + abs, reported with the index. */
-static void assert_close(const char *what, uint64_t i, double got,
-                         double want, double rel, double abs) {
+static void assert_close(const char *what, uint64_t i, double got, double want, double rel, double abs) {
   double tol = rel * fabs(want) + abs;
   if (!(fabs(got - want) <= tol))
-    g_error("%s[%" G_GUINT64_FORMAT "]: got %.9g, want %.9g (tolerance %.3g)",
-            what, i, got, want, tol);
+    g_error("%s[%" G_GUINT64_FORMAT "]: got %.9g, want %.9g (tolerance %.3g)", what, i, got, want, tol);
 }
 
 /* ---- the registry ------------------------------------------------------- */
@@ -62,8 +57,8 @@ static void test_registry_sorted_unique(void) {
   g_assert_cmpint(dr_kernel_registry_len, >=, 20);
   for (int i = 1; i < dr_kernel_registry_len; i++)
     if (strcmp(dr_kernel_registry[i - 1].name, dr_kernel_registry[i].name) >= 0)
-      g_error("registry not strictly sorted at %s, %s",
-              dr_kernel_registry[i - 1].name, dr_kernel_registry[i].name);
+      g_error("registry not strictly sorted at %s, %s", dr_kernel_registry[i - 1].name,
+              dr_kernel_registry[i].name);
 }
 
 /* The X-macro list of impl.h and the table agree, in the same order. */
@@ -74,13 +69,11 @@ static void test_registry_matches_list(void) {
 #undef DR_X
   };
   g_assert_cmpint(G_N_ELEMENTS(names), ==, dr_kernel_registry_len);
-  for (int i = 0; i < dr_kernel_registry_len; i++)
-    g_assert_cmpstr(names[i], ==, dr_kernel_registry[i].name);
+  for (int i = 0; i < dr_kernel_registry_len; i++) g_assert_cmpstr(names[i], ==, dr_kernel_registry[i].name);
 }
 
 static gboolean is_scalar_type(DrElemType t) {
-  return t == DR_ELEM_I32 || t == DR_ELEM_I64 || t == DR_ELEM_F32 ||
-         t == DR_ELEM_F64;
+  return t == DR_ELEM_I32 || t == DR_ELEM_I64 || t == DR_ELEM_F32 || t == DR_ELEM_F64;
 }
 
 static void test_registry_params_well_formed(void) {
@@ -96,8 +89,7 @@ static void test_registry_params_well_formed(void) {
     g_assert_cmpuint(k->block, <=, 1024);
     g_assert_cmpint(k->grid_over, >=, -1);
     g_assert_cmpint(k->grid_over, <, k->n_params);
-    if (k->flags & DR_KFLAG_BLAS)
-      g_assert_cmpint(k->grid_over, ==, -1);
+    if (k->flags & DR_KFLAG_BLAS) g_assert_cmpint(k->grid_over, ==, -1);
     g_assert_cmpuint(k->flags & ~DR_KFLAG_BLAS, ==, 0);
     gboolean any_pointer = FALSE;
     for (int j = 0; j < k->n_params; j++) {
@@ -108,8 +100,7 @@ static void test_registry_params_well_formed(void) {
       g_assert_cmpstr(p->doc, !=, "");
       g_assert_cmpint(p->type, >=, 0);
       g_assert_cmpint(p->type, <, DR_ELEM_N_TYPES);
-      for (int m = 0; m < j; m++)
-        g_assert_cmpstr(k->params[m].name, !=, p->name);
+      for (int m = 0; m < j; m++) g_assert_cmpstr(k->params[m].name, !=, p->name);
       if (p->is_pointer) {
         any_pointer = TRUE;
         g_assert_cmpint(p->access, >=, 0);
@@ -119,25 +110,21 @@ static void test_registry_params_well_formed(void) {
         g_assert_true(is_scalar_type(p->type));
         g_assert_cmpint(p->access, ==, DR_ACCESS_READ);
         /* A required parameter never follows an optional one. */
-        if (j > 0 && k->params[j - 1].optional && !k->params[j - 1].is_pointer)
-          g_assert_true(p->optional);
+        if (j > 0 && k->params[j - 1].optional && !k->params[j - 1].is_pointer) g_assert_true(p->optional);
       }
     }
     /* The name carries the element type of its buffers. */
     if (any_pointer && strcmp(k->name, "spin") != 0)
-      g_assert_true(g_regex_match_simple("_(f32|f64|bf16|f16|u8)$", k->name,
-                                         0, 0));
+      g_assert_true(g_regex_match_simple("_(f32|f64|bf16|f16|u8)$", k->name, 0, 0));
     if (k->grid_over >= 0)
-      g_assert_true(k->params[k->grid_over].is_pointer ||
-                    k->params[k->grid_over].type == DR_ELEM_I64 ||
+      g_assert_true(k->params[k->grid_over].is_pointer || k->params[k->grid_over].type == DR_ELEM_I64 ||
                     k->params[k->grid_over].type == DR_ELEM_I32);
   }
 }
 
 static void test_registry_find(void) {
   for (int i = 0; i < dr_kernel_registry_len; i++)
-    g_assert_true(dr_kernel_find(dr_kernel_registry[i].name) ==
-                  &dr_kernel_registry[i]);
+    g_assert_true(dr_kernel_find(dr_kernel_registry[i].name) == &dr_kernel_registry[i]);
   g_assert_null(dr_kernel_find("scale"));
   g_assert_null(dr_kernel_find("scale_f33"));
   g_assert_null(dr_kernel_find(""));
@@ -154,8 +141,7 @@ static void test_registry_find(void) {
   g_assert_cmpint(s->params[1].type, ==, DR_ELEM_F32);
   g_assert_cmpint(s->params[2].access, ==, DR_ACCESS_WRITE);
   const DrKernelDef *a = dr_kernel_find("axpy_f32");
-  g_assert_cmpint(a->params[dr_kernel_param_index(a, "y")].access, ==,
-                  DR_ACCESS_READ_WRITE);
+  g_assert_cmpint(a->params[dr_kernel_param_index(a, "y")].access, ==, DR_ACCESS_READ_WRITE);
   const DrKernelDef *ln = dr_kernel_find("layernorm_rows_f32");
   const DrKParam *eps = &ln->params[dr_kernel_param_index(ln, "eps")];
   g_assert_true(eps->optional);
@@ -169,18 +155,15 @@ static void test_registry_default_shape(void) {
   unsigned grid[3], block[3];
   uint64_t counts[3] = {1000, 0, 1000};
   DrKValue args[3] = {{0}};
-  dr_kernel_default_shape(dr_kernel_find("scale_f32"), counts, args, grid,
-                          block);
+  dr_kernel_default_shape(dr_kernel_find("scale_f32"), counts, args, grid, block);
   g_assert_cmpuint(grid[0], ==, 4);
   g_assert_cmpuint(block[0], ==, 256);
   g_assert_cmpuint(grid[1] * grid[2] * block[1] * block[2], ==, 1);
   counts[0] = counts[2] = 0;
-  dr_kernel_default_shape(dr_kernel_find("scale_f32"), counts, args, grid,
-                          block);
+  dr_kernel_default_shape(dr_kernel_find("scale_f32"), counts, args, grid, block);
   g_assert_cmpuint(grid[0], ==, 1);
   counts[0] = counts[2] = UINT64_C(1) << 50;
-  dr_kernel_default_shape(dr_kernel_find("scale_f32"), counts, args, grid,
-                          block);
+  dr_kernel_default_shape(dr_kernel_find("scale_f32"), counts, args, grid, block);
   g_assert_cmpuint(grid[0], ==, 0x7fffffffu);
   args[0].i = 1000000;
   dr_kernel_default_shape(dr_kernel_find("spin"), counts, args, grid, block);
@@ -219,8 +202,7 @@ static void test_checks(void) {
   g_assert_cmpint(scale->check(c, a, err), ==, 0);
   c[2] = 9;
   g_assert_cmpint(scale->check(c, a, err), ==, -1);
-  g_assert_cmpstr(err, ==,
-                  "x and y must have the same length (10 and 9 elements)");
+  g_assert_cmpstr(err, ==, "x and y must have the same length (10 and 9 elements)");
 
   const DrKernelDef *add = dr_kernel_find("add_f32");
   c[0] = 5, c[1] = 6, c[2] = 5;
@@ -290,11 +272,9 @@ static void test_checks(void) {
 static void test_half_roundtrip(void) {
   for (uint32_t h = 0; h < 0x10000u; h++) {
     float b = dr__bf16_to_f32((uint16_t)h);
-    if (!isnan(b))
-      g_assert_cmphex(dr__f32_to_bf16(b), ==, h);
+    if (!isnan(b)) g_assert_cmphex(dr__f32_to_bf16(b), ==, h);
     float f = dr__f16_to_f32((uint16_t)h);
-    if (!isnan(f))
-      g_assert_cmphex(dr__f32_to_f16(f), ==, h);
+    if (!isnan(f)) g_assert_cmphex(dr__f32_to_f16(f), ==, h);
   }
   g_assert_cmpfloat(dr__f16_to_f32(0x3c00), ==, 1.0f);
   g_assert_cmpfloat(dr__f16_to_f32(0x0001), ==, ldexpf(1.0f, -24));
@@ -302,7 +282,7 @@ static void test_half_roundtrip(void) {
   g_assert_cmpfloat(dr__bf16_to_f32(0x3f80), ==, 1.0f);
   g_assert_true(isnan(dr__bf16_to_f32(dr__f32_to_bf16(NAN))));
   g_assert_true(isnan(dr__f16_to_f32(dr__f32_to_f16(NAN))));
-  g_assert_cmphex(dr__f32_to_f16(65520.0f), ==, 0x7c00);   /* rounds to inf */
+  g_assert_cmphex(dr__f32_to_f16(65520.0f), ==, 0x7c00); /* rounds to inf */
   g_assert_cmphex(dr__f32_to_f16(65519.0f), ==, 0x7bff);
   g_assert_cmphex(dr__f32_to_f16(-INFINITY), ==, 0xfc00);
 }
@@ -313,12 +293,10 @@ static void check_nearest(float f, uint16_t got, float (*from)(uint16_t)) {
   for (int s = -1; s <= 1; s += 2) {
     uint16_t nb = (uint16_t)(got + s);
     double w = from(nb);
-    if (isnan(w) || isinf(w) || ((nb ^ got) & 0x8000u))
-      continue;
+    if (isnan(w) || isinf(w) || ((nb ^ got) & 0x8000u)) continue;
     double dn = fabs(w - (double)f);
     if (dn < d || (dn == d && (got & 1u)))
-      g_error("%.9g rounded to %#x (%.9g), but %#x (%.9g) is nearer or even",
-              f, got, v, nb, w);
+      g_error("%.9g rounded to %#x (%.9g), but %#x (%.9g) is nearer or even", f, got, v, nb, w);
   }
 }
 
@@ -326,13 +304,11 @@ static void test_half_rounding(void) {
   GRand *r = g_rand_new_with_seed(7);
   for (int i = 0; i < 200000; i++) {
     float f = (float)g_rand_double_range(r, -70000.0, 70000.0);
-    if (i % 3 == 0)
-      f = ldexpf(f, -g_rand_int_range(r, 10, 40)); /* down to subnormals */
+    if (i % 3 == 0) f = ldexpf(f, -g_rand_int_range(r, 10, 40)); /* down to subnormals */
     if (i % 7 == 0) /* exact ties: a 16-bit value and a half step */
       f = dr__bits_f32((dr__f32_bits(f) & 0xffff0000u) | 0x8000u);
     check_nearest(f, dr__f32_to_bf16(f), dr__bf16_to_f32);
-    if (fabsf(f) < 65504.0f)
-      check_nearest(f, dr__f32_to_f16(f), dr__f16_to_f32);
+    if (fabsf(f) < 65504.0f) check_nearest(f, dr__f32_to_f16(f), dr__f16_to_f32);
   }
   g_rand_free(r);
 }
@@ -346,11 +322,9 @@ static void test_host_fill_iota(void) {
     DrKValue a[3] = {{.ptr = y}, {.f = -3.5}, {.f = 0.25}};
     uint64_t c[3] = {n, 0, 0};
     run_host("fill_f32", a, c);
-    for (uint64_t i = 0; i < n; i++)
-      g_assert_cmpfloat(y[i], ==, -3.5f);
+    for (uint64_t i = 0; i < n; i++) g_assert_cmpfloat(y[i], ==, -3.5f);
     run_host("iota_f32", a, c);
-    for (uint64_t i = 0; i < n; i++)
-      g_assert_cmpfloat(y[i], ==, -3.5 + 0.25 * (double)i); /* exact here */
+    for (uint64_t i = 0; i < n; i++) g_assert_cmpfloat(y[i], ==, -3.5 + 0.25 * (double)i); /* exact here */
     g_free(y);
   }
 }
@@ -366,8 +340,7 @@ static double ref_gelu(double x, double b, double s) {
   return 0.5 * x * (1.0 + tanh(sqrt(2.0 / G_PI) * (x + 0.044715 * x * x * x)));
 }
 
-static void check_elementwise(const char *name, RefFn ref, double rel,
-                              double abs) {
+static void check_elementwise(const char *name, RefFn ref, double rel, double abs) {
   GRand *r = g_rand_new_with_seed(11);
   const DrKernelDef *def = dr_kernel_find(name);
   for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
@@ -392,8 +365,7 @@ static void check_elementwise(const char *name, RefFn ref, double rel,
     }
     run_host(name, args, counts);
     for (uint64_t i = 0; i < n; i++)
-      assert_close(name, i, out[i], ref(u[i], v0[i], (double)(float)alpha),
-                   rel, abs);
+      assert_close(name, i, out[i], ref(u[i], v0[i], (double)(float)alpha), rel, abs);
     g_free(u), g_free(v), g_free(v0), g_free(y);
   }
   g_rand_free(r);
@@ -430,8 +402,7 @@ static void check_half(const char *name, int bf16, int binary) {
   double rel = bf16 ? 1.0 / 256 : 1.0 / 2048;
   for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
     uint64_t n = sizes[s];
-    uint16_t *a = g_new(uint16_t, n), *b = g_new(uint16_t, n),
-             *y = g_new(uint16_t, n);
+    uint16_t *a = g_new(uint16_t, n), *b = g_new(uint16_t, n), *y = g_new(uint16_t, n);
     for (uint64_t i = 0; i < n; i++) {
       a[i] = to((float)g_rand_double_range(r, 0.5, 8));
       b[i] = to((float)g_rand_double_range(r, -4, -0.25));
@@ -445,8 +416,8 @@ static void check_half(const char *name, int bf16, int binary) {
       args[1].f = -1.3;
     run_host(name, args, counts);
     for (uint64_t i = 0; i < n; i++) {
-      double want = binary ? (double)from(a[i]) + (double)from(b[i])
-                           : (double)(float)-1.3 * (double)from(a[i]);
+      double want =
+          binary ? (double)from(a[i]) + (double)from(b[i]) : (double)(float)-1.3 * (double)from(a[i]);
       assert_close(name, i, from(y[i]), want, rel * 1.0001, 0);
     }
     g_free(a), g_free(b), g_free(y);
@@ -566,16 +537,13 @@ static void test_host_softmax(void) {
     for (uint64_t row = 0; row < rows; row++) {
       const float *xr = x + row * cols;
       double m = -INFINITY, sum = 0, ysum = 0;
-      for (uint64_t j = 0; j < cols; j++)
-        m = fmax(m, xr[j]);
-      for (uint64_t j = 0; j < cols; j++)
-        sum += exp((double)xr[j] - m);
+      for (uint64_t j = 0; j < cols; j++) m = fmax(m, xr[j]);
+      for (uint64_t j = 0; j < cols; j++) sum += exp((double)xr[j] - m);
       for (uint64_t j = 0; j < cols; j++) {
         double want = exp((double)xr[j] - m) / sum;
         /* x - max rounds in f32: exp's argument is off by up to half an
          * ulp of |x - max| (<= 60 here), 2e-6 relative; expf adds 2 ulp. */
-        assert_close("softmax", row * cols + j, y[row * cols + j], want, 1e-5,
-                     1e-30);
+        assert_close("softmax", row * cols + j, y[row * cols + j], want, 1e-5, 1e-30);
         ysum += y[row * cols + j];
       }
       assert_close("softmax row sum", row, ysum, 1.0, 0, 1e-5);
@@ -599,20 +567,16 @@ static void test_host_layernorm(void) {
     float *x = rand_f32(r, n, -3, 7), *y = g_new(float, n);
     float *g = rand_f32(r, cols, 0.5, 2), *b = rand_f32(r, cols, -1, 1);
     float *one = g_new(float, cols), *zero = g_new0(float, cols);
-    for (uint64_t j = 0; j < cols; j++)
-      one[j] = 1.0f;
+    for (uint64_t j = 0; j < cols; j++) one[j] = 1.0f;
     /* gamma 1, beta 0, eps 0: each row has mean 0 and variance 1. */
-    DrKValue a[6] = {{.ptr = x}, {.ptr = one}, {.ptr = zero},
-                     {.ptr = y}, {.i = (int64_t)cols}, {.f = 0.0}};
+    DrKValue a[6] = {{.ptr = x}, {.ptr = one}, {.ptr = zero}, {.ptr = y}, {.i = (int64_t)cols}, {.f = 0.0}};
     uint64_t c[6] = {n, cols, cols, n, 0, 0};
     run_host("layernorm_rows_f32", a, c);
     for (uint64_t row = 0; row < rows; row++) {
       double mean = 0, var = 0;
-      for (uint64_t j = 0; j < cols; j++)
-        mean += y[row * cols + j];
+      for (uint64_t j = 0; j < cols; j++) mean += y[row * cols + j];
       mean /= (double)cols;
-      for (uint64_t j = 0; j < cols; j++)
-        var += (y[row * cols + j] - mean) * (y[row * cols + j] - mean);
+      for (uint64_t j = 0; j < cols; j++) var += (y[row * cols + j] - mean) * (y[row * cols + j] - mean);
       var /= (double)cols;
       assert_close("layernorm mean", row, mean, 0, 0, 1e-5);
       assert_close("layernorm var", row, var, 1, 1e-5, 0);
@@ -623,16 +587,13 @@ static void test_host_layernorm(void) {
     for (uint64_t row = 0; row < rows; row++) {
       const float *xr = x + row * cols;
       double mean = 0, var = 0;
-      for (uint64_t j = 0; j < cols; j++)
-        mean += xr[j];
+      for (uint64_t j = 0; j < cols; j++) mean += xr[j];
       mean /= (double)cols;
-      for (uint64_t j = 0; j < cols; j++)
-        var += (xr[j] - mean) * (xr[j] - mean);
+      for (uint64_t j = 0; j < cols; j++) var += (xr[j] - mean) * (xr[j] - mean);
       var /= (double)cols;
       for (uint64_t j = 0; j < cols; j++) {
         double want = (xr[j] - mean) / sqrt(var + (double)1e-5f) * g[j] + b[j];
-        assert_close("layernorm", row * cols + j, y[row * cols + j], want,
-                     1e-5, 1e-5);
+        assert_close("layernorm", row * cols + j, y[row * cols + j], want, 1e-5, 1e-5);
       }
     }
     g_free(x), g_free(y), g_free(g), g_free(b), g_free(one), g_free(zero);
@@ -643,54 +604,41 @@ static void test_host_layernorm(void) {
 /* gemm twins against the textbook triple loop, with and without beta; with
  * beta 0, NaN in c must not propagate. Tolerance normwise: 1e-6 of
  * k*max|a|*max|b| (f32), half a bf16 ulp of the result plus that (bf16). */
-static void check_gemm(int bf16, int64_t m, int64_t n, int64_t k,
-                       double alpha, double beta, GRand *r) {
+static void check_gemm(int bf16, int64_t m, int64_t n, int64_t k, double alpha, double beta, GRand *r) {
   const char *name = bf16 ? "gemm_bf16" : "gemm_f32";
-  uint64_t na = (uint64_t)(m * k), nb = (uint64_t)(k * n),
-           nc = (uint64_t)(m * n);
-  float *a = rand_f32(r, na, -1, 1), *b = rand_f32(r, nb, -1, 1),
-        *c = rand_f32(r, nc, -1, 1);
+  uint64_t na = (uint64_t)(m * k), nb = (uint64_t)(k * n), nc = (uint64_t)(m * n);
+  float *a = rand_f32(r, na, -1, 1), *b = rand_f32(r, nb, -1, 1), *c = rand_f32(r, nc, -1, 1);
   if (beta == 0)
-    for (uint64_t i = 0; i < nc; i++)
-      c[i] = NAN;
+    for (uint64_t i = 0; i < nc; i++) c[i] = NAN;
   void *pa = a, *pb = b, *pc = c;
   uint16_t *ha = NULL, *hb = NULL, *hc = NULL;
   if (bf16) {
     ha = g_new(uint16_t, na), hb = g_new(uint16_t, nb), hc = g_new(uint16_t, nc);
-    for (uint64_t i = 0; i < na; i++)
-      ha[i] = dr__f32_to_bf16(a[i]), a[i] = dr__bf16_to_f32(ha[i]);
-    for (uint64_t i = 0; i < nb; i++)
-      hb[i] = dr__f32_to_bf16(b[i]), b[i] = dr__bf16_to_f32(hb[i]);
-    for (uint64_t i = 0; i < nc; i++)
-      hc[i] = dr__f32_to_bf16(c[i]), c[i] = dr__bf16_to_f32(hc[i]);
+    for (uint64_t i = 0; i < na; i++) ha[i] = dr__f32_to_bf16(a[i]), a[i] = dr__bf16_to_f32(ha[i]);
+    for (uint64_t i = 0; i < nb; i++) hb[i] = dr__f32_to_bf16(b[i]), b[i] = dr__bf16_to_f32(hb[i]);
+    for (uint64_t i = 0; i < nc; i++) hc[i] = dr__f32_to_bf16(c[i]), c[i] = dr__bf16_to_f32(hc[i]);
     pa = ha, pb = hb, pc = hc;
   }
   float *c0 = g_memdup2(c, nc * sizeof(float));
-  DrKValue args[8] = {{.ptr = pa}, {.ptr = pb}, {.ptr = pc},
-                      {.i = m},    {.i = n},    {.i = k},
-                      {.f = alpha}, {.f = beta}};
+  DrKValue args[8] = {{.ptr = pa}, {.ptr = pb}, {.ptr = pc},  {.i = m},
+                      {.i = n},    {.i = k},    {.f = alpha}, {.f = beta}};
   uint64_t counts[8] = {na, nb, nc};
   run_host(name, args, counts);
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
       double s = 0;
-      for (int64_t p = 0; p < k; p++)
-        s += (double)a[i * k + p] * (double)b[p * n + j];
+      for (int64_t p = 0; p < k; p++) s += (double)a[i * k + p] * (double)b[p * n + j];
       double want = (double)(float)alpha * s;
-      if (beta != 0)
-        want += (double)(float)beta * c0[i * n + j];
+      if (beta != 0) want += (double)(float)beta * c0[i * n + j];
       double got = bf16 ? dr__bf16_to_f32(hc[i * n + j]) : c[i * n + j];
-      assert_close(name, (uint64_t)(i * n + j), got, want,
-                   bf16 ? 1.0 / 256 : 0, 1e-6 * (double)k);
+      assert_close(name, (uint64_t)(i * n + j), got, want, bf16 ? 1.0 / 256 : 0, 1e-6 * (double)k);
     }
-  g_free(a), g_free(b), g_free(c), g_free(c0), g_free(ha), g_free(hb),
-      g_free(hc);
+  g_free(a), g_free(b), g_free(c), g_free(c0), g_free(ha), g_free(hb), g_free(hc);
 }
 
 static void test_host_gemm(void) {
   GRand *r = g_rand_new_with_seed(31);
-  static const int64_t shapes[][3] = {
-      {1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {64, 48, 80}, {1, 100, 3}};
+  static const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {64, 48, 80}, {1, 100, 3}};
   for (guint s = 0; s < G_N_ELEMENTS(shapes); s++)
     for (int bf16 = 0; bf16 <= 1; bf16++) {
       check_gemm(bf16, shapes[s][0], shapes[s][1], shapes[s][2], 1.0, 0.0, r);
@@ -715,8 +663,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/kernels/registry/sorted-unique", test_registry_sorted_unique);
   g_test_add_func("/kernels/registry/matches-list", test_registry_matches_list);
-  g_test_add_func("/kernels/registry/params-well-formed",
-                  test_registry_params_well_formed);
+  g_test_add_func("/kernels/registry/params-well-formed", test_registry_params_well_formed);
   g_test_add_func("/kernels/registry/find", test_registry_find);
   g_test_add_func("/kernels/registry/default-shape", test_registry_default_shape);
   g_test_add_func("/kernels/registry/list", test_registry_list);
