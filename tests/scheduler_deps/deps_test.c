@@ -203,6 +203,19 @@ static void test_hazards_readwrite(void) {
                     "acc2>both raw x, both>last raw x");
 }
 
+static void test_hazards_dedupe(void) {
+  /* b conflicts with a on three ranges of two buffers: one edge, added once
+   * (checked before dr_graph_sort_edges could hide a duplicate). */
+  g_autoptr(DrGraph) g = dr_graph_new();
+  bufs(g, "x:16 y:16");
+  add(g, "a", "w x[0:4] w x[8:12] w y");
+  add(g, "b", "r x r y w x[2:10]");
+  dr__hazards_run(g);
+  g_assert_cmpuint(g->edges->len, ==, 1);
+  g_autofree char *got = edges(g);
+  g_assert_cmpstr(got, ==, "a>b raw x");
+}
+
 static void test_hazards_alloc_free(void) {
   g_autoptr(DrGraph) g = dr_graph_new();
   bufs(g, "x:8 tmp:8 y:8");
@@ -834,6 +847,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/scheduler/hazards/partial-overlap", test_hazards_partial_overlap);
   g_test_add_func("/scheduler/hazards/readers-then-writer", test_hazards_readers_then_writer);
   g_test_add_func("/scheduler/hazards/readwrite", test_hazards_readwrite);
+  g_test_add_func("/scheduler/hazards/dedupe", test_hazards_dedupe);
   g_test_add_func("/scheduler/hazards/alloc-free", test_hazards_alloc_free);
   g_test_add_func("/scheduler/hazards/chunks", test_hazards_chunks);
   g_test_add_func("/scheduler/hazards/property", test_hazards_property);
