@@ -3,8 +3,11 @@
  * lives in its own package. */
 #include "lib/load.h"
 
+#include <errno.h>
 #include <glib/gstdio.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kernels/registry.h"
 #include "parser/parser.h"
@@ -29,11 +32,15 @@ void dr__graph_register_builtins(DrGraph *graph) {
   }
 }
 
-static DrGraph *load(const char *name, const char *yaml, gsize len, DrLoadStage stage, DrDiags *diags,
+/* Parses from `fp` when not NULL, else from yaml[0..len); then the passes
+ * up to `stage`. */
+static DrGraph *load(const char *name, const char *yaml, gsize len, FILE *fp, DrLoadStage stage, DrDiags *diags,
                      GError **error) {
   g_autoptr(DrGraph) graph = dr_graph_new();
   dr__graph_register_builtins(graph);
-  if (!dr_parse_pipeline(graph, name, yaml, len, diags)) {
+  gboolean ok = fp != NULL ? dr_parse_pipeline_file(graph, name, fp, diags)
+                           : dr_parse_pipeline(graph, name, yaml, len, diags);
+  if (!ok) {
     dr_diags_to_error(diags, error);
     return NULL;
   }
@@ -48,31 +55,39 @@ static DrGraph *load(const char *name, const char *yaml, gsize len, DrLoadStage 
   return g_steal_pointer(&graph);
 }
 
+static const char *io_reason(int err) {
+  return g_strerror(err);
+}
+
 DrGraph *dr__load_file_until(const char *path, DrLoadStage stage, DrDiags *diags, char **text_out,
                              GError **error) {
   g_return_val_if_fail(path != NULL && diags != NULL, NULL);
   if (text_out) *text_out = NULL;
-  g_autofree char *text = NULL;
-  gsize len = 0;
-  g_autoptr(GError) io = NULL;
   GStatBuf st;
-  if (g_stat(path, &st) == 0 && (guint64)st.st_size > DR_PARSE_MAX_FILE_BYTES) {
+  if (g_stat(path, &st) != 0) {
+    g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: error: cannot read: %s", path, io_reason(errno));
+    return NULL;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: error: cannot read: %s", path, io_reason(EISDIR));
+    return NULL;
+  }
+  if ((guint64)st.st_size > DR_PARSE_MAX_FILE_BYTES) {
     /* The location's file must outlive diags: the caller's path does. */
     dr_diags_error(diags, (DrLoc){path, 1, 1}, "file too large: %" G_GUINT64_FORMAT " bytes (the limit is 1 GiB)",
                    (guint64)st.st_size);
     dr_diags_to_error(diags, error);
     return NULL;
   }
-  if (!g_file_get_contents(path, &text, &len, &io)) {
-    const char *why = io->domain == G_FILE_ERROR && io->code == G_FILE_ERROR_NOENT ? "No such file or directory"
-                      : io->domain == G_FILE_ERROR && io->code == G_FILE_ERROR_ACCES ? "Permission denied"
-                      : io->domain == G_FILE_ERROR && io->code == G_FILE_ERROR_ISDIR ? "Is a directory"
-                                                                                      : io->message;
-    g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: error: cannot read: %s", path, why);
+  FILE *fp = g_fopen(path, "rb");
+  if (fp == NULL) {
+    g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: error: cannot read: %s", path, io_reason(errno));
     return NULL;
   }
-  DrGraph *g = load(path, text, len, stage, diags, error);
-  if (text_out) *text_out = g_steal_pointer(&text);
+  DrGraph *g = load(path, NULL, 0, fp, stage, diags, error);
+  fclose(fp);
+  /* Only a failed load needs the text again, for the caret display. */
+  if (g == NULL && text_out != NULL && dr_diags_len(diags) > 0) g_file_get_contents(path, text_out, NULL, NULL);
   return g;
 }
 
@@ -82,5 +97,5 @@ DrGraph *dr_load_file(const char *path, DrDiags *diags, GError **error) {
 
 DrGraph *dr_load_string(const char *name, const char *yaml, gsize len, DrDiags *diags, GError **error) {
   g_return_val_if_fail(name != NULL && yaml != NULL && diags != NULL, NULL);
-  return load(name, yaml, len, DR_LOAD_PASSES, diags, error);
+  return load(name, yaml, len, NULL, DR_LOAD_PASSES, diags, error);
 }

@@ -31,9 +31,10 @@ typedef enum {
   DR_LOAD_PASSES, /* parse and dr_passes_run (what dr_load_file does) */
 } DrLoadStage;
 
-/* dr_load_file, stopping after `stage` (for --dump-after). `text_out`, when
- * not NULL, receives the file's contents (for the caret display); free it
- * with g_free. */
+/* dr_load_file, stopping after `stage` (for --dump-after). The file is
+ * parsed in chunks, never held whole. `text_out`, when not NULL and the
+ * load failed with diagnostics, receives the file's contents (for the
+ * caret display; else NULL); free it with g_free. */
 DrGraph *dr__load_file_until(const char *path, DrLoadStage stage, DrDiags *diags, char **text_out,
                              GError **error);
 

@@ -40,8 +40,31 @@ typedef struct {
 
 /* ---- nodes ------------------------------------------------------------- */
 
+/* Freed nodes are kept on a per-thread list for reuse: a pipeline builds
+ * and drops a dozen of them per node, and malloc/free showed in profiles. */
+#define SPARE_MAX 4096
+static __thread DrYNode *spare;
+static __thread guint n_spare;
+
+static void node_release(DrYNode *n) {
+  if (n_spare >= SPARE_MAX) {
+    g_free(n);
+    return;
+  }
+  n->u.items = (DrYNode **)spare;
+  spare = n;
+  n_spare++;
+}
+
 static DrYNode *node_new(DrYKind kind, guint32 line, guint32 col) {
-  DrYNode *n = g_new0(DrYNode, 1);
+  DrYNode *n = spare;
+  if (n != NULL) {
+    spare = (DrYNode *)n->u.items;
+    n_spare--;
+    memset(n, 0, sizeof *n);
+  } else {
+    n = g_new0(DrYNode, 1);
+  }
   n->kind = kind;
   n->refs = 1;
   n->line = line;
@@ -73,7 +96,7 @@ void dr__ynode_unref(DrYNode *node) {
       }
       g_free(node->u.items);
     }
-    g_free(node);
+    node_release(node);
     if (stack == NULL || stack->len == 0) break;
     node = g_ptr_array_steal_index_fast(stack, stack->len - 1);
   }
@@ -104,17 +127,29 @@ static guint64 sat_add(guint64 a, guint64 b) { return a + b < a ? G_MAXUINT64 : 
 
 /* ---- the reader -------------------------------------------------------- */
 
-DrYReader *dr__yreader_new(const char *file, const char *yaml, gsize len, DrDiags *diags) {
+static DrYReader *reader_new(const char *file, DrDiags *diags) {
   DrYReader *r = g_new0(DrYReader, 1);
   yaml_parser_initialize(&r->parser);
-  yaml_parser_set_input_string(&r->parser, (const unsigned char *)yaml, len);
-  yaml_parser_set_encoding(&r->parser, YAML_UTF8_ENCODING);
   r->file = file;
   r->diags = diags;
   r->anchors = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)dr__ynode_unref);
   r->building = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   r->frames = g_array_new(FALSE, FALSE, sizeof(Frame));
   r->values = g_ptr_array_new();
+  return r;
+}
+
+DrYReader *dr__yreader_new(const char *file, const char *yaml, gsize len, DrDiags *diags) {
+  DrYReader *r = reader_new(file, diags);
+  yaml_parser_set_input_string(&r->parser, (const unsigned char *)yaml, len);
+  yaml_parser_set_encoding(&r->parser, YAML_UTF8_ENCODING);
+  return r;
+}
+
+DrYReader *dr__yreader_new_file(const char *file, FILE *fp, DrDiags *diags) {
+  DrYReader *r = reader_new(file, diags);
+  yaml_parser_set_input_file(&r->parser, fp);
+  yaml_parser_set_encoding(&r->parser, YAML_UTF8_ENCODING);
   return r;
 }
 
@@ -349,7 +384,8 @@ static DrYNode *close_frame(DrYReader *r) {
   DrYNode *n = node_new(f.kind, f.line, f.col);
   guint count = r->values->len - f.start;
   DrYNode **items = g_new(DrYNode *, MAX(count, 1));
-  memcpy(items, r->values->pdata + f.start, count * sizeof(DrYNode *));
+  if (count > 0) /* pdata is NULL for an empty array: memcpy(NULL) is UB */
+    memcpy(items, r->values->pdata + f.start, count * sizeof(DrYNode *));
   g_ptr_array_set_size(r->values, f.start);
   for (guint i = 0; i < count; i++) n->size = sat_add(n->size, items[i]->size);
   n->u.items = items;

@@ -15,6 +15,7 @@
 #define DAGRUN_PARSER_EVENTS_H
 
 #include <glib.h>
+#include <stdio.h>
 
 #include "ir/diag.h"
 
@@ -80,6 +81,9 @@ typedef struct DrYReader DrYReader;
 /* Returns a reader over yaml[0..len) named `file` (which must outlive the
  * reader) that reports into `diags`. The text must outlive the reader. */
 DrYReader *dr__yreader_new(const char *file, const char *yaml, gsize len, DrDiags *diags);
+/* The same over an open file, read in chunks (the text is never held
+ * whole); `fp` must stay open while the reader lives. */
+DrYReader *dr__yreader_new_file(const char *file, FILE *fp, DrDiags *diags);
 void dr__yreader_free(DrYReader *reader);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrYReader, dr__yreader_free)
 

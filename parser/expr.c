@@ -137,15 +137,22 @@ static gboolean expr_primary(Expr *e, gint64 *out) {
     return TRUE;
   }
   if (g_ascii_isdigit(c)) {
-    /* read_number needs a terminated string: copy the token. */
     const char *s = e->p;
+    guint64 v = 0;
+    while (s < e->end && g_ascii_isdigit(*s)) {
+      if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (guint64)(*s - '0'), &v))
+        return fail(e, g_strdup("number too large"));
+      s++;
+    }
+    const char *suf = s;
     while (s < e->end && g_ascii_isalnum(*s)) s++;
-    g_autofree char *tok = g_strndup(e->p, (gsize)(s - e->p));
-    const char *q = tok;
-    guint64 v;
-    char *msg = NULL;
-    if (!read_number(&q, DR_SIZE_ANY, &v, &msg)) return fail(e, msg);
-    if (*q != '\0') return fail(e, g_strdup_printf("bad number '%s'", tok));
+    if (s > suf) {
+      int i = suffix_find(suf, (gsize)(s - suf));
+      if (i < 0)
+        return fail(e, g_strdup_printf("unknown size suffix '%.*s' (use %s)", (int)(s - suf), suf,
+                                       class_list(DR_SIZE_ANY)));
+      if (__builtin_mul_overflow(v, suffixes[i].mult, &v)) return fail(e, g_strdup("number too large"));
+    }
     if (v > G_MAXINT64) return fail(e, g_strdup("number too large"));
     e->p = s;
     *out = (gint64)v;

@@ -35,6 +35,7 @@ typedef struct {
   GPtrArray *deferred;   /* key, value pairs of nodes seen before buffers:/kernels: */
   gboolean seen_buffers, seen_kernels, streaming_nodes;
   GString *what;         /* "node 'x'" of the node being converted */
+  GString *arg_what, *arg_key; /* scratch: "node 'x', argument 'y'", "argument 'y'" */
   guint node_typos;      /* unknown keys of that node: they explain missing ones */
 } DrParse;
 

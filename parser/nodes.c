@@ -66,6 +66,27 @@ typedef struct {
 
 #define WHAT(p) ((p)->what->str)
 
+/* a + b + c, newly allocated: the per-node message prefixes are built
+ * for every node, so without printf. */
+static char *concat3(const char *a, const char *b, const char *c) {
+  return g_strconcat(a, b, c, NULL);
+}
+
+/* Sets `buf` to a + b + c and returns its text (no allocation once warm). */
+static const char *scratch(GString *buf, const char *a, const char *b, const char *c) {
+  g_string_assign(buf, a);
+  g_string_append(buf, b);
+  g_string_append(buf, c);
+  return buf->str;
+}
+
+/* Sets WHAT to "node 'ID'" (no printf: this runs for every node). */
+static void set_what(DrParse *p, const char *id) {
+  g_string_assign(p->what, "node '");
+  g_string_append(p->what, id);
+  g_string_append_c(p->what, '\'');
+}
+
 /* "missing key", unless a misspelt key of the same node explains it. */
 static void node_missing(DrParse *p, const DrYNode *key, const char *name) {
   if (p->node_typos == 0) dr__parse_missing(p, DR_LOC(p, key), WHAT(p), name);
@@ -248,7 +269,7 @@ static void bind_args(DrParse *p, const DrYNode *node_key, const DrYNode *args, 
   for (guint32 i = 0; i < n_params; i++) {
     const DrParam *param = &params[i];
     const DrYNode *v = vals[i];
-    g_autofree char *key = g_strdup_printf("argument '%s'", param->name);
+    const char *key = scratch(p->arg_key, "argument '", param->name, "'");
     if (v == NULL) {
       if (!param->optional && unknown == 0)
         dr_diags_error(p->diags, DR_LOC(p, args ? args : node_key), "%s: missing argument '%s' of %s", WHAT(p),
@@ -258,7 +279,8 @@ static void bind_args(DrParse *p, const DrYNode *node_key, const DrYNode *args, 
       continue;
     }
     DrArg a = {.param = i, .loc = DR_LOC(p, v)};
-    g_autofree char *awhat = g_strdup_printf("%s, argument '%s'", WHAT(p), param->name);
+    const char *awhat = scratch(p->arg_what, WHAT(p), ", argument '", param->name);
+    g_string_append_c(p->arg_what, '\'');
     if (param->is_pointer) {
       DrAccess acc;
       if (!slice_access(p, key, v, env, &acc)) continue;
@@ -329,7 +351,7 @@ static void convert_kernel(DrParse *p, DrId id, const DrYNode *key, const DrYNod
     else n->shared = (guint32)shared;
   }
   const DrKernelDecl *decl = dr_graph_kernel(p->g, k);
-  g_autofree char *callee = g_strdup_printf("kernel '%s'", decl->name);
+  g_autofree char *callee = concat3("kernel '", decl->name, "'");
   bind_args(p, key, s[K_ARGS], env, callee, decl->params, decl->n_params, FALSE);
 }
 
@@ -405,7 +427,7 @@ static void convert_host(DrParse *p, DrId id, const DrYNode *key, const DrYNode 
   dr_graph_node(p->g, id)->host_fn = fn;
   guint32 n_params;
   const DrParam *params = dr_host_fn_params(fn, &n_params);
-  g_autofree char *callee = g_strdup_printf("host function '%s'", name);
+  g_autofree char *callee = concat3("host function '", name, "'");
   bind_args(p, key, s[K_ARGS], env, callee, params, n_params, TRUE);
 }
 
@@ -454,7 +476,7 @@ void dr__parse_resolve_afters(DrParse *p) {
   for (guint i = 0; i < p->afters->len; i++) {
     const DrPendingAfter *pa = &g_array_index(p->afters, DrPendingAfter, i);
     const DrNode *to = dr_graph_node(g, pa->to);
-    g_string_printf(p->what, "node '%s'", to->id);
+    set_what(p, to->id);
     gsize len = strlen(pa->name);
     if (len == 0 || pa->name[len - 1] != '*') {
       DrId from = dr_graph_find_node(g, pa->name);
@@ -524,7 +546,7 @@ static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, con
   } else {
     id = g_strdup(key->u.text);
   }
-  g_string_printf(p->what, "node '%s'", id);
+  set_what(p, id);
   if (!valid_id(id)) {
     dr_diags_error(p->diags, DR_LOC(p, key),
                    "%s: a node id must be non-empty, without spaces, quotes, brackets, ',' or '*'", WHAT(p));
@@ -696,7 +718,7 @@ static gint64 loop_value(DrParse *p, const LoopVar *lv, guint64 i) {
 }
 
 void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value) {
-  g_string_printf(p->what, "node '%s'", key->u.text);
+  set_what(p, key->u.text);
   if (value->kind != DR_Y_MAP) {
     dr__parse_wrong_type(p, WHAT(p), NULL, value, "a mapping with 'op'");
     return;

@@ -48,33 +48,38 @@ int dr__parse_key(DrParse *p, const char *what, const DrYNode *key, const char *
   return -1;
 }
 
-/* Returns the scalar's text after substitution (newly allocated), or NULL
- * after reporting. */
-static char *scalar_text(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
-                         const char *expected) {
+/* Returns the scalar's text after substitution, or NULL after reporting.
+ * *owned is the allocated copy to free (NULL when the text is borrowed
+ * from the tree, the common case of no braces). */
+static const char *scalar_text(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
+                               const char *expected, char **owned) {
+  *owned = NULL;
   if (v->kind != DR_Y_SCALAR || dr__ynode_is_null(v)) {
     dr__parse_wrong_type(p, what, key, v, expected);
     return NULL;
   }
-  if (!dr__expr_has_braces(v->u.text)) return g_strdup(v->u.text);
+  if (!dr__expr_has_braces(v->u.text)) return v->u.text;
   char *msg = NULL;
-  char *s = dr__expr_substitute(v->u.text, env, &msg);
-  if (s == NULL) {
+  *owned = dr__expr_substitute(v->u.text, env, &msg);
+  if (*owned == NULL) {
     error_at(p, v, what, key, msg);
     g_free(msg);
   }
-  return s;
+  return *owned;
 }
 
 gboolean dr__parse_string(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
                           char **out) {
-  *out = scalar_text(p, what, key, v, env, "a string");
+  char *owned;
+  const char *t = scalar_text(p, what, key, v, env, "a string", &owned);
+  *out = owned != NULL ? owned : g_strdup(t);
   return *out != NULL;
 }
 
 gboolean dr__parse_int(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
                        gint64 min, gint64 max, gint64 *out) {
-  g_autofree char *t = scalar_text(p, what, key, v, env, "an integer");
+  g_autofree char *owned = NULL;
+  const char *t = scalar_text(p, what, key, v, env, "an integer", &owned);
   if (t == NULL) return FALSE;
   const char *s = t[0] == '-' ? t + 1 : t;
   guint64 mag;
@@ -101,7 +106,8 @@ gboolean dr__parse_int(DrParse *p, const char *what, const char *key, const DrYN
 
 gboolean dr__parse_size(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
                         DrSizeClass cls, guint64 *out) {
-  g_autofree char *t = scalar_text(p, what, key, v, env, cls == DR_SIZE_BYTES ? "a size in bytes" : "a count");
+  g_autofree char *owned = NULL;
+  const char *t = scalar_text(p, what, key, v, env, cls == DR_SIZE_BYTES ? "a size in bytes" : "a count", &owned);
   if (t == NULL) return FALSE;
   g_autofree char *msg = NULL;
   if (!dr__size_parse(t, cls, out, &msg)) {
@@ -113,7 +119,8 @@ gboolean dr__parse_size(DrParse *p, const char *what, const char *key, const DrY
 
 gboolean dr__parse_float(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
                          double *out) {
-  g_autofree char *t = scalar_text(p, what, key, v, env, "a number");
+  g_autofree char *owned = NULL;
+  const char *t = scalar_text(p, what, key, v, env, "a number", &owned);
   if (t == NULL) return FALSE;
   char *end = NULL;
   *out = g_ascii_strtod(t, &end);
@@ -717,19 +724,46 @@ static void parse_root_tree(DrParse *p, Top *top, DrYNode *root) {
   }
 }
 
-gboolean dr_parse_pipeline(DrGraph *graph, const char *file, const char *yaml, gsize len, DrDiags *diags) {
-  g_return_val_if_fail(graph != NULL && file != NULL && diags != NULL, FALSE);
+/* Whether `nodes:` must wait for buffers:/kernels: that come after it, from
+ * the line offsets of the three keys (-1: not at the start of a line). */
+static gboolean must_defer(gssize nodes_at, gssize buffers_at, gssize kernels_at) {
+  return nodes_at < 0 || buffers_at > nodes_at || kernels_at > nodes_at;
+}
+
+/* must_defer for a file, by one pass over its lines; rewinds it. */
+static gboolean must_defer_file(FILE *fp) {
+  gssize at[3] = {-1, -1, -1};
+  static const char *const keys[3] = {"nodes:", "buffers:", "kernels:"};
+  char buf[4096];
+  gssize line = 0;
+  gboolean line_start = TRUE;
+  while (fgets(buf, sizeof buf, fp) != NULL) {
+    if (line_start)
+      for (int k = 0; k < 3; k++)
+        if (at[k] < 0 && strncmp(buf, keys[k], strlen(keys[k])) == 0) at[k] = line;
+    gsize n = strlen(buf);
+    line_start = n > 0 && buf[n - 1] == '\n';
+    if (line_start) line++;
+  }
+  rewind(fp);
+  return must_defer(at[0], at[1], at[2]);
+}
+
+static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize len, FILE *fp, DrDiags *diags) {
   guint errors_before = dr_diags_n_errors(diags);
   DrParse pp = {.g = graph, .diags = diags};
   DrParse *p = &pp;
-  p->file = graph->file = dr_graph_intern(graph, file);
+  graph->file = dr_graph_intern(graph, file);
+  /* Diagnostics outlive a graph that failed to load: their file name is
+   * interned for the process (one string per pipeline file). */
+  p->file = g_intern_string(file);
   g_autofree char *dir = g_path_get_dirname(file);
   graph->base_dir = dr_graph_intern(graph, dir);
   g_autofree char *base = g_path_get_basename(file);
   char *dot = strrchr(base, '.');
   if (dot != NULL && dot != base) *dot = '\0';
   graph->name = dr_graph_intern(graph, base);
-  if (len > DR_PARSE_MAX_FILE_BYTES) {
+  if (fp == NULL && len > DR_PARSE_MAX_FILE_BYTES) {
     dr_diags_error(diags, (DrLoc){p->file, 1, 1}, "file too large: %" G_GSIZE_FORMAT " bytes (the limit is 1 GiB)",
                    len);
     return FALSE;
@@ -738,13 +772,17 @@ gboolean dr_parse_pipeline(DrGraph *graph, const char *file, const char *yaml, g
   p->afters = g_array_new(FALSE, FALSE, sizeof(DrPendingAfter));
   p->deferred = g_ptr_array_new_with_free_func((GDestroyNotify)dr__ynode_unref);
   p->what = g_string_new(NULL);
-  p->reader = dr__yreader_new(p->file, yaml, len, diags);
-
+  p->arg_what = g_string_new(NULL);
+  p->arg_key = g_string_new(NULL);
   Top top = {0};
-  gssize nodes_at = find_top_key(yaml, len, "nodes:");
-  gssize buffers_at = find_top_key(yaml, len, "buffers:");
-  gssize kernels_at = find_top_key(yaml, len, "kernels:");
-  top.defer_nodes = nodes_at < 0 || buffers_at > nodes_at || kernels_at > nodes_at;
+  if (fp != NULL) {
+    top.defer_nodes = must_defer_file(fp);
+    p->reader = dr__yreader_new_file(p->file, fp, diags);
+  } else {
+    top.defer_nodes = must_defer(find_top_key(yaml, len, "nodes:"), find_top_key(yaml, len, "buffers:"),
+                                 find_top_key(yaml, len, "kernels:"));
+    p->reader = dr__yreader_new(p->file, yaml, len, diags);
+  }
 
   DrYEvent ev;
   DrLoc root_loc = {p->file, 1, 1};
@@ -778,5 +816,17 @@ gboolean dr_parse_pipeline(DrGraph *graph, const char *file, const char *yaml, g
   g_ptr_array_unref(p->deferred);
   g_array_unref(p->afters);
   g_string_free(p->what, TRUE);
+  g_string_free(p->arg_what, TRUE);
+  g_string_free(p->arg_key, TRUE);
   return dr_diags_n_errors(diags) == errors_before;
+}
+
+gboolean dr_parse_pipeline(DrGraph *graph, const char *file, const char *yaml, gsize len, DrDiags *diags) {
+  g_return_val_if_fail(graph != NULL && file != NULL && yaml != NULL && diags != NULL, FALSE);
+  return parse(graph, file, yaml, len, NULL, diags);
+}
+
+gboolean dr_parse_pipeline_file(DrGraph *graph, const char *file, FILE *fp, DrDiags *diags) {
+  g_return_val_if_fail(graph != NULL && file != NULL && fp != NULL && diags != NULL, FALSE);
+  return parse(graph, file, NULL, 0, fp, diags);
 }

@@ -10,6 +10,7 @@
 #define DAGRUN_PARSER_PARSER_H
 
 #include <glib.h>
+#include <stdio.h>
 
 #include "ir/diag.h"
 #include "ir/graph.h"
@@ -30,6 +31,11 @@ G_BEGIN_DECLS
  * base_dir and name. Returns TRUE when it reported no error; otherwise the
  * graph is partial and must not be run. */
 gboolean dr_parse_pipeline(DrGraph *graph, const char *file, const char *yaml, gsize len, DrDiags *diags);
+
+/* The same, reading the open, seekable file `fp` in chunks so the text is
+ * never held in memory whole (what lib/load.c uses). `file` names it in
+ * diagnostics. */
+gboolean dr_parse_pipeline_file(DrGraph *graph, const char *file, FILE *fp, DrDiags *diags);
 
 G_END_DECLS
 
