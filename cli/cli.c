@@ -18,6 +18,7 @@
 typedef struct {
   gboolean check, plan, verify, kernels, version;
   char *format, *dot, *trace, *backend, *mode, *dump_after, *profile, *timeline;
+  gint64 delay_seed;
   gint iterations, warmup, max_streams, device;
   char **files;
 } Options;
@@ -108,6 +109,7 @@ static int validate(const Options *o, GString *err) {
   if (o->warmup < -1) return usage_error(err, "--warmup must not be negative");
   if (o->max_streams == 0 || o->max_streams < -1) return usage_error(err, "--max-streams must be at least 1");
   if (o->device < -1) return usage_error(err, "--device must not be negative");
+  if (o->delay_seed < 0) return usage_error(err, "--delay-seed must not be negative");
   return 0;
 }
 
@@ -147,6 +149,7 @@ static int plan_and_run(const Options *o, DrGraph *graph, GString *out, GString 
   if (o->backend) dr_backend_kind_from_name(o->backend, &ropts.backend);
   ropts.verify = o->verify;
   ropts.trace_path = o->trace;
+  ropts.delay_seed = (guint64)o->delay_seed;
   g_autoptr(DrReport) report = dr_run(plan, &ropts, &error);
   if (report == NULL) return report_error(err, error);
   if (json) {
@@ -206,6 +209,9 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
       {"version", 0, 0, G_OPTION_ARG_NONE, &o.version, "Print the version", NULL},
       {"dump-after", 0, 0, G_OPTION_ARG_STRING, &o.dump_after, "Print the IR after a stage and exit",
        "parse|passes"},
+      {"delay-seed", 0, 0, G_OPTION_ARG_INT64, &o.delay_seed,
+       "Host backend: random delays before each node, seeded (0: off); with --verify, shakes out races",
+       "SEED"},
       {"profile", 0, 0, G_OPTION_ARG_FILENAME, &o.profile, "Plan with the durations of a JSON run report", "FILE"},
       {"timeline", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline, "Reserved", "FILE"},
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.files, NULL, "PIPELINE.yaml"},
