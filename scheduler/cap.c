@@ -15,19 +15,26 @@
  *
  * Algorithm when the chains outnumber the cap: the cap is shared among
  * classes (one stream each, then one at a time to the class with the most
- * chains per stream), and within a class each chain, taken by estimated
- * start (longest work first among equal starts, as in LPT), is
+ * chains per stream). Small graphs (pairs * merges * (V + E) within
+ * MERGE_EXACT_WORK): streams of a class are merged greedily two at a time,
+ * each time the pair whose merge gives the shortest planned path,
+ * evaluated exactly. Large graphs: within a class each chain, taken by
+ * estimated start (longest work first among equal starts, as in LPT), is
  * interleaved onto the stream that frees up earliest (list scheduling of
- * chain intervals [start, finish] of the unconstrained schedule): chains whose intervals do not overlap merge for free, and an
- * overlap delays the critical path by about the shorter chain's work.
+ * chain intervals [start, finish] of the unconstrained schedule): chains
+ * whose intervals do not overlap merge for free, and an overlap delays the
+ * critical path by about the shorter chain's work.
  * Merged chains run in issue order on their stream. planned_path_us is then
  * the longest path over DAG edges plus the added stream-order edges.
- * Complexity: O(V + E + C log C + C * K) for C chains and cap K. */
+ * Complexity: O(V + E + C log C + C * K) for C chains and cap K, or for
+ * the exact greedy O(C^3 (V + E)) bounded by MERGE_EXACT_WORK. */
 #include <stdlib.h>
 
 #include "scheduler/plan_internal.h"
 
 #define DEFAULT_CAP 8u
+/* Budget of the exact greedy merge: pair evaluations times (V + E). */
+#define MERGE_EXACT_WORK 4e7
 
 static guint32 resolve_cap(const DrGraph *g, guint32 max_streams) {
   if (max_streams > 0) return max_streams;
@@ -69,6 +76,77 @@ static void merge_class(DrPlanCtx *ctx, ChainSpan *spans, guint32 n_spans, guint
     free_at[best] = MAX(begin + spans[i].work, spans[i].finish);
   }
   g_free(free_at);
+}
+
+/* The planned path (µs) when chain c runs on stream group[c]: longest path
+ * over DAG edges plus stream order, in issue order. `finish` has n
+ * entries, `last` one per group id. */
+static double planned_path(const DrPlanCtx *ctx, const guint32 *group, double *finish,
+                           guint32 *last, guint32 n_groups) {
+  double path = 0;
+  for (guint32 s = 0; s < n_groups; s++) last[s] = G_MAXUINT32;
+  for (guint32 i = 0; i < ctx->n; i++) {
+    DrId v = ctx->order[i];
+    guint32 s = group[ctx->chain[v]];
+    double start = last[s] == G_MAXUINT32 ? 0.0 : finish[last[s]];
+    for (guint32 e = DR__PRED_BEGIN(ctx, v); e < DR__PRED_END(ctx, v); e++)
+      start = MAX(start, finish[ctx->edges[e].from]);
+    finish[v] = start + ctx->dur[v];
+    path = MAX(path, finish[v]);
+    last[s] = v;
+  }
+  return path;
+}
+
+/* Greedy exact merging for graphs small enough: while a class has more
+ * streams than its quota, merge the two of its streams whose merge gives
+ * the shortest planned path, evaluated exactly. Fills chain_stream with
+ * group ids (chain ids of the group's first chain). FALSE, doing nothing,
+ * when that would cost more than MERGE_EXACT_WORK. */
+static gboolean merge_exact(DrPlanCtx *ctx, const guint32 quota[DR_N_PRIORITIES]) {
+  guint32 total = ctx->n_chains;
+  double work = 0;
+  for (guint p = 0; p < DR_N_PRIORITIES; p++) {
+    double k = ctx->class_chains[p];
+    work += k * k / 2 * (k - MIN(quota[p], ctx->class_chains[p]));
+  }
+  if (work * (ctx->n + ctx->m + 1) > MERGE_EXACT_WORK) return FALSE;
+  guint32 *group = ctx->chain_stream, *trial = g_new(guint32, total),
+          *last = g_new(guint32, total);
+  double *finish = g_new(double, MAX(ctx->n, 1));
+  guint32 left[DR_N_PRIORITIES], first[DR_N_PRIORITIES], next_first = 0;
+  for (guint32 c = 0; c < total; c++) group[c] = c;
+  for (int p = DR_N_PRIORITIES - 1; p >= 0; p--) {
+    first[p] = next_first;
+    next_first += ctx->class_chains[p];
+    left[p] = ctx->class_chains[p];
+  }
+  for (;;) {
+    double best = G_MAXDOUBLE;
+    guint32 best_a = 0, best_b = 0;
+    int best_p = -1;
+    for (int p = DR_N_PRIORITIES - 1; p >= 0; p--) {
+      if (left[p] <= quota[p]) continue;
+      guint32 lo = first[p], hi = first[p] + ctx->class_chains[p];
+      for (guint32 a = lo; a < hi; a++) {
+        if (group[a] != a) continue;
+        for (guint32 b = a + 1; b < hi; b++) {
+          if (group[b] != b) continue;
+          for (guint32 c = 0; c < total; c++) trial[c] = group[c] == b ? a : group[c];
+          double path = planned_path(ctx, trial, finish, last, total);
+          if (path < best) best = path, best_a = a, best_b = b, best_p = p;
+        }
+      }
+    }
+    if (best_p < 0) break;
+    for (guint32 c = 0; c < total; c++)
+      if (group[c] == best_b) group[c] = best_a;
+    left[best_p]--;
+  }
+  g_free(finish);
+  g_free(last);
+  g_free(trial);
+  return TRUE;
 }
 
 void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams) {
@@ -114,18 +192,19 @@ void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams) {
       quota[best]++;
       left--;
     }
-    /* Chains of a class are numbered contiguously (chains.c), high first. */
-    guint32 first_chain = 0, first_stream = 0;
-    for (int p = DR_N_PRIORITIES - 1; p >= 0; p--) {
-      guint32 k = ctx->class_chains[p];
-      if (k == 0) continue;
-      merge_class(ctx, spans + first_chain, k, quota[p], first_stream);
-      first_chain += k;
-      first_stream += quota[p];
+    if (!merge_exact(ctx, quota)) {
+      /* Chains of a class are numbered contiguously (chains.c), high first. */
+      guint32 first_chain = 0, first_stream = 0;
+      for (int p = DR_N_PRIORITIES - 1; p >= 0; p--) {
+        guint32 k = ctx->class_chains[p];
+        if (k == 0) continue;
+        merge_class(ctx, spans + first_chain, k, quota[p], first_stream);
+        first_chain += k;
+        first_stream += quota[p];
+      }
     }
   }
-  guint32 n_raw = 0;
-  for (guint p = 0; p < DR_N_PRIORITIES; p++) n_raw += quota[p];
+  guint32 n_raw = total;
 
   /* Number streams by first issue; fill steps and the planned path. */
   guint32 *renum = g_new(guint32, MAX(n_raw, 1));

@@ -414,6 +414,30 @@ static void test_random_large(void) {
   }
 }
 
+/* Large and wide enough that the cap merges chains by the list-scheduling
+ * heuristic rather than the exact greedy (cap.c). */
+static void test_cap_heuristic(void) {
+  g_autoptr(GRand) r = g_rand_new_with_seed(5);
+  for (guint32 cap = 1; cap <= 9; cap += 4) {
+    Shape s = shape_new(3000);
+    for (guint32 v = 100; v < s.n; v++) {
+      shape_edge(&s, v - 100, v);
+      if (g_rand_boolean(r)) shape_edge(&s, v - 100 - v % 100 + (guint32)g_rand_int_range(r, 0, 100), v);
+    }
+    g_autoptr(DrGraph) g = shape_graph(r, &s, FALSE, TRUE);
+    shape_clear(&s);
+    DrPlanOptions opts = {cap, NULL};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrPlan) plan = dr_plan_build(g, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_true(dr_plan_check(plan, &error));
+    g_assert_cmpuint(plan->width, ==, 100);
+    g_assert_true(plan->cap_binds);
+    g_assert_cmpuint(plan->streams->len, ==, cap);
+    g_assert_cmpfloat(plan->planned_path_us, >=, plan->critical_path_us);
+  }
+}
+
 /* ---- hand-made graphs and goldens ------------------------------------ */
 
 /* a -> {b, c} -> d, plus e independent: width 3. */
@@ -719,6 +743,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/planner/diamond", test_diamond_exact);
   g_test_add_func("/planner/cap/binds", test_cap_binds_six);
   g_test_add_func("/planner/cap/sources", test_cap_sources);
+  g_test_add_func("/planner/cap/heuristic", test_cap_heuristic);
   g_test_add_func("/planner/errors/cycle-and-unsorted", test_cycle_and_unsorted);
   g_test_add_func("/planner/empty", test_empty);
   g_test_add_func("/planner/profile", test_profile);
