@@ -6,6 +6,9 @@
 
 #include <string.h>
 
+/* Longer source lines (generated files) are not echoed. */
+#define MAX_SHOWN_LINE 1000
+
 /* Finds line `line` (1-based) of text; returns its start and sets *n. */
 static const char *find_line(const char *text, gsize len, guint32 line, gsize *n) {
   const char *p = text, *end = text + len;
@@ -43,7 +46,7 @@ void dr__diag_print(const DrDiags *diags, const char *file, const char *text, gs
     gsize n;
     const char *line;
     if (text != NULL && d->loc.line > 0 && d->loc.file != NULL && file != NULL && strcmp(d->loc.file, file) == 0 &&
-        (line = find_line(text, len, d->loc.line, &n)) != NULL) {
+        (line = find_line(text, len, d->loc.line, &n)) != NULL && n <= MAX_SHOWN_LINE) {
       append_source(out, line, n, d->loc.line, d->loc.col);
     }
   }

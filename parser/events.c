@@ -478,7 +478,13 @@ void dr__yreader_skip(DrYReader *r, const DrYEvent *first) {
   int depth = 0;
   DrYEvent ev = *first;
   for (;;) {
-    if (ev.type == DR_YEV_SEQ_START || ev.type == DR_YEV_MAP_START) depth++;
+    if (ev.type == DR_YEV_SEQ_START || ev.type == DR_YEV_MAP_START) {
+      /* Skipped values obey the same limit: libyaml's own stacks grow. */
+      if (++depth > DR_YAML_MAX_DEPTH) {
+        fatal(r, ev.line, ev.col, "YAML nested deeper than %d levels", DR_YAML_MAX_DEPTH);
+        return;
+      }
+    }
     if (ev.type == DR_YEV_SEQ_END || ev.type == DR_YEV_MAP_END) depth--;
     if (depth <= 0 || ev.type == DR_YEV_END) return;
     if (!dr__yreader_next(r, &ev)) return;
