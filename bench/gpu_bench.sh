@@ -122,14 +122,23 @@ for c in $CASES; do
       record_error "dagrun-$mode" "$c" "exit $rc: $(tail -n 1 "$BUILD/dagrun.$c.$mode.err" | cut -c 1-200)"
       continue
     fi
+    # The plan's shape, to explain the time.
+    timeout -k 5 60 "$DAGRUN" --plan --format=json --mode=$mode "${dagrun_flags[@]}" "$f" \
+      >"$BUILD/dagrun.$c.$mode.plan.json" 2>/dev/null
     # One line per run, without the per-node list (kept in the .json file).
-    if ! python3 - "$BUILD/dagrun.$c.$mode.json" "$c" "$mode" >>"$jsonl" <<'EOF'; then
+    if ! python3 - "$BUILD/dagrun.$c.$mode.json" "$c" "$mode" "$BUILD/dagrun.$c.$mode.plan.json" \
+        >>"$jsonl" <<'EOF'; then
 import json, sys
-path, case, mode = sys.argv[1:4]
+path, case, mode, plan_path = sys.argv[1:5]
 r = json.load(open(path))
 nodes = r.pop("nodes", [])
 r = {k: v for k, v in r.items() if not isinstance(v, (list, dict))}
 r.update({"source": "dagrun", "case": case, "mode": mode, "n_nodes": len(nodes)})
+try:
+    plan = json.load(open(plan_path))
+    r.update({"plan_" + k: plan.get(k) for k in ("streams", "width", "events", "edges")})
+except (OSError, ValueError):
+    pass
 print(json.dumps(r))
 EOF
       record_error "dagrun-$mode" "$c" "unreadable JSON report"
@@ -179,10 +188,12 @@ for c in cases:
             cells.append("FAIL: " + d["error"][:80])
         else:
             v = d.get("makespan_us")
+            cell = fmt_us(v)
+            if d.get("plan_streams") is not None:
+                cell += " (%s streams, %s events)" % (d["plan_streams"], d.get("plan_events"))
             if d.get("verified") is False:
-                cells.append(fmt_us(v) + " (verify FAILED)")
-            else:
-                cells.append(fmt_us(v))
+                cell += " (verify FAILED)"
+            cells.append(cell)
         if h is not None and d is not None and "error" not in d and h.get("makespan_us"):
             cells.append("%.2f" % (d["makespan_us"] / h["makespan_us"]))
         else:
