@@ -9,7 +9,8 @@
  *
  * The cap: DrPlanOptions.max_streams, else the pipeline's run.max_streams,
  * else CUDA_DEVICE_MAX_CONNECTIONS (1..32), else 8 (the device's hardware
- * queues by default; more eager streams than queues serialize falsely).
+ * queues by default; more eager streams than queues serialize falsely);
+ * never more than STREAM_LIMIT (4096).
  * Priority classes never share a stream, so the cap is raised to the number
  * of classes present when it is smaller.
  *
@@ -33,12 +34,15 @@
 #include "scheduler/plan_internal.h"
 
 #define DEFAULT_CAP 8u
+/* No plan uses more streams than this, whatever is asked: the vector
+ * clocks of events.c take streams^2 words. */
+#define STREAM_LIMIT 4096u
 /* Budget of the exact greedy merge: pair evaluations times (V + E). */
 #define MERGE_EXACT_WORK 4e7
 
 static guint32 resolve_cap(const DrGraph *g, guint32 max_streams) {
-  if (max_streams > 0) return max_streams;
-  if (g->run.max_streams_set && g->run.max_streams > 0) return g->run.max_streams;
+  if (max_streams > 0) return MIN(max_streams, STREAM_LIMIT);
+  if (g->run.max_streams_set && g->run.max_streams > 0) return MIN(g->run.max_streams, STREAM_LIMIT);
   const char *env = g_getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   if (env != NULL) {
     guint64 v = 0;

@@ -618,6 +618,10 @@ static void test_cap_sources(void) {
   g_autoptr(DrPlan) p4 = dr_plan_build(g, &opts, &error);
   g_assert_cmpuint(p4->cap, ==, 5);
   g_assert_cmpuint(p4->streams->len, ==, 5);
+  DrPlanOptions huge = {G_MAXUINT32, NULL};
+  g_autoptr(DrPlan) p5 = dr_plan_build(g, &huge, &error);
+  g_assert_cmpuint(p5->cap, ==, 4096);
+  g_assert_cmpuint(p5->streams->len, ==, 6);
   g_unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
   g_assert_no_error(error);
 }
