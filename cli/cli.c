@@ -217,7 +217,7 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.files, NULL, "PIPELINE.yaml"},
       {NULL, 0, 0, 0, NULL, NULL, NULL},
   };
-  g_autoptr(GOptionContext) ctx = g_option_context_new("PIPELINE.yaml");
+  g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
   g_option_context_set_summary(ctx, "Compile a DAG of GPU work onto CUDA streams and run it.");
   g_option_context_set_description(
       ctx, "Exit codes: 0 success, 64 bad command line, 65 bad pipeline, 66 unreadable file,\n"
