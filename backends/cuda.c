@@ -137,6 +137,14 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
     b->t_end = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
   }
 
+  /* More eager streams than the device's hardware queues (8 by default)
+   * serialize falsely (GPU-NOTES.md): ask for one queue per plan stream
+   * plus origin, up to 32, unless the user chose. Read when the context is
+   * created, so it only takes effect for the process's first context. */
+  if (g_getenv("CUDA_DEVICE_MAX_CONNECTIONS") == NULL && b->n_streams + 1 > 8) {
+    g_autofree char *conns = g_strdup_printf("%u", MIN(b->n_streams + 1, 32));
+    g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", conns, FALSE);
+  }
   g_autofree char *dev = g_strdup_printf("device %d", opts->device);
   DrCudaSite site = DR_SITE_SETUP(dev);
   int least = 0, greatest = 0;

@@ -234,6 +234,45 @@ static void test_user_kernel(void) {
   g_rmdir(dir);
 }
 
+/* 16 independent 200 µs spins on 16 streams. With one hardware queue per
+ * stream (the backend raises CUDA_DEVICE_MAX_CONNECTIONS when the user did
+ * not set it, before the first context) they overlap: the makespan stays
+ * well under two spins. Run it in its own process (-p) so no earlier test
+ * created the context. */
+static void test_wide_overlap(void) {
+  if (!have_gpu()) return;
+  gboolean user_set = g_getenv("CUDA_DEVICE_MAX_CONNECTIONS") != NULL;
+  g_autoptr(DrGraph) g = dr_graph_new();
+  for (guint i = 0; i < 16; i++) {
+    DrId n = tg_kernel_node(g, name(g, "spin", i), "spin");
+    DrArg a = {.param = tg_param(g, n, "ns"), .kind = DR_ARG_INT, .v.i = 200000};
+    dr_graph_add_arg(g, &a);
+  }
+  g->run.max_streams = 16;
+  g->run.max_streams_set = TRUE;
+  tg_passes(g);
+  DrPlanOptions po = {.max_streams = 16};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, &po, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_plan_n_streams(plan), ==, 16);
+  for (int mode = 0; mode < 2; mode++) {
+    DrRunOptions o = opts_for(g, DR_BACKEND_CUDA, mode ? DR_MODE_GRAPH : DR_MODE_STREAMS);
+    o.node_timing = FALSE;
+    o.iterations = 10;
+    o.warmup = 2;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+    /* Timing off: nodes unmeasured, the makespan still measured. */
+    g_assert_true(isnan(g_array_index(r->nodes, DrNodeReport, 0).duration_us));
+    g_test_message("16 x 200 us spins on 16 streams, %s, CUDA_DEVICE_MAX_CONNECTIONS=%s: makespan %.1f us "
+                   "(min %.1f)",
+                   r->mode, g_getenv("CUDA_DEVICE_MAX_CONNECTIONS"), r->makespan_us, r->makespan_min_us);
+    g_assert_cmpfloat(r->makespan_us, >=, 200);
+    if (!user_set) g_assert_cmpfloat(r->makespan_us, <, 360);
+  }
+}
+
 /* ---- fault injection ----------------------------------------------------- */
 
 static struct {
@@ -441,6 +480,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/gpu/timing-and-report", test_timing_and_report);
   g_test_add_func("/backends/gpu/gemm", test_gemm);
   g_test_add_func("/backends/gpu/user-kernel", test_user_kernel);
+  g_test_add_func("/backends/gpu/wide-overlap", test_wide_overlap);
   g_test_add_func("/backends/gpu/faults/streams", test_faults_streams);
   g_test_add_func("/backends/gpu/faults/graph", test_faults_graph);
   return g_test_run();
