@@ -8,10 +8,11 @@
 # (one JSON line per variant, see bench/cuda/common.h), runs
 #   dist/dagrun --backend=cuda --format=json --mode=streams|graph
 #               --iterations=N --warmup=N bench/pipelines/CASE.yaml
-# for each case, and prints a markdown table: per case the hand-written
-# variant marked for each mode ("compare"), dagrun's makespan in that mode,
-# and the ratio dagrun / hand-written (lower is better; 1.00 = as fast),
-# then every hand-written variant. A failing build or run is reported in the
+# (and --mode=graph --max-streams=1024, the stream cap lifted) for each
+# case, and prints a markdown table: per case and dagrun run, dagrun's
+# makespan and plan shape, the hand-written variant marked for that mode
+# ("compare"), and the ratio dagrun / hand-written (lower is better; 1.00 =
+# as fast), then every hand-written variant. A failing build or run is reported in the
 # tables and the sweep goes on.
 #
 # Usage: bash bench/gpu_bench.sh
@@ -107,33 +108,41 @@ for line in sys.stdin:
 done
 
 # ---- dagrun on the same pipelines ----
+# Runs: streams, graph (the plan's default stream cap, so capture turns the
+# cap's stream order into edges when the DAG is wider), and graph with the
+# cap lifted (--max-streams=1024: one stream per chain, no false edges).
+runs=("streams:--mode=streams" "graph:--mode=graph" "graph-uncapped:--mode=graph --max-streams=1024")
 for c in $CASES; do
   f=bench/pipelines/$c.yaml
-  for mode in streams graph; do
-    if [ ! -x "$DAGRUN" ]; then record_error dagrun "$c" "no $DAGRUN"; break; fi
-    if [ ! -f "$f" ]; then record_error dagrun "$c" "no $f"; break; fi
-    echo "-- dagrun $c --mode=$mode"
-    timeout -k 5 180 "$DAGRUN" --backend=cuda --format=json --mode=$mode \
+  for run in "${runs[@]}"; do
+    rname=${run%%:*}
+    read -r -a rflags <<<"${run#*:}"
+    compare=streams
+    [ "$rname" = streams ] || compare=graph
+    if [ ! -x "$DAGRUN" ]; then record_error "dagrun-$rname" "$c" "no $DAGRUN"; continue; fi
+    if [ ! -f "$f" ]; then record_error "dagrun-$rname" "$c" "no $f"; continue; fi
+    echo "-- dagrun $c ${rflags[*]}"
+    base=$BUILD/dagrun.$c.$rname
+    timeout -k 5 180 "$DAGRUN" --backend=cuda --format=json "${rflags[@]}" \
       --iterations="$ITERATIONS" --warmup="$WARMUP" "${dagrun_flags[@]}" "$f" \
-      >"$BUILD/dagrun.$c.$mode.json" 2>"$BUILD/dagrun.$c.$mode.err"
+      >"$base.json" 2>"$base.err"
     rc=$?
     if [ $rc -ne 0 ]; then
-      tail -n 5 "$BUILD/dagrun.$c.$mode.err"
-      record_error "dagrun-$mode" "$c" "exit $rc: $(tail -n 1 "$BUILD/dagrun.$c.$mode.err" | cut -c 1-200)"
+      tail -n 5 "$base.err"
+      record_error "dagrun-$rname" "$c" "exit $rc: $(tail -n 1 "$base.err" | cut -c 1-200)"
       continue
     fi
     # The plan's shape, to explain the time.
-    timeout -k 5 60 "$DAGRUN" --plan --format=json --mode=$mode "${dagrun_flags[@]}" "$f" \
-      >"$BUILD/dagrun.$c.$mode.plan.json" 2>/dev/null
+    timeout -k 5 60 "$DAGRUN" --plan --format=json "${rflags[@]}" "${dagrun_flags[@]}" "$f" \
+      >"$base.plan.json" 2>/dev/null
     # One line per run, without the per-node list (kept in the .json file).
-    if ! python3 - "$BUILD/dagrun.$c.$mode.json" "$c" "$mode" "$BUILD/dagrun.$c.$mode.plan.json" \
-        >>"$jsonl" <<'EOF'; then
+    if ! python3 - "$base.json" "$c" "$rname" "$compare" "$base.plan.json" >>"$jsonl" <<'EOF'; then
 import json, sys
-path, case, mode, plan_path = sys.argv[1:5]
+path, case, run, compare, plan_path = sys.argv[1:6]
 r = json.load(open(path))
 nodes = r.pop("nodes", [])
 r = {k: v for k, v in r.items() if not isinstance(v, (list, dict))}
-r.update({"source": "dagrun", "case": case, "mode": mode, "n_nodes": len(nodes)})
+r.update({"source": "dagrun", "case": case, "run": run, "compare": compare, "n_nodes": len(nodes)})
 try:
     plan = json.load(open(plan_path))
     r.update({"plan_" + k: plan.get(k) for k in ("streams", "width", "events", "edges")})
@@ -141,7 +150,7 @@ except (OSError, ValueError):
     pass
 print(json.dumps(r))
 EOF
-      record_error "dagrun-$mode" "$c" "unreadable JSON report"
+      record_error "dagrun-$rname" "$c" "unreadable JSON report"
     fi
   done
 done
@@ -154,54 +163,61 @@ cases = []
 for r in rows:
     if r["case"] not in cases:
         cases.append(r["case"])
+RUNS = ("streams", "graph", "graph-uncapped")
 
-def fmt_us(v):
+def us(v):
     return "%.1f" % v if isinstance(v, (int, float)) else "-"
 
 def hand(case, mode):
     for r in rows:
-        if r.get("source") == "hand" and r.get("case") == case and r.get("compare") == mode:
+        if r.get("source") == "hand" and r.get("case") == case and r.get("compare") == mode \
+           and "error" not in r:
             return r
     return None
 
-def dag(case, mode):
+def hand_error(case):
     for r in rows:
-        if r.get("case") == case and ((r.get("source") == "dagrun" and r.get("mode") == mode)
-                                      or r.get("source") == "dagrun-" + mode):
+        if r.get("source") == "hand" and r.get("case") == case and "error" in r:
+            return r["error"]
+    return None
+
+def dag(case, run):
+    for r in rows:
+        if r.get("case") == case and ((r.get("source") == "dagrun" and r.get("run") == run)
+                                      or r.get("source") == "dagrun-" + run):
             return r
     return None
 
-print("| case | hand-written streams (µs) | dagrun streams (µs) | ratio | hand-written graph (µs) | dagrun graph (µs) | ratio |")
-print("| --- | --- | ---: | ---: | --- | ---: | ---: |")
+print("| case | dagrun run | dagrun µs | plan streams / events | hand-written µs (variant) | ratio |")
+print("| --- | --- | ---: | --- | --- | ---: |")
 for c in cases:
-    cells = [c]
-    for mode in ("streams", "graph"):
-        h, d = hand(c, mode), dag(c, mode)
-        if h is None:
-            herr = [r for r in rows if r.get("source") == "hand" and r.get("case") == c and "error" in r]
-            cells.append("FAIL: " + herr[0]["error"][:80] if herr else "-")
-        else:
-            cells.append("%s (%s)" % (fmt_us(h["makespan_us"]), h["variant"]))
+    for run in RUNS:
+        mode = "streams" if run == "streams" else "graph"
+        d, h = dag(c, run), hand(c, mode)
+        if d is None and h is None:
+            continue
         if d is None:
-            cells.append("-")
+            dcell, pcell = "-", ""
         elif "error" in d:
-            cells.append("FAIL: " + d["error"][:80])
+            dcell, pcell = "FAIL: " + d["error"][:80], ""
         else:
-            v = d.get("makespan_us")
-            cell = fmt_us(v)
-            if d.get("plan_streams") is not None:
-                cell += " (%s streams, %s events)" % (d["plan_streams"], d.get("plan_events"))
+            dcell = us(d.get("makespan_us"))
             if d.get("verified") is False:
-                cell += " (verify FAILED)"
-            cells.append(cell)
-        if h is not None and d is not None and "error" not in d and h.get("makespan_us"):
-            cells.append("%.2f" % (d["makespan_us"] / h["makespan_us"]))
+                dcell += " (verify FAILED)"
+            pcell = "%s / %s" % (d.get("plan_streams", "?"), d.get("plan_events", "?"))
+        if h is not None:
+            hcell = "%s (%s)" % (us(h["makespan_us"]), h["variant"])
         else:
-            cells.append("-")
-    print("| " + " | ".join(cells) + " |")
+            err = hand_error(c)
+            hcell = "FAIL: " + err[:80] if err else "-"
+        ratio = "-"
+        if h is not None and d is not None and "error" not in d and h.get("makespan_us") \
+           and isinstance(d.get("makespan_us"), (int, float)):
+            ratio = "%.2f" % (d["makespan_us"] / h["makespan_us"])
+        print("| %s | %s | %s | %s | %s | %s |" % (c, run, dcell, pcell, hcell, ratio))
 
 print()
-print("All hand-written variants (median of the timed iterations):")
+print("ratio = dagrun / hand-written (1.00: as fast). All hand-written variants:")
 print()
 print("| case | variant | streams | makespan µs | min µs | max µs | notes |")
 print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
@@ -215,13 +231,8 @@ for r in rows:
         continue
     notes = ", ".join("%s=%s" % (k, v) for k, v in r.items() if k not in skip)
     print("| %s | %s | %s | %s | %s | %s | %s |" % (
-        r["case"], r["variant"], r["streams"], fmt_us(r["makespan_us"]),
-        fmt_us(r["min_us"]), fmt_us(r["max_us"]), notes))
-errs = [r for r in rows if r.get("source", "").startswith("dagrun") and "error" in r]
-if errs:
-    print()
-    for r in errs:
-        print("- dagrun %s %s: %s" % (r["case"], r["source"], r["error"]))
+        r["case"], r["variant"], r["streams"], us(r["makespan_us"]),
+        us(r["min_us"]), us(r["max_us"]), notes))
 EOF
 echo
 cat "$BUILD/bench.md"
