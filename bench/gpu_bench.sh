@@ -23,6 +23,8 @@
 #   DAGRUN_FLAGS=...          extra dagrun flags (e.g. to turn off per-node
 #                             timing, if the CLI has such a switch)
 #   NVCC=nvcc  BUILD=/tmp/dagrun-bench-cuda
+#   BUDGET_S=240              steps not started within it are reported as
+#                             skipped (failures), so the sweep stays bounded
 #   OUT=dir                   raw JSON lines go to $OUT/bench.jsonl, the
 #                             table to $OUT/bench.md
 # Exit status: 0 when every build and run succeeded, 1 otherwise.
@@ -41,6 +43,15 @@ mkdir -p "$BUILD"
 jsonl=$BUILD/bench.jsonl
 : >"$jsonl"
 status=0
+BUDGET_S=${BUDGET_S:-240}
+start=$SECONDS
+# limit N: prints N, or the budget's remainder when smaller (at least 5);
+# fails when the budget is spent.
+limit() {
+  local left=$((BUDGET_S - (SECONDS - start)))
+  [ "$left" -gt 0 ] || return 1
+  if [ "$1" -lt "$left" ]; then echo "$1"; else echo $((left < 5 ? 5 : left)); fi
+}
 # cuBLAS is loaded with dlopen("libcublas.so.13"): make sure the loader
 # finds the toolkit's (or the Python wheel's) copy when ld.so.cache lacks it.
 if ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13'; then
@@ -85,15 +96,17 @@ for c in $CASES; do
   [ -n "$prog" ] || { record_error hand "$c" "no baseline program for this case"; continue; }
   [ -n "${ran[$prog]:-}" ] && continue
   ran[$prog]=1
+  if ! t=$(limit 300); then record_prog_error "$prog" "skipped: over the ${BUDGET_S}s budget"; continue; fi
   echo "-- nvcc $prog.cu"
-  if ! timeout 300 "$NVCC" -O3 -std=c++17 -arch=sm_90 -o "$BUILD/$prog" "bench/cuda/$prog.cu" \
+  if ! timeout "$t" "$NVCC" -O3 -std=c++17 -arch=sm_90 -o "$BUILD/$prog" "bench/cuda/$prog.cu" \
       >"$BUILD/$prog.build.log" 2>&1; then
     tail -n 20 "$BUILD/$prog.build.log"
     record_prog_error "$prog" "nvcc failed"
     continue
   fi
+  if ! t=$(limit 180); then record_prog_error "$prog" "skipped: over the ${BUDGET_S}s budget"; continue; fi
   echo "-- $prog"
-  timeout -k 5 180 "$BUILD/$prog" --iterations="$ITERATIONS" --warmup="$WARMUP" \
+  timeout -k 5 "$t" "$BUILD/$prog" --iterations="$ITERATIONS" --warmup="$WARMUP" \
     >"$BUILD/$prog.out" 2>"$BUILD/$prog.err"
   rc=$?
   cat "$BUILD/$prog.err"
@@ -121,9 +134,10 @@ for c in $CASES; do
     [ "$rname" = streams ] || compare=graph
     if [ ! -x "$DAGRUN" ]; then record_error "dagrun-$rname" "$c" "no $DAGRUN"; continue; fi
     if [ ! -f "$f" ]; then record_error "dagrun-$rname" "$c" "no $f"; continue; fi
+    if ! t=$(limit 180); then record_error "dagrun-$rname" "$c" "skipped: over the ${BUDGET_S}s budget"; continue; fi
     echo "-- dagrun $c ${rflags[*]}"
     base=$BUILD/dagrun.$c.$rname
-    timeout -k 5 180 "$DAGRUN" --backend=cuda --format=json "${rflags[@]}" \
+    timeout -k 5 "$t" "$DAGRUN" --backend=cuda --format=json "${rflags[@]}" \
       --iterations="$ITERATIONS" --warmup="$WARMUP" "${dagrun_flags[@]}" "$f" \
       >"$base.json" 2>"$base.err"
     rc=$?
@@ -133,7 +147,7 @@ for c in $CASES; do
       continue
     fi
     # The plan's shape, to explain the time.
-    timeout -k 5 60 "$DAGRUN" --plan --format=json "${rflags[@]}" "${dagrun_flags[@]}" "$f" \
+    timeout -k 5 30 "$DAGRUN" --plan --format=json "${rflags[@]}" "${dagrun_flags[@]}" "$f" \
       >"$base.plan.json" 2>/dev/null
     # One line per run, without the per-node list (kept in the .json file).
     if ! python3 - "$base.json" "$c" "$rname" "$compare" "$base.plan.json" >>"$jsonl" <<'EOF'; then
