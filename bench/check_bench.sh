@@ -14,7 +14,8 @@
 #   bench/check_bench.sh
 # Environment:
 #   SIZES="100000 1000000"   node counts
-#   SHAPE=layered WIDTH=64   generator shape and width
+#   SHAPES="layered" WIDTH=64   generator shapes (chain layered forkjoin
+#                            random) and width
 #   REPS=5                   runs per tool and size
 #   DAGRUN=path YAML_BARE=path   use these binaries instead of building
 #   OUTPUT_BASE=/root/.cache/bazel-bench   Bazel output base for the build
@@ -25,7 +26,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 
 SIZES=${SIZES:-"100000 1000000"}
-SHAPE=${SHAPE:-layered}
+SHAPES=${SHAPES:-${SHAPE:-layered}}
 WIDTH=${WIDTH:-64}
 REPS=${REPS:-5}
 OUTPUT_BASE=${OUTPUT_BASE:-/root/.cache/bazel-bench}
@@ -92,12 +93,15 @@ table="$BENCH_TMP/table.md"
 raw="$BENCH_TMP/raw.txt"
 : >"$raw"
 
+for SHAPE in $SHAPES; do
 for n in $SIZES; do
   f="$BENCH_TMP/$SHAPE-$n-w$WIDTH.yaml"
   if [ ! -s "$f" ]; then
     python3 bench/gen_pipeline.py --nodes "$n" --width "$WIDTH" --shape "$SHAPE" --out "$f" || exit 2
   fi
   mib=$(awk -v b="$(stat -c %s "$f")" 'BEGIN { printf "%.1f", b / 1048576 }')
+  label="$SHAPE w$WIDTH"
+  [ "$SHAPE" = chain ] && label="chain w1"
   bare_s=nan bare_cpu=nan
   tools=("yaml_bare")
   [ $have_dagrun = 1 ] && tools+=("dagrun --check" "dagrun --plan --format=json")
@@ -113,7 +117,7 @@ for n in $SIZES; do
     ok_runs=$(awk '$5 == 0' "$m" | wc -l)
     if [ "$ok_runs" -eq 0 ]; then
       failed=1
-      echo "| $SHAPE w$WIDTH | $n | $mib | $tool | FAILED (exit $(awk 'NR==1{print $5}' "$m")) | | | | | |" >>"$table"
+      echo "| $label | $n | $mib | $tool | FAILED (exit $(awk 'NR==1{print $5}' "$m")) | | | | | |" >>"$table"
       sed 's/^/    /' "$m.err" | head -5 >&2
       continue
     fi
@@ -131,8 +135,9 @@ for n in $SIZES; do
       target="<=3x, <512 B/node: $t_ok"
       case $t_ok in *OVER*) failed=1 ;; esac
     fi
-    echo "| $SHAPE w$WIDTH | $n | $mib | $tool | $s | $cpu | $rss_mib | $bpn | $ratio | $cratio | $target |" >>"$table"
+    echo "| $label | $n | $mib | $tool | $s | $cpu | $rss_mib | $bpn | $ratio | $cratio | $target |" >>"$table"
   done
+done
 done
 
 cat "$table"
