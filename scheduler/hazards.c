@@ -135,6 +135,7 @@ typedef struct {
   guint32 next, end;
   gboolean owns; /* saw an access of node->buffer */
   gboolean done;
+  DrAccess implied;
 } AccessIter;
 
 static void iter_init(AccessIter *it, const DrGraph *g, DrId n) {
@@ -146,18 +147,19 @@ static void iter_init(AccessIter *it, const DrGraph *g, DrId n) {
   it->done = FALSE;
 }
 
-static gboolean iter_next(AccessIter *it, DrAccess *out) {
+/* Returns the next access (borrowed until the next call), or NULL. */
+static const DrAccess *iter_next(AccessIter *it) {
   if (it->next < it->end) {
-    *out = *dr_graph_access(it->graph, it->next++);
-    it->owns |= out->buffer == it->node->buffer;
-    return TRUE;
+    const DrAccess *a = dr_graph_access(it->graph, it->next++);
+    it->owns |= a->buffer == it->node->buffer;
+    return a;
   }
-  if (it->done) return FALSE;
+  if (it->done) return NULL;
   it->done = TRUE;
-  if ((it->node->op != DR_OP_ALLOC && it->node->op != DR_OP_FREE) || it->owns) return FALSE;
-  *out = (DrAccess){it->node->buffer, DR_ACCESS_WRITE, 0, dr_graph_buffer(it->graph, it->node->buffer)->count,
-                    it->node->loc};
-  return TRUE;
+  if ((it->node->op != DR_OP_ALLOC && it->node->op != DR_OP_FREE) || it->owns) return NULL;
+  it->implied = (DrAccess){it->node->buffer, DR_ACCESS_WRITE, 0,
+                           dr_graph_buffer(it->graph, it->node->buffer)->count, it->node->loc};
+  return &it->implied;
 }
 
 /* ---- boundary compression ---------------------------------------------- */
@@ -177,18 +179,17 @@ static void gather(const DrGraph *g, Seen *seen, gsize *count, guint64 *pts, gsi
   for (guint s = 0; s < SEEN_SLOTS; s++) seen[s] = (Seen){DR_NONE, 0};
   for (DrId n = 0; n < dr_graph_n_nodes(g); n++) {
     AccessIter it;
-    DrAccess a;
     iter_init(&it, g, n);
-    while (iter_next(&it, &a)) {
-      if (a.begin >= a.end) continue;
-      guint64 v[2] = {a.begin, a.end};
+    for (const DrAccess *a; (a = iter_next(&it)) != NULL;) {
+      if (a->begin >= a->end) continue;
+      guint64 v[2] = {a->begin, a->end};
       for (guint k = 0; k < 2; k++) {
-        guint64 h = (v[k] + a.buffer * G_GUINT64_CONSTANT(0x100000001b3)) * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15);
+        guint64 h = (v[k] + a->buffer * G_GUINT64_CONSTANT(0x100000001b3)) * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15);
         Seen *slot = &seen[(h >> 40) & (SEEN_SLOTS - 1)];
-        if (slot->buffer == a.buffer && slot->value == v[k]) continue;
-        *slot = (Seen){a.buffer, v[k]};
-        if (pts == NULL) count[a.buffer + 1]++;
-        else pts[fill[a.buffer]++] = v[k];
+        if (slot->buffer == a->buffer && slot->value == v[k]) continue;
+        *slot = (Seen){a->buffer, v[k]};
+        if (pts == NULL) count[a->buffer + 1]++;
+        else pts[fill[a->buffer]++] = v[k];
       }
     }
   }
@@ -374,9 +375,8 @@ void dr__hazards_run(DrGraph *graph) {
 
   for (DrId n = 0; n < n_nodes; n++) {
     AccessIter it;
-    DrAccess a;
     iter_init(&it, graph, n);
-    while (iter_next(&it, &a)) access(&hz, n, &a);
+    for (const DrAccess *a; (a = iter_next(&it)) != NULL;) access(&hz, n, a);
   }
 
   g_free(hz.pts);
