@@ -7,7 +7,7 @@
  * issue order), ctx->pos (its inverse) and the critical path.
  *
  * Algorithm: Kahn's algorithm with a binary heap keyed by (earliest start,
- * program order): a node enters the heap when its last predecessor is
+ * higher priority first, program order): a node enters the heap when its last predecessor is
  * issued, with est = max over predecessors of (est + duration). Keys leave
  * the heap in nondecreasing start time, so the order follows the estimated
  * timeline across all streams instead of draining one stream at a time
@@ -20,10 +20,12 @@
 typedef struct {
   double est;
   DrId node;
+  DrPriority priority;
 } HeapItem;
 
 static inline gboolean item_less(const HeapItem *a, const HeapItem *b) {
   if (a->est != b->est) return a->est < b->est;
+  if (a->priority != b->priority) return a->priority > b->priority;
   return a->node < b->node;
 }
 
@@ -64,7 +66,7 @@ gboolean dr__plan_order(DrPlanCtx *ctx, double *critical_path_us, GError **error
   ctx->pos = g_new(guint32, MAX(n, 1));
   for (DrId v = 0; v < n; v++) {
     indeg[v] = DR__PRED_END(ctx, v) - DR__PRED_BEGIN(ctx, v);
-    if (indeg[v] == 0) heap_push(heap, &len, (HeapItem){0.0, v});
+    if (indeg[v] == 0) heap_push(heap, &len, (HeapItem){0.0, v, dr_graph_node(ctx->graph, v)->priority});
   }
   while (len > 0) {
     HeapItem it = heap_pop(heap, &len);
@@ -76,7 +78,8 @@ gboolean dr__plan_order(DrPlanCtx *ctx, double *critical_path_us, GError **error
     for (guint32 i = ctx->succ_off[u]; i < ctx->succ_off[u + 1]; i++) {
       DrId v = ctx->edges[ctx->succ_edge[i]].to;
       ctx->est[v] = MAX(ctx->est[v], finish);
-      if (--indeg[v] == 0) heap_push(heap, &len, (HeapItem){ctx->est[v], v});
+      if (--indeg[v] == 0)
+        heap_push(heap, &len, (HeapItem){ctx->est[v], v, dr_graph_node(ctx->graph, v)->priority});
     }
   }
   gboolean ok = TRUE;
