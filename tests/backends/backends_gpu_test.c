@@ -234,11 +234,13 @@ static void test_user_kernel(void) {
   g_rmdir(dir);
 }
 
-/* 16 independent 200 µs spins on 16 streams. With one hardware queue per
- * stream (the backend raises CUDA_DEVICE_MAX_CONNECTIONS when the user did
- * not set it, before the first context) they overlap: the makespan stays
- * well under two spins. Run it in its own process (-p) so no earlier test
- * created the context. */
+/* 16 independent 200 µs spins on 16 streams must overlap: the makespan
+ * stays well under two spins in both modes (the bound is loose: eager
+ * launches cost ~4 µs each). The backend raises CUDA_DEVICE_MAX_CONNECTIONS
+ * to one queue per stream when the user did not set it; measured on an
+ * H200 (10 iterations, median): streams 271 µs with 17 queues against 302
+ * µs with 8, graph 215 against 222. The message prints the numbers; run it
+ * alone (-p) so that no earlier test created the context. */
 static void test_wide_overlap(void) {
   if (!have_gpu()) return;
   gboolean user_set = g_getenv("CUDA_DEVICE_MAX_CONNECTIONS") != NULL;
