@@ -30,7 +30,11 @@ gboolean dr__cuda_check(cudaError_t rc, const char *call, DrCudaSite site, GErro
   if (rc == cudaSuccess) return TRUE;
   /* Clear the (non-sticky) error so the cleanup that follows can run. */
   (void)current->cudaGetLastError();
-  int code = rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver ? DR_ERROR_UNAVAILABLE : DR_ERROR_RUNTIME;
+  /* No device, no driver, or no such device ordinal: the backend is
+   * unavailable (exit 69), not a failure while running. */
+  int code = rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver || rc == cudaErrorInvalidDevice
+                 ? DR_ERROR_UNAVAILABLE
+                 : DR_ERROR_RUNTIME;
   g_autoptr(GString) where = g_string_new(NULL);
   if (site.node) g_string_append_printf(where, "node '%s'", site.node);
   else g_string_append(where, "setup");

@@ -85,7 +85,8 @@ typedef struct {
 } DrCudaSite;
 
 /* Turns `rc` from `call` into a GError (DR_ERROR_RUNTIME, or
- * DR_ERROR_UNAVAILABLE for cudaErrorNoDevice/InsufficientDriver) that names
+ * DR_ERROR_UNAVAILABLE for cudaErrorNoDevice, InsufficientDriver and
+ * InvalidDevice) that names
  * the site, the call and the CUDA error, and clears the runtime's error
  * state with cudaGetLastError. Returns TRUE when rc is cudaSuccess. */
 gboolean dr__cuda_check(cudaError_t rc, const char *call, DrCudaSite site, GError **error);
