@@ -739,6 +739,24 @@ static void test_cycles_several(void) {
                            "t.yaml:203:5: note: 'w1' lists 'w2' in after:\n");
 }
 
+static void test_cycles_limit(void) {
+  /* 30 separate two-node cycles: the pass stops at the diagnostics limit. */
+  g_autoptr(DrGraph) g = dr_graph_new();
+  for (int i = 0; i < 30; i++) {
+    g_autofree char *a = g_strdup_printf("a%d", i), *b = g_strdup_printf("b%d", i);
+    add(g, a, "");
+    add(g, b, "");
+    after(g, a, b);
+    after(g, b, a);
+  }
+  g_autoptr(DrDiags) d = dr_diags_new(5);
+  g_assert_true(dr__afters_run(g, d));
+  g_assert_false(dr__cycles_check(g, d));
+  g_assert_cmpuint(dr_diags_n_errors(d), ==, 5);
+  g_assert_true(dr_diags_full(d));
+  g_assert_cmpstr(dr_diags_get(d, 12)->message, ==, "dependency cycle: a4 -> b4 -> a4");
+}
+
 static void test_passes_run(void) {
   g_autoptr(DrGraph) g = dr_graph_new();
   bufs(g, "x:8 tmp:8");
@@ -867,6 +885,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/scheduler/cycles/after-only", test_cycles_after_only);
   g_test_add_func("/scheduler/cycles/through-hazards", test_cycles_through_hazards);
   g_test_add_func("/scheduler/cycles/several", test_cycles_several);
+  g_test_add_func("/scheduler/cycles/limit", test_cycles_limit);
   g_test_add_func("/scheduler/passes/run", test_passes_run);
   g_test_add_func("/scheduler/passes/stop-after-errors", test_passes_stop_after_errors);
   g_test_add_func("/scheduler/passes/property", test_passes_property);
