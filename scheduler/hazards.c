@@ -43,9 +43,9 @@
  * edge candidate). Memory: O(P + V + reader cells), plus the sort's O(P)
  * scratch when some buffer's slices are out of order. Measured (this pass
  * alone, one core of the GPU host): a million nodes of three whole-buffer or
- * chunked accesses each 0.35-0.45 s, a million sequential fine slices 0.35 s,
+ * chunked accesses each 0.26-0.38 s, a million sequential fine slices 0.3 s,
  * a million random unaligned 8-element slices over 16 buffers (6M distinct
- * boundaries, cache bound) 1.8 s. */
+ * boundaries, bound by cache misses in the boundary lookup) 1.8-2.8 s. */
 #include "scheduler/passes.h"
 
 #include <string.h>
