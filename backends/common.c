@@ -194,18 +194,21 @@ gboolean dr__kernel_call_bind(const DrGraph *graph, DrId id, void *const *bases,
   const DrNode *n = dr_graph_node(graph, id);
   memset(call, 0, sizeof *call);
   const DrKernelDecl *decl = dr_graph_kernel(graph, n->kernel);
-  if (decl->origin != DR_KERNEL_BUILTIN) {
+  /* Kernels registered through the C API (lib/api.c) carry their own
+   * definition in decl->api_def instead of a registry index. */
+  const DrKernelDef *def = decl->api_def;
+  if (def == NULL && decl->origin != DR_KERNEL_BUILTIN) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
                 "node '%s': user kernel '%s' has no host twin: it runs on the CUDA backend only", n->id,
                 decl->name);
     return FALSE;
   }
-  if (decl->builtin_index >= (guint32)dr_kernel_registry_len) {
+  if (def == NULL && decl->builtin_index >= (guint32)dr_kernel_registry_len) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': kernel '%s' is not in the registry", n->id,
                 decl->name);
     return FALSE;
   }
-  const DrKernelDef *def = &dr_kernel_registry[decl->builtin_index];
+  if (def == NULL) def = &dr_kernel_registry[decl->builtin_index];
   if (def->n_params > (int)G_N_ELEMENTS(call->args)) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': kernel '%s' has too many parameters", n->id,
                 def->name);
@@ -314,6 +317,12 @@ void dr__host_call_run(const DrHostCall *call) {
   /* A stack buffer, not a GString: this runs on worker threads and CUDA's
    * callback thread, where no allocator state should be shared. */
   const DrNode *n = dr_graph_node(call->graph, call->node);
+  if (n->callback) {
+    /* A C function added through the C API (lib/api.c). */
+    const DrCallback *cb = &g_array_index(call->graph->callbacks, DrCallback, n->callback - 1);
+    cb->fn(cb->user_data);
+    return;
+  }
   char line[2048];
   size_t len = 0;
   switch (n->host_fn) {

@@ -185,6 +185,7 @@ fail:
  * at binding, with the message dr__kernel_call_bind gives). */
 static const DrKernelDef *node_kernel_def(const DrGraph *g, DrId id) {
   const DrKernelDecl *decl = dr_graph_kernel(g, dr_graph_node(g, id)->kernel);
+  if (decl->api_def != NULL) return decl->api_def; /* registered through the C API */
   if (decl->origin != DR_KERNEL_BUILTIN || decl->builtin_index >= (guint32)dr_kernel_registry_len) return NULL;
   return &dr_kernel_registry[decl->builtin_index];
 }

@@ -116,6 +116,7 @@ DrGraph *dr_graph_new(void) {
   g->afters = g_array_new(FALSE, TRUE, sizeof(DrAfter));
   g->kernels = g_array_new(FALSE, TRUE, sizeof(DrKernelDecl));
   g_array_set_clear_func(g->kernels, kernel_clear);
+  g->callbacks = g_array_new(FALSE, TRUE, sizeof(DrCallback));
   g->strings = g_string_chunk_new(64 * 1024);
   g->node_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->buffer_index = g_hash_table_new(g_str_hash, g_str_equal);
@@ -140,6 +141,7 @@ void dr_graph_free(DrGraph *graph) {
   g_array_unref(graph->edges);
   g_array_unref(graph->afters);
   g_array_unref(graph->kernels);
+  g_array_unref(graph->callbacks);
   g_hash_table_unref(graph->node_index);
   g_hash_table_unref(graph->buffer_index);
   g_hash_table_unref(graph->kernel_index);
@@ -284,6 +286,7 @@ gboolean dr_graph_check(const DrGraph *graph, GError **error) {
     next_access += n->access_count;
     if (n->arg_first != next_arg) FAIL("I3: args of '%s' do not tile", n->id);
     next_arg += n->arg_count;
+    if (n->callback > graph->callbacks->len) FAIL("I3: host node '%s' names no callback", n->id);
     for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++) {
       const DrAccess *ac = dr_graph_access(graph, a);
       if (ac->buffer >= graph->buffers->len) FAIL("I2: access %u of '%s' names no buffer", a, n->id);
@@ -381,7 +384,8 @@ void dr_graph_dump(const DrGraph *graph, GString *out) {
     const DrNode *n = dr_graph_node(graph, i);
     g_string_append_printf(out, "node %s %s", n->id, dr_op_name(n->op));
     if (n->op == DR_OP_KERNEL) g_string_append_printf(out, " %s", dr_graph_kernel(graph, n->kernel)->name);
-    if (n->op == DR_OP_HOST) g_string_append_printf(out, " %s", dr_host_fn_name(n->host_fn));
+    if (n->op == DR_OP_HOST && n->callback) g_string_append(out, " <callback>");
+    else if (n->op == DR_OP_HOST) g_string_append_printf(out, " %s", dr_host_fn_name(n->host_fn));
     if (n->op == DR_OP_MEMSET) g_string_append_printf(out, " value=%u", n->memset_value);
     if (n->op == DR_OP_ALLOC || n->op == DR_OP_FREE)
       g_string_append_printf(out, " %s", dr_graph_buffer(graph, n->buffer)->name);
@@ -402,7 +406,7 @@ void dr_graph_dump(const DrGraph *graph, GString *out) {
     if (n->op == DR_OP_KERNEL) {
       params = dr_graph_kernel(graph, n->kernel)->params;
       n_params = dr_graph_kernel(graph, n->kernel)->n_params;
-    } else if (n->op == DR_OP_HOST) {
+    } else if (n->op == DR_OP_HOST && !n->callback) {
       params = dr_host_fn_params(n->host_fn, &n_params);
     }
     for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {

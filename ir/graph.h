@@ -169,6 +169,11 @@ typedef struct {
   const char *cubin;
   const char *fatbin;
   const char *entry;
+  /* Kernels registered through the C API (dr_pipeline_add_kernel): their
+   * `const DrKernelDef *` (kernels/registry.h), owned by the caller, with
+   * origin DR_KERNEL_BUILTIN; builtin_index is then unused. NULL otherwise.
+   * A void pointer so the IR does not depend on kernels/. */
+  const void *api_def;
 } DrKernelDecl;
 
 /* X(ENUM_SUFFIX, spelling): the built-in host functions. Their parameters
@@ -222,6 +227,8 @@ typedef struct {
   guint8 memset_value;
   /* DR_OP_HOST */
   DrHostFn host_fn;
+  guint32 callback; /* C API host nodes: 1 + index in graph->callbacks
+                       (host_fn is then unused); 0: the built-in host_fn */
   /* DR_OP_ALLOC / DR_OP_FREE */
   DrId buffer;
 } DrNode;
@@ -258,6 +265,14 @@ typedef struct {
   DrLoc loc; /* the list entry */
 } DrAfter;
 
+/* A host node's C function, added through the C API
+ * (dr_pipeline_add_callback): called with user_data on a host worker
+ * thread or CUDA's callback thread; must not call CUDA. */
+typedef struct {
+  void (*fn)(void *user_data);
+  void *user_data;
+} DrCallback;
+
 typedef enum { DR_MODE_STREAMS, DR_MODE_GRAPH } DrMode;
 
 /* `run:` and `memory:`; the CLI overrides fields after parsing. A field's
@@ -285,6 +300,7 @@ typedef struct {
   GArray *edges;    /* DrEdge */
   GArray *afters;   /* DrAfter */
   GArray *kernels;  /* DrKernelDecl */
+  GArray *callbacks; /* DrCallback, named by DrNode.callback */
   GStringChunk *strings;
   GHashTable *node_index;   /* id -> DrId+1, interned keys */
   GHashTable *buffer_index; /* name -> DrId+1 */
