@@ -588,6 +588,32 @@ static void test_diamond_exact(void) {
   g_assert_cmpuint(plan->cap, ==, 8);
 }
 
+/* The issue order interleaves streams by estimated start: six independent
+ * chains of equal-cost nodes issue their first nodes first, one per
+ * stream, not one stream after another. */
+static void test_order_interleaves(void) {
+  g_autoptr(DrGraph) g = new_graph("interleave");
+  for (guint32 c = 0; c < 6; c++) {
+    DrId prev = DR_NONE;
+    for (guint32 k = 0; k < 3; k++) {
+      g_autofree char *id = g_strdup_printf("c%u_%u", c, k);
+      DrId v = add_node(g, DR_OP_KERNEL, DR_PRIORITY_NORMAL, id, 0);
+      if (prev != DR_NONE) dr_graph_add_edge(g, prev, v, DR_EDGE_RAW, DR_NONE);
+      prev = v;
+    }
+  }
+  dr_graph_sort_edges(g);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan->streams->len, ==, 6);
+  for (guint32 i = 0; i < 18; i++) {
+    const DrPlanStep *step = dr_plan_step(plan, i);
+    g_assert_cmpuint(step->stream, ==, i % 6);
+    g_assert_true(g_str_has_suffix(dr_graph_node(g, step->node)->id, i < 6 ? "_0" : i < 12 ? "_1" : "_2"));
+  }
+}
+
 static void test_cap_binds_six(void) {
   g_autoptr(DrGraph) g = six_chains();
   DrPlanOptions opts = {2, NULL};
@@ -745,6 +771,7 @@ int main(int argc, char **argv) {
     g_test_add_data_func(path, &goldens[i], test_golden);
   }
   g_test_add_func("/planner/diamond", test_diamond_exact);
+  g_test_add_func("/planner/order/interleaves", test_order_interleaves);
   g_test_add_func("/planner/cap/binds", test_cap_binds_six);
   g_test_add_func("/planner/cap/sources", test_cap_sources);
   g_test_add_func("/planner/cap/heuristic", test_cap_heuristic);
