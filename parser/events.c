@@ -27,6 +27,7 @@ struct DrYReader {
   GArray *frames;       /* Frame */
   GPtrArray *values;    /* children of the open frames */
   guint64 entry_values;
+  guint64 alias_values; /* over the whole file */
   guint documents;
   gboolean failed;
 };
@@ -420,11 +421,20 @@ DrYNode *dr__yreader_build(DrYReader *r, const DrYEvent *first) {
       case DR_YEV_ALIAS:
         done = resolve_alias(r, &ev);
         r->entry_values = sat_add(r->entry_values, done->size);
+        r->alias_values = sat_add(r->alias_values, done->size);
         if (r->entry_values > DR_YAML_MAX_ENTRY_VALUES) {
           dr__ynode_unref(done);
           fatal(r, ev.line, ev.col,
                 "alias '*%s' expands this entry beyond %u values (an alias bomb?)", ev.text,
                 DR_YAML_MAX_ENTRY_VALUES);
+          drop_build_state(r);
+          return NULL;
+        }
+        /* The same bomb spread over many entries. */
+        if (r->alias_values > DR_YAML_MAX_ALIAS_VALUES) {
+          dr__ynode_unref(done);
+          fatal(r, ev.line, ev.col, "aliases expand the file beyond %" G_GUINT64_FORMAT " values (an alias bomb?)",
+                DR_YAML_MAX_ALIAS_VALUES);
           drop_build_state(r);
           return NULL;
         }

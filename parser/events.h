@@ -25,6 +25,9 @@ G_BEGIN_DECLS
 /* Values (scalars and collections, counting through aliases) that one
  * top-level entry or one node may expand to. */
 #define DR_YAML_MAX_ENTRY_VALUES 1000000u
+/* Values that aliases add over the whole file (a bomb spread over many
+ * entries); a merge key per node costs about ten each. */
+#define DR_YAML_MAX_ALIAS_VALUES G_GUINT64_CONSTANT(200000000)
 
 typedef enum { DR_Y_SCALAR, DR_Y_MAP, DR_Y_SEQ } DrYKind;
 

@@ -439,6 +439,10 @@ static void after_entry(DrParse *p, DrId to, const DrYNode *v, const DrEnv *env)
   gsize len = strlen(name);
   gboolean prefix = len > 0 && name[len - 1] == '*';
   DrLoc loc = DR_LOC(p, v);
+  if ((guint64)p->g->afters->len + p->afters->len >= DR_PARSE_MAX_AFTERS) {
+    node_error(p, v, "key 'after'", "more than %" G_GUINT64_FORMAT " after: dependencies", DR_PARSE_MAX_AFTERS);
+    return;
+  }
   if (!prefix) {
     DrId from = dr_graph_find_node(p->g, name);
     if (from == to) {
@@ -473,7 +477,7 @@ void dr__parse_resolve_afters(DrParse *p) {
   DrGraph *g = p->g;
   g_autofree DrId *sorted = NULL;
   guint64 total = g->afters->len;
-  for (guint i = 0; i < p->afters->len; i++) {
+  for (guint i = 0; i < p->afters->len && !dr_diags_full(p->diags); i++) {
     const DrPendingAfter *pa = &g_array_index(p->afters, DrPendingAfter, i);
     const DrNode *to = dr_graph_node(g, pa->to);
     set_what(p, to->id);

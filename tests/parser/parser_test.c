@@ -244,6 +244,33 @@ static void test_events_errors(void) {
   }
 }
 
+static DrGraph *load(const char *yaml, DrDiags *diags);
+
+/* An alias bomb spread over many nodes: each node stays under the per-entry
+ * budget, the file as a whole must not. */
+static void test_spread_alias_bomb(void) {
+  GString *y = g_string_new("dagrun: 1\nnodes:\n  n0:\n    op: noop\n    label:\n");
+  g_string_append(y, "      - &l0 [a, a, a, a, a, a, a, a, a, a]\n");
+  for (int i = 1; i < 6; i++) {
+    g_string_append_printf(y, "      - &l%d [", i);
+    for (int j = 0; j < 10; j++) g_string_append_printf(y, "%s*l%d", j ? ", " : "", i - 1);
+    g_string_append(y, "]\n");
+  }
+  /* l5 holds about 1.1e6 values: over the per-entry budget already, so
+   * use l4 (~1.1e5) in many nodes. */
+  for (int i = 1; i < 3000; i++) g_string_append_printf(y, "  n%d: {op: noop, after: *l4}\n", i);
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(DrGraph) g = load(y->str, diags);
+  g_assert_null(g);
+  g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
+  gboolean found = FALSE;
+  for (guint i = 0; i < dr_diags_len(diags); i++)
+    found |= strstr(dr_diags_get(diags, i)->message, "alias bomb") != NULL;
+  g_assert_true(found);
+  g_string_free(y, TRUE);
+}
+
 static DrGraph *load(const char *yaml, DrDiags *diags) {
   g_autoptr(GError) error = NULL;
   DrGraph *g = dr_load_string("t.yaml", yaml, strlen(yaml), diags, &error);
@@ -338,6 +365,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/parser/nodes/foreach-order", test_foreach_order);
   g_test_add_func("/parser/nodes/kernel-args", test_kernel_args);
   g_test_add_func("/parser/errors/limit", test_diags_limit);
+  g_test_add_func("/parser/errors/spread-alias-bomb", test_spread_alias_bomb);
   g_test_add_func("/lib/load/errors", test_load_errors);
   g_test_add_func("/lib/load/builtins", test_builtins_registered);
   return g_test_run();
