@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/cuda_api.h"
 #include "tests/backends/testgraph.h"
 
 /* ---- a minimal JSON validator ------------------------------------------ */
@@ -564,6 +565,202 @@ static void test_trace(void) {
   g_rmdir(dir);
 }
 
+/* ---- the CUDA backend on a fake runtime --------------------------------- */
+
+/* A synchronous CPU stand-in for the CUDA runtime, swapped in through
+ * DrCudaApi: memory is host memory, copies and memsets happen at once,
+ * kernels run their host twins, host functions are called in place, events
+ * and streams are counted tokens. It runs cuda.c's eager path (issue order,
+ * waits, alloc/free, init, read-back, verify) on machines without a GPU,
+ * and with `fail_at` fails the Nth call to check every failure path
+ * releases everything. Graph capture is not emulated. */
+static struct {
+  guint64 calls, fail_at;
+  gint64 streams, events, mallocs, pinned, asyncs;
+  gsize next_handle;
+} fake;
+
+static gboolean fake_tick(void) { return ++fake.calls == fake.fail_at; }
+
+#define DR_X(name, params, args)              \
+  static cudaError_t fake_##name params {     \
+    if (fake_tick()) return cudaErrorUnknown; \
+    return cudaSuccess;                       \
+  }
+DR_CUDA_API_LIST(DR_X)
+#undef DR_X
+
+#define FAKE_FAIL() \
+  if (fake_tick()) return cudaErrorMemoryAllocation
+static cudaError_t f_count(int *n) { FAKE_FAIL(); *n = 1; return cudaSuccess; }
+static cudaError_t f_range(int *least, int *greatest) { FAKE_FAIL(); *least = 0; *greatest = -5; return cudaSuccess; }
+static cudaError_t f_stream(cudaStream_t *s, unsigned f, int p) {
+  FAKE_FAIL();
+  *s = (cudaStream_t)GSIZE_TO_POINTER(++fake.next_handle);
+  fake.streams++;
+  return cudaSuccess;
+}
+static cudaError_t f_stream_destroy(cudaStream_t s) { fake.streams--; return cudaSuccess; }
+static cudaError_t f_event(cudaEvent_t *e, unsigned f) {
+  FAKE_FAIL();
+  *e = (cudaEvent_t)GSIZE_TO_POINTER(++fake.next_handle);
+  fake.events++;
+  return cudaSuccess;
+}
+static cudaError_t f_event_destroy(cudaEvent_t e) { fake.events--; return cudaSuccess; }
+static cudaError_t f_elapsed(float *ms, cudaEvent_t a, cudaEvent_t b) { FAKE_FAIL(); *ms = 0.001f; return cudaSuccess; }
+static cudaError_t f_malloc(void **p, size_t n) { FAKE_FAIL(); *p = g_malloc0(n); fake.mallocs++; return cudaSuccess; }
+static cudaError_t f_free(void *p) { g_free(p); fake.mallocs--; return cudaSuccess; }
+static cudaError_t f_malloc_host(void **p, size_t n) { FAKE_FAIL(); *p = g_malloc0(n); fake.pinned++; return cudaSuccess; }
+static cudaError_t f_free_host(void *p) { g_free(p); fake.pinned--; return cudaSuccess; }
+static cudaError_t f_malloc_async(void **p, size_t n, cudaStream_t s) {
+  FAKE_FAIL();
+  *p = g_malloc(n);
+  memset(*p, 0xab, n); /* stream-ordered memory starts undefined */
+  fake.asyncs++;
+  return cudaSuccess;
+}
+static cudaError_t f_free_async(void *p, cudaStream_t s) { FAKE_FAIL(); g_free(p); fake.asyncs--; return cudaSuccess; }
+static cudaError_t f_memcpy_async(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st) {
+  FAKE_FAIL();
+  memmove(d, s, n);
+  return cudaSuccess;
+}
+static cudaError_t f_memset_async(void *d, int v, size_t n, cudaStream_t st) { FAKE_FAIL(); memset(d, v, n); return cudaSuccess; }
+static cudaError_t f_host_func(cudaStream_t st, cudaHostFn_t fn, void *data) { FAKE_FAIL(); fn(data); return cudaSuccess; }
+static cudaError_t f_pass(void) { return cudaSuccess; }
+static int f_kernel(const DrKernelDef *def, const DrKLaunch *l) {
+  if (fake_tick()) return cudaErrorLaunchOutOfResources;
+  char err[256];
+  return def->host(l, err) == 0 ? cudaSuccess : cudaErrorLaunchFailure;
+}
+
+static DrCudaApi fake_api(void) {
+  DrCudaApi api = {
+#define DR_X(name, params, args) .name = fake_##name,
+      DR_CUDA_API_LIST(DR_X)
+#undef DR_X
+  };
+  api.cudaGetDeviceCount = f_count;
+  api.cudaDeviceGetStreamPriorityRange = f_range;
+  api.cudaStreamCreateWithPriority = f_stream;
+  api.cudaStreamDestroy = f_stream_destroy;
+  api.cudaEventCreateWithFlags = f_event;
+  api.cudaEventDestroy = f_event_destroy;
+  api.cudaEventElapsedTime = f_elapsed;
+  api.cudaMalloc = f_malloc;
+  api.cudaFree = f_free;
+  api.cudaMallocHost = f_malloc_host;
+  api.cudaFreeHost = f_free_host;
+  api.cudaMallocAsync = f_malloc_async;
+  api.cudaFreeAsync = f_free_async;
+  api.cudaMemcpyAsync = f_memcpy_async;
+  api.cudaMemsetAsync = f_memset_async;
+  api.cudaLaunchHostFunc = f_host_func;
+  api.cudaDeviceSynchronize = f_pass;
+  api.cudaGetLastError = f_pass;
+  api.cudaGetErrorName = dr_cuda_api_default()->cudaGetErrorName;
+  api.cudaGetErrorString = dr_cuda_api_default()->cudaGetErrorString;
+  api.kernel_launch = f_kernel;
+  return api;
+}
+
+static gboolean fake_balanced(void) {
+  return fake.streams == 0 && fake.events == 0 && fake.mallocs == 0 && fake.pinned == 0 && fake.asyncs == 0;
+}
+
+/* The chunked pipeline on the fake runtime equals the host backend, with
+ * verify, alloc/free and a host node; the report says cuda/streams. */
+static void test_cuda_fake_pipeline(void) {
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "out.bin", NULL);
+  g_autoptr(DrGraph) g = chunks_graph(4, 256, path);
+  tg_buffer(g, "t", DR_ELEM_F32, 64, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_lifetime(g, "alloc_t", "t", TRUE);
+  tg_memset(g, "zero_t", "t", 0);
+  tg_copy(g, "t_to_acc", "t", 0, 0, "acc", 0, 64);
+  tg_lifetime(g, "free_t", "t", FALSE);
+  tg_host(g, "sum", DR_HOST_FN_CHECKSUM, "out", NULL);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  FILE *out = tmpfile();
+  DrRunOptions ho = host_opts(g, 2, 1);
+  ho.host_output = out;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) rh = dr_run(plan, &ho, &error);
+  g_assert_no_error(error);
+  gsize n;
+  g_autofree float *want = tg_read_floats(path, &n);
+
+  DrCudaApi api = fake_api();
+  dr_cuda_api_set(&api);
+  memset(&fake, 0, sizeof fake);
+  DrRunOptions co = host_opts(g, 2, 1);
+  co.backend = DR_BACKEND_CUDA;
+  co.verify = TRUE;
+  co.host_output = out;
+  g_autoptr(DrReport) rc = dr_run(plan, &co, &error);
+  dr_cuda_api_set(NULL);
+  g_assert_no_error(error);
+  g_assert_true(fake_balanced());
+  g_assert_cmpstr(rc->backend, ==, "cuda");
+  g_assert_cmpstr(rc->mode, ==, "streams");
+  g_assert_cmpint(rc->verified, ==, DR_VERIFIED_PASS);
+  g_autofree float *got = tg_read_floats(path, &n);
+  g_assert_cmpmem(got, n * sizeof(float), want, n * sizeof(float));
+  /* The checksum host node ran through cudaLaunchHostFunc's trampoline
+   * 3 times per run: once per host iteration, twice as many with verify. */
+  rewind(out);
+  char buf[8192] = {0};
+  size_t len = fread(buf, 1, sizeof buf - 1, out);
+  fclose(out);
+  g_assert_cmpuint(len, >, 0);
+  g_assert_cmpuint(count_substr(buf, "checksum sum out 0x"), ==, 3 + 6);
+  g_remove(path);
+  g_rmdir(dir);
+}
+
+/* Fails every call of a clean run in turn: each failure is an error that
+ * names the call (or the device probe), and nothing leaks. */
+static void test_cuda_fake_faults(void) {
+  g_autoptr(DrGraph) g = chunks_graph(3, 64, NULL);
+  tg_buffer(g, "t", DR_ELEM_F32, 64, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_lifetime(g, "alloc_t", "t", TRUE);
+  tg_memset(g, "zero_t", "t", 0);
+  tg_lifetime(g, "free_t", "t", FALSE);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrCudaApi api = fake_api();
+  dr_cuda_api_set(&api);
+  DrRunOptions o = host_opts(g, 2, 1);
+  o.backend = DR_BACKEND_CUDA;
+  o.verify = TRUE;
+  memset(&fake, 0, sizeof fake);
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+  }
+  guint64 total = fake.calls;
+  g_assert_true(fake_balanced());
+  g_assert_cmpuint(total, >, 50);
+  for (guint64 k = 1; k <= total; k++) {
+    memset(&fake, 0, sizeof fake);
+    fake.fail_at = k;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    if (r != NULL) g_error("failing call %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " went unnoticed", k, total);
+    g_assert_true(error->domain == DR_ERROR);
+    g_assert_true(error->code == DR_ERROR_RUNTIME || error->code == DR_ERROR_UNAVAILABLE);
+    g_assert_true(strstr(error->message, "failed") || strstr(error->message, "kernel launch") ||
+                  strstr(error->message, "no usable CUDA device"));
+    if (!fake_balanced())
+      g_error("failing call %" G_GUINT64_FORMAT " (%s) leaked: streams %" G_GINT64_FORMAT " events %" G_GINT64_FORMAT
+              " mallocs %" G_GINT64_FORMAT " pinned %" G_GINT64_FORMAT " async %" G_GINT64_FORMAT,
+              k, error->message, fake.streams, fake.events, fake.mallocs, fake.pinned, fake.asyncs);
+  }
+  dr_cuda_api_set(NULL);
+  g_test_message("%" G_GUINT64_FORMAT " injected failures, all reported, nothing leaked", total);
+}
+
 /* ---- errors and backend choice ------------------------------------------- */
 
 static void test_kernel_check_error(void) {
@@ -639,5 +836,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/errors/kernel-check", test_kernel_check_error);
   g_test_add_func("/backends/errors/user-kernel-on-host", test_user_kernel_on_host);
   g_test_add_func("/backends/choice/cuda-or-fallback", test_backend_choice);
+  g_test_add_func("/backends/cuda-fake/pipeline", test_cuda_fake_pipeline);
+  g_test_add_func("/backends/cuda-fake/faults", test_cuda_fake_faults);
   return g_test_run();
 }
