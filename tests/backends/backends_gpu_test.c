@@ -275,6 +275,44 @@ static void test_wide_overlap(void) {
   }
 }
 
+/* What per-node timing events cost: a chain of 500 small kernels (scale
+ * on 256 elements, ping-ponging between two buffers), makespan with and
+ * without node timing, in both modes. Prints the numbers; checks that
+ * timing adds cost and that the graph replays the chain faster than eager
+ * issue (GPU-NOTES.md: ~4.3 µs against ~0.6 µs per node). Seen on an H200
+ * (median of 10): streams 5.5 µs/node without timing, 8.5 with; graph 1.0
+ * without, 4.7 with: two timing events cost ~3-3.6 µs of each node. */
+static void test_timing_overhead(void) {
+  if (!have_gpu()) return;
+  g_autoptr(DrGraph) g = dr_graph_new();
+  tg_buffer(g, "a", DR_ELEM_F32, 256, DR_WHERE_DEVICE, DR_INIT_IOTA, 0);
+  tg_buffer(g, "b", DR_ELEM_F32, 256, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
+  for (guint i = 0; i < 500; i++) {
+    DrId n = tg_kernel_node(g, name(g, "k", i), "scale_f32");
+    tg_arg_buf(g, n, "x", i % 2 ? "b" : "a", 0, 0);
+    tg_arg_f(g, n, "alpha", 1.0);
+    tg_arg_buf(g, n, "y", i % 2 ? "a" : "b", 0, 0);
+  }
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  double ms[2][2];
+  for (int mode = 0; mode < 2; mode++)
+    for (int timed = 0; timed < 2; timed++) {
+      DrRunOptions o = opts_for(g, DR_BACKEND_CUDA, mode ? DR_MODE_GRAPH : DR_MODE_STREAMS);
+      o.node_timing = timed;
+      o.iterations = 10;
+      o.warmup = 2;
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+      g_assert_no_error(error);
+      ms[mode][timed] = r->makespan_us;
+      g_test_message("500-kernel chain, %s, node timing %s: makespan %.1f us (%.2f us per node)", r->mode,
+                     timed ? "on" : "off", r->makespan_us, r->makespan_us / 500);
+    }
+  g_assert_cmpfloat(ms[0][1], >, ms[0][0]);
+  g_assert_cmpfloat(ms[1][1], >, ms[1][0]);
+  g_assert_cmpfloat(ms[1][0], <, ms[0][0]);
+}
+
 /* ---- fault injection ----------------------------------------------------- */
 
 static struct {
@@ -483,6 +521,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/gpu/gemm", test_gemm);
   g_test_add_func("/backends/gpu/user-kernel", test_user_kernel);
   g_test_add_func("/backends/gpu/wide-overlap", test_wide_overlap);
+  g_test_add_func("/backends/gpu/timing-overhead", test_timing_overhead);
   g_test_add_func("/backends/gpu/faults/streams", test_faults_streams);
   g_test_add_func("/backends/gpu/faults/graph", test_faults_graph);
   return g_test_run();
