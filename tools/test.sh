@@ -1,58 +1,96 @@
 #!/usr/bin/env bash
-# tools/test.sh: runs every CPU test (Bazel, GPU-tagged tests excluded) and
-# prints one closing line "N passed, N failed[, N skipped]" counted from the
-# test cases' own results: the TAP lines GLib's GTest writes ("ok N /path",
-# "not ok N /path", "# SKIP"), read from each test target's log. A target
-# that failed without printing any case (a crash at start, a build error)
-# counts as one failure. Exit status: 0 only when nothing failed.
+# tools/test.sh: runs every CPU test and prints one closing line
+# "N passed, N failed, N skipped" counted from the test cases' own results.
 #
-# Usage: tools/test.sh [extra bazel flags, e.g. --config=asan]
+# Suites (all by default; name some to run only those):
+#   plain   every CPU test target (GPU-tagged ones excluded)
+#   asan    the same under AddressSanitizer + UndefinedBehaviorSanitizer,
+#           leak checking on, IR invariants checked after every pass
+#   tsan    the threaded host backend's tests under ThreadSanitizer
+#   fuzz    each libFuzzer target for FUZZ_SECONDS (default 60)
+#
+# Cases are the TAP lines GLib's GTest (and the shell tests) write
+# ("ok N /path", "not ok N /path", "# SKIP"), read from each target's log;
+# a target that failed without printing any case (a crash at start, a
+# timeout) counts as one failure, and so does a fuzz target that crashed.
+# Exit status: 0 only when nothing failed.
+#
+# Usage: tools/test.sh [plain] [asan] [tsan] [fuzz]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-bazel_flags=("$@")
-targets=$(bazel query 'tests(//...) except attr(tags, "gpu", tests(//...))' 2>/dev/null | sort)
-if [ -z "$targets" ]; then
-  echo "test: no test targets found" >&2
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-
-# shellcheck disable=SC2086
-bazel test "${bazel_flags[@]}" $targets
-bazel_rc=$?
-
-testlogs=$(bazel info "${bazel_flags[@]}" bazel-testlogs 2>/dev/null)
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(plain asan tsan fuzz)
 passed=0 failed=0 skipped=0
-for t in $targets; do
-  rel=${t#//}
-  rel=${rel/://}
-  log="$testlogs/$rel/test.log"
-  if [ ! -f "$log" ]; then
-    echo "test: $t: no log (not built or not run)" >&2
+
+all_cpu_tests() {
+  bazel query 'tests(//...) except attr(tags, "gpu", tests(//...))' 2>/dev/null | sort
+}
+
+# run_bazel_suite NAME TARGETS FLAGS...: bazel test, then count TAP cases.
+run_bazel_suite() {
+  local name=$1 targets=$2
+  shift 2
+  local flags=("$@")
+  if [ -z "$targets" ]; then
+    echo "test[$name]: no test targets found" >&2
     failed=$((failed + 1))
-    continue
+    return
   fi
-  p=$(grep -cE '^ok [0-9]+ ' "$log" | head -1)
-  s=$(grep -cE '^ok [0-9]+ .*# ?SKIP' "$log" | head -1)
-  f=$(grep -cE '^not ok [0-9]+ ' "$log" | head -1)
-  p=$((p - s))
-  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$s" -eq 0 ]; then
-    # No TAP line at all: judge the target by Bazel's own verdict.
-    if grep -q 'failures="0"' "$testlogs/$rel/test.xml" 2>/dev/null && grep -q 'errors="0"' "$testlogs/$rel/test.xml" 2>/dev/null; then
-      p=1
-    else
-      f=1
+  echo "test[$name]: bazel test ${flags[*]}" >&2
+  # shellcheck disable=SC2086
+  bazel test "${flags[@]}" $targets >&2
+  local bazel_rc=$?
+  local testlogs
+  testlogs=$(bazel info "${flags[@]}" bazel-testlogs 2>/dev/null)
+  local sp=0 sf=0 ss=0 t
+  for t in $targets; do
+    local rel=${t#//}
+    rel=${rel/://}
+    local log="$testlogs/$rel/test.log" xml="$testlogs/$rel/test.xml"
+    local p=0 s=0 f=0
+    if [ -f "$log" ]; then
+      p=$(grep -cE '^ok [0-9]+ ' "$log")
+      s=$(grep -cE '^ok [0-9]+ .*# ?SKIP' "$log")
+      f=$(grep -cE '^not ok [0-9]+ ' "$log")
+      p=$((p - s))
     fi
+    # A crash or timeout after the last case, or no case at all: Bazel's
+    # verdict in test.xml decides, as one more failure.
+    if [ ! -f "$xml" ] || ! grep -q 'failures="0"' "$xml" || ! grep -q 'errors="0"' "$xml"; then
+      [ "$f" -gt 0 ] || f=1
+    fi
+    printf 'test[%s]: %-45s %4d passed %3d failed %3d skipped\n' "$name" "$t" "$p" "$f" "$s" >&2
+    sp=$((sp + p)) sf=$((sf + f)) ss=$((ss + s))
+  done
+  if [ $bazel_rc -ne 0 ] && [ $sf -eq 0 ]; then
+    echo "test[$name]: bazel test exited $bazel_rc" >&2
+    sf=1
   fi
-  printf 'test: %-50s %4d passed %3d failed %3d skipped\n' "$t" "$p" "$f" "$s" >&2
-  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+  passed=$((passed + sp)) failed=$((failed + sf)) skipped=$((skipped + ss))
+}
+
+for suite in "${suites[@]}"; do
+  case $suite in
+    plain) run_bazel_suite plain "$(all_cpu_tests)" ;;
+    asan) ASAN_OPTIONS=detect_leaks=1 run_bazel_suite asan "$(all_cpu_tests)" --config=asan --config=ubsan \
+        --test_env=ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 --test_env=UBSAN_OPTIONS=print_stacktrace=1 ;;
+    tsan) run_bazel_suite tsan "//tests/backends:backends" --config=tsan \
+        --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ;;
+    fuzz)
+      for t in fuzz_parser fuzz_plan; do
+        if bash tools/fuzz.sh "${FUZZ_SECONDS:-60}" "$t" >&2; then
+          echo "test[fuzz]: $t passed" >&2
+          passed=$((passed + 1))
+        else
+          echo "test[fuzz]: $t FAILED" >&2
+          failed=$((failed + 1))
+        fi
+      done
+      ;;
+    *) echo "test: unknown suite '$suite'" >&2; failed=$((failed + 1)) ;;
+  esac
 done
 
-if [ $bazel_rc -ne 0 ] && [ $failed -eq 0 ]; then
-  # Bazel failed (e.g. a crash after the last TAP line, a timeout): count it.
-  echo "test: bazel test exited $bazel_rc" >&2
-  failed=$((failed + 1))
-fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]
