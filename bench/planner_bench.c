@@ -11,7 +11,8 @@
  * of the layer before (a random matching, so every node has a successor and
  * the width is exactly w) plus 0-2 random extra nodes of that layer or, one
  * time in three, of the layer before it (edges that other paths may imply,
- * as hazard-derived DAGs have). All
+ * as hazard-derived DAGs have). The programs: random reads and writes of
+ * 64 one-element cells with the deps pass's hazard edges (program()). All
  * nodes are kernels the cost model prices at 3 µs. Each case runs in a
  * forked child so its peak RSS (getrusage) is its own.
  *
@@ -64,6 +65,53 @@ static DrGraph *layered(guint32 n, guint32 w, guint32 seed) {
   }
   dr_graph_sort_edges(g);
   g_free(perm);
+  g_rand_free(r);
+  return g;
+}
+
+/* A random program over `cells` one-element slices: each node reads or
+ * writes 1-3 random cells, and hazard edges follow per cell (RAW and WAW
+ * from the last writer, WAR from the readers since), as the deps pass
+ * derives them from slices: many of those edges are implied by others. */
+static DrGraph *program(guint32 n, guint32 cells, guint32 seed) {
+  DrGraph *g = dr_graph_new();
+  g->name = dr_graph_intern(g, "program");
+  DrKernelDecl k = {.name = "k", .origin = DR_KERNEL_USER, .grid = {DR_NONE, 1}};
+  DrId kid = dr_graph_add_kernel(g, &k);
+  GRand *r = g_rand_new_with_seed(seed);
+  guint32 *writer = g_new(guint32, cells);
+  GArray **readers = g_new(GArray *, cells);
+  for (guint32 c = 0; c < cells; c++) {
+    writer[c] = DR_NONE;
+    readers[c] = g_array_new(FALSE, FALSE, sizeof(guint32));
+  }
+  char id[32];
+  for (guint32 v = 0; v < n; v++) {
+    g_snprintf(id, sizeof id, "n%u", v);
+    DrNode node = {.op = DR_OP_KERNEL, .priority = DR_PRIORITY_NORMAL, .id = id, .device = -1,
+                   .kernel = kid, .buffer = DR_NONE};
+    dr_graph_add_node(g, &node);
+    guint32 touches = (guint32)g_rand_int_range(r, 1, 4);
+    for (guint32 t = 0; t < touches; t++) {
+      guint32 c = (guint32)g_rand_int_range(r, 0, (gint32)cells);
+      gboolean writes = g_rand_int_range(r, 0, 3) == 0;
+      if (writer[c] != DR_NONE && writer[c] != v)
+        dr_graph_add_edge(g, writer[c], v, writes ? DR_EDGE_WAW : DR_EDGE_RAW, DR_NONE);
+      if (!writes) {
+        g_array_append_val(readers[c], v);
+        continue;
+      }
+      for (guint32 i = 0; i < readers[c]->len; i++)
+        if (g_array_index(readers[c], guint32, i) != v)
+          dr_graph_add_edge(g, g_array_index(readers[c], guint32, i), v, DR_EDGE_WAR, DR_NONE);
+      g_array_set_size(readers[c], 0);
+      writer[c] = v;
+    }
+  }
+  dr_graph_sort_edges(g);
+  for (guint32 c = 0; c < cells; c++) g_array_unref(readers[c]);
+  g_free(readers);
+  g_free(writer);
   g_rand_free(r);
   return g;
 }
@@ -141,8 +189,10 @@ static void round_robin4(const DrGraph *g, guint32 *cross_out, double *path_out)
   g_free(level);
 }
 
-static void run_case(guint32 n, guint32 w) {
-  g_autoptr(DrGraph) g = layered(n, w, 7 + n + w);
+/* Plans one DAG (layered of layer width w, or with cells > 0 a random
+ * program over that many cells) and prints its table row. */
+static void run_case(guint32 n, guint32 w, guint32 cells) {
+  g_autoptr(DrGraph) g = cells ? program(n, cells, 11 + n) : layered(n, w, 7 + n + w);
   guint64 before = rss_now();
   DrPlanOptions uncapped = {1u << 20, NULL};
   gint64 t0 = g_get_monotonic_time(), c0 = cpu_us();
@@ -167,38 +217,44 @@ static void run_case(guint32 n, guint32 w) {
   guint32 rr_cross = 0;
   double rr_path = 0;
   round_robin4(g, &rr_cross, &rr_path);
-  printf("| %u | %u | %u | %u | %u | %u | %u | %.1f | %.1f | %.0f | %.1f | %u | %u | %u | %.0f | %.0f | %u | %.0f |\n",
-         n, w, g->edges->len, plan->width, plan->streams->len, plan->waits->len, cross,
+  g_autofree char *shape = cells ? g_strdup_printf("program, %u cells", cells)
+                                 : g_strdup_printf("layered, w %u", w);
+  printf("| %u | %s | %u | %u | %u | %u | %u | %.1f | %.1f | %.0f | %.1f | %u | %u | %u | %.0f | %.0f | %u | %.0f |\n",
+         n, shape, g->edges->len, plan->width, plan->streams->len, plan->waits->len, cross,
          (c1 - c0) / 1e3, (t1 - t0) / 1e3, (double)(peak - before) / n, (c3 - c2) / 1e3,
          plan8->streams->len, plan8->waits->len, cross8, plan->critical_path_us, plan8->planned_path_us,
          rr_cross, rr_path);
-  g_printerr("%u x %u: whole-process peak %.0f bytes/node\n", n, w, (double)peak / n);
+  g_printerr("%u, %s: whole-process peak %.0f bytes/node\n", n, shape, (double)peak / n);
   fflush(stdout);
   dr_plan_free(plan8);
   dr_plan_free(plan);
+}
+
+/* Runs one case in a child process, so its peak RSS is its own. */
+static void run_forked(guint32 n, guint32 w, guint32 cells) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    run_case(n, w, cells);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    printf("| %u | w %u, cells %u | (failed: status %d) |\n", n, w, cells, status);
 }
 
 int main(int argc, char **argv) {
   gboolean quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
   static const guint32 sizes[] = {10000, 100000, 1000000};
   static const guint32 widths[] = {3, 8, 32, 1000};
-  printf("| nodes | layer w | edges | width | streams | waits | cross-stream edges (1 wait each) "
+  printf("| nodes | DAG | edges | width | streams | waits | cross-stream edges (1 wait each) "
          "| plan CPU ms | plan wall ms | plan peak B/node | cap 8: plan CPU ms | cap 8: streams "
          "| cap 8: waits | cap 8: cross-stream edges | critical path us | cap 8: planned path us "
          "| RR4: waits (= cross edges) | RR4: planned path us |\n");
   printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   fflush(stdout);
   for (guint i = 0; i < G_N_ELEMENTS(sizes) - (quick ? 1 : 0); i++)
-    for (guint j = 0; j < G_N_ELEMENTS(widths); j++) {
-      pid_t pid = fork();
-      if (pid == 0) {
-        run_case(sizes[i], widths[j]);
-        _exit(0);
-      }
-      int status = 0;
-      waitpid(pid, &status, 0);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        printf("| %u | %u | (failed: status %d) |\n", sizes[i], widths[j], status);
-    }
+    for (guint j = 0; j < G_N_ELEMENTS(widths); j++) run_forked(sizes[i], widths[j], 0);
+  for (guint i = 0; i < G_N_ELEMENTS(sizes) - (quick ? 1 : 0); i++) run_forked(sizes[i], 0, 64);
   return 0;
 }

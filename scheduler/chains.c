@@ -47,8 +47,10 @@
 #define OUT(v) (2u * (v) + 1u)
 /* Work allowed to one greedy merge search, in residual nodes expanded:
  * more when more paths are open (wider DAGs need longer alternating
- * paths); Dinic's phases finish whatever the budget leaves. */
-#define LOCAL_BUDGET(paths) (256u + 32u * MIN((paths), 4096u))
+ * paths), and less once failed searches have cost 4 (V + E) in all, which
+ * keeps the greedy start linear; Dinic's phases finish what it leaves. */
+#define LOCAL_BUDGET(paths, generous) \
+  (256u + ((generous) ? 2048u : 32u) * MIN((paths), 4096u))
 
 typedef struct {
   const DrPlanCtx *c;
@@ -128,7 +130,7 @@ static inline gboolean visit(Flow *f, guint32 y, guint32 x, guint32 edge, guint3
 /* Greedy merge of the path just opened at v: searches backward from v_in for
  * an out-node that ends a path (an arc t -> p_out), within the budget. On
  * success applies t -> p_out -> ... -> v_in -> s and returns TRUE. */
-static gboolean merge_new_path(Flow *f, DrId v, guint32 budget) {
+static gboolean merge_new_path(Flow *f, DrId v, guint32 budget, guint64 *spent) {
   const DrPlanCtx *c = f->c;
   guint32 head = 0, tail = 0, found = G_MAXUINT32;
   next_generation(f);
@@ -155,7 +157,10 @@ static gboolean merge_new_path(Flow *f, DrId v, guint32 budget) {
       }
     }
   }
-  if (found == G_MAXUINT32) return FALSE;
+  if (found == G_MAXUINT32) {
+    *spent += head;
+    return FALSE;
+  }
   f->ft[found >> 1]--;
   for (guint32 y = found; y != IN(v); y = f->link[y]) apply_arc(f, y, f->link[y], f->via[y]);
   f->fs[v]--;
@@ -327,6 +332,7 @@ guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *cha
   Flow f;
   flow_init(&f, c, required);
   guint32 flow = 0;
+  guint64 failed_work = 0;
   for (guint32 i = 0; i < c->n; i++) {
     DrId v = c->order[i];
     if (!required[v]) continue;
@@ -334,7 +340,8 @@ guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *cha
     f.fv[v]++;
     f.ft[v]++;
     flow++;
-    if (merge_new_path(&f, v, LOCAL_BUDGET(flow))) flow--;
+    gboolean generous = failed_work < 4 * ((guint64)c->n + c->m);
+    if (merge_new_path(&f, v, LOCAL_BUDGET(flow, generous), &failed_work)) flow--;
   }
   for (guint32 dist_s; (dist_s = levels_from_t(&f)) != 0;) flow -= blocking_flow(&f, dist_s);
 
