@@ -65,6 +65,53 @@ static void test_build_and_lookup(void) {
   g_assert_no_error(error);
 }
 
+/* dr_graph_sort_edges against a plain qsort + dedupe on random edge lists,
+ * grouped and scattered. */
+static void test_sort_edges_random(void) {
+  GRand *rng = g_rand_new_with_seed(7);
+  for (int round = 0; round < 200; round++) {
+    g_autoptr(DrGraph) g = dr_graph_new();
+    guint n = 2 + g_rand_int_range(rng, 0, 50);
+    for (guint i = 0; i < n; i++) {
+      g_autofree char *id = g_strdup_printf("n%u", i);
+      add_node(g, id, DR_OP_NOOP);
+    }
+    guint m = g_rand_int_range(rng, 0, 400);
+    gboolean grouped = round % 2 == 0;
+    for (guint i = 0; i < m; i++) {
+      DrId to = grouped ? (DrId)(i * n / MAX(m, 1)) : (DrId)g_rand_int_range(rng, 0, n);
+      DrId from = g_rand_int_range(rng, 0, n);
+      dr_graph_add_edge(g, from, to, (DrEdgeKind)g_rand_int_range(rng, 0, 4), DR_NONE);
+    }
+    g_autoptr(GArray) want = g_array_copy(g->edges);
+    dr_graph_sort_edges(g);
+    /* Reference: full sort by (to, from, kind), keep the first of each pair. */
+    for (guint i = 1; i < want->len; i++)
+      for (guint j = i; j > 0; j--) {
+        DrEdge *a = &g_array_index(want, DrEdge, j - 1), *b = &g_array_index(want, DrEdge, j);
+        gboolean gt = a->to != b->to ? a->to > b->to : a->from != b->from ? a->from > b->from : a->kind > b->kind;
+        if (!gt) break;
+        DrEdge t = *a;
+        *a = *b;
+        *b = t;
+      }
+    guint k = 0;
+    for (guint i = 0; i < want->len; i++) {
+      DrEdge *e = &g_array_index(want, DrEdge, i);
+      if (k > 0 && g_array_index(want, DrEdge, k - 1).from == e->from && g_array_index(want, DrEdge, k - 1).to == e->to)
+        continue;
+      g_array_index(want, DrEdge, k++) = *e;
+    }
+    g_assert_cmpuint(g->edges->len, ==, k);
+    for (guint i = 0; i < k; i++) {
+      g_assert_cmpuint(dr_graph_edge(g, i)->from, ==, g_array_index(want, DrEdge, i).from);
+      g_assert_cmpuint(dr_graph_edge(g, i)->to, ==, g_array_index(want, DrEdge, i).to);
+      g_assert_cmpint(dr_graph_edge(g, i)->kind, ==, g_array_index(want, DrEdge, i).kind);
+    }
+  }
+  g_rand_free(rng);
+}
+
 static void test_check_catches(void) {
   g_autoptr(DrGraph) g = dr_graph_new();
   DrId x = add_buffer(g, "x", 4, DR_WHERE_DEVICE);
@@ -184,6 +231,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/ir/tables", test_tables);
   g_test_add_func("/ir/graph/build-and-lookup", test_build_and_lookup);
   g_test_add_func("/ir/graph/check-catches", test_check_catches);
+  g_test_add_func("/ir/graph/sort-edges-random", test_sort_edges_random);
   g_test_add_func("/ir/graph/dump", test_dump);
   g_test_add_func("/ir/diags", test_diags);
   g_test_add_func("/ir/plan/serial", test_serial_plan);
