@@ -142,6 +142,7 @@ done
 
 cat "$table"
 echo
+echo "(commit $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo ', dirty tree'); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "(median of $REPS runs each; cpu = user + sys; peak RSS from /usr/bin/time %M; B/node = peak RSS / nodes; target judged on cpu; files in $BENCH_TMP)"
 if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT"
