@@ -19,12 +19,31 @@ run() { # NAME CMD...
   if timeout 300 "$@" >"$tmp/out" 2>&1; then ok "$name"; else not_ok "$name (exit $?)"; fi
 }
 
+# deterministic NAME FILE: plans FILE twice (text, JSON, DOT) and compares
+# the two byte for byte: the same pipeline must always give the same plan.
+deterministic() {
+  local name=$1 f=$2 k
+  for k in 1 2; do
+    "$dagrun" --plan "$f" >"$tmp/plan$k.txt" 2>&1 &&
+      "$dagrun" --plan --format=json "$f" >"$tmp/plan$k.json" 2>&1 &&
+      "$dagrun" --dot=- "$f" >"$tmp/plan$k.dot" 2>&1 || { cp "$tmp/plan$k.txt" "$tmp/out"; not_ok "$name (exit)"; return; }
+  done
+  if cmp -s "$tmp/plan1.txt" "$tmp/plan2.txt" && cmp -s "$tmp/plan1.json" "$tmp/plan2.json" &&
+    cmp -s "$tmp/plan1.dot" "$tmp/plan2.dot"; then
+    ok "$name"
+  else
+    diff "$tmp/plan1.json" "$tmp/plan2.json" >"$tmp/out" 2>&1
+    not_ok "$name (plans differ)"
+  fi
+}
+
 examples=("$graphs_dir"/*.yaml)
-echo "1..$(( ${#examples[@]} * 3 + n_random ))"
+echo "1..$(( ${#examples[@]} * 4 + n_random ))"
 for f in "${examples[@]}"; do
   name=$(basename "$f" .yaml)
   run "/examples/$name/check" "$dagrun" --check "$f"
   run "/examples/$name/plan" "$dagrun" --plan --format=json "$f"
+  deterministic "/examples/$name/plan-deterministic" "$f"
   run "/examples/$name/verify-host-delays" "$dagrun" --backend=host --verify --iterations=1 --warmup=0 --delay-seed=7 "$f"
 done
 for seed in $(seq 1 "$n_random"); do
