@@ -19,6 +19,7 @@ typedef struct {
   gboolean check, plan, verify, kernels, version;
   char *format, *dot, *trace, *backend, *mode, *dump_after, *profile, *timeline;
   gint64 delay_seed;
+  char *timing;
   gint iterations, warmup, max_streams, device;
   char **files;
 } Options;
@@ -32,6 +33,7 @@ static void options_clear(Options *o) {
   g_free(o->dump_after);
   g_free(o->profile);
   g_free(o->timeline);
+  g_free(o->timing);
   g_strfreev(o->files);
 }
 
@@ -110,6 +112,8 @@ static int validate(const Options *o, GString *err) {
   if (o->max_streams == 0 || o->max_streams < -1) return usage_error(err, "--max-streams must be at least 1");
   if (o->device < -1) return usage_error(err, "--device must not be negative");
   if (o->delay_seed < 0) return usage_error(err, "--delay-seed must not be negative");
+  if (o->timing && strcmp(o->timing, "events") != 0 && strcmp(o->timing, "off") != 0)
+    return usage_error(err, "--timing must be events or off, not '%s'", o->timing);
   return 0;
 }
 
@@ -150,6 +154,9 @@ static int plan_and_run(const Options *o, DrGraph *graph, GString *out, GString 
   ropts.verify = o->verify;
   ropts.trace_path = o->trace;
   ropts.delay_seed = (guint64)o->delay_seed;
+  ropts.node_timing = o->timing == NULL || strcmp(o->timing, "off") != 0;
+  /* --format=json keeps stdout pure JSON: host functions print elsewhere. */
+  if (json) ropts.host_output = stderr;
   g_autoptr(DrReport) report = dr_run(plan, &ropts, &error);
   if (report == NULL) return report_error(err, error);
   if (json) {
@@ -209,6 +216,8 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
       {"version", 0, 0, G_OPTION_ARG_NONE, &o.version, "Print the version", NULL},
       {"dump-after", 0, 0, G_OPTION_ARG_STRING, &o.dump_after, "Print the IR after a stage and exit",
        "parse|passes"},
+      {"timing", 0, 0, G_OPTION_ARG_STRING, &o.timing,
+       "Per-node timing: events (two timing events per node) or off (makespan only)", "events|off"},
       {"delay-seed", 0, 0, G_OPTION_ARG_INT64, &o.delay_seed,
        "Host backend: random delays before each node, seeded (0: off); with --verify, shakes out races",
        "SEED"},
