@@ -1,0 +1,427 @@
+/* dagrun.h: the dagrun C library, everything a program needs to build,
+ * load, plan and run task graphs of GPU work without the command line.
+ *
+ * The three objects, all opaque:
+ *   DrPipeline    a graph being built (buffers, kernels, nodes) or loaded
+ *                 from YAML; validated once (dr_pipeline_validate), after
+ *                 which it is frozen: nothing more can be added.
+ *   DrStreamPlan  the stream plan of a validated pipeline: which stream
+ *                 each node runs on, in which order, and which cross-stream
+ *                 waits it needs. It keeps its pipeline alive.
+ *   DrRunReport   what a run measured: per-node medians, the makespan and
+ *                 --verify's verdict. It stands alone.
+ * A pipeline means what running its nodes one at a time in the order they
+ * were added would mean; dagrun derives the dependencies from what each
+ * node reads and writes (see the pipeline format reference, docs/format.md).
+ *
+ * Errors: fallible functions take `GError **error` last and return FALSE or
+ * NULL exactly when they set it, in the DR_ERROR domain (codes below, each
+ * with the command line's exit code, dr_error_exit_code). Messages start
+ * "FILE:LINE:COL: error: " like the command line's. Nodes and buffers added
+ * through this API carry the location set by dr_pipeline_set_loc, else the
+ * synthetic "<api>:N:1" where N is the 1-based position of the node (or
+ * buffer) in the pipeline. Passing NULL where an object is required, or an
+ * out-of-range index, is a programming error: the function logs a GLib
+ * critical and returns FALSE, NULL or 0 without touching anything.
+ *
+ * Ownership: every `_new`/`_load`/`_plan`/`_run` result is the caller's, to
+ * free with its NULL-safe `_free` (g_autoptr works for all three). Strings
+ * returned by accessors are borrowed from the object asked.
+ *
+ * Threads: a DrPipeline (with its plans) is not thread-safe: use it from one
+ * thread at a time. Distinct pipelines may be used from distinct threads.
+ * Callbacks (dr_pipeline_add_callback) and user kernels' host twins run on
+ * the host backend's worker threads or on CUDA's callback thread. Running
+ * two plans at the same time on the CUDA backend is not supported.
+ *
+ * This header is self-contained (it needs GLib's headers: pkg-config
+ * dagrun). It is not the pipeline format (docs/format.md) nor the command
+ * line (dagrun --help). */
+#ifndef DAGRUN_DAGRUN_H
+#define DAGRUN_DAGRUN_H
+
+#include <glib.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "elem_types.h"
+#include "version.h"
+
+G_BEGIN_DECLS
+
+/* ---- shared enums (the same values the library uses inside) ------------ */
+
+#ifndef DAGRUN_IR_DIAG_H
+/* dagrun's GError domain. */
+#define DR_ERROR (dr_error_quark())
+GQuark dr_error_quark(void);
+
+/* Error codes; the comment gives the command line's exit code. */
+typedef enum {
+  DR_ERROR_USAGE,       /* 64: bad call order or options */
+  DR_ERROR_INVALID,     /* 65: bad pipeline (nothing ran) */
+  DR_ERROR_IO,          /* 66: a file could not be read or written */
+  DR_ERROR_UNAVAILABLE, /* 69: the requested backend is unavailable */
+  DR_ERROR_RUNTIME,     /* 70: failure while running */
+  DR_ERROR_VERIFY,      /* 1: the concurrent run differs from the serial */
+  DR_ERROR_INTERRUPTED, /* 70 */
+} DrErrorCode;
+
+/* Returns the exit code the command line would use for `error` (0 for
+ * NULL, 70 for other domains). */
+int dr_error_exit_code(const GError *error);
+#endif
+
+#ifndef DAGRUN_IR_GRAPH_H
+typedef enum { DR_PRIORITY_LOW, DR_PRIORITY_NORMAL, DR_PRIORITY_HIGH } DrPriority;
+typedef enum { DR_WHERE_DEVICE, DR_WHERE_HOST } DrWhere;
+typedef enum { DR_MODE_STREAMS, DR_MODE_GRAPH } DrMode;
+#endif
+
+#ifndef DAGRUN_BACKENDS_RUN_H
+typedef enum { DR_BACKEND_AUTO, DR_BACKEND_CUDA, DR_BACKEND_HOST } DrBackendKind;
+typedef enum { DR_VERIFIED_NOT_RUN, DR_VERIFIED_PASS, DR_VERIFIED_FAIL } DrVerified;
+#endif
+
+/* ---- user kernels: the same plain C ABI as the built-in kernels -------- */
+
+#ifndef DAGRUN_KERNELS_REGISTRY_H
+/* Size of the `err` buffers of check and host, including the NUL. */
+#define DR_KERR_SIZE 256
+
+/* A declared parameter: a pointer (a buffer slice, with its access mode,
+ * which drives dependency inference) or a scalar (i32 i64 f32 f64). */
+typedef struct {
+  const char *name;
+  DrElemType type;
+  int is_pointer;      /* 1: a buffer argument */
+  DrAccessMode access; /* pointers only */
+  int optional;        /* scalars only: may be left out, then `def` is used */
+  double def;
+  const char *doc;
+} DrKParam;
+
+/* One argument value: `ptr` for pointers (device memory for launch, host
+ * memory for host), `i` for i32/i64 scalars, `f` for f32/f64 scalars. */
+typedef union {
+  void *ptr;
+  int64_t i;
+  double f;
+} DrKValue;
+
+/* What launch and host receive; args/counts are indexed by declared
+ * parameter (counts: element count of each pointer argument's slice). */
+typedef struct {
+  const DrKValue *args;
+  const uint64_t *counts;
+  unsigned grid[3]; /* launch shape (launch only) */
+  unsigned block[3];
+  unsigned shared;
+  void *stream;  /* cudaStream_t (launch only) */
+  void *blas;    /* NULL for user kernels */
+  void *scratch; /* device scratch of scratch_bytes, or NULL */
+} DrKLaunch;
+
+#define DR_KFLAG_BLAS 1u
+
+/* A kernel: name, parameter declarations and two entry points. `launch`
+ * enqueues the CUDA version on l->stream and returns a cudaError_t as int
+ * (0 = success); `host` runs the CPU twin synchronously and returns 0, or
+ * -1 with a message in `err`. Either may be NULL: a kernel without `host`
+ * cannot run on the host backend, one without `launch` not on CUDA. */
+typedef struct {
+  const char *name;
+  const char *summary;
+  const DrKParam *params;
+  int n_params;
+  int grid_over;  /* parameter whose count (pointer) or value (scalar) sets
+                     the default grid; -1: one block */
+  unsigned block; /* default threads per block */
+  int (*launch)(const DrKLaunch *l);
+  int (*host)(const DrKLaunch *l, char *err);
+  int (*check)(const uint64_t *counts, const DrKValue *args, char *err);
+  unsigned flags;         /* 0 for user kernels */
+  uint64_t scratch_bytes; /* device scratch per node, 0: none */
+} DrKernelDef;
+#endif
+
+/* ---- version ------------------------------------------------------------ */
+
+/* Returns the library's version, "MAJOR.MINOR.PATCH" (static storage); the
+ * same string `dagrun --version` prints. dagrun_version is an alias. */
+const char *dr_version(void);
+const char *dagrun_version(void);
+
+/* ---- pipelines ---------------------------------------------------------- */
+
+typedef struct DrPipeline DrPipeline;
+typedef struct DrStreamPlan DrStreamPlan;
+typedef struct DrRunReport DrRunReport;
+
+/* Returns a new empty pipeline named `name` (NULL: "pipeline") with the
+ * built-in kernels registered and the default run settings (streams mode,
+ * 10 iterations, 2 warmup). Free with dr_pipeline_free. */
+DrPipeline *dr_pipeline_new(const char *name);
+
+/* Drops the caller's reference; the pipeline lives on while a plan made
+ * from it does. NULL-safe. */
+void dr_pipeline_free(DrPipeline *pipeline);
+
+/* Reads and validates a pipeline file (format v1). Returns a new, already
+ * validated (frozen) pipeline, or NULL with `error` set: DR_ERROR_IO when
+ * the file cannot be read, DR_ERROR_INVALID with every diagnostic, one per
+ * line, "FILE:LINE:COL: error: ...", exactly as `dagrun --check` shows
+ * them (without the caret lines). */
+DrPipeline *dr_pipeline_load_file(const char *path, GError **error);
+
+/* Like dr_pipeline_load_file, from `yaml` (`len` bytes, or -1 for a NUL-
+ * terminated string). `name` is the file name diagnostics show, and
+ * relative paths in the YAML resolve against the current directory. */
+DrPipeline *dr_pipeline_load_string(const char *name, const char *yaml, gssize len, GError **error);
+
+/* Appends the pipeline as YAML (format v1) to `out`: loading that text
+ * again gives the same graph and so the same plan. Fails with
+ * DR_ERROR_USAGE (leaving `out` as it was) when the pipeline holds what
+ * YAML cannot say: callback nodes or kernels registered through
+ * dr_pipeline_register_kernel. User kernels from a `kernels:` section are
+ * written with their source path made absolute. */
+gboolean dr_pipeline_write_yaml(const DrPipeline *pipeline, GString *out, GError **error);
+
+/* The pipeline's name, and whether it is frozen (validated). */
+const char *dr_pipeline_name(const DrPipeline *pipeline);
+gboolean dr_pipeline_is_frozen(const DrPipeline *pipeline);
+guint dr_pipeline_n_nodes(const DrPipeline *pipeline);
+guint dr_pipeline_n_buffers(const DrPipeline *pipeline);
+
+/* Sets the location that buffers, nodes and dependencies added next
+ * carry (for diagnostics): `file` (copied), 1-based line and column. file
+ * NULL restores the synthetic "<api>:N:1" locations. */
+void dr_pipeline_set_loc(DrPipeline *pipeline, const char *file, guint line, guint col);
+
+/* Run settings (the YAML's `run:` and `memory:`), used by
+ * dr_run_settings_init and the planner. They may be changed until the
+ * pipeline is frozen; later calls fail with DR_ERROR_USAGE. */
+gboolean dr_pipeline_set_run(DrPipeline *pipeline, DrMode mode, guint iterations, guint warmup, GError **error);
+/* max_streams 0: back to the default (the device's queue count). */
+gboolean dr_pipeline_set_max_streams(DrPipeline *pipeline, guint max_streams, GError **error);
+gboolean dr_pipeline_set_device(DrPipeline *pipeline, gint device, GError **error);
+gboolean dr_pipeline_set_release_threshold(DrPipeline *pipeline, guint64 bytes, GError **error);
+
+/* ---- buffers -------------------------------------------------------------
+ * All fail with DR_ERROR_USAGE once the pipeline is frozen, and with
+ * DR_ERROR_INVALID (message with the location) for what the YAML parser
+ * would reject: a name taken, an unknown buffer, init or save on a buffer
+ * that an alloc node names. */
+
+/* Adds buffer `name` of `count` elements of `type` living on the device or
+ * in pinned host memory. count must be > 0. */
+gboolean dr_pipeline_add_buffer(DrPipeline *pipeline, const char *name, DrElemType type, guint64 count,
+                                DrWhere where, GError **error);
+/* Initial contents, filled before the first iteration (at most one init
+ * per buffer; a later call replaces an earlier one). */
+gboolean dr_pipeline_buffer_init_zeros(DrPipeline *pipeline, const char *buffer, GError **error);
+gboolean dr_pipeline_buffer_init_iota(DrPipeline *pipeline, const char *buffer, GError **error);
+gboolean dr_pipeline_buffer_init_random(DrPipeline *pipeline, const char *buffer, guint64 seed, GError **error);
+/* The file's raw bytes; they must be exactly the buffer's size when the
+ * run starts (else the run fails with DR_ERROR_IO). `path` is copied. */
+gboolean dr_pipeline_buffer_init_file(DrPipeline *pipeline, const char *buffer, const char *path, GError **error);
+/* Writes the buffer's bytes to `path` after the run. */
+gboolean dr_pipeline_buffer_save(DrPipeline *pipeline, const char *buffer, const char *path, GError **error);
+
+/* ---- kernels ------------------------------------------------------------ */
+
+/* Registers the caller's kernel `def` under def->name. `def` and what it
+ * points to must outlive the pipeline (a static definition, typically).
+ * Fails with DR_ERROR_INVALID when the name is taken (built-ins too), a
+ * parameter name repeats, a type is not one of the scalar or pointer
+ * types, there are more than 32 parameters or neither entry point is set. */
+gboolean dr_pipeline_register_kernel(DrPipeline *pipeline, const DrKernelDef *def, GError **error);
+
+/* ---- nodes ---------------------------------------------------------------
+ * Each adds one node with a unique `id` at the end of the program order.
+ * On failure nothing is added. Common failures: DR_ERROR_USAGE once the
+ * pipeline is frozen; DR_ERROR_INVALID (with the location) for a taken id,
+ * an unknown buffer, kernel or parameter, a slice out of bounds or empty,
+ * copies of different lengths, a kernel given a host buffer or the wrong
+ * element type, a host function given a device buffer, alloc/free of a
+ * host buffer, a failed kernel check. */
+
+/* Elements [begin, end) of buffer `buffer`. DR_SLICE_END as end: up to the
+ * buffer's end. */
+typedef struct {
+  const char *buffer;
+  guint64 begin;
+  guint64 end;
+} DrBufferSlice;
+
+#define DR_SLICE_END G_MAXUINT64
+/* The whole buffer, and elements [b, e). */
+#define DR_WHOLE(name) ((DrBufferSlice){(name), 0, DR_SLICE_END})
+#define DR_SLICE(name, b, e) ((DrBufferSlice){(name), (b), (e)})
+
+typedef enum { DR_NAMED_ARG_SLICE, DR_NAMED_ARG_INT, DR_NAMED_ARG_FLOAT, DR_NAMED_ARG_STRING } DrNamedArgKind;
+
+/* One argument of a kernel or host-function node, by parameter name. */
+typedef struct {
+  const char *name;
+  DrNamedArgKind kind;
+  DrBufferSlice slice; /* DR_NAMED_ARG_SLICE */
+  gint64 i;            /* DR_NAMED_ARG_INT */
+  double f;            /* DR_NAMED_ARG_FLOAT */
+  const char *s;       /* DR_NAMED_ARG_STRING (print's message) */
+} DrNamedArg;
+
+#define DR_NAMED_SLICE(n, buf, b, e) ((DrNamedArg){.name = (n), .kind = DR_NAMED_ARG_SLICE, .slice = {(buf), (b), (e)}})
+#define DR_NAMED_WHOLE(n, buf) DR_NAMED_SLICE(n, buf, 0, DR_SLICE_END)
+#define DR_NAMED_INT(n, v) ((DrNamedArg){.name = (n), .kind = DR_NAMED_ARG_INT, .i = (v)})
+#define DR_NAMED_FLOAT(n, v) ((DrNamedArg){.name = (n), .kind = DR_NAMED_ARG_FLOAT, .f = (v)})
+#define DR_NAMED_STRING(n, v) ((DrNamedArg){.name = (n), .kind = DR_NAMED_ARG_STRING, .s = (v)})
+
+/* A kernel node: `kernel` (built-in, from `kernels:`, or registered) with
+ * `n_args` named arguments. Integer values are accepted for float
+ * parameters; optional scalars may be left out. */
+gboolean dr_pipeline_add_kernel_node(DrPipeline *pipeline, const char *id, const char *kernel,
+                                     const DrNamedArg *args, guint n_args, GError **error);
+/* Sets a kernel node's launch shape: grid and block ({0,0,0} or NULL:
+ * the kernel's default) and dynamic shared memory bytes. */
+gboolean dr_pipeline_node_set_launch(DrPipeline *pipeline, const char *id, const guint grid[3],
+                                     const guint block[3], guint shared, GError **error);
+/* Copies src to dst (same length in bytes); the direction follows where
+ * the buffers live. */
+gboolean dr_pipeline_add_copy(DrPipeline *pipeline, const char *id, DrBufferSlice src, DrBufferSlice dst,
+                              GError **error);
+/* Sets every byte of dst to `value`. */
+gboolean dr_pipeline_add_memset(DrPipeline *pipeline, const char *id, DrBufferSlice dst, guint8 value,
+                                GError **error);
+/* Starts and ends the life of device buffer `buffer` (stream-ordered). */
+gboolean dr_pipeline_add_alloc(DrPipeline *pipeline, const char *id, const char *buffer, GError **error);
+gboolean dr_pipeline_add_free(DrPipeline *pipeline, const char *id, const char *buffer, GError **error);
+/* A built-in host function node: `fn` is "print" (message: string,
+ * buffer: optional host slice), "sleep" (us: int) or "checksum" (buffer). */
+gboolean dr_pipeline_add_host(DrPipeline *pipeline, const char *id, const char *fn, const DrNamedArg *args,
+                              guint n_args, GError **error);
+/* A host node that calls fn(user_data) once per iteration (warmup and
+ * timed, and again in the --verify reference run). It touches no buffer
+ * as far as dagrun knows, so order it with dr_pipeline_node_after. fn must
+ * not call CUDA; user_data is the caller's and must outlive the runs. */
+gboolean dr_pipeline_add_callback(DrPipeline *pipeline, const char *id, void (*fn)(void *user_data),
+                                  void *user_data, GError **error);
+/* A node that does nothing: a join point. */
+gboolean dr_pipeline_add_noop(DrPipeline *pipeline, const char *id, GError **error);
+
+/* Node `id` runs after node `after` completes (an explicit edge, YAML's
+ * `after:`). Both must exist; a cycle is reported by validation. */
+gboolean dr_pipeline_node_after(DrPipeline *pipeline, const char *id, const char *after, GError **error);
+gboolean dr_pipeline_node_set_priority(DrPipeline *pipeline, const char *id, DrPriority priority,
+                                       GError **error);
+/* device -1: the run's device. */
+gboolean dr_pipeline_node_set_device(DrPipeline *pipeline, const char *id, gint device, GError **error);
+/* A label for reports (copied; NULL removes it). */
+gboolean dr_pipeline_node_set_label(DrPipeline *pipeline, const char *id, const char *label, GError **error);
+
+/* ---- validation and planning --------------------------------------------- */
+
+/* Derives the dependencies (read/write hazards, explicit edges) and checks
+ * lifetimes (use before alloc, after free, double free, alloc without
+ * free) and cycles, with the command line's diagnostics. Returns TRUE and
+ * freezes the pipeline, or FALSE with DR_ERROR_INVALID holding every
+ * diagnostic, one per line; a pipeline that failed stays failed (later
+ * calls repeat the error). Calling it again on a frozen pipeline is a
+ * no-op returning TRUE. */
+gboolean dr_pipeline_validate(DrPipeline *pipeline, GError **error);
+
+/* Planner options; zero-initialise, or NULL for all defaults. */
+typedef struct {
+  guint max_streams;        /* 0: the pipeline's, else the default (8) */
+  const char *profile_path; /* NULL, or a run report JSON (dr_run_report_write_json)
+                               whose measured durations replace the cost model */
+} DrPlanSettings;
+
+/* Validates the pipeline when not yet done, then plans it. Returns a new
+ * plan holding a reference to the pipeline, or NULL with `error`
+ * (validation's, or DR_ERROR_IO for a bad profile). Free with
+ * dr_stream_plan_free. */
+DrStreamPlan *dr_pipeline_plan(DrPipeline *pipeline, const DrPlanSettings *settings, GError **error);
+void dr_stream_plan_free(DrStreamPlan *plan);
+
+/* The plan as data. Steps are the nodes in issue order (each stream
+ * receives its nodes in this order); node ids are the pipeline's. */
+guint dr_stream_plan_n_streams(const DrStreamPlan *plan);
+DrPriority dr_stream_plan_stream_priority(const DrStreamPlan *plan, guint stream);
+guint dr_stream_plan_width(const DrStreamPlan *plan);     /* the DAG's width */
+guint dr_stream_plan_n_edges(const DrStreamPlan *plan);   /* dependency edges */
+guint dr_stream_plan_n_waits(const DrStreamPlan *plan);   /* cross-stream waits (events) */
+guint dr_stream_plan_n_steps(const DrStreamPlan *plan);   /* = the number of nodes */
+const char *dr_stream_plan_step_node(const DrStreamPlan *plan, guint step);
+guint dr_stream_plan_step_stream(const DrStreamPlan *plan, guint step);
+guint dr_stream_plan_step_n_waits(const DrStreamPlan *plan, guint step);
+/* The node the step waits for (on another stream). */
+const char *dr_stream_plan_step_wait(const DrStreamPlan *plan, guint step, guint wait);
+/* The stream of node `id`, or -1 when there is no such node. */
+gint dr_stream_plan_node_stream(const DrStreamPlan *plan, const char *id);
+
+/* Appends the plan as `dagrun --plan` prints it (text), as its JSON
+ * object (--format=json), or as a Graphviz digraph (--dot). */
+void dr_stream_plan_write_text(const DrStreamPlan *plan, GString *out);
+void dr_stream_plan_write_json(const DrStreamPlan *plan, GString *out);
+void dr_stream_plan_write_dot(const DrStreamPlan *plan, GString *out);
+
+/* ---- running -------------------------------------------------------------- */
+
+typedef struct {
+  DrBackendKind backend; /* auto: CUDA when a device is usable, else host */
+  DrMode mode;           /* CUDA: streams or a captured CUDA graph */
+  guint iterations;      /* timed, >= 1 */
+  guint warmup;          /* untimed, before them */
+  gboolean verify;       /* compare with the serial plan's run */
+  gint device;           /* CUDA device ordinal */
+  gboolean node_timing;  /* time every node (else the makespan only) */
+  const char *trace_path; /* NULL, or where to write a Chrome trace */
+  FILE *host_output;      /* print/checksum output; NULL: stdout */
+  guint64 delay_seed;     /* host backend: random delays before nodes */
+  guint delay_max_us;     /* 0: 200 µs when delay_seed is set */
+} DrRunSettings;
+
+/* Fills `settings` from the pipeline's run settings: its mode, iterations,
+ * warmup and device, backend auto, node timing on, the rest off. */
+void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline);
+
+/* Runs `plan` (settings NULL: dr_run_settings_init's). Returns the report,
+ * or NULL with `error`: DR_ERROR_UNAVAILABLE (backend cuda and no device),
+ * DR_ERROR_IO (an init or save file, the trace), DR_ERROR_RUNTIME (a CUDA
+ * call or a host kernel failed; everything was released), DR_ERROR_USAGE
+ * (iterations 0). A --verify difference is not an error: see
+ * dr_run_report_verified. */
+DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error);
+void dr_run_report_free(DrRunReport *report);
+
+/* The report as data. Nodes are in plan (issue) order; times are medians
+ * over the timed iterations in µs, NAN where not measured. */
+const char *dr_run_report_backend(const DrRunReport *report); /* "host" | "cuda" */
+const char *dr_run_report_mode(const DrRunReport *report);    /* "streams" | "graph" */
+guint dr_run_report_iterations(const DrRunReport *report);
+double dr_run_report_makespan_us(const DrRunReport *report);
+DrVerified dr_run_report_verified(const DrRunReport *report);
+/* FALSE with DR_ERROR_VERIFY naming the first difference when the
+ * verification failed; TRUE otherwise. */
+gboolean dr_run_report_check_verified(const DrRunReport *report, GError **error);
+guint dr_run_report_n_nodes(const DrRunReport *report);
+const char *dr_run_report_node_id(const DrRunReport *report, guint i);
+const char *dr_run_report_node_op(const DrRunReport *report, guint i); /* "kernel", "copy", ... */
+guint dr_run_report_node_stream(const DrRunReport *report, guint i);
+double dr_run_report_node_start_us(const DrRunReport *report, guint i);
+double dr_run_report_node_duration_us(const DrRunReport *report, guint i);
+
+/* Appends the per-node table (as the command line prints it), the JSON
+ * object (--format=json), or a Chrome/Perfetto trace (--trace). */
+void dr_run_report_write_text(const DrRunReport *report, GString *out);
+void dr_run_report_write_json(const DrRunReport *report, GString *out);
+void dr_run_report_write_trace(const DrRunReport *report, GString *out);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrPipeline, dr_pipeline_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrStreamPlan, dr_stream_plan_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrRunReport, dr_run_report_free)
+
+G_END_DECLS
+
+#endif

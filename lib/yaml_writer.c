@@ -1,0 +1,238 @@
+/* yaml_writer.c: DrGraph -> pipeline YAML (yaml_writer.h).
+ *
+ * One flow mapping per buffer, kernel and node, in the graph's order, so
+ * the reloaded graph has the same ids in the same program order. Every
+ * string is written double-quoted with YAML escapes; floats with 17
+ * significant digits so they read back bit for bit; slices always with
+ * both bounds. Node arguments are written by parameter name, including the
+ * defaults the parser filled in for optional scalars (they read back to
+ * the same values). Explicit `after:` entries come from graph->afters, the
+ * parser's already-expanded prefix matches. Linear in the graph's size. */
+#include "lib/yaml_writer.h"
+
+#include <math.h>
+#include <string.h>
+
+static void put_str(GString *out, const char *s) {
+  g_string_append_c(out, '"');
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+    switch (*c) {
+      case '"': g_string_append(out, "\\\""); break;
+      case '\\': g_string_append(out, "\\\\"); break;
+      case '\n': g_string_append(out, "\\n"); break;
+      case '\t': g_string_append(out, "\\t"); break;
+      case '\r': g_string_append(out, "\\r"); break;
+      default:
+        if (*c < 0x20) g_string_append_printf(out, "\\x%02x", *c);
+        else g_string_append_c(out, (char)*c);
+    }
+  }
+  g_string_append_c(out, '"');
+}
+
+static void put_path(GString *out, const char *path) {
+  g_autofree char *abs = g_canonicalize_filename(path, NULL);
+  put_str(out, abs);
+}
+
+static void put_float(GString *out, double v) {
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(buf, sizeof buf, "%.17g", v);
+  g_string_append(out, buf);
+  /* Keep it a float to the reader: 2 -> 2.0. */
+  if (strpbrk(buf, ".eEn") == NULL) g_string_append(out, ".0");
+}
+
+static void put_slice(GString *out, const DrGraph *g, const DrAccess *a) {
+  g_autofree char *s = g_strdup_printf("%s[%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT "]",
+                                       dr_graph_buffer(g, a->buffer)->name, a->begin, a->end);
+  put_str(out, s);
+}
+
+static void put_dim3(GString *out, const char *key, const guint32 v[3]) {
+  g_string_append_printf(out, ", %s: [%u, %u, %u]", key, v[0], v[1] ? v[1] : 1, v[2] ? v[2] : 1);
+}
+
+static void write_buffers(const DrGraph *g, GString *out) {
+  if (dr_graph_n_buffers(g) == 0) return;
+  g_string_append(out, "buffers:\n");
+  for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
+    const DrBuffer *b = dr_graph_buffer(g, i);
+    g_string_append(out, "  ");
+    put_str(out, b->name);
+    g_string_append_printf(out, ": {type: %s, count: %" G_GUINT64_FORMAT ", where: %s", dr_elem_name(b->type),
+                           b->count, b->where == DR_WHERE_HOST ? "host" : "device");
+    switch (b->init) {
+      case DR_INIT_NONE: break;
+      case DR_INIT_ZEROS: g_string_append(out, ", init: zeros"); break;
+      case DR_INIT_IOTA: g_string_append(out, ", init: iota"); break;
+      case DR_INIT_RANDOM: g_string_append_printf(out, ", init: {random: %" G_GUINT64_FORMAT "}", b->init_seed); break;
+      case DR_INIT_FILE:
+        g_string_append(out, ", init: {file: ");
+        put_path(out, b->init_path);
+        g_string_append_c(out, '}');
+        break;
+    }
+    if (b->save_path) {
+      g_string_append(out, ", save: ");
+      put_path(out, b->save_path);
+    }
+    g_string_append(out, "}\n");
+  }
+}
+
+static void write_kernels(const DrGraph *g, GString *out) {
+  gboolean any = FALSE;
+  for (DrId i = 0; i < g->kernels->len; i++) {
+    const DrKernelDecl *k = dr_graph_kernel(g, i);
+    if (k->origin != DR_KERNEL_USER) continue;
+    if (!any) g_string_append(out, "kernels:\n");
+    any = TRUE;
+    g_string_append(out, "  ");
+    put_str(out, k->name);
+    g_string_append(out, ":\n");
+    const char *keys[] = {"source", "ptx", "cubin", "fatbin"};
+    const char *vals[] = {k->source, k->ptx, k->cubin, k->fatbin};
+    for (guint j = 0; j < 4; j++) {
+      if (vals[j] == NULL) continue;
+      g_string_append_printf(out, "    %s: ", keys[j]);
+      put_path(out, vals[j]);
+      g_string_append_c(out, '\n');
+    }
+    g_string_append(out, "    entry: ");
+    put_str(out, k->entry ? k->entry : k->name);
+    g_string_append(out, "\n    params:\n");
+    for (guint32 j = 0; j < k->n_params; j++) {
+      const DrParam *p = &k->params[j];
+      g_string_append(out, "      - {name: ");
+      put_str(out, p->name);
+      g_string_append_printf(out, ", type: \"%s%s\"", dr_elem_name(p->type), p->is_pointer ? "*" : "");
+      if (p->is_pointer) g_string_append_printf(out, ", access: %s", dr_access_mode_name(p->access));
+      g_string_append(out, "}\n");
+    }
+    g_string_append(out, "    grid: {");
+    if (k->grid.over != DR_NONE && k->grid.over < k->n_params) {
+      g_string_append(out, "over: ");
+      put_str(out, k->params[k->grid.over].name);
+      g_string_append(out, ", ");
+    }
+    g_string_append_printf(out, "block: %u}\n", k->grid.block);
+  }
+}
+
+static void write_args(const DrGraph *g, const DrNode *n, const DrParam *params, guint32 n_params, GString *out) {
+  if (n->arg_count == 0) return;
+  g_string_append(out, ", args: {");
+  for (guint32 i = n->arg_first; i < n->arg_first + n->arg_count; i++) {
+    const DrArg *a = dr_graph_arg(g, i);
+    if (i > n->arg_first) g_string_append(out, ", ");
+    put_str(out, a->param < n_params ? params[a->param].name : "?");
+    g_string_append(out, ": ");
+    switch (a->kind) {
+      case DR_ARG_BUFFER: put_slice(out, g, dr_graph_access(g, a->v.access)); break;
+      case DR_ARG_INT: g_string_append_printf(out, "%" G_GINT64_FORMAT, a->v.i); break;
+      case DR_ARG_FLOAT: put_float(out, a->v.f); break;
+      case DR_ARG_STRING: put_str(out, a->v.s); break;
+    }
+  }
+  g_string_append_c(out, '}');
+}
+
+static void write_node(const DrGraph *g, DrId id, GString *out) {
+  const DrNode *n = dr_graph_node(g, id);
+  g_string_append(out, "  ");
+  put_str(out, n->id);
+  g_string_append_printf(out, ": {op: %s", dr_op_name(n->op));
+  const DrAccess *first = n->access_count ? dr_graph_access(g, n->access_first) : NULL;
+  switch (n->op) {
+    case DR_OP_KERNEL: {
+      const DrKernelDecl *k = dr_graph_kernel(g, n->kernel);
+      g_string_append(out, ", kernel: ");
+      put_str(out, k->name);
+      write_args(g, n, k->params, k->n_params, out);
+      if (n->grid[0]) put_dim3(out, "grid", n->grid);
+      if (n->block[0]) put_dim3(out, "block", n->block);
+      if (n->shared) g_string_append_printf(out, ", shared: %u", n->shared);
+      break;
+    }
+    case DR_OP_COPY: {
+      const DrAccess *src = NULL, *dst = NULL;
+      for (guint32 i = 0; i < n->access_count; i++) {
+        const DrAccess *a = dr_graph_access(g, n->access_first + i);
+        if (a->mode == DR_ACCESS_READ && src == NULL) src = a;
+        else if (dr_access_writes(a->mode) && dst == NULL) dst = a;
+      }
+      g_string_append(out, ", src: ");
+      put_slice(out, g, src);
+      g_string_append(out, ", dst: ");
+      put_slice(out, g, dst);
+      break;
+    }
+    case DR_OP_MEMSET:
+      g_string_append(out, ", dst: ");
+      put_slice(out, g, first);
+      g_string_append_printf(out, ", value: %u", n->memset_value);
+      break;
+    case DR_OP_ALLOC:
+    case DR_OP_FREE:
+      g_string_append(out, ", buffer: ");
+      put_str(out, dr_graph_buffer(g, n->buffer)->name);
+      break;
+    case DR_OP_HOST: {
+      guint32 n_params;
+      const DrParam *params = dr_host_fn_params(n->host_fn, &n_params);
+      g_string_append_printf(out, ", fn: %s", dr_host_fn_name(n->host_fn));
+      write_args(g, n, params, n_params, out);
+      break;
+    }
+    case DR_OP_NOOP:
+    case DR_N_OPS: break;
+  }
+  if (n->priority != DR_PRIORITY_NORMAL) g_string_append_printf(out, ", priority: %s", dr_priority_name(n->priority));
+  if (n->device >= 0) g_string_append_printf(out, ", device: %d", n->device);
+  if (n->label) {
+    g_string_append(out, ", label: ");
+    put_str(out, n->label);
+  }
+  gboolean any = FALSE;
+  for (guint i = 0; i < g->afters->len; i++) {
+    const DrAfter *a = &g_array_index(g->afters, DrAfter, i);
+    if (a->to != id) continue;
+    g_string_append(out, any ? ", " : ", after: [");
+    any = TRUE;
+    put_str(out, dr_graph_node(g, a->from)->id);
+  }
+  if (any) g_string_append_c(out, ']');
+  g_string_append(out, "}\n");
+}
+
+gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error) {
+  g_return_val_if_fail(graph != NULL && out != NULL, FALSE);
+  for (DrId i = 0; i < dr_graph_n_nodes(graph); i++) {
+    const DrNode *n = dr_graph_node(graph, i);
+    if (n->op == DR_OP_HOST && n->callback) {
+      g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "node '%s' calls a C function, which YAML cannot say", n->id);
+      return FALSE;
+    }
+    if (n->op == DR_OP_KERNEL && dr_graph_kernel(graph, n->kernel)->api_def != NULL) {
+      g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+                  "node '%s' runs kernel '%s', registered through the C API, which YAML cannot say", n->id,
+                  dr_graph_kernel(graph, n->kernel)->name);
+      return FALSE;
+    }
+  }
+  const DrRunConfig *r = &graph->run;
+  g_string_append(out, "dagrun: 1\nname: ");
+  put_str(out, graph->name);
+  g_string_append_printf(out, "\nrun: {mode: %s, iterations: %u, warmup: %u, device: %d",
+                         r->mode == DR_MODE_GRAPH ? "graph" : "streams", r->iterations, r->warmup, r->device);
+  if (r->max_streams_set) g_string_append_printf(out, ", max_streams: %u", r->max_streams);
+  g_string_append(out, "}\n");
+  if (r->release_threshold_set)
+    g_string_append_printf(out, "memory: {release_threshold: %" G_GUINT64_FORMAT "}\n", r->release_threshold);
+  write_buffers(graph, out);
+  write_kernels(graph, out);
+  g_string_append(out, "nodes:\n");
+  for (DrId i = 0; i < dr_graph_n_nodes(graph); i++) write_node(graph, i, out);
+  return TRUE;
+}

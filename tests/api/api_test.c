@@ -1,0 +1,910 @@
+/* api_test.c: the public C library (include/dagrun/dagrun.h) as a user
+ * sees it: only the public header (plus the CLI for the version check and
+ * abi.h for the layout check). Builds pipelines of every op, plans and
+ * runs them on the host backend, checks misuse (criticals), wrong call
+ * order, error messages with locations, the YAML round trip on every
+ * example and good golden pipeline, user kernels and callbacks. */
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "include/dagrun/dagrun.h"
+#include "tests/api/abi.h"
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static char *plan_json(DrPipeline *p) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  GString *out = g_string_new(NULL);
+  dr_stream_plan_write_json(plan, out);
+  return g_string_free(out, FALSE);
+}
+
+static DrRunSettings host_settings(const DrPipeline *p, guint iterations, guint warmup, gboolean verify) {
+  DrRunSettings s;
+  dr_run_settings_init(&s, p);
+  s.backend = DR_BACKEND_HOST;
+  s.iterations = iterations;
+  s.warmup = warmup;
+  s.verify = verify;
+  return s;
+}
+
+#define N 4096
+#define CHUNKS 4
+
+/* The spec's chunked example at a small size: upload, scale, download per
+ * chunk, with alloc/free, a checksum, a label and a high priority. */
+static DrPipeline *build_chunked(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new("chunked");
+  g_assert_true(dr_pipeline_add_buffer(p, "x_host", DR_ELEM_F32, N, DR_WHERE_HOST, &error));
+  g_assert_true(dr_pipeline_buffer_init_random(p, "x_host", 42, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "y_host", DR_ELEM_F32, N, DR_WHERE_HOST, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, N, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "y", DR_ELEM_F32, N, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_alloc(p, "alloc_x", "x", &error));
+  g_assert_true(dr_pipeline_add_alloc(p, "alloc_y", "y", &error));
+  for (guint c = 0; c < CHUNKS; c++) {
+    guint64 b = c * (N / CHUNKS), e = (c + 1) * (N / CHUNKS);
+    g_autofree char *up = g_strdup_printf("up%u", c);
+    g_autofree char *sc = g_strdup_printf("scale%u", c);
+    g_autofree char *down = g_strdup_printf("down%u", c);
+    g_assert_true(dr_pipeline_add_copy(p, up, DR_SLICE("x_host", b, e), DR_SLICE("x", b, e), &error));
+    DrNamedArg args[] = {DR_NAMED_SLICE("x", "x", b, e), DR_NAMED_FLOAT("alpha", 2.0),
+                         DR_NAMED_SLICE("y", "y", b, e)};
+    g_assert_true(dr_pipeline_add_kernel_node(p, sc, "scale_f32", args, G_N_ELEMENTS(args), &error));
+    g_assert_true(dr_pipeline_add_copy(p, down, DR_SLICE("y", b, e), DR_SLICE("y_host", b, e), &error));
+    g_assert_true(dr_pipeline_node_set_priority(p, down, DR_PRIORITY_HIGH, &error));
+  }
+  g_assert_true(dr_pipeline_add_free(p, "free_x", "x", &error));
+  g_assert_true(dr_pipeline_add_free(p, "free_y", "y", &error));
+  DrNamedArg ck[] = {DR_NAMED_WHOLE("buffer", "y_host")};
+  g_assert_true(dr_pipeline_add_host(p, "report", "checksum", ck, 1, &error));
+  g_assert_true(dr_pipeline_node_set_label(p, "report", "the checksum", &error));
+  g_assert_no_error(error);
+  return g_steal_pointer(&p);
+}
+
+/* ---- version and ABI ------------------------------------------------------ */
+
+static void test_version(void) {
+  g_assert_cmpstr(dr_version(), ==, DAGRUN_VERSION_STRING);
+  g_assert_cmpstr(dagrun_version(), ==, dr_version());
+  g_autofree char *want = g_strdup_printf("%d.%d.%d", DAGRUN_VERSION_MAJOR, DAGRUN_VERSION_MINOR,
+                                          DAGRUN_VERSION_PATCH);
+  g_assert_cmpstr(dr_version(), ==, want);
+  g_assert_true(DAGRUN_CHECK_VERSION(0, 0, 1));
+  g_assert_false(DAGRUN_CHECK_VERSION(DAGRUN_VERSION_MAJOR + 1, 0, 0));
+  /* The command line prints the same version. */
+  g_autoptr(GString) out = g_string_new(NULL);
+  g_autoptr(GString) err = g_string_new(NULL);
+  char *argv[] = {"dagrun", "--version", NULL};
+  g_assert_cmpint(dr__cli_run(2, argv, out, err), ==, 0);
+  g_autofree char *line = g_strdup_printf("dagrun %s\n", dr_version());
+  g_assert_cmpstr(out->str, ==, line);
+}
+
+static void test_abi(void) {
+  uint64_t inside[64], outside[64];
+  unsigned n_in = dr_test_internal_abi(inside, 64), n_out = 0;
+#define DR_X(v) \
+  if (n_out < 64) outside[n_out++] = (uint64_t)(v);
+  DR_ABI_FACTS(DR_X)
+#undef DR_X
+  g_assert_cmpuint(n_in, ==, n_out);
+  g_assert_cmpuint(n_in, >, 40);
+  for (unsigned i = 0; i < n_in; i++) g_assert_cmpuint(inside[i], ==, outside[i]);
+}
+
+/* ---- building, planning, running ------------------------------------------ */
+
+static void test_build_plan_run(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = build_chunked();
+  g_assert_cmpstr(dr_pipeline_name(p), ==, "chunked");
+  g_assert_cmpuint(dr_pipeline_n_buffers(p), ==, 4);
+  g_assert_cmpuint(dr_pipeline_n_nodes(p), ==, 2 + 3 * CHUNKS + 3);
+  g_assert_false(dr_pipeline_is_frozen(p));
+  g_assert_true(dr_pipeline_validate(p, &error));
+  g_assert_no_error(error);
+  g_assert_true(dr_pipeline_is_frozen(p));
+  g_assert_true(dr_pipeline_validate(p, &error)); /* a no-op now */
+
+  DrPlanSettings ps = {.max_streams = 8};
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, &ps, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(plan);
+  guint n_steps = dr_stream_plan_n_steps(plan);
+  g_assert_cmpuint(n_steps, ==, dr_pipeline_n_nodes(p));
+  g_assert_cmpuint(dr_stream_plan_n_streams(plan), >=, 2);
+  g_assert_cmpuint(dr_stream_plan_width(plan), >=, CHUNKS);
+  g_assert_cmpuint(dr_stream_plan_n_edges(plan), >, 0);
+  /* Every step agrees with the per-node lookup; waits name other streams. */
+  guint waits = 0;
+  GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < n_steps; i++) {
+    const char *id = dr_stream_plan_step_node(plan, i);
+    g_assert_nonnull(id);
+    g_hash_table_add(seen, (gpointer)id);
+    guint s = dr_stream_plan_step_stream(plan, i);
+    g_assert_cmpuint(s, <, dr_stream_plan_n_streams(plan));
+    g_assert_cmpint(dr_stream_plan_node_stream(plan, id), ==, (gint)s);
+    for (guint w = 0; w < dr_stream_plan_step_n_waits(plan, i); w++, waits++) {
+      const char *on = dr_stream_plan_step_wait(plan, i, w);
+      g_assert_true(g_hash_table_contains(seen, on)); /* issued before */
+      g_assert_cmpint(dr_stream_plan_node_stream(plan, on), !=, (gint)s);
+    }
+  }
+  g_hash_table_unref(seen);
+  g_assert_cmpuint(waits, ==, dr_stream_plan_n_waits(plan));
+  g_assert_cmpint(dr_stream_plan_node_stream(plan, "no-such-node"), ==, -1);
+  /* The high-priority downloads sit on high-priority streams. */
+  gint down_stream = dr_stream_plan_node_stream(plan, "down0");
+  g_assert_cmpint(dr_stream_plan_stream_priority(plan, (guint)down_stream), ==, DR_PRIORITY_HIGH);
+
+  g_autoptr(GString) text = g_string_new(NULL);
+  dr_stream_plan_write_text(plan, text);
+  g_assert_nonnull(strstr(text->str, "scale0"));
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_stream_plan_write_json(plan, json);
+  g_assert_nonnull(strstr(json->str, "\"streams\""));
+  g_assert_nonnull(strstr(json->str, "\"width\""));
+  g_autoptr(GString) dot = g_string_new(NULL);
+  dr_stream_plan_write_dot(plan, dot);
+  g_assert_true(g_str_has_prefix(dot->str, "digraph"));
+
+  /* Run on the host backend with verify; the checksum goes to a file. */
+  g_autofree char *out_path = g_build_filename(g_get_tmp_dir(), "api_test_host_out.txt", NULL);
+  FILE *out = fopen(out_path, "w+");
+  g_assert_nonnull(out);
+  g_autofree char *trace_path = g_build_filename(g_get_tmp_dir(), "api_test_trace.json", NULL);
+  DrRunSettings rs = host_settings(p, 3, 1, TRUE);
+  rs.host_output = out;
+  rs.trace_path = trace_path;
+  rs.delay_seed = 5;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  g_assert_no_error(error);
+  fclose(out);
+  g_assert_cmpstr(dr_run_report_backend(r), ==, "host");
+  g_assert_cmpstr(dr_run_report_mode(r), ==, "streams");
+  g_assert_cmpuint(dr_run_report_iterations(r), ==, 3);
+  g_assert_cmpint(dr_run_report_verified(r), ==, DR_VERIFIED_PASS);
+  g_assert_true(dr_run_report_check_verified(r, &error));
+  g_assert_no_error(error);
+  g_assert_true(dr_run_report_makespan_us(r) > 0);
+  g_assert_cmpuint(dr_run_report_n_nodes(r), ==, n_steps);
+  for (guint i = 0; i < dr_run_report_n_nodes(r); i++) {
+    g_assert_cmpstr(dr_run_report_node_id(r, i), ==, dr_stream_plan_step_node(plan, i));
+    g_assert_cmpuint(dr_run_report_node_stream(r, i), ==, dr_stream_plan_step_stream(plan, i));
+    g_assert_true(dr_run_report_node_start_us(r, i) >= 0);
+    g_assert_true(dr_run_report_node_duration_us(r, i) >= 0);
+  }
+  g_assert_cmpstr(dr_run_report_node_op(r, 0), ==, "alloc");
+  g_autoptr(GString) rt = g_string_new(NULL);
+  dr_run_report_write_text(r, rt);
+  g_assert_nonnull(strstr(rt->str, "scale3"));
+  g_autoptr(GString) rj = g_string_new(NULL);
+  dr_run_report_write_json(r, rj);
+  g_assert_nonnull(strstr(rj->str, "\"verified\": true"));
+  g_autoptr(GString) tr = g_string_new(NULL);
+  dr_run_report_write_trace(r, tr);
+  g_assert_nonnull(strstr(tr->str, "traceEvents"));
+  g_autofree char *trace_file = NULL;
+  g_assert_true(g_file_get_contents(trace_path, &trace_file, NULL, NULL));
+  g_assert_nonnull(strstr(trace_file, "traceEvents"));
+  g_autofree char *printed = NULL;
+  g_assert_true(g_file_get_contents(out_path, &printed, NULL, NULL));
+  g_assert_nonnull(strstr(printed, "checksum report y_host 0x"));
+  g_unlink(out_path);
+  g_unlink(trace_path);
+}
+
+/* The plan keeps the pipeline alive: free the pipeline first. */
+static void test_plan_owns_pipeline(void) {
+  g_autoptr(GError) error = NULL;
+  DrPipeline *p = build_chunked();
+  DrStreamPlan *plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  dr_pipeline_free(p);
+  g_assert_cmpstr(dr_stream_plan_step_node(plan, 0), ==, "alloc_x");
+  DrRunSettings rs;
+  /* A plan made before may run after its pipeline's last reference went. */
+  rs = (DrRunSettings){.backend = DR_BACKEND_HOST, .iterations = 1, .warmup = 0};
+  FILE *null_out = fopen("/dev/null", "w");
+  rs.host_output = null_out;
+  DrRunReport *r = dr_stream_plan_run(plan, &rs, &error);
+  fclose(null_out);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_run_report_verified(r), ==, DR_VERIFIED_NOT_RUN);
+  dr_stream_plan_free(plan);
+  g_assert_cmpuint(dr_run_report_n_nodes(r), ==, 2 + 3 * CHUNKS + 3); /* the report stands alone */
+  dr_run_report_free(r);
+  dr_pipeline_free(NULL);
+  dr_stream_plan_free(NULL);
+  dr_run_report_free(NULL);
+}
+
+static void test_run_settings(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new(NULL);
+  g_assert_cmpstr(dr_pipeline_name(p), ==, "pipeline");
+  g_assert_true(dr_pipeline_set_run(p, DR_MODE_GRAPH, 7, 3, &error));
+  g_assert_true(dr_pipeline_set_max_streams(p, 3, &error));
+  g_assert_true(dr_pipeline_set_device(p, 1, &error));
+  g_assert_true(dr_pipeline_set_release_threshold(p, 1 << 20, &error));
+  g_assert_no_error(error);
+  DrRunSettings s;
+  dr_run_settings_init(&s, p);
+  g_assert_cmpint(s.mode, ==, DR_MODE_GRAPH);
+  g_assert_cmpuint(s.iterations, ==, 7);
+  g_assert_cmpuint(s.warmup, ==, 3);
+  g_assert_cmpint(s.device, ==, 1);
+  g_assert_cmpint(s.backend, ==, DR_BACKEND_AUTO);
+  g_assert_false(s.verify);
+  /* The YAML keeps the settings. */
+  g_assert_true(dr_pipeline_add_noop(p, "n", &error));
+  g_autoptr(GString) y = g_string_new(NULL);
+  g_assert_true(dr_pipeline_write_yaml(p, y, &error));
+  g_autoptr(DrPipeline) q = dr_pipeline_load_string("settings.yaml", y->str, -1, &error);
+  g_assert_no_error(error);
+  dr_run_settings_init(&s, q);
+  g_assert_cmpint(s.mode, ==, DR_MODE_GRAPH);
+  g_assert_cmpuint(s.iterations, ==, 7);
+  g_assert_cmpuint(s.warmup, ==, 3);
+  g_assert_cmpint(s.device, ==, 1);
+  g_autofree char *a = plan_json(p);
+  g_autofree char *b = plan_json(q);
+  g_assert_cmpstr(a, ==, b);
+  g_assert_nonnull(strstr(a, "\"cap\": 3,"));
+  /* iterations 0 at run time is a usage error, not a critical. */
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  DrRunSettings bad = host_settings(p, 0, 0, FALSE);
+  g_assert_null(dr_stream_plan_run(plan, &bad, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+}
+
+/* ---- misuse: programming errors are criticals ------------------------------ */
+
+static void expect_critical(void) {
+  g_test_expect_message("dagrun", G_LOG_LEVEL_CRITICAL, "*assertion*failed*");
+}
+
+static void test_misuse_null(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new("m");
+  g_assert_true(dr_pipeline_add_buffer(p, "b", DR_ELEM_U8, 16, DR_WHERE_DEVICE, &error));
+
+  expect_critical();
+  g_assert_false(dr_pipeline_add_buffer(NULL, "b", DR_ELEM_U8, 16, DR_WHERE_DEVICE, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_false(dr_pipeline_add_buffer(p, NULL, DR_ELEM_U8, 16, DR_WHERE_DEVICE, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_false(dr_pipeline_add_buffer(p, "c", (DrElemType)99, 16, DR_WHERE_DEVICE, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_false(dr_pipeline_add_noop(p, NULL, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_false(dr_pipeline_add_kernel_node(p, "k", NULL, NULL, 0, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_false(dr_pipeline_add_kernel_node(p, "k", "scale_f32", NULL, 2, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_false(dr_pipeline_add_callback(p, "cb", NULL, NULL, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_false(dr_pipeline_register_kernel(p, NULL, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_false(dr_pipeline_validate(NULL, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_null(dr_pipeline_plan(NULL, NULL, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_null(dr_pipeline_load_file(NULL, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_false(dr_pipeline_write_yaml(p, NULL, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_null(dr_stream_plan_run(NULL, NULL, &error));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_cmpuint(dr_stream_plan_n_streams(NULL), ==, 0);
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_null(dr_run_report_backend(NULL));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_false(dr_pipeline_set_run(p, DR_MODE_STREAMS, 0, 0, &error)); /* iterations >= 1 */
+  g_test_assert_expected_messages();
+  /* An error already set is misuse too. */
+  GError *set = g_error_new_literal(DR_ERROR, DR_ERROR_IO, "earlier");
+  expect_critical();
+  g_assert_false(dr_pipeline_add_noop(p, "n", &set));
+  g_test_assert_expected_messages();
+  g_error_free(set);
+  g_assert_no_error(error); /* none of the above set an error */
+  g_assert_cmpuint(dr_pipeline_n_nodes(p), ==, 0);
+  g_assert_cmpuint(dr_pipeline_n_buffers(p), ==, 1);
+}
+
+static void test_misuse_indexes(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = build_chunked();
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  guint n = dr_stream_plan_n_steps(plan);
+  expect_critical();
+  g_assert_null(dr_stream_plan_step_node(plan, n));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_null(dr_stream_plan_step_wait(plan, 0, dr_stream_plan_step_n_waits(plan, 0)));
+  g_test_assert_expected_messages();
+  expect_critical();
+  (void)dr_stream_plan_stream_priority(plan, dr_stream_plan_n_streams(plan));
+  g_test_assert_expected_messages();
+  DrRunSettings rs = host_settings(p, 1, 0, FALSE);
+  FILE *null_out = fopen("/dev/null", "w");
+  rs.host_output = null_out;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  fclose(null_out);
+  g_assert_no_error(error);
+  expect_critical();
+  g_assert_null(dr_run_report_node_id(r, dr_run_report_n_nodes(r)));
+  g_test_assert_expected_messages();
+  expect_critical();
+  g_assert_true(isnan(dr_run_report_node_duration_us(r, 1000)));
+  g_test_assert_expected_messages();
+}
+
+/* ---- call order ------------------------------------------------------------- */
+
+static void test_order_frozen(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = build_chunked();
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_true(dr_pipeline_is_frozen(p));
+  guint before = dr_pipeline_n_nodes(p);
+  g_assert_false(dr_pipeline_add_noop(p, "late", &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+  g_assert_nonnull(strstr(error->message, "frozen"));
+  g_clear_error(&error);
+  g_assert_false(dr_pipeline_add_buffer(p, "late", DR_ELEM_U8, 1, DR_WHERE_HOST, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+  g_clear_error(&error);
+  g_assert_false(dr_pipeline_node_after(p, "free_x", "up0", &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+  g_clear_error(&error);
+  g_assert_false(dr_pipeline_set_max_streams(p, 2, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+  g_clear_error(&error);
+  g_assert_false(dr_pipeline_buffer_save(p, "y_host", "/tmp/x", &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+  g_clear_error(&error);
+  g_assert_cmpuint(dr_pipeline_n_nodes(p), ==, before);
+  /* Planning again works and gives the same plan. */
+  g_autoptr(DrStreamPlan) again = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(GString) a = g_string_new(NULL), b = g_string_new(NULL);
+  dr_stream_plan_write_json(plan, a);
+  dr_stream_plan_write_json(again, b);
+  g_assert_cmpstr(a->str, ==, b->str);
+
+  /* A loaded pipeline is frozen from the start. */
+  g_autoptr(DrPipeline) l = dr_pipeline_load_string("x.yaml", "dagrun: 1\nnodes:\n  a: {op: noop}\n", -1, &error);
+  g_assert_no_error(error);
+  g_assert_true(dr_pipeline_is_frozen(l));
+  g_assert_false(dr_pipeline_add_noop(l, "b", &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+}
+
+static void test_order_failed_stays_failed(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new("f");
+  g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, 8, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_alloc(p, "a", "x", &error)); /* no free */
+  g_assert_false(dr_pipeline_validate(p, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_autofree char *first = g_strdup(error->message);
+  g_clear_error(&error);
+  g_assert_null(dr_pipeline_plan(p, NULL, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_cmpstr(error->message, ==, first);
+  g_clear_error(&error);
+  g_assert_false(dr_pipeline_add_free(p, "f", "x", &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+  g_assert_nonnull(strstr(error->message, "invalid"));
+}
+
+/* ---- errors with locations --------------------------------------------------- */
+
+#define ASSERT_INVALID(call, msg)                     \
+  do {                                                \
+    g_autoptr(GError) e_ = NULL;                      \
+    guint n_ = dr_pipeline_n_nodes(p);                \
+    g_assert_false(call);                             \
+    g_assert_error(e_, DR_ERROR, DR_ERROR_INVALID);   \
+    g_assert_cmpstr(e_->message, ==, msg);            \
+    g_assert_cmpuint(dr_pipeline_n_nodes(p), ==, n_); \
+  } while (0)
+
+static void test_errors_nodes(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new("e");
+  g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, 16, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "y", DR_ELEM_F32, 16, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "h", DR_ELEM_F32, 16, DR_WHERE_HOST, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "i", DR_ELEM_I32, 16, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_noop(p, "first", &error));
+  g_assert_no_error(error);
+
+  /* Synthetic locations: <api>:N:1, N the node's 1-based position. */
+  ASSERT_INVALID(dr_pipeline_add_copy(p, "c", DR_WHOLE("xx"), DR_WHOLE("y"), &e_),
+                 "<api>:2:1: error: node 'c', key 'src': unknown buffer 'xx' (did you mean 'x'?)");
+  ASSERT_INVALID(dr_pipeline_add_copy(p, "c", DR_SLICE("x", 0, 17), DR_WHOLE("y"), &e_),
+                 "<api>:2:1: error: node 'c', key 'src': slice 'x[0:17]' is out of bounds: buffer 'x' has 16 elements");
+  ASSERT_INVALID(dr_pipeline_add_copy(p, "c", DR_SLICE("x", 4, 4), DR_WHOLE("y"), &e_),
+                 "<api>:2:1: error: node 'c', key 'src': slice 'x[4:4]' is empty");
+  ASSERT_INVALID(dr_pipeline_add_copy(p, "c", DR_SLICE("x", 5, 4), DR_WHOLE("y"), &e_),
+                 "<api>:2:1: error: node 'c', key 'src': slice 'x[5:4]' is reversed: start 5 is after end 4");
+  ASSERT_INVALID(dr_pipeline_add_copy(p, "c", DR_SLICE("x", 0, 8), DR_WHOLE("y"), &e_),
+                 "<api>:2:1: error: node 'c', key 'dst': copy lengths differ: src is 32 bytes, dst is 64 bytes");
+  ASSERT_INVALID(dr_pipeline_add_noop(p, "first", &e_), "<api>:2:1: error: duplicate node id 'first'");
+  ASSERT_INVALID(dr_pipeline_add_noop(p, "bad id", &e_),
+                 "<api>:2:1: error: node 'bad id': a node id uses letters, digits, '_', '-' and '.'");
+  DrNamedArg host_x[] = {DR_NAMED_WHOLE("x", "h"), DR_NAMED_FLOAT("alpha", 1), DR_NAMED_WHOLE("y", "y")};
+  ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f32", host_x, 3, &e_),
+                 "<api>:2:1: error: node 'k', argument 'x': kernel 'scale_f32' takes device buffers; 'h' is a host "
+                 "buffer");
+  DrNamedArg wrong_type[] = {DR_NAMED_WHOLE("x", "i"), DR_NAMED_FLOAT("alpha", 1), DR_NAMED_WHOLE("y", "y")};
+  ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f32", wrong_type, 3, &e_),
+                 "<api>:2:1: error: node 'k', argument 'x': kernel 'scale_f32' wants f32 elements, but buffer 'i' "
+                 "holds i32");
+  DrNamedArg unknown_param[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpah", 1), DR_NAMED_WHOLE("y", "y")};
+  ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f32", unknown_param, 3, &e_),
+                 "<api>:2:1: error: node 'k', key 'args': kernel 'scale_f32' has no parameter 'alpah' (did you "
+                 "mean 'alpha'?)");
+  DrNamedArg missing[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpha", 1)};
+  ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f32", missing, 2, &e_),
+                 "<api>:2:1: error: node 'k': missing argument 'y' of kernel 'scale_f32'");
+  DrNamedArg not_slice[] = {DR_NAMED_INT("x", 3), DR_NAMED_FLOAT("alpha", 1), DR_NAMED_WHOLE("y", "y")};
+  ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f32", not_slice, 3, &e_),
+                 "<api>:2:1: error: node 'k', argument 'x': expected a buffer slice");
+  DrNamedArg twice[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_WHOLE("x", "x")};
+  ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f32", twice, 2, &e_),
+                 "<api>:2:1: error: node 'k', key 'args': argument 'x' given twice");
+  ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f23", NULL, 0, &e_),
+                 "<api>:2:1: error: node 'k', key 'kernel': unknown kernel 'scale_f23' (did you mean 'scale_f32'?)");
+  ASSERT_INVALID(dr_pipeline_add_alloc(p, "a", "h", &e_),
+                 "<api>:2:1: error: node 'a', key 'buffer': alloc takes device buffers only; 'h' is a host buffer");
+  ASSERT_INVALID(dr_pipeline_add_free(p, "a", "qqqq", &e_),
+                 "<api>:2:1: error: node 'a', key 'buffer': unknown buffer 'qqqq'");
+  DrNamedArg dev[] = {DR_NAMED_WHOLE("buffer", "x")};
+  ASSERT_INVALID(dr_pipeline_add_host(p, "hc", "checksum", dev, 1, &e_),
+                 "<api>:2:1: error: node 'hc', argument 'buffer': host function 'checksum' runs on the CPU and needs "
+                 "a host buffer; 'x' lives on the device");
+  ASSERT_INVALID(dr_pipeline_add_host(p, "hc", "chcksum", NULL, 0, &e_),
+                 "<api>:2:1: error: node 'hc', key 'fn': unknown host function 'chcksum' (did you mean 'checksum'?)");
+  DrNamedArg neg[] = {DR_NAMED_INT("us", -5)};
+  ASSERT_INVALID(dr_pipeline_add_host(p, "hs", "sleep", neg, 1, &e_),
+                 "<api>:2:1: error: node 'hs', argument 'us': -5 is out of range 0..9223372036854775807");
+  /* The kernel's own check runs when the node is added. */
+  DrNamedArg lens[] = {DR_NAMED_SLICE("x", "x", 0, 8), DR_NAMED_FLOAT("alpha", 1), DR_NAMED_WHOLE("y", "y")};
+  {
+    g_autoptr(GError) e_ = NULL;
+    g_assert_false(dr_pipeline_add_kernel_node(p, "k", "scale_f32", lens, 3, &e_));
+    g_assert_error(e_, DR_ERROR, DR_ERROR_INVALID);
+    g_assert_true(g_str_has_prefix(e_->message, "<api>:2:1: error: node 'k': kernel 'scale_f32': "));
+  }
+  /* Node properties name existing nodes. */
+  ASSERT_INVALID(dr_pipeline_node_after(p, "first", "nope", &e_), "<api>: error: unknown node 'nope'");
+  ASSERT_INVALID(dr_pipeline_node_after(p, "first", "first", &e_),
+                 "<api>:1:1: error: node 'first', key 'after': a node cannot come after itself");
+  ASSERT_INVALID(dr_pipeline_node_set_label(p, "frist", "l", &e_),
+                 "<api>: error: unknown node 'frist' (did you mean 'first'?)");
+  ASSERT_INVALID(dr_pipeline_node_set_launch(p, "first", NULL, NULL, 0, &e_),
+                 "<api>:1:1: error: node 'first': a launch shape applies to kernel nodes only");
+  /* Buffers. */
+  ASSERT_INVALID(dr_pipeline_add_buffer(p, "x", DR_ELEM_U8, 1, DR_WHERE_HOST, &e_),
+                 "<api:buffers>:5:1: error: duplicate buffer 'x'");
+  ASSERT_INVALID(dr_pipeline_add_buffer(p, "z", DR_ELEM_U8, 0, DR_WHERE_HOST, &e_),
+                 "<api:buffers>:5:1: error: buffer 'z', key 'count': must be between 1 and 2^61");
+  ASSERT_INVALID(dr_pipeline_buffer_init_iota(p, "wwww", &e_), "<api:buffers>: error: unknown buffer 'wwww'");
+
+  /* Caller locations. */
+  dr_pipeline_set_loc(p, "builder.c", 42, 7);
+  ASSERT_INVALID(dr_pipeline_add_copy(p, "c", DR_WHOLE("x"), DR_WHOLE("yy"), &e_),
+                 "builder.c:42:7: error: node 'c', key 'dst': unknown buffer 'yy' (did you mean 'y'?)");
+  g_assert_true(dr_pipeline_add_copy(p, "c", DR_WHOLE("x"), DR_WHOLE("y"), &error));
+  dr_pipeline_set_loc(p, NULL, 0, 0);
+  ASSERT_INVALID(dr_pipeline_add_noop(p, "c", &e_), "<api>:3:1: error: duplicate node id 'c'");
+  g_assert_no_error(error);
+  /* What failed left nothing behind: the pipeline validates and plans. */
+  g_assert_cmpuint(dr_pipeline_n_nodes(p), ==, 2);
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_stream_plan_n_steps(plan), ==, 2);
+}
+
+static void test_errors_validate(void) {
+  g_autoptr(GError) error = NULL;
+  /* Use before alloc, located at the using node (caller location). */
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_new("v");
+    g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, 8, DR_WHERE_DEVICE, &error));
+    g_assert_true(dr_pipeline_add_memset(p, "m", DR_WHOLE("x"), 0, &error));
+    g_assert_true(dr_pipeline_add_alloc(p, "a", "x", &error));
+    dr_pipeline_set_loc(p, "mine.c", 10, 3);
+    g_assert_true(dr_pipeline_add_free(p, "f", "x", &error));
+    g_assert_no_error(error);
+    g_assert_false(dr_pipeline_validate(p, &error));
+    g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+    g_assert_true(g_str_has_prefix(error->message, "<api>:1:1: error: "));
+    g_assert_nonnull(strstr(error->message, "'m'"));
+    g_clear_error(&error);
+  }
+  /* init on a buffer that an alloc names. */
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_new("v");
+    g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, 8, DR_WHERE_DEVICE, &error));
+    g_assert_true(dr_pipeline_buffer_init_zeros(p, "x", &error));
+    g_assert_true(dr_pipeline_add_alloc(p, "a", "x", &error));
+    g_assert_true(dr_pipeline_add_free(p, "f", "x", &error));
+    g_assert_false(dr_pipeline_validate(p, &error));
+    g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+    g_assert_cmpstr(error->message, ==,
+                    "<api:buffers>:1:1: error: buffer 'x': 'init' needs a buffer that lives for the whole run, but "
+                    "node 'a' allocates it\n<api>:1:1: note: node 'a' is here");
+    g_clear_error(&error);
+  }
+  /* An after: cycle. */
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_new("v");
+    g_assert_true(dr_pipeline_add_noop(p, "a", &error));
+    g_assert_true(dr_pipeline_add_noop(p, "b", &error));
+    g_assert_true(dr_pipeline_node_after(p, "b", "a", &error));
+    g_assert_true(dr_pipeline_node_after(p, "a", "b", &error));
+    g_assert_no_error(error);
+    g_assert_false(dr_pipeline_validate(p, &error));
+    g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "cycle"));
+    g_clear_error(&error);
+  }
+}
+
+static void test_errors_load(void) {
+  g_autoptr(GError) error = NULL;
+  g_assert_null(dr_pipeline_load_file("/nonexistent/p.yaml", &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_IO);
+  g_assert_true(g_str_has_prefix(error->message, "/nonexistent/p.yaml: error: cannot read"));
+  g_clear_error(&error);
+  const char *bad = "dagrun: 1\nbuffers:\n  x: {type: f32, count: 8}\nnodes:\n  c: {op: copy, src: x, dst: xy}\n";
+  g_assert_null(dr_pipeline_load_string("bad.yaml", bad, -1, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_true(g_str_has_prefix(error->message, "bad.yaml:5:"));
+  g_assert_nonnull(strstr(error->message, "unknown buffer 'xy'"));
+  g_assert_cmpint(dr_error_exit_code(error), ==, 65);
+  g_clear_error(&error);
+  /* len bounds the text. */
+  const char *good = "dagrun: 1\nnodes:\n  a: {op: noop}\nGARBAGE";
+  g_autoptr(DrPipeline) p = dr_pipeline_load_string("len.yaml", good, (gssize)(strlen(good) - 7), &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_pipeline_n_nodes(p), ==, 1);
+}
+
+/* ---- YAML round trip --------------------------------------------------------- */
+
+static guint round_trip_dir(const char *dir, const char *prefix) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDir) d = g_dir_open(dir, 0, &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL)
+    if (g_str_has_prefix(name, prefix) && g_str_has_suffix(name, ".yaml")) g_ptr_array_add(names, g_strdup(name));
+  for (guint i = 0; i < names->len; i++) {
+    g_autofree char *path = g_build_filename(dir, names->pdata[i], NULL);
+    g_test_message("round trip: %s", path);
+    g_autoptr(DrPipeline) a = dr_pipeline_load_file(path, &error);
+    g_assert_no_error(error);
+    g_autoptr(GString) yaml = g_string_new(NULL);
+    g_assert_true(dr_pipeline_write_yaml(a, yaml, &error));
+    g_assert_no_error(error);
+    g_autoptr(DrPipeline) b = dr_pipeline_load_string(path, yaml->str, (gssize)yaml->len, &error);
+    if (error) g_printerr("%s\n--- written ---\n%s", error->message, yaml->str);
+    g_assert_no_error(error);
+    g_assert_cmpuint(dr_pipeline_n_nodes(a), ==, dr_pipeline_n_nodes(b));
+    g_assert_cmpuint(dr_pipeline_n_buffers(a), ==, dr_pipeline_n_buffers(b));
+    g_autofree char *ja = plan_json(a);
+    g_autofree char *jb = plan_json(b);
+    g_assert_cmpstr(ja, ==, jb);
+    /* And the written text is a fixed point. */
+    g_autoptr(GString) yaml2 = g_string_new(NULL);
+    g_assert_true(dr_pipeline_write_yaml(b, yaml2, &error));
+    g_assert_cmpstr(yaml->str, ==, yaml2->str);
+  }
+  return names->len;
+}
+
+/* tests/golden in the source tree: Bazel's runfiles hold graphs/ as
+ * symlinks into it (tests/golden exports no files to depend on). */
+static char *golden_dir(void) {
+  g_autoptr(GError) error = NULL;
+  g_autofree char *real = g_file_read_link("graphs/pipeline.yaml", &error);
+  if (real == NULL) return g_strdup("tests/golden"); /* run from the source root */
+  g_autofree char *graphs = g_path_get_dirname(real);
+  g_autofree char *root = g_path_get_dirname(graphs);
+  return g_build_filename(root, "tests", "golden", NULL);
+}
+
+static void test_yaml_round_trip_files(void) {
+  guint n_graphs = round_trip_dir("graphs", "");
+  g_autofree char *golden = golden_dir();
+  guint n_golden = round_trip_dir(golden, "good_");
+  g_test_message("%u graphs, %u goldens", n_graphs, n_golden);
+  g_assert_cmpuint(n_graphs, >=, 5);
+  g_assert_cmpuint(n_golden, >=, 5);
+}
+
+static void test_yaml_round_trip_api(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = build_chunked();
+  /* More of the surface: memset, sleep/print, launch shape, device, after. */
+  g_assert_true(dr_pipeline_add_buffer(p, "w", DR_ELEM_U8, 64, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_buffer_init_iota(p, "w", &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "s", DR_ELEM_F32, 8, DR_WHERE_HOST, &error));
+  g_autofree char *save = g_build_filename(g_get_tmp_dir(), "api_rt_save.bin", NULL);
+  g_assert_true(dr_pipeline_buffer_save(p, "s", save, &error));
+  g_assert_true(dr_pipeline_add_memset(p, "ms", DR_SLICE("w", 8, 16), 7, &error));
+  DrNamedArg pr[] = {DR_NAMED_STRING("message", "hello \"quoted\"\tworld"), DR_NAMED_SLICE("buffer", "s", 0, 4)};
+  g_assert_true(dr_pipeline_add_host(p, "say", "print", pr, 2, &error));
+  DrNamedArg sl[] = {DR_NAMED_INT("us", 1)};
+  g_assert_true(dr_pipeline_add_host(p, "nap", "sleep", sl, 1, &error));
+  g_assert_true(dr_pipeline_add_noop(p, "join", &error));
+  g_assert_true(dr_pipeline_node_after(p, "join", "nap", &error));
+  g_assert_true(dr_pipeline_node_after(p, "join", "say", &error));
+  g_assert_true(dr_pipeline_node_set_device(p, "join", 0, &error));
+  guint grid[3] = {4, 0, 0}, block[3] = {128, 0, 0};
+  g_assert_true(dr_pipeline_node_set_launch(p, "scale1", grid, block, 256, &error));
+  g_assert_true(dr_pipeline_set_max_streams(p, 3, &error));
+  g_assert_no_error(error);
+  g_autoptr(GString) yaml = g_string_new(NULL);
+  g_assert_true(dr_pipeline_write_yaml(p, yaml, &error));
+  g_assert_no_error(error);
+  g_autoptr(DrPipeline) q = dr_pipeline_load_string("api.yaml", yaml->str, -1, &error);
+  if (error) g_printerr("%s\n%s", error->message, yaml->str);
+  g_assert_no_error(error);
+  g_autofree char *a = plan_json(p);
+  g_autofree char *b = plan_json(q);
+  g_assert_cmpstr(a, ==, b);
+  g_assert_nonnull(strstr(yaml->str, "grid: [4, 1, 1]"));
+  g_assert_nonnull(strstr(yaml->str, "label: \"the checksum\""));
+  g_assert_nonnull(strstr(yaml->str, "after: [\"nap\", \"say\"]"));
+}
+
+/* ---- user kernels -------------------------------------------------------------- */
+
+static int add_host(const DrKLaunch *l, char *err) {
+  const float *x = l->args[0].ptr;
+  float *y = l->args[1].ptr;
+  float a = (float)l->args[2].f;
+  if (l->counts[0] != l->counts[1]) {
+    g_strlcpy(err, "x and y differ in length", DR_KERR_SIZE);
+    return -1;
+  }
+  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = x[i] + a;
+  return 0;
+}
+
+static int add_check(const uint64_t *counts, const DrKValue *args, char *err) {
+  (void)args;
+  if (counts[0] == counts[1]) return 0;
+  g_snprintf(err, DR_KERR_SIZE, "x has %" G_GUINT64_FORMAT " elements but y %" G_GUINT64_FORMAT, counts[0],
+             counts[1]);
+  return -1;
+}
+
+static int no_cuda_launch(const DrKLaunch *l) {
+  (void)l;
+  return 100; /* cudaErrorNoDevice */
+}
+
+static const DrKParam add_params[] = {
+    {.name = "x", .type = DR_ELEM_F32, .is_pointer = 1, .access = DR_ACCESS_READ},
+    {.name = "y", .type = DR_ELEM_F32, .is_pointer = 1, .access = DR_ACCESS_WRITE},
+    {.name = "a", .type = DR_ELEM_F32, .optional = 1, .def = 1.0},
+};
+
+static const DrKernelDef add_def = {.name = "offset_f32", .summary = "y = x + a", .params = add_params,
+                                    .n_params = 3, .grid_over = 0, .block = 256, .launch = no_cuda_launch,
+                                    .host = add_host, .check = add_check};
+
+static const DrKernelDef launch_only_def = {.name = "gpu_only", .params = add_params, .n_params = 3,
+                                            .grid_over = 0, .launch = no_cuda_launch};
+
+static void test_user_kernel(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new("user");
+  g_assert_true(dr_pipeline_register_kernel(p, &add_def, &error));
+  g_assert_no_error(error);
+  g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, 64, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_buffer_init_iota(p, "x", &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "y", DR_ELEM_F32, 64, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "out", DR_ELEM_F32, 64, DR_WHERE_HOST, &error));
+  g_autofree char *save = g_build_filename(g_get_tmp_dir(), "api_user_kernel.bin", NULL);
+  g_assert_true(dr_pipeline_buffer_save(p, "out", save, &error));
+  DrNamedArg lo[] = {DR_NAMED_SLICE("x", "x", 0, 32), DR_NAMED_SLICE("y", "y", 0, 32)}; /* a left out: 1.0 */
+  g_assert_true(dr_pipeline_add_kernel_node(p, "add_lo", "offset_f32", lo, 2, &error));
+  DrNamedArg hi[] = {DR_NAMED_SLICE("x", "x", 32, 64), DR_NAMED_INT("a", 100), DR_NAMED_SLICE("y", "y", 32, 64)};
+  g_assert_true(dr_pipeline_add_kernel_node(p, "add_hi", "offset_f32", hi, 3, &error));
+  g_assert_true(dr_pipeline_add_copy(p, "down", DR_WHOLE("y"), DR_WHOLE("out"), &error));
+  g_assert_no_error(error);
+  /* The kernel's check runs at add time. */
+  DrNamedArg bad[] = {DR_NAMED_SLICE("x", "x", 0, 16), DR_NAMED_SLICE("y", "y", 0, 32)};
+  g_assert_false(dr_pipeline_add_kernel_node(p, "bad", "offset_f32", bad, 2, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_cmpstr(error->message, ==, "<api>:4:1: error: node 'bad': kernel 'offset_f32': x has 16 elements but y 32");
+  g_clear_error(&error);
+  /* Registration errors. */
+  g_assert_false(dr_pipeline_register_kernel(p, &add_def, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "kernel 'offset_f32': the name is taken"));
+  g_clear_error(&error);
+  DrKernelDef clash = add_def;
+  clash.name = "scale_f32";
+  g_assert_false(dr_pipeline_register_kernel(p, &clash, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_clear_error(&error);
+  DrKernelDef none = add_def;
+  none.name = "none";
+  none.launch = NULL;
+  none.host = NULL;
+  g_assert_false(dr_pipeline_register_kernel(p, &none, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "neither launch nor host"));
+  g_clear_error(&error);
+  static const DrKParam dup_params[] = {{.name = "x", .type = DR_ELEM_F32, .is_pointer = 1},
+                                        {.name = "x", .type = DR_ELEM_F32, .is_pointer = 1}};
+  DrKernelDef dup = add_def;
+  dup.name = "dup";
+  dup.params = dup_params;
+  dup.n_params = 2;
+  g_assert_false(dr_pipeline_register_kernel(p, &dup, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "parameter 'x' declared twice"));
+  g_clear_error(&error);
+  static const DrKParam u8_scalar[] = {{.name = "v", .type = DR_ELEM_U8}};
+  DrKernelDef badscalar = add_def;
+  badscalar.name = "badscalar";
+  badscalar.params = u8_scalar;
+  badscalar.n_params = 1;
+  badscalar.grid_over = -1;
+  g_assert_false(dr_pipeline_register_kernel(p, &badscalar, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_clear_error(&error);
+
+  /* YAML cannot say a registered kernel. */
+  g_autoptr(GString) yaml = g_string_new("keep");
+  g_assert_false(dr_pipeline_write_yaml(p, yaml, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+  g_assert_cmpstr(yaml->str, ==, "keep");
+  g_clear_error(&error);
+
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  /* The two halves are independent. */
+  g_assert_cmpuint(dr_stream_plan_width(plan), ==, 2);
+  DrRunSettings rs = host_settings(p, 2, 1, TRUE);
+  rs.delay_seed = 3;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_run_report_verified(r), ==, DR_VERIFIED_PASS);
+  g_autofree char *bytes = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(save, &bytes, &len, &error));
+  g_assert_cmpuint(len, ==, 64 * sizeof(float));
+  const float *out = (const float *)bytes;
+  for (guint i = 0; i < 64; i++) g_assert_cmpfloat(out[i], ==, (float)i + (i < 32 ? 1.0f : 100.0f));
+  g_unlink(save);
+}
+
+static void test_user_kernel_no_host_twin(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new("gpu-only");
+  g_assert_true(dr_pipeline_register_kernel(p, &launch_only_def, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, 8, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "y", DR_ELEM_F32, 8, DR_WHERE_DEVICE, &error));
+  DrNamedArg a[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_WHOLE("y", "y")};
+  g_assert_true(dr_pipeline_add_kernel_node(p, "k", "gpu_only", a, 2, &error));
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  DrRunSettings rs = host_settings(p, 1, 0, FALSE);
+  g_assert_null(dr_stream_plan_run(plan, &rs, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+  g_assert_nonnull(strstr(error->message, "kernel 'gpu_only' has no host twin"));
+}
+
+/* ---- callbacks ------------------------------------------------------------------ */
+
+typedef struct {
+  gint calls;
+  gint order_ok; /* set when `after` saw `before` run first in the same iteration */
+  gint before_calls;
+} Counter;
+
+static void count_cb(void *data) { g_atomic_int_inc(&((Counter *)data)->calls); }
+
+static void before_cb(void *data) { g_atomic_int_inc(&((Counter *)data)->before_calls); }
+
+static void after_cb(void *data) {
+  Counter *c = data;
+  /* Runs after before_cb of the same iteration: counts match then. */
+  if (g_atomic_int_get(&c->before_calls) == g_atomic_int_get(&c->calls) + 1) g_atomic_int_inc(&c->order_ok);
+  g_atomic_int_inc(&c->calls);
+}
+
+static void test_callback_counts(void) {
+  g_autoptr(GError) error = NULL;
+  Counter c = {0}, d = {0};
+  g_autoptr(DrPipeline) p = dr_pipeline_new("cb");
+  g_assert_true(dr_pipeline_add_callback(p, "count", count_cb, &c, &error));
+  g_assert_true(dr_pipeline_add_callback(p, "first", before_cb, &d, &error));
+  g_assert_true(dr_pipeline_add_callback(p, "second", after_cb, &d, &error));
+  g_assert_true(dr_pipeline_node_after(p, "second", "first", &error));
+  g_assert_no_error(error);
+  g_autoptr(GString) yaml = g_string_new(NULL);
+  g_assert_false(dr_pipeline_write_yaml(p, yaml, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+  g_clear_error(&error);
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  DrRunSettings rs = host_settings(p, 3, 2, FALSE);
+  rs.delay_seed = 11;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(c.calls, ==, 5); /* warmup + iterations */
+  g_assert_cmpint(d.calls, ==, 5);
+  g_assert_cmpint(d.before_calls, ==, 5);
+  g_assert_cmpint(d.order_ok, ==, 5);
+  /* --verify runs the serial plan as many times again. */
+  c = (Counter){0};
+  d = (Counter){0};
+  rs.verify = TRUE;
+  g_autoptr(DrRunReport) r2 = dr_stream_plan_run(plan, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(c.calls, ==, 10);
+  g_assert_cmpint(d.order_ok, ==, 10);
+  g_assert_cmpint(dr_run_report_verified(r2), ==, DR_VERIFIED_PASS);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/api/version", test_version);
+  g_test_add_func("/api/abi", test_abi);
+  g_test_add_func("/api/build/plan-run", test_build_plan_run);
+  g_test_add_func("/api/build/plan-owns-pipeline", test_plan_owns_pipeline);
+  g_test_add_func("/api/build/run-settings", test_run_settings);
+  g_test_add_func("/api/misuse/null", test_misuse_null);
+  g_test_add_func("/api/misuse/indexes", test_misuse_indexes);
+  g_test_add_func("/api/order/frozen", test_order_frozen);
+  g_test_add_func("/api/order/failed-stays-failed", test_order_failed_stays_failed);
+  g_test_add_func("/api/errors/nodes", test_errors_nodes);
+  g_test_add_func("/api/errors/validate", test_errors_validate);
+  g_test_add_func("/api/errors/load", test_errors_load);
+  g_test_add_func("/api/yaml/round-trip-files", test_yaml_round_trip_files);
+  g_test_add_func("/api/yaml/round-trip-api", test_yaml_round_trip_api);
+  g_test_add_func("/api/kernel/user", test_user_kernel);
+  g_test_add_func("/api/kernel/no-host-twin", test_user_kernel_no_host_twin);
+  g_test_add_func("/api/callback/counts", test_callback_counts);
+  return g_test_run();
+}
