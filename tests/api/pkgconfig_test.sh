@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# pkgconfig_test.sh: the installed library as a user outside Bazel gets
+# it. Installs into a temporary prefix (tools/install.sh), checks that each
+# public header compiles on its own, builds examples/*.c with
+# `cc $(pkg-config --cflags --libs dagrun)` (shared) and once against
+# libdagrun.a (pkg-config --static), runs them on the host backend and
+# checks their output. Prints TAP; exits non-zero on any failure.
+# Not a Bazel test (it runs Bazel): CI calls it from the source root, e.g.
+#   BAZEL_OUTPUT_BASE=/root/.cache/bazel-ci tests/api/pkgconfig_test.sh
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cc=${CC:-cc}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+cases=0 failed=0
+ok() { cases=$((cases + 1)); echo "ok $cases $1"; }
+not_ok() {
+  cases=$((cases + 1)); failed=$((failed + 1)); echo "not ok $cases $1"
+  [ -f "$tmp/log" ] && sed 's/^/# /' "$tmp/log" | tail -40
+}
+check() { # NAME CMD...: the command must succeed
+  local name=$1; shift
+  if "$@" >"$tmp/log" 2>&1; then ok "$name"; else not_ok "$name (exit $?)"; fi
+}
+grep_log() { # NAME PATTERN: the last command's output must match
+  if grep -q -- "$2" "$tmp/log"; then ok "$1"; else not_ok "$1: no '$2' in the output"; fi
+}
+
+echo "1..14"
+check "install" "$root/tools/install.sh" "$prefix"
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+check "pkg-config knows dagrun" pkg-config --exists dagrun
+want=$(sed -n 's/^#define DAGRUN_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
+  "$root/include/dagrun/version.h" | paste -sd. -)
+check "pkg-config version" test "$(pkg-config --modversion dagrun)" = "$want"
+for h in dagrun.h version.h elem_types.h; do
+  # shellcheck disable=SC2046
+  check "header $h compiles alone" sh -c "echo '#include <dagrun/$h>' |
+    $cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c - $(pkg-config --cflags dagrun)"
+done
+for ex in pipelined custom_kernel; do
+  # shellcheck disable=SC2046
+  check "build examples/$ex.c" $cc -std=c11 -Wall -Wextra -Werror -o "$tmp/$ex" "$root/examples/$ex.c" \
+    $(pkg-config --cflags --libs dagrun)
+done
+export LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+check "run pipelined (shared)" "$tmp/pipelined" 4
+grep_log "pipelined plans 4 chunks onto several streams" "^plan: 17 nodes on [2-9] streams, width [4-9]"
+grep_log "pipelined verifies" "verified: yes"
+check "run custom_kernel (shared)" "$tmp/custom_kernel" "$tmp/out.bin"
+grep_log "custom_kernel checks its results" "custom kernel OK on the host backend"
+# shellcheck disable=SC2046
+check "static: pipelined against libdagrun.a" sh -c "$cc -std=c11 -o '$tmp/pipelined_static' '$root/examples/pipelined.c' \
+  $(pkg-config --cflags dagrun) '$prefix/lib/libdagrun.a' $(pkg-config --static --libs dagrun | sed 's/-ldagrun//') &&
+  ! ldd '$tmp/pipelined_static' | grep -q libdagrun && '$tmp/pipelined_static' 2"
+[ "$cases" -eq 14 ] || { echo "# planned 14 cases, ran $cases"; failed=$((failed + 1)); }
+[ $failed -eq 0 ]
