@@ -875,6 +875,8 @@ static void test_callback_counts(void) {
   rs.delay_seed = 11;
   g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
   g_assert_no_error(error);
+  g_assert_cmpuint(dr_run_report_n_nodes(r), ==, 3);
+  g_assert_cmpstr(dr_run_report_node_op(r, 0), ==, "host");
   g_assert_cmpint(c.calls, ==, 5); /* warmup + iterations */
   g_assert_cmpint(d.calls, ==, 5);
   g_assert_cmpint(d.before_calls, ==, 5);
