@@ -2,7 +2,7 @@
  * streams and steps. Not the chain cover (chains.c) nor the waits
  * (events.c).
  *
- * Requires: ctx->chain (chains.c), ctx->order, est, dur (order.c, cost.c).
+ * Requires: ctx->chain (chains.c), ctx->order, dur (order.c, cost.c).
  * Provides: plan->cap, cap_binds, streams (numbered by first issue, each
  * with its priority class), steps in issue order (no waits yet),
  * node_stream, node_step, planned_path_us.
@@ -164,14 +164,17 @@ void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams) {
   /* Chain spans in the unconstrained schedule, and each chain's class. */
   ChainSpan *spans = g_new0(ChainSpan, MAX(total, 1));
   gboolean *seen = g_new0(gboolean, MAX(total, 1));
+  double *est = g_new0(double, MAX(n, 1)); /* earliest start, unlimited streams */
   for (guint32 i = 0; i < n; i++) {
     DrId v = ctx->order[i];
+    for (guint32 e = DR__PRED_BEGIN(ctx, v); e < DR__PRED_END(ctx, v); e++)
+      est[v] = MAX(est[v], est[ctx->edges[e].from] + ctx->dur[ctx->edges[e].from]);
     guint32 c = ctx->chain[v];
     if (!seen[c]) {
       seen[c] = TRUE;
-      spans[c] = (ChainSpan){ctx->est[v], 0, 0, i, c};
+      spans[c] = (ChainSpan){est[v], 0, 0, i, c};
     }
-    spans[c].finish = ctx->est[v] + ctx->dur[v];
+    spans[c].finish = est[v] + ctx->dur[v];
     spans[c].work += ctx->dur[v];
   }
 
@@ -247,5 +250,6 @@ void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams) {
   g_free(last);
   g_free(renum);
   g_free(seen);
+  g_free(est);
   g_free(spans);
 }

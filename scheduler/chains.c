@@ -2,8 +2,8 @@
  * stream count. Not the stream cap (cap.c) nor the issue order (order.c).
  *
  * Requires: ctx->order (a topological order) and the edge index of
- * DrPlanCtx. Provides: plan->width, plan->antichain (a maximum antichain,
- * the width's certificate) and ctx->chain, ctx->n_chains, class_chains:
+ * DrPlanCtx. Provides: the width, a maximum antichain (the width's
+ * certificate; plan->width and plan->antichain) and ctx->chain, ctx->n_chains, class_chains:
  * a minimum cover of each priority class by chains of the FULL partial
  * order (nodes of a chain are pairwise comparable in the DAG's closure).
  *
@@ -14,10 +14,12 @@
  * with unbounded capacity. A flow path is a DAG path; its covered nodes form
  * a chain, so the minimum flow value is the minimum number of chains, which
  * Dilworth's theorem makes the width of the covered set.
- *  1. Greedy start, in topological order: each covered node opens a path of
- *     its own, then a budgeted backward search in the residual network tries
- *     to merge it into a path that ends at a node it can reach (one
- *     augmentation t -> ... -> v_in -> s): usually one or two steps.
+ *  1. Greedy start, in topological order: a covered node extends a path
+ *     that ends at one of its predecessors (the one with the fewest other
+ *     successors still to come, a minimum-degree matching rule); failing
+ *     that it opens a path of its own, then a budgeted backward search in
+ *     the residual network tries to merge it into a path that ends at a
+ *     node it can reach (one augmentation t -> ... -> v_in -> s).
  *  2. Exact finish: Dinic's phases of augmenting paths from t to s in the
  *     residual network (cancel flow above the lower bound, add flow on any
  *     arc): a breadth-first level graph, then unit paths along it with
@@ -37,7 +39,8 @@
  * 1000); the decomposition costs O(sum of node flows * log width).
  * Measured (one core): 1M layered nodes at width 32 in about 0.13 s,
  * at width 1000 in about 1.7 s (bench/planner_bench.c).
- * Memory: about 44 bytes per node and 4 per edge. Iterative throughout. */
+ * Memory: about 45 bytes per node and 4 per edge (8 more per node while
+ * Dinic's phases run). Iterative throughout. */
 #include <string.h>
 
 #include "scheduler/plan_internal.h"
@@ -48,9 +51,18 @@
 /* Work allowed to one greedy merge search, in residual nodes expanded:
  * more when more paths are open (wider DAGs need longer alternating
  * paths), and less once failed searches have cost 4 (V + E) in all, which
- * keeps the greedy start linear; Dinic's phases finish what it leaves. */
+ * keeps the greedy start linear; Dinic's phases finish what it leaves.
+ * DAGRUN_PLAN_MERGE_BUDGET=N replaces it (0: no greedy merges at all, so
+ * the tests can hold Dinic's phases alone against the references). */
 #define LOCAL_BUDGET(paths, generous) \
   (256u + ((generous) ? 2048u : 32u) * MIN((paths), 4096u))
+
+static gint64 budget_override(void) {
+  const char *env = g_getenv("DAGRUN_PLAN_MERGE_BUDGET");
+  guint64 v = 0;
+  if (env != NULL && g_ascii_string_to_unsigned(env, 10, 0, G_MAXUINT32, &v, NULL)) return (gint64)v;
+  return -1;
+}
 
 typedef struct {
   const DrPlanCtx *c;
@@ -61,8 +73,8 @@ typedef struct {
   guint32 *fv;       /* [n] flow v_in -> v_out: paths through v */
   guint32 *stamp;    /* [2n] search generation that reached each split node */
   guint32 gen;
-  guint32 *link; /* [2n] the neighbour on the search path */
-  guint32 *via;  /* [2n] the DAG edge of that arc, NO_EDGE for v_in/v_out */
+  guint32 *via; /* [2n] the DAG edge of the search arc into each split node
+                   (NO_EDGE for v_in/v_out), or Dinic's current arc */
   guint32 *queue;
 } Flow;
 
@@ -76,7 +88,6 @@ static void flow_init(Flow *f, const DrPlanCtx *c, const guint8 *req) {
   f->fv = g_new0(guint32, n);
   f->stamp = g_new0(guint32, 2 * n);
   f->gen = 0;
-  f->link = g_new(guint32, 2 * n);
   f->via = g_new(guint32, 2 * n);
   f->queue = g_new(guint32, 2 * n);
 }
@@ -87,7 +98,6 @@ static void flow_clear(Flow *f) {
   g_free(f->ft);
   g_free(f->fv);
   g_free(f->stamp);
-  g_free(f->link);
   g_free(f->via);
   g_free(f->queue);
 }
@@ -117,11 +127,10 @@ static void apply_arc(Flow *f, guint32 x, guint32 y, guint32 edge) {
   }
 }
 
-/* Visits y coming from x over `edge` during a search; FALSE if seen. */
-static inline gboolean visit(Flow *f, guint32 y, guint32 x, guint32 edge, guint32 *tail) {
+/* Visits y over `edge` during a search; FALSE if seen. */
+static inline gboolean visit(Flow *f, guint32 y, guint32 edge, guint32 *tail) {
   if (f->stamp[y] == f->gen) return FALSE;
   f->stamp[y] = f->gen;
-  f->link[y] = x;
   f->via[y] = edge;
   f->queue[(*tail)++] = y;
   return TRUE;
@@ -130,6 +139,14 @@ static inline gboolean visit(Flow *f, guint32 y, guint32 x, guint32 edge, guint3
 /* Greedy merge of the path just opened at v: searches backward from v_in for
  * an out-node that ends a path (an arc t -> p_out), within the budget. On
  * success applies t -> p_out -> ... -> v_in -> s and returns TRUE. */
+/* The node a backward search came from to reach y over `edge`: the other
+ * side of the same node, or the edge's far end (an out-node y was reached
+ * from the edge's head, an in-node from its tail). */
+static inline guint32 came_from(const DrPlanCtx *c, guint32 y, guint32 edge) {
+  if (edge == NO_EDGE) return y ^ 1u;
+  return (y & 1) ? IN(c->edges[edge].to) : OUT(c->edges[edge].from);
+}
+
 static gboolean merge_new_path(Flow *f, DrId v, guint32 budget, guint64 *spent) {
   const DrPlanCtx *c = f->c;
   guint32 head = 0, tail = 0, found = G_MAXUINT32;
@@ -141,19 +158,19 @@ static gboolean merge_new_path(Flow *f, DrId v, guint32 budget, guint64 *spent) 
     if (!(x & 1)) {
       for (guint32 e = DR__PRED_BEGIN(c, w); e < DR__PRED_END(c, w); e++) {
         DrId p = c->edges[e].from;
-        if (visit(f, OUT(p), x, e, &tail) && f->ft[p] > 0) {
+        if (visit(f, OUT(p), e, &tail) && f->ft[p] > 0) {
           found = OUT(p);
           break;
         }
       }
-      if (found == G_MAXUINT32 && f->fv[w] > f->req[w] && visit(f, OUT(w), x, NO_EDGE, &tail) &&
+      if (found == G_MAXUINT32 && f->fv[w] > f->req[w] && visit(f, OUT(w), NO_EDGE, &tail) &&
           f->ft[w] > 0)
         found = OUT(w);
     } else {
-      visit(f, IN(w), x, NO_EDGE, &tail);
+      visit(f, IN(w), NO_EDGE, &tail);
       for (guint32 i = c->succ_off[w]; i < c->succ_off[w + 1]; i++) {
         guint32 e = c->succ_edge[i];
-        if (f->fe[e] > 0) visit(f, IN(c->edges[e].to), x, e, &tail);
+        if (f->fe[e] > 0) visit(f, IN(c->edges[e].to), e, &tail);
       }
     }
   }
@@ -162,24 +179,29 @@ static gboolean merge_new_path(Flow *f, DrId v, guint32 budget, guint64 *spent) 
     return FALSE;
   }
   f->ft[found >> 1]--;
-  for (guint32 y = found; y != IN(v); y = f->link[y]) apply_arc(f, y, f->link[y], f->via[y]);
+  for (guint32 y = found; y != IN(v);) {
+    guint32 x = came_from(c, y, f->via[y]);
+    apply_arc(f, y, x, f->via[y]);
+    y = x;
+  }
   f->fs[v]--;
   return TRUE;
 }
 
-/* Breadth-first levels from t in the residual network (Dinic): dist[] in
- * `link`, stamps of the current generation mark every node reached. Stops
- * expanding at the level of s. Returns the level of s, or 0 when s is not
- * reachable (then the stamps are exactly the cut's t side). */
-static guint32 levels_from_t(Flow *f) {
+/* Breadth-first search from t in the residual network; stamps of the
+ * current generation mark every node reached. With `dist` (Dinic's levels,
+ * [2n]) it records levels and stops expanding at the level of s; without,
+ * it stops as soon as s is seen. Returns the level of s (1 without dist),
+ * or 0 when s is not reachable: then the stamps are exactly the cut's t
+ * side. */
+static guint32 levels_from_t(Flow *f, guint32 *dist) {
   const DrPlanCtx *c = f->c;
-  guint32 *dist = f->link;
   guint32 head = 0, tail = 0, dist_s = 0;
   next_generation(f);
   for (DrId v = 0; v < c->n; v++)
     if (f->ft[v] > 0) {
       f->stamp[OUT(v)] = f->gen;
-      dist[OUT(v)] = 1;
+      if (dist) dist[OUT(v)] = 1;
       f->queue[tail++] = OUT(v);
     }
 #define REACH(y)                        \
@@ -187,7 +209,7 @@ static guint32 levels_from_t(Flow *f) {
     guint32 y_ = (y);                   \
     if (f->stamp[y_] != f->gen) {       \
       f->stamp[y_] = f->gen;            \
-      dist[y_] = dist[x] + 1;           \
+      if (dist) dist[y_] = dist[x] + 1; \
       f->queue[tail++] = y_;            \
     }                                   \
   } while (0)
@@ -200,7 +222,10 @@ static guint32 levels_from_t(Flow *f) {
       if (f->fv[w] > f->req[w]) REACH(IN(w));
       continue;
     }
-    if (f->fs[w] > 0 && dist_s == 0) dist_s = dist[x] + 1;
+    if (f->fs[w] > 0 && dist_s == 0) {
+      if (dist == NULL) return 1;
+      dist_s = dist[x] + 1;
+    }
     REACH(OUT(w));
     for (guint32 e = DR__PRED_BEGIN(c, w); e < DR__PRED_END(c, w); e++)
       if (f->fe[e] > 0) REACH(OUT(c->edges[e].from));
@@ -216,10 +241,9 @@ static guint32 levels_from_t(Flow *f) {
 /* The next admissible arc out of x in the level graph, advancing x's
  * current-arc pointer `cur` past arcs that are not. Returns the head node
  * (S_NODE for s) and its edge in *edge, or DEAD when none is left. */
-static guint32 next_arc(Flow *f, guint32 x, guint32 *cur, guint32 dist_x, guint32 dist_s,
-                        guint32 *edge) {
+static guint32 next_arc(Flow *f, const guint32 *dist, guint32 x, guint32 *cur, guint32 dist_x,
+                        guint32 dist_s, guint32 *edge) {
   const DrPlanCtx *c = f->c;
-  const guint32 *dist = f->link;
   *edge = NO_EDGE;
   if (x == T_NODE) {
     for (; *cur < c->n; (*cur)++)
@@ -262,9 +286,9 @@ static guint32 next_arc(Flow *f, guint32 x, guint32 *cur, guint32 dist_x, guint3
 /* One Dinic phase: unit augmenting paths t -> s along the level graph with
  * current-arc pointers (in `via`) until the level graph is blocked.
  * Returns how many were applied. Iterative depth-first search. */
-static guint32 blocking_flow(Flow *f, guint32 dist_s) {
+static guint32 blocking_flow(Flow *f, guint32 *dist, guint32 dist_s) {
   const DrPlanCtx *c = f->c;
-  guint32 *cur = f->via, *dist = f->link, cur_t = 0, pushed = 0;
+  guint32 *cur = f->via, cur_t = 0, pushed = 0;
   memset(cur, 0, 2 * (gsize)MAX(c->n, 1) * sizeof(guint32));
   /* The search path: nodes in queue[], the edge into each in edge_in[]. */
   guint32 *path = f->queue;
@@ -274,7 +298,7 @@ static guint32 blocking_flow(Flow *f, guint32 dist_s) {
   for (;;) {
     guint32 x = path[depth], edge;
     guint32 *xcur = x == T_NODE ? &cur_t : &cur[x];
-    guint32 y = next_arc(f, x, xcur, x == T_NODE ? 0 : dist[x], dist_s, &edge);
+    guint32 y = next_arc(f, dist, x, xcur, x == T_NODE ? 0 : dist[x], dist_s, &edge);
     if (y == DEAD) {
       if (depth == 0) return pushed;
       dist[x] = DEAD; /* blocked: out of the level graph */
@@ -333,17 +357,45 @@ guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *cha
   flow_init(&f, c, required);
   guint32 flow = 0;
   guint64 failed_work = 0;
+  gint64 forced = budget_override();
+  /* pending[u]: successors of u not yet visited by the greedy start. */
+  guint32 *pending = g_new(guint32, MAX(c->n, 1));
+  for (DrId v = 0; v < c->n; v++) pending[v] = c->succ_off[v + 1] - c->succ_off[v];
   for (guint32 i = 0; i < c->n; i++) {
     DrId v = c->order[i];
+    guint32 best = NO_EDGE;
+    for (guint32 e = DR__PRED_BEGIN(c, v); e < DR__PRED_END(c, v); e++) {
+      DrId p = c->edges[e].from;
+      pending[p]--;
+      /* Extend the ending path whose node has the fewest other successors
+       * left to serve (a minimum-degree matching rule). */
+      if (f.ft[p] > 0 && (best == NO_EDGE || pending[p] < pending[c->edges[best].from])) best = e;
+    }
     if (!required[v]) continue;
-    f.fs[v]++;
     f.fv[v]++;
     f.ft[v]++;
+    if (best != NO_EDGE) {
+      f.ft[c->edges[best].from]--;
+      f.fe[best]++;
+      continue;
+    }
+    f.fs[v]++;
     flow++;
-    gboolean generous = failed_work < 4 * ((guint64)c->n + c->m);
-    if (merge_new_path(&f, v, LOCAL_BUDGET(flow, generous), &failed_work)) flow--;
+    guint32 budget = forced >= 0 ? (guint32)forced
+                                 : LOCAL_BUDGET(flow, failed_work < 4 * ((guint64)c->n + c->m));
+    if (budget > 0 && merge_new_path(&f, v, budget, &failed_work)) flow--;
   }
-  for (guint32 dist_s; (dist_s = levels_from_t(&f)) != 0;) flow -= blocking_flow(&f, dist_s);
+  g_free(pending);
+  /* Usually the greedy start is already minimum and one search proves it;
+   * Dinic's level array is only allocated when it is not. */
+  guint32 *dist = NULL;
+  for (guint32 dist_s; (dist_s = levels_from_t(&f, dist)) != 0;) {
+    if (dist == NULL)
+      dist = g_new(guint32, 2 * (gsize)MAX(c->n, 1));
+    else
+      flow -= blocking_flow(&f, dist, dist_s);
+  }
+  g_free(dist);
 
   if (antichain != NULL) {
     guint32 before = antichain->len;
@@ -392,7 +444,7 @@ guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *cha
   return n_chains;
 }
 
-void dr__plan_chains(DrPlanCtx *ctx, DrPlan *plan) {
+guint32 dr__plan_chains(DrPlanCtx *ctx, GArray *antichain) {
   const DrGraph *g = ctx->graph;
   guint32 n = ctx->n;
   guint8 *required = g_new0(guint8, MAX(n, 1));
@@ -403,13 +455,12 @@ void dr__plan_chains(DrPlanCtx *ctx, DrPlan *plan) {
 
   ctx->chain = g_new0(guint32, MAX(n, 1));
   ctx->n_chains = 0;
-  g_array_set_size(plan->antichain, 0);
   /* Higher priorities first, so their streams get the low numbers. */
   for (int p = DR_N_PRIORITIES - 1; p >= 0; p--) {
     ctx->class_chains[p] = 0;
     if (class_size[p] == 0) continue;
     for (DrId v = 0; v < n; v++) required[v] = dr_graph_node(g, v)->priority == (DrPriority)p;
-    GArray *certificate = n_classes == 1 ? plan->antichain : NULL;
+    GArray *certificate = n_classes == 1 ? antichain : NULL;
     ctx->class_chains[p] = dr__chain_cover(ctx, required, ctx->chain, ctx->n_chains, certificate);
     ctx->n_chains += ctx->class_chains[p];
   }
@@ -417,9 +468,9 @@ void dr__plan_chains(DrPlanCtx *ctx, DrPlan *plan) {
     /* The width is the whole DAG's: one more cover, every node required. */
     guint32 *scratch = g_new(guint32, MAX(n, 1));
     memset(required, 1, n);
-    dr__chain_cover(ctx, required, scratch, 0, plan->antichain);
+    dr__chain_cover(ctx, required, scratch, 0, antichain);
     g_free(scratch);
   }
-  plan->width = plan->antichain->len;
   g_free(required);
+  return antichain->len;
 }

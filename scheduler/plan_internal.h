@@ -26,7 +26,6 @@ typedef struct {
   /* cost.c */
   double *dur; /* [n] estimated (or profiled) duration, µs */
   /* order.c */
-  double *est;     /* [n] earliest start with unlimited streams, µs */
   guint32 *order;  /* [n] the issue order: node ids, topological */
   guint32 *pos;    /* [n] position of each node in `order` */
   /* chains.c */
@@ -49,14 +48,14 @@ gboolean dr__plan_costs(DrPlanCtx *ctx, const char *profile_path, GError **error
 /* cost.c: the cost model's estimate for one node, µs. */
 double dr__node_cost_us(const DrGraph *graph, DrId node);
 
-/* order.c: fills est, order and pos, and returns the critical path (µs).
+/* order.c: fills order and pos, and returns the critical path (µs).
  * FALSE with `error` when the graph has a cycle. */
 gboolean dr__plan_order(DrPlanCtx *ctx, double *critical_path_us, GError **error);
 
-/* chains.c: computes the exact width of the DAG into plan->width with a
- * maximum antichain in plan->antichain, and a minimum chain cover per
+/* chains.c: returns the exact width of the DAG, appending a maximum
+ * antichain to `antichain` (DrId), and puts a minimum chain cover per
  * priority class into ctx->chain (chains of the full partial order). */
-void dr__plan_chains(DrPlanCtx *ctx, DrPlan *plan);
+guint32 dr__plan_chains(DrPlanCtx *ctx, GArray *antichain);
 
 /* chains.c: minimum chain cover restricted to the nodes with required[v]
  * (chains of the full DAG's order). Writes the chain of each required node

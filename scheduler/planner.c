@@ -1,6 +1,14 @@
 /* planner.c: dr_plan_build, the stream planner's pass list, and the edge
  * index the passes share. Not the passes themselves: one file each.
  *
+ * The passes, in order:
+ *   index_edges       predecessor/successor index over the sorted edges
+ *   dr__plan_costs    cost.c    estimated (or profiled) duration per node
+ *   dr__plan_order    order.c   issue order: Kahn by estimated start
+ *   dr__plan_chains   chains.c  exact width, antichain, min chain cover
+ *   dr__plan_cap      cap.c     stream cap, chain merges, steps
+ *   dr__plan_events   events.c  fewest cross-stream waits
+ *
  * Requires: a graph whose edges are sorted by (to, from) (dr_passes_run or
  * dr_graph_sort_edges). Provides: a DrPlan satisfying P1-P4 (ir/plan.h).
  *
@@ -49,7 +57,6 @@ static void ctx_clear(DrPlanCtx *ctx) {
   g_free(ctx->succ_off);
   g_free(ctx->succ_edge);
   g_free(ctx->dur);
-  g_free(ctx->est);
   g_free(ctx->order);
   g_free(ctx->pos);
   g_free(ctx->chain);
@@ -65,16 +72,24 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
                    .n = graph->nodes->len,
                    .m = graph->edges->len,
                    .edges = (const DrEdge *)graph->edges->data};
-  g_autoptr(DrPlan) plan = dr_plan_new(graph);
-  gboolean ok = index_edges(&ctx, error) &&
-                dr__plan_costs(&ctx, opts->profile_path, error) &&
-                dr__plan_order(&ctx, &plan->critical_path_us, error);
-  if (ok) {
-    dr__plan_chains(&ctx, plan);
-    dr__plan_cap(&ctx, plan, opts->max_streams);
-    dr__plan_events(&ctx, plan);
-    plan->n_edges = ctx.m;
+  double critical_path_us = 0;
+  if (!index_edges(&ctx, error) || !dr__plan_costs(&ctx, opts->profile_path, error) ||
+      !dr__plan_order(&ctx, &critical_path_us, error)) {
+    ctx_clear(&ctx);
+    return NULL;
   }
+  GArray *antichain = g_array_new(FALSE, FALSE, sizeof(DrId));
+  guint32 width = dr__plan_chains(&ctx, antichain);
+  /* The plan's node arrays are made only now, after the chain cover's
+   * working memory is gone: the peak of a 1M-node plan is in that pass. */
+  DrPlan *plan = dr_plan_new(graph);
+  g_array_unref(plan->antichain);
+  plan->antichain = antichain;
+  plan->width = width;
+  plan->critical_path_us = critical_path_us;
+  plan->n_edges = ctx.m;
+  dr__plan_cap(&ctx, plan, opts->max_streams);
+  dr__plan_events(&ctx, plan);
   ctx_clear(&ctx);
-  return ok ? g_steal_pointer(&plan) : NULL;
+  return plan;
 }

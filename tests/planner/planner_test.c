@@ -344,6 +344,11 @@ static void test_random_small(gconstpointer data) {
   Stats stats = {0};
   for (int iter = 0; iter < 1000; iter++) {
     gboolean priorities = iter % 4 == 3;
+    /* Every fifth plan without greedy merges: Dinic's phases do it all. */
+    if (iter % 5 == 4)
+      g_setenv("DAGRUN_PLAN_MERGE_BUDGET", "0", TRUE);
+    else
+      g_unsetenv("DAGRUN_PLAN_MERGE_BUDGET");
     guint32 cap = iter % 3 == 2 ? (guint32)g_rand_int_range(r, 1, 6) : 64;
     g_autoptr(DrGraph) g = NULL;
     if (kind == 4) {
@@ -359,6 +364,7 @@ static void test_random_small(gconstpointer data) {
     g_assert_no_error(error);
     check_small(g, plan, cap, &stats);
   }
+  g_unsetenv("DAGRUN_PLAN_MERGE_BUDGET");
   g_assert_cmpuint(stats.plans, ==, 1000);
   if (g_test_verbose())
     g_printerr("kind %d: %u plans, %u waits proven necessary, %u with the cap binding\n", kind,
@@ -371,6 +377,10 @@ static void test_random_small(gconstpointer data) {
 static void test_random_large(void) {
   g_autoptr(GRand) r = g_rand_new_with_seed(99);
   for (int iter = 0; iter < 40; iter++) {
+    if (iter % 3 == 2)
+      g_setenv("DAGRUN_PLAN_MERGE_BUDGET", "0", TRUE);
+    else
+      g_unsetenv("DAGRUN_PLAN_MERGE_BUDGET");
     Shape s = make_shape(r, iter % 4, 3000);
     g_autoptr(DrGraph) g = shape_graph(r, &s, FALSE, iter % 2);
     shape_clear(&s);
@@ -412,6 +422,7 @@ static void test_random_large(void) {
     g_free(in_chain);
     g_ptr_array_unref(succ);
   }
+  g_unsetenv("DAGRUN_PLAN_MERGE_BUDGET");
 }
 
 /* Large and wide enough that the cap merges chains by the list-scheduling
