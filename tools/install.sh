@@ -8,7 +8,8 @@
 #                                outside (pkg-config Requires)
 #   PREFIX/lib/libdagrun.so      the same objects linked against the
 #                                system's shared GLib and libyaml, with
-#                                cudart linked in statically
+#                                cudart linked in statically; it exports
+#                                the public API only
 #   PREFIX/lib/pkgconfig/dagrun.pc
 # Then: cc prog.c $(pkg-config --cflags --libs dagrun)  (PKG_CONFIG_PATH=
 # PREFIX/lib/pkgconfig). Environment: BAZEL (default bazel),
@@ -70,8 +71,18 @@ version=$(sed -n 's/^#define DAGRUN_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/
   paste -sd. -)
 soname=libdagrun.so.${version%%.*}
 sys_libs=(-ldl -lrt -lpthread -lm -lstdc++)
+# The shared object exports the public API (include/dagrun/dagrun.h) only;
+# the internal dr__* and IR functions stay inside.
+cat >"$tmp/dagrun.map" <<'MAP'
+{
+  global:
+    dr_pipeline_*; dr_stream_plan_*; dr_run_report_*; dr_run_settings_init;
+    dr_version; dagrun_version; dr_error_quark; dr_error_exit_code;
+  local: *;
+};
+MAP
 # shellcheck disable=SC2046
-"$cc" -shared -o "$prefix/lib/libdagrun.so.$version" -Wl,-soname,"$soname" \
+"$cc" -shared -o "$prefix/lib/libdagrun.so.$version" -Wl,-soname,"$soname" -Wl,--version-script="$tmp/dagrun.map" \
   -Wl,--whole-archive "$prefix/lib/libdagrun.a" -Wl,--no-whole-archive \
   "$cudart" $(pkg-config --libs glib-2.0 yaml-0.1) "${sys_libs[@]}"
 ln -sf "libdagrun.so.$version" "$prefix/lib/$soname"

@@ -175,8 +175,9 @@ void dr_pipeline_free(DrPipeline *pipeline);
 DrPipeline *dr_pipeline_load_file(const char *path, GError **error);
 
 /* Like dr_pipeline_load_file, from `yaml` (`len` bytes, or -1 for a NUL-
- * terminated string). `name` is the file name diagnostics show, and
- * relative paths in the YAML resolve against the current directory. */
+ * terminated string). `name` is the file name diagnostics show; relative
+ * paths in the YAML (init files, kernel sources) resolve against its
+ * directory part ("." for a bare name), as if the text were that file. */
 DrPipeline *dr_pipeline_load_string(const char *name, const char *yaml, gssize len, GError **error);
 
 /* Appends the pipeline as YAML (format v1) to `out`: loading that text
@@ -223,7 +224,8 @@ gboolean dr_pipeline_buffer_init_zeros(DrPipeline *pipeline, const char *buffer,
 gboolean dr_pipeline_buffer_init_iota(DrPipeline *pipeline, const char *buffer, GError **error);
 gboolean dr_pipeline_buffer_init_random(DrPipeline *pipeline, const char *buffer, guint64 seed, GError **error);
 /* The file's raw bytes; they must be exactly the buffer's size when the
- * run starts (else the run fails with DR_ERROR_IO). `path` is copied. */
+ * run starts (else the run fails with DR_ERROR_IO). `path` is copied; a
+ * relative path resolves against the current directory at run time. */
 gboolean dr_pipeline_buffer_init_file(DrPipeline *pipeline, const char *buffer, const char *path, GError **error);
 /* Writes the buffer's bytes to `path` after the run. */
 gboolean dr_pipeline_buffer_save(DrPipeline *pipeline, const char *buffer, const char *path, GError **error);

@@ -28,7 +28,7 @@ grep_log() { # NAME PATTERN: the last command's output must match
   if grep -q -- "$2" "$tmp/log"; then ok "$1"; else not_ok "$1: no '$2' in the output"; fi
 }
 
-echo "1..14"
+echo "1..15"
 check "install" "$root/tools/install.sh" "$prefix"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "pkg-config knows dagrun" pkg-config --exists dagrun
@@ -40,6 +40,14 @@ for h in dagrun.h version.h elem_types.h; do
   check "header $h compiles alone" sh -c "echo '#include <dagrun/$h>' |
     $cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c - $(pkg-config --cflags dagrun)"
 done
+public_only() { # the shared object's exported functions are the public API
+  local all other
+  all=$(nm -D --defined-only "$prefix/lib/libdagrun.so" | awk '$2 == "T" {print $3}')
+  echo "$all" | grep -qx dr_pipeline_new && echo "$all" | grep -qx dr_stream_plan_run || return 1
+  other=$(echo "$all" | grep -v -E '^(dr_pipeline_.*|dr_stream_plan_.*|dr_run_report_.*|dr_run_settings_init|dr_version|dagrun_version|dr_error_quark|dr_error_exit_code)$')
+  [ -z "$other" ] || { echo "also exported: $other"; return 1; }
+}
+check "libdagrun.so exports the public API only" public_only
 for ex in pipelined custom_kernel; do
   # shellcheck disable=SC2046
   check "build examples/$ex.c" $cc -std=c11 -Wall -Wextra -Werror -o "$tmp/$ex" "$root/examples/$ex.c" \
@@ -55,5 +63,5 @@ grep_log "custom_kernel checks its results" "custom kernel OK on the host backen
 check "static: pipelined against libdagrun.a" sh -c "$cc -std=c11 -o '$tmp/pipelined_static' '$root/examples/pipelined.c' \
   $(pkg-config --cflags dagrun) '$prefix/lib/libdagrun.a' $(pkg-config --static --libs dagrun | sed 's/-ldagrun//') &&
   ! ldd '$tmp/pipelined_static' | grep -q libdagrun && '$tmp/pipelined_static' 2"
-[ "$cases" -eq 14 ] || { echo "# planned 14 cases, ran $cases"; failed=$((failed + 1)); }
+[ "$cases" -eq 15 ] || { echo "# planned 15 cases, ran $cases"; failed=$((failed + 1)); }
 [ $failed -eq 0 ]
