@@ -90,7 +90,8 @@ int main(int argc, char **argv) {
     return dr_error_exit_code(error);
   }
   printf("plan: %u streams, width %u; lo on stream %d, hi on stream %d\n", dr_stream_plan_n_streams(plan),
-         dr_stream_plan_width(plan), dr_stream_plan_node_stream(plan, "lo"), dr_stream_plan_node_stream(plan, "hi"));
+         dr_stream_plan_width(plan), dr_stream_plan_node_stream(plan, "lo"),
+         dr_stream_plan_node_stream(plan, "hi"));
   DrRunSettings rs;
   dr_run_settings_init(&rs, p);
   rs.backend = DR_BACKEND_HOST;

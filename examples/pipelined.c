@@ -51,7 +51,8 @@ int main(int argc, char **argv) {
          dr_pipeline_node_set_priority(p, down, DR_PRIORITY_HIGH, &error);
   }
   DrNamedArg sum[] = {DR_NAMED_WHOLE("buffer", "y_host")};
-  ok = ok && dr_pipeline_add_free(p, "free_x", "x", &error) && dr_pipeline_add_free(p, "free_y", "y", &error) &&
+  ok = ok && dr_pipeline_add_free(p, "free_x", "x", &error) &&
+       dr_pipeline_add_free(p, "free_y", "y", &error) &&
        dr_pipeline_add_host(p, "report", "checksum", sum, 1, &error);
   if (!ok) return fail(error);
 

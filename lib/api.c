@@ -32,7 +32,7 @@ struct DrPipeline {
   int refs;
   DrGraph *graph;
   gboolean frozen;
-  GError *failed; /* validation's error, kept: a failed pipeline stays failed */
+  GError *failed;       /* validation's error, kept: a failed pipeline stays failed */
   const char *loc_file; /* interned in the graph; NULL: synthetic locations */
   guint loc_line, loc_col;
 };
@@ -144,11 +144,12 @@ static gboolean check_open(const DrPipeline *p, const char *what, GError **error
   return FALSE;
 }
 
-#define CHECK_ARGS(p, error)                                  \
-  g_return_val_if_fail((p) != NULL, FALSE);                   \
+#define CHECK_ARGS(p, error)                \
+  g_return_val_if_fail((p) != NULL, FALSE); \
   g_return_val_if_fail((error) == NULL || *(error) == NULL, FALSE)
 
-gboolean dr_pipeline_set_run(DrPipeline *pipeline, DrMode mode, guint iterations, guint warmup, GError **error) {
+gboolean dr_pipeline_set_run(DrPipeline *pipeline, DrMode mode, guint iterations, guint warmup,
+                             GError **error) {
   CHECK_ARGS(pipeline, error);
   g_return_val_if_fail(mode == DR_MODE_STREAMS || mode == DR_MODE_GRAPH, FALSE);
   g_return_val_if_fail(iterations >= 1, FALSE);
@@ -215,8 +216,8 @@ gboolean dr_pipeline_add_buffer(DrPipeline *pipeline, const char *name, DrElemTy
     return dr_set_error_at(error, DR_ERROR_INVALID, loc,
                            "buffer '%s': a buffer name uses letters, digits, '_', '-' and '.'", name);
   if (count == 0 || count > G_MAXUINT64 / 8)
-    return dr_set_error_at(error, DR_ERROR_INVALID, loc, "buffer '%s', key 'count': must be between 1 and 2^61",
-                           name);
+    return dr_set_error_at(error, DR_ERROR_INVALID, loc,
+                           "buffer '%s', key 'count': must be between 1 and 2^61", name);
   if (dr_graph_find_buffer(g, name) != DR_NONE)
     return dr_set_error_at(error, DR_ERROR_INVALID, loc, "duplicate buffer '%s'", name);
   DrBuffer b = {.name = name, .loc = loc, .type = type, .count = count, .where = where, .init = DR_INIT_NONE};
@@ -256,13 +257,15 @@ gboolean dr_pipeline_buffer_init_iota(DrPipeline *pipeline, const char *buffer, 
   return set_init(pipeline, buffer, DR_INIT_IOTA, 0, NULL, error);
 }
 
-gboolean dr_pipeline_buffer_init_random(DrPipeline *pipeline, const char *buffer, guint64 seed, GError **error) {
+gboolean dr_pipeline_buffer_init_random(DrPipeline *pipeline, const char *buffer, guint64 seed,
+                                        GError **error) {
   CHECK_ARGS(pipeline, error);
   g_return_val_if_fail(buffer != NULL, FALSE);
   return set_init(pipeline, buffer, DR_INIT_RANDOM, seed, NULL, error);
 }
 
-gboolean dr_pipeline_buffer_init_file(DrPipeline *pipeline, const char *buffer, const char *path, GError **error) {
+gboolean dr_pipeline_buffer_init_file(DrPipeline *pipeline, const char *buffer, const char *path,
+                                      GError **error) {
   CHECK_ARGS(pipeline, error);
   g_return_val_if_fail(buffer != NULL && path != NULL, FALSE);
   return set_init(pipeline, buffer, DR_INIT_FILE, 0, path, error);
@@ -285,14 +288,16 @@ gboolean dr_pipeline_register_kernel(DrPipeline *pipeline, const DrKernelDef *de
   g_return_val_if_fail(def->n_params >= 0 && (def->n_params == 0 || def->params != NULL), FALSE);
   if (!check_open(pipeline, "register a kernel", error)) return FALSE;
   DrGraph *g = pipeline->graph;
-  DrLoc loc = pipeline->loc_file ? next_loc(pipeline, FALSE) : (DrLoc){"<api:kernels>", g->kernels->len + 1, 1};
+  DrLoc loc =
+      pipeline->loc_file ? next_loc(pipeline, FALSE) : (DrLoc){"<api:kernels>", g->kernels->len + 1, 1};
   if (!valid_name(def->name))
     return dr_set_error_at(error, DR_ERROR_INVALID, loc,
                            "kernel '%s': a kernel name uses letters, digits, '_', '-' and '.'", def->name);
   if (dr_graph_find_kernel(g, def->name) != DR_NONE)
     return dr_set_error_at(error, DR_ERROR_INVALID, loc, "kernel '%s': the name is taken", def->name);
   if (def->launch == NULL && def->host == NULL)
-    return dr_set_error_at(error, DR_ERROR_INVALID, loc, "kernel '%s': neither launch nor host is set", def->name);
+    return dr_set_error_at(error, DR_ERROR_INVALID, loc, "kernel '%s': neither launch nor host is set",
+                           def->name);
   if (def->n_params > MAX_PARAMS)
     return dr_set_error_at(error, DR_ERROR_INVALID, loc, "kernel '%s': more than %d parameters", def->name,
                            MAX_PARAMS);
@@ -310,22 +315,31 @@ gboolean dr_pipeline_register_kernel(DrPipeline *pipeline, const DrKernelDef *de
         return dr_set_error_at(error, DR_ERROR_INVALID, loc, "kernel '%s': parameter '%s' declared twice",
                                def->name, kp->name);
     if ((guint)kp->type >= DR_ELEM_N_TYPES || (guint)kp->access >= DR_ACCESS_N_MODES)
-      return dr_set_error_at(error, DR_ERROR_INVALID, loc, "kernel '%s': parameter '%s' has a bad type or access",
-                             def->name, kp->name);
+      return dr_set_error_at(error, DR_ERROR_INVALID, loc,
+                             "kernel '%s': parameter '%s' has a bad type or access", def->name, kp->name);
     gboolean scalar_ok = kp->type == DR_ELEM_I32 || kp->type == DR_ELEM_I64 || kp->type == DR_ELEM_F32 ||
                          kp->type == DR_ELEM_F64;
     if (!kp->is_pointer && !scalar_ok)
       return dr_set_error_at(error, DR_ERROR_INVALID, loc,
                              "kernel '%s': scalar parameter '%s' must be i32, i64, f32 or f64", def->name,
                              kp->name);
-    params[i] = (DrParam){.name = kp->name, .type = kp->type, .is_pointer = kp->is_pointer != 0,
-                          .access = kp->access, .optional = !kp->is_pointer && kp->optional, .def = kp->def};
+    params[i] = (DrParam){.name = kp->name,
+                          .type = kp->type,
+                          .is_pointer = kp->is_pointer != 0,
+                          .access = kp->access,
+                          .optional = !kp->is_pointer && kp->optional,
+                          .def = kp->def};
   }
-  DrKernelDecl decl = {.name = def->name, .loc = loc, .origin = DR_KERNEL_BUILTIN, .builtin_index = DR_NONE,
-                       .params = params, .n_params = (guint32)def->n_params,
+  DrKernelDecl decl = {.name = def->name,
+                       .loc = loc,
+                       .origin = DR_KERNEL_BUILTIN,
+                       .builtin_index = DR_NONE,
+                       .params = params,
+                       .n_params = (guint32)def->n_params,
                        .grid = {.over = def->grid_over < 0 ? DR_NONE : (DrId)def->grid_over,
                                 .block = def->block ? def->block : 256},
-                       .entry = def->name, .api_def = def};
+                       .entry = def->name,
+                       .api_def = def};
   return dr_graph_add_kernel(g, &decl) != DR_NONE;
 }
 
@@ -357,7 +371,11 @@ static gboolean draft_begin(Draft *d, DrPipeline *p, const char *id, DrOp op, GE
   d->p = p;
   if (!check_open(p, "add a node", error)) return FALSE;
   DrLoc loc = next_loc(p, FALSE);
-  d->node = (DrNode){.op = op, .priority = DR_PRIORITY_NORMAL, .loc = loc, .device = -1, .kernel = DR_NONE,
+  d->node = (DrNode){.op = op,
+                     .priority = DR_PRIORITY_NORMAL,
+                     .loc = loc,
+                     .device = -1,
+                     .kernel = DR_NONE,
                      .buffer = DR_NONE};
   if (!valid_name(id))
     return dr_set_error_at(error, DR_ERROR_INVALID, loc,
@@ -405,10 +423,10 @@ static gboolean resolve_slice(Draft *d, const char *key, DrBufferSlice s, DrAcce
   }
   const DrBuffer *buf = dr_graph_buffer(g, b);
   guint64 end = s.end == DR_SLICE_END ? buf->count : s.end;
-  g_autofree char *text = s.end == DR_SLICE_END
-                              ? g_strdup_printf("%s[%" G_GUINT64_FORMAT ":]", s.buffer, s.begin)
-                              : g_strdup_printf("%s[%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT "]", s.buffer,
-                                                s.begin, s.end);
+  g_autofree char *text =
+      s.end == DR_SLICE_END
+          ? g_strdup_printf("%s[%" G_GUINT64_FORMAT ":]", s.buffer, s.begin)
+          : g_strdup_printf("%s[%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT "]", s.buffer, s.begin, s.end);
   if (s.begin > end)
     return dr_set_error_at(error, DR_ERROR_INVALID, loc,
                            "node '%s', %s: slice '%s' is reversed: start %" G_GUINT64_FORMAT
@@ -420,7 +438,8 @@ static gboolean resolve_slice(Draft *d, const char *key, DrBufferSlice s, DrAcce
                            " elements",
                            d->what, key, text, s.buffer, buf->count);
   if (s.begin == end)
-    return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: slice '%s' is empty", d->what, key, text);
+    return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: slice '%s' is empty", d->what, key,
+                           text);
   *out = (DrAccess){.buffer = b, .begin = s.begin, .end = end, .loc = loc};
   return TRUE;
 }
@@ -439,8 +458,8 @@ static guint add_access(Draft *d, const DrAccess *a, DrAccessMode mode) {
  * FALSE; host functions: host TRUE), like the parser's bind_args, filling
  * kvals/counts for the kernel's check when not NULL. */
 static gboolean bind_args(Draft *d, const char *callee, const DrParam *params, guint32 n_params,
-                          const DrNamedArg *args, guint n_args, gboolean host, DrKValue *kvals, guint64 *counts,
-                          GError **error) {
+                          const DrNamedArg *args, guint n_args, gboolean host, DrKValue *kvals,
+                          guint64 *counts, GError **error) {
   const DrGraph *g = d->p->graph;
   DrLoc loc = d->node.loc;
   const DrNamedArg *vals[MAX_PARAMS] = {NULL};
@@ -454,8 +473,9 @@ static gboolean bind_args(Draft *d, const char *callee, const DrParam *params, g
       dr__suggest_init(&s, name);
       for (j = 0; j < n_params; j++) dr__suggest_add(&s, params[j].name);
       g_autofree char *hint = dr__suggest_hint(&s);
-      return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', key 'args': %s has no parameter '%s'%s",
-                             d->what, callee, name, hint);
+      return dr_set_error_at(error, DR_ERROR_INVALID, loc,
+                             "node '%s', key 'args': %s has no parameter '%s'%s", d->what, callee, name,
+                             hint);
     }
     if (vals[j] != NULL)
       return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', key 'args': argument '%s' given twice",
@@ -470,8 +490,8 @@ static gboolean bind_args(Draft *d, const char *callee, const DrParam *params, g
     gint acc_index = -1;
     if (v == NULL) {
       if (!param->optional)
-        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s': missing argument '%s' of %s", d->what,
-                               param->name, callee);
+        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s': missing argument '%s' of %s",
+                               d->what, param->name, callee);
       if (param->is_pointer || param->is_string) continue;
       if (param->type == DR_ELEM_I32 || param->type == DR_ELEM_I64) {
         a.kind = DR_ARG_INT;
@@ -484,8 +504,8 @@ static gboolean bind_args(Draft *d, const char *callee, const DrParam *params, g
       }
     } else if (param->is_pointer) {
       if (v->kind != DR_NAMED_ARG_SLICE)
-        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: expected a buffer slice", d->what,
-                               key);
+        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: expected a buffer slice",
+                               d->what, key);
       DrAccess acc;
       if (!resolve_slice(d, key, v->slice, &acc, error)) return FALSE;
       const DrBuffer *b = dr_graph_buffer(g, acc.buffer);
@@ -494,24 +514,27 @@ static gboolean bind_args(Draft *d, const char *callee, const DrParam *params, g
                                "node '%s', %s: %s takes device buffers; '%s' is a host buffer", d->what, key,
                                callee, b->name);
       if (host && b->where != DR_WHERE_HOST)
-        return dr_set_error_at(error, DR_ERROR_INVALID, loc,
-                               "node '%s', %s: %s runs on the CPU and needs a host buffer; '%s' lives on the device",
-                               d->what, key, callee, b->name);
+        return dr_set_error_at(
+            error, DR_ERROR_INVALID, loc,
+            "node '%s', %s: %s runs on the CPU and needs a host buffer; '%s' lives on the device", d->what,
+            key, callee, b->name);
       if (!param->any_type && b->type != param->type)
         return dr_set_error_at(error, DR_ERROR_INVALID, loc,
-                               "node '%s', %s: %s wants %s elements, but buffer '%s' holds %s", d->what, key, callee,
-                               dr_elem_name(param->type), b->name, dr_elem_name(b->type));
+                               "node '%s', %s: %s wants %s elements, but buffer '%s' holds %s", d->what, key,
+                               callee, dr_elem_name(param->type), b->name, dr_elem_name(b->type));
       acc_index = (gint)add_access(d, &acc, param->access);
       a.kind = DR_ARG_BUFFER;
       if (counts) counts[i] = acc.end - acc.begin;
     } else if (param->is_string) {
       if (v->kind != DR_NAMED_ARG_STRING || v->s == NULL)
-        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: expected a string", d->what, key);
+        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: expected a string", d->what,
+                               key);
       a.kind = DR_ARG_STRING;
       a.v.s = v->s; /* interned by dr_graph_add_arg */
     } else if (param->type == DR_ELEM_I32 || param->type == DR_ELEM_I64) {
       if (v->kind != DR_NAMED_ARG_INT)
-        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: expected an integer", d->what, key);
+        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: expected an integer", d->what,
+                               key);
       gint64 lo = host ? 0 : param->type == DR_ELEM_I32 ? G_MININT32 : G_MININT64;
       gint64 hi = param->type == DR_ELEM_I32 ? G_MAXINT32 : G_MAXINT64;
       if (v->i < lo || v->i > hi)
@@ -524,11 +547,13 @@ static gboolean bind_args(Draft *d, const char *callee, const DrParam *params, g
       if (kvals) kvals[i].i = v->i;
     } else {
       if (v->kind != DR_NAMED_ARG_FLOAT && v->kind != DR_NAMED_ARG_INT)
-        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: expected a number", d->what, key);
+        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: expected a number", d->what,
+                               key);
       a.kind = DR_ARG_FLOAT;
       a.v.f = v->kind == DR_NAMED_ARG_INT ? (double)v->i : v->f;
       if (!isfinite(a.v.f))
-        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: not a finite number", d->what, key);
+        return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', %s: not a finite number", d->what,
+                               key);
       if (kvals) kvals[i].f = a.v.f;
     }
     d->arg_access[d->n_args] = acc_index;
@@ -551,15 +576,16 @@ gboolean dr_pipeline_add_kernel_node(DrPipeline *pipeline, const char *id, const
     dr__suggest_init(&sg, kernel);
     for (DrId i = 0; i < g->kernels->len; i++) dr__suggest_add(&sg, dr_graph_kernel(g, i)->name);
     g_autofree char *hint = dr__suggest_hint(&sg);
-    return dr_set_error_at(error, DR_ERROR_INVALID, d.node.loc, "node '%s', key 'kernel': unknown kernel '%s'%s", id,
-                           kernel, hint);
+    return dr_set_error_at(error, DR_ERROR_INVALID, d.node.loc,
+                           "node '%s', key 'kernel': unknown kernel '%s'%s", id, kernel, hint);
   }
   const DrKernelDecl *decl = dr_graph_kernel(g, k);
   d.node.kernel = k;
   g_autofree char *callee = g_strdup_printf("kernel '%s'", decl->name);
   DrKValue kvals[MAX_PARAMS] = {{0}};
   guint64 counts[MAX_PARAMS] = {0};
-  if (!bind_args(&d, callee, decl->params, decl->n_params, args, n_args, FALSE, kvals, counts, error)) return FALSE;
+  if (!bind_args(&d, callee, decl->params, decl->n_params, args, n_args, FALSE, kvals, counts, error))
+    return FALSE;
   const DrKernelDef *def = decl_def(decl);
   char msg[DR_KERR_SIZE] = {0};
   if (def != NULL && def->check != NULL && def->check((const uint64_t *)counts, kvals, msg) != 0)
@@ -588,12 +614,13 @@ gboolean dr_pipeline_node_set_launch(DrPipeline *pipeline, const char *id, const
   DrNode *n = find_node(pipeline, id, "set a launch shape", error);
   if (n == NULL) return FALSE;
   if (n->op != DR_OP_KERNEL)
-    return dr_set_error_at(error, DR_ERROR_INVALID, n->loc, "node '%s': a launch shape applies to kernel nodes only",
-                           id);
+    return dr_set_error_at(error, DR_ERROR_INVALID, n->loc,
+                           "node '%s': a launch shape applies to kernel nodes only", id);
   for (int i = 0; i < 3; i++) {
     guint gv = grid ? grid[i] : 0, bv = block ? block[i] : 0;
     if (gv > G_MAXINT32 || bv > G_MAXINT32)
-      return dr_set_error_at(error, DR_ERROR_INVALID, n->loc, "node '%s': grid and block must be below 2^31", id);
+      return dr_set_error_at(error, DR_ERROR_INVALID, n->loc, "node '%s': grid and block must be below 2^31",
+                             id);
   }
   /* The parser's convention: all 0 = default, else missing dimensions 1. */
   gboolean has_grid = grid && (grid[0] || grid[1] || grid[2]);
@@ -645,8 +672,8 @@ static gboolean add_lifetime(DrPipeline *p, const char *id, DrOp op, const char 
   DrId b = dr_graph_find_buffer(p->graph, buffer);
   if (b == DR_NONE) {
     g_autofree char *hint = buffer_hint(p->graph, buffer);
-    return dr_set_error_at(error, DR_ERROR_INVALID, d.node.loc, "node '%s', key 'buffer': unknown buffer '%s'%s", id,
-                           buffer, hint);
+    return dr_set_error_at(error, DR_ERROR_INVALID, d.node.loc,
+                           "node '%s', key 'buffer': unknown buffer '%s'%s", id, buffer, hint);
   }
   const DrBuffer *buf = dr_graph_buffer(p->graph, b);
   if (buf->where != DR_WHERE_DEVICE)
@@ -684,8 +711,9 @@ gboolean dr_pipeline_add_host(DrPipeline *pipeline, const char *id, const char *
     dr__suggest_init(&sg, fn);
     for (guint i = 0; i < DR_N_HOST_FNS; i++) dr__suggest_add(&sg, dr_host_fn_name((DrHostFn)i));
     g_autofree char *hint = dr__suggest_hint(&sg);
-    return dr_set_error_at(error, DR_ERROR_INVALID, d.node.loc, "node '%s', key 'fn': unknown host function '%s'%s",
-                           id, fn, dr__suggest_best(&sg) ? hint : " (expected print, sleep or checksum)");
+    return dr_set_error_at(error, DR_ERROR_INVALID, d.node.loc,
+                           "node '%s', key 'fn': unknown host function '%s'%s", id, fn,
+                           dr__suggest_best(&sg) ? hint : " (expected print, sleep or checksum)");
   }
   d.node.host_fn = f;
   guint32 n_params;
@@ -722,15 +750,16 @@ gboolean dr_pipeline_node_after(DrPipeline *pipeline, const char *id, const char
   if (n == NULL) return FALSE;
   DrLoc loc = pipeline->loc_file ? next_loc(pipeline, FALSE) : n->loc;
   if (strcmp(id, after) == 0)
-    return dr_set_error_at(error, DR_ERROR_INVALID, loc, "node '%s', key 'after': a node cannot come after itself",
-                           id);
+    return dr_set_error_at(error, DR_ERROR_INVALID, loc,
+                           "node '%s', key 'after': a node cannot come after itself", id);
   if (find_node(pipeline, after, "add a dependency", error) == NULL) return FALSE;
   dr_graph_add_after(pipeline->graph, dr_graph_find_node(pipeline->graph, after),
                      dr_graph_find_node(pipeline->graph, id), loc);
   return TRUE;
 }
 
-gboolean dr_pipeline_node_set_priority(DrPipeline *pipeline, const char *id, DrPriority priority, GError **error) {
+gboolean dr_pipeline_node_set_priority(DrPipeline *pipeline, const char *id, DrPriority priority,
+                                       GError **error) {
   CHECK_ARGS(pipeline, error);
   g_return_val_if_fail(id != NULL && (guint)priority < DR_N_PRIORITIES, FALSE);
   DrNode *n = find_node(pipeline, id, "set a priority", error);
@@ -767,7 +796,8 @@ static void check_whole_run_buffers(const DrGraph *g, DrDiags *diags) {
     DrId life = b->alloc_node != DR_NONE ? b->alloc_node : b->free_node;
     if (life == DR_NONE || (b->init == DR_INIT_NONE && b->save_path == NULL)) continue;
     const DrNode *n = dr_graph_node(g, life);
-    dr_diags_error(diags, b->loc, "buffer '%s': '%s' needs a buffer that lives for the whole run, but node '%s' %s it",
+    dr_diags_error(diags, b->loc,
+                   "buffer '%s': '%s' needs a buffer that lives for the whole run, but node '%s' %s it",
                    b->name, b->init != DR_INIT_NONE ? "init" : "save", n->id,
                    n->op == DR_OP_ALLOC ? "allocates" : "frees");
     dr_diags_note(diags, n->loc, "node '%s' is here", n->id);
@@ -897,10 +927,16 @@ void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline) {
   g_return_if_fail(settings != NULL && pipeline != NULL);
   DrRunOptions o;
   dr_run_options_init(&o, pipeline->graph);
-  *settings = (DrRunSettings){.backend = o.backend, .mode = o.mode, .iterations = o.iterations,
-                              .warmup = o.warmup, .verify = o.verify, .device = o.device,
-                              .node_timing = o.node_timing, .trace_path = o.trace_path,
-                              .host_output = o.host_output, .delay_seed = o.delay_seed,
+  *settings = (DrRunSettings){.backend = o.backend,
+                              .mode = o.mode,
+                              .iterations = o.iterations,
+                              .warmup = o.warmup,
+                              .verify = o.verify,
+                              .device = o.device,
+                              .node_timing = o.node_timing,
+                              .trace_path = o.trace_path,
+                              .host_output = o.host_output,
+                              .delay_seed = o.delay_seed,
                               .delay_max_us = o.delay_max_us};
 }
 
@@ -908,8 +944,10 @@ DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *s
   g_return_val_if_fail(plan != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   DrRunSettings s;
-  if (settings == NULL) dr_run_settings_init(&s, plan->pipeline);
-  else s = *settings;
+  if (settings == NULL)
+    dr_run_settings_init(&s, plan->pipeline);
+  else
+    s = *settings;
   g_return_val_if_fail((guint)s.backend < DR_N_BACKENDS, NULL);
   g_return_val_if_fail(s.mode == DR_MODE_STREAMS || s.mode == DR_MODE_GRAPH, NULL);
   if (s.iterations == 0) {
@@ -917,9 +955,16 @@ DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *s
                 plan->pipeline->graph->name);
     return NULL;
   }
-  DrRunOptions o = {.backend = s.backend, .mode = s.mode, .iterations = s.iterations, .warmup = s.warmup,
-                    .verify = s.verify, .delay_seed = s.delay_seed, .delay_max_us = s.delay_max_us,
-                    .device = s.device, .node_timing = s.node_timing, .trace_path = s.trace_path,
+  DrRunOptions o = {.backend = s.backend,
+                    .mode = s.mode,
+                    .iterations = s.iterations,
+                    .warmup = s.warmup,
+                    .verify = s.verify,
+                    .delay_seed = s.delay_seed,
+                    .delay_max_us = s.delay_max_us,
+                    .device = s.device,
+                    .node_timing = s.node_timing,
+                    .trace_path = s.trace_path,
                     .host_output = s.host_output};
   DrReport *r = dr_run(plan->plan, &o, error);
   if (r == NULL) return NULL;

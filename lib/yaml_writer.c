@@ -17,14 +17,26 @@ static void put_str(GString *out, const char *s) {
   g_string_append_c(out, '"');
   for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
     switch (*c) {
-      case '"': g_string_append(out, "\\\""); break;
-      case '\\': g_string_append(out, "\\\\"); break;
-      case '\n': g_string_append(out, "\\n"); break;
-      case '\t': g_string_append(out, "\\t"); break;
-      case '\r': g_string_append(out, "\\r"); break;
+      case '"':
+        g_string_append(out, "\\\"");
+        break;
+      case '\\':
+        g_string_append(out, "\\\\");
+        break;
+      case '\n':
+        g_string_append(out, "\\n");
+        break;
+      case '\t':
+        g_string_append(out, "\\t");
+        break;
+      case '\r':
+        g_string_append(out, "\\r");
+        break;
       default:
-        if (*c < 0x20) g_string_append_printf(out, "\\x%02x", *c);
-        else g_string_append_c(out, (char)*c);
+        if (*c < 0x20)
+          g_string_append_printf(out, "\\x%02x", *c);
+        else
+          g_string_append_c(out, (char)*c);
     }
   }
   g_string_append_c(out, '"');
@@ -63,10 +75,17 @@ static void write_buffers(const DrGraph *g, GString *out) {
     g_string_append_printf(out, ": {type: %s, count: %" G_GUINT64_FORMAT ", where: %s", dr_elem_name(b->type),
                            b->count, b->where == DR_WHERE_HOST ? "host" : "device");
     switch (b->init) {
-      case DR_INIT_NONE: break;
-      case DR_INIT_ZEROS: g_string_append(out, ", init: zeros"); break;
-      case DR_INIT_IOTA: g_string_append(out, ", init: iota"); break;
-      case DR_INIT_RANDOM: g_string_append_printf(out, ", init: {random: %" G_GUINT64_FORMAT "}", b->init_seed); break;
+      case DR_INIT_NONE:
+        break;
+      case DR_INIT_ZEROS:
+        g_string_append(out, ", init: zeros");
+        break;
+      case DR_INIT_IOTA:
+        g_string_append(out, ", init: iota");
+        break;
+      case DR_INIT_RANDOM:
+        g_string_append_printf(out, ", init: {random: %" G_GUINT64_FORMAT "}", b->init_seed);
+        break;
       case DR_INIT_FILE:
         g_string_append(out, ", init: {file: ");
         put_path(out, b->init_path);
@@ -120,7 +139,8 @@ static void write_kernels(const DrGraph *g, GString *out) {
   }
 }
 
-static void write_args(const DrGraph *g, const DrNode *n, const DrParam *params, guint32 n_params, GString *out) {
+static void write_args(const DrGraph *g, const DrNode *n, const DrParam *params, guint32 n_params,
+                       GString *out) {
   if (n->arg_count == 0) return;
   g_string_append(out, ", args: {");
   for (guint32 i = n->arg_first; i < n->arg_first + n->arg_count; i++) {
@@ -129,10 +149,18 @@ static void write_args(const DrGraph *g, const DrNode *n, const DrParam *params,
     put_str(out, a->param < n_params ? params[a->param].name : "?");
     g_string_append(out, ": ");
     switch (a->kind) {
-      case DR_ARG_BUFFER: put_slice(out, g, dr_graph_access(g, a->v.access)); break;
-      case DR_ARG_INT: g_string_append_printf(out, "%" G_GINT64_FORMAT, a->v.i); break;
-      case DR_ARG_FLOAT: put_float(out, a->v.f); break;
-      case DR_ARG_STRING: put_str(out, a->v.s); break;
+      case DR_ARG_BUFFER:
+        put_slice(out, g, dr_graph_access(g, a->v.access));
+        break;
+      case DR_ARG_INT:
+        g_string_append_printf(out, "%" G_GINT64_FORMAT, a->v.i);
+        break;
+      case DR_ARG_FLOAT:
+        put_float(out, a->v.f);
+        break;
+      case DR_ARG_STRING:
+        put_str(out, a->v.s);
+        break;
     }
   }
   g_string_append_c(out, '}');
@@ -159,8 +187,10 @@ static void write_node(const DrGraph *g, DrId id, GString *out) {
       const DrAccess *src = NULL, *dst = NULL;
       for (guint32 i = 0; i < n->access_count; i++) {
         const DrAccess *a = dr_graph_access(g, n->access_first + i);
-        if (a->mode == DR_ACCESS_READ && src == NULL) src = a;
-        else if (dr_access_writes(a->mode) && dst == NULL) dst = a;
+        if (a->mode == DR_ACCESS_READ && src == NULL)
+          src = a;
+        else if (dr_access_writes(a->mode) && dst == NULL)
+          dst = a;
       }
       g_string_append(out, ", src: ");
       put_slice(out, g, src);
@@ -186,9 +216,11 @@ static void write_node(const DrGraph *g, DrId id, GString *out) {
       break;
     }
     case DR_OP_NOOP:
-    case DR_N_OPS: break;
+    case DR_N_OPS:
+      break;
   }
-  if (n->priority != DR_PRIORITY_NORMAL) g_string_append_printf(out, ", priority: %s", dr_priority_name(n->priority));
+  if (n->priority != DR_PRIORITY_NORMAL)
+    g_string_append_printf(out, ", priority: %s", dr_priority_name(n->priority));
   if (n->device >= 0) g_string_append_printf(out, ", device: %d", n->device);
   if (n->label) {
     g_string_append(out, ", label: ");
@@ -211,7 +243,8 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
   for (DrId i = 0; i < dr_graph_n_nodes(graph); i++) {
     const DrNode *n = dr_graph_node(graph, i);
     if (n->op == DR_OP_HOST && n->callback) {
-      g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "node '%s' calls a C function, which YAML cannot say", n->id);
+      g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "node '%s' calls a C function, which YAML cannot say",
+                  n->id);
       return FALSE;
     }
     if (n->op == DR_OP_KERNEL && dr_graph_kernel(graph, n->kernel)->api_def != NULL) {

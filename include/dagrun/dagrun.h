@@ -202,7 +202,8 @@ void dr_pipeline_set_loc(DrPipeline *pipeline, const char *file, guint line, gui
 /* Run settings (the YAML's `run:` and `memory:`), used by
  * dr_run_settings_init and the planner. They may be changed until the
  * pipeline is frozen; later calls fail with DR_ERROR_USAGE. */
-gboolean dr_pipeline_set_run(DrPipeline *pipeline, DrMode mode, guint iterations, guint warmup, GError **error);
+gboolean dr_pipeline_set_run(DrPipeline *pipeline, DrMode mode, guint iterations, guint warmup,
+                             GError **error);
 /* max_streams 0: back to the default (the device's queue count). */
 gboolean dr_pipeline_set_max_streams(DrPipeline *pipeline, guint max_streams, GError **error);
 gboolean dr_pipeline_set_device(DrPipeline *pipeline, gint device, GError **error);
@@ -222,11 +223,13 @@ gboolean dr_pipeline_add_buffer(DrPipeline *pipeline, const char *name, DrElemTy
  * per buffer; a later call replaces an earlier one). */
 gboolean dr_pipeline_buffer_init_zeros(DrPipeline *pipeline, const char *buffer, GError **error);
 gboolean dr_pipeline_buffer_init_iota(DrPipeline *pipeline, const char *buffer, GError **error);
-gboolean dr_pipeline_buffer_init_random(DrPipeline *pipeline, const char *buffer, guint64 seed, GError **error);
+gboolean dr_pipeline_buffer_init_random(DrPipeline *pipeline, const char *buffer, guint64 seed,
+                                        GError **error);
 /* The file's raw bytes; they must be exactly the buffer's size when the
  * run starts (else the run fails with DR_ERROR_IO). `path` is copied; a
  * relative path resolves against the current directory at run time. */
-gboolean dr_pipeline_buffer_init_file(DrPipeline *pipeline, const char *buffer, const char *path, GError **error);
+gboolean dr_pipeline_buffer_init_file(DrPipeline *pipeline, const char *buffer, const char *path,
+                                      GError **error);
 /* Writes the buffer's bytes to `path` after the run. */
 gboolean dr_pipeline_buffer_save(DrPipeline *pipeline, const char *buffer, const char *path, GError **error);
 
@@ -273,7 +276,8 @@ typedef struct {
   const char *s;       /* DR_NAMED_ARG_STRING (print's message) */
 } DrNamedArg;
 
-#define DR_NAMED_SLICE(n, buf, b, e) ((DrNamedArg){.name = (n), .kind = DR_NAMED_ARG_SLICE, .slice = {(buf), (b), (e)}})
+#define DR_NAMED_SLICE(n, buf, b, e) \
+  ((DrNamedArg){.name = (n), .kind = DR_NAMED_ARG_SLICE, .slice = {(buf), (b), (e)}})
 #define DR_NAMED_WHOLE(n, buf) DR_NAMED_SLICE(n, buf, 0, DR_SLICE_END)
 #define DR_NAMED_INT(n, v) ((DrNamedArg){.name = (n), .kind = DR_NAMED_ARG_INT, .i = (v)})
 #define DR_NAMED_FLOAT(n, v) ((DrNamedArg){.name = (n), .kind = DR_NAMED_ARG_FLOAT, .f = (v)})
@@ -350,10 +354,10 @@ void dr_stream_plan_free(DrStreamPlan *plan);
  * receives its nodes in this order); node ids are the pipeline's. */
 guint dr_stream_plan_n_streams(const DrStreamPlan *plan);
 DrPriority dr_stream_plan_stream_priority(const DrStreamPlan *plan, guint stream);
-guint dr_stream_plan_width(const DrStreamPlan *plan);     /* the DAG's width */
-guint dr_stream_plan_n_edges(const DrStreamPlan *plan);   /* dependency edges */
-guint dr_stream_plan_n_waits(const DrStreamPlan *plan);   /* cross-stream waits (events) */
-guint dr_stream_plan_n_steps(const DrStreamPlan *plan);   /* = the number of nodes */
+guint dr_stream_plan_width(const DrStreamPlan *plan);   /* the DAG's width */
+guint dr_stream_plan_n_edges(const DrStreamPlan *plan); /* dependency edges */
+guint dr_stream_plan_n_waits(const DrStreamPlan *plan); /* cross-stream waits (events) */
+guint dr_stream_plan_n_steps(const DrStreamPlan *plan); /* = the number of nodes */
 const char *dr_stream_plan_step_node(const DrStreamPlan *plan, guint step);
 guint dr_stream_plan_step_stream(const DrStreamPlan *plan, guint step);
 guint dr_stream_plan_step_n_waits(const DrStreamPlan *plan, guint step);
@@ -371,13 +375,13 @@ void dr_stream_plan_write_dot(const DrStreamPlan *plan, GString *out);
 /* ---- running -------------------------------------------------------------- */
 
 typedef struct {
-  DrBackendKind backend; /* auto: CUDA when a device is usable, else host */
-  DrMode mode;           /* CUDA: streams or a captured CUDA graph */
-  guint iterations;      /* timed, >= 1 */
-  guint warmup;          /* untimed, before them */
-  gboolean verify;       /* compare with the serial plan's run */
-  gint device;           /* CUDA device ordinal */
-  gboolean node_timing;  /* time every node (else the makespan only) */
+  DrBackendKind backend;  /* auto: CUDA when a device is usable, else host */
+  DrMode mode;            /* CUDA: streams or a captured CUDA graph */
+  guint iterations;       /* timed, >= 1 */
+  guint warmup;           /* untimed, before them */
+  gboolean verify;        /* compare with the serial plan's run */
+  gint device;            /* CUDA device ordinal */
+  gboolean node_timing;   /* time every node (else the makespan only) */
   const char *trace_path; /* NULL, or where to write a Chrome trace */
   FILE *host_output;      /* print/checksum output; NULL: stdout */
   guint64 delay_seed;     /* host backend: random delays before nodes */

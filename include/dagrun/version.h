@@ -11,15 +11,13 @@
 #define DAGRUN_VERSION_STR_(x) #x
 #define DAGRUN_VERSION_STR(x) DAGRUN_VERSION_STR_(x)
 /* "MAJOR.MINOR.PATCH" */
-#define DAGRUN_VERSION_STRING                                                                 \
-  DAGRUN_VERSION_STR(DAGRUN_VERSION_MAJOR) "." DAGRUN_VERSION_STR(DAGRUN_VERSION_MINOR) "." \
-      DAGRUN_VERSION_STR(DAGRUN_VERSION_PATCH)
+#define DAGRUN_VERSION_STRING              \
+  DAGRUN_VERSION_STR(DAGRUN_VERSION_MAJOR) \
+  "." DAGRUN_VERSION_STR(DAGRUN_VERSION_MINOR) "." DAGRUN_VERSION_STR(DAGRUN_VERSION_PATCH)
 
 /* TRUE when the headers are at least version MAJOR.MINOR.PATCH. */
-#define DAGRUN_CHECK_VERSION(major, minor, patch)                                            \
-  (DAGRUN_VERSION_MAJOR > (major) ||                                                         \
-   (DAGRUN_VERSION_MAJOR == (major) && DAGRUN_VERSION_MINOR > (minor)) ||                    \
-   (DAGRUN_VERSION_MAJOR == (major) && DAGRUN_VERSION_MINOR == (minor) &&                    \
-    DAGRUN_VERSION_PATCH >= (patch)))
+#define DAGRUN_CHECK_VERSION(major, minor, patch)                                                           \
+  (DAGRUN_VERSION_MAJOR > (major) || (DAGRUN_VERSION_MAJOR == (major) && DAGRUN_VERSION_MINOR > (minor)) || \
+   (DAGRUN_VERSION_MAJOR == (major) && DAGRUN_VERSION_MINOR == (minor) && DAGRUN_VERSION_PATCH >= (patch)))
 
 #endif

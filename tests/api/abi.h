@@ -9,21 +9,58 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DR_ABI_FACTS(X)                                                                                   \
-  X(sizeof(DrKParam)) X(offsetof(DrKParam, type)) X(offsetof(DrKParam, is_pointer))                        \
-  X(offsetof(DrKParam, access)) X(offsetof(DrKParam, optional)) X(offsetof(DrKParam, def))               \
-  X(offsetof(DrKParam, doc)) X(sizeof(DrKValue)) X(sizeof(DrKLaunch)) X(offsetof(DrKLaunch, counts))       \
-  X(offsetof(DrKLaunch, grid)) X(offsetof(DrKLaunch, block)) X(offsetof(DrKLaunch, shared))              \
-  X(offsetof(DrKLaunch, stream)) X(offsetof(DrKLaunch, blas)) X(offsetof(DrKLaunch, scratch))            \
-  X(sizeof(DrKernelDef)) X(offsetof(DrKernelDef, summary)) X(offsetof(DrKernelDef, params))               \
-  X(offsetof(DrKernelDef, n_params)) X(offsetof(DrKernelDef, grid_over)) X(offsetof(DrKernelDef, block))  \
-  X(offsetof(DrKernelDef, launch)) X(offsetof(DrKernelDef, host)) X(offsetof(DrKernelDef, check))        \
-  X(offsetof(DrKernelDef, flags)) X(offsetof(DrKernelDef, scratch_bytes)) X(DR_KERR_SIZE)                 \
-  X(DR_KFLAG_BLAS) X(DR_PRIORITY_LOW) X(DR_PRIORITY_NORMAL) X(DR_PRIORITY_HIGH) X(DR_WHERE_DEVICE)        \
-  X(DR_WHERE_HOST) X(DR_MODE_STREAMS) X(DR_MODE_GRAPH) X(DR_BACKEND_AUTO) X(DR_BACKEND_CUDA)              \
-  X(DR_BACKEND_HOST) X(DR_VERIFIED_NOT_RUN) X(DR_VERIFIED_PASS) X(DR_VERIFIED_FAIL) X(DR_ERROR_USAGE)     \
-  X(DR_ERROR_INVALID) X(DR_ERROR_IO) X(DR_ERROR_UNAVAILABLE) X(DR_ERROR_RUNTIME) X(DR_ERROR_VERIFY)       \
+// clang-format off
+#define DR_ABI_FACTS(X) \
+  X(sizeof(DrKParam)) \
+  X(offsetof(DrKParam, type)) \
+  X(offsetof(DrKParam, is_pointer)) \
+  X(offsetof(DrKParam, access)) \
+  X(offsetof(DrKParam, optional)) \
+  X(offsetof(DrKParam, def)) \
+  X(offsetof(DrKParam, doc)) \
+  X(sizeof(DrKValue)) \
+  X(sizeof(DrKLaunch)) \
+  X(offsetof(DrKLaunch, counts)) \
+  X(offsetof(DrKLaunch, grid)) \
+  X(offsetof(DrKLaunch, block)) \
+  X(offsetof(DrKLaunch, shared)) \
+  X(offsetof(DrKLaunch, stream)) \
+  X(offsetof(DrKLaunch, blas)) \
+  X(offsetof(DrKLaunch, scratch)) \
+  X(sizeof(DrKernelDef)) \
+  X(offsetof(DrKernelDef, summary)) \
+  X(offsetof(DrKernelDef, params)) \
+  X(offsetof(DrKernelDef, n_params)) \
+  X(offsetof(DrKernelDef, grid_over)) \
+  X(offsetof(DrKernelDef, block)) \
+  X(offsetof(DrKernelDef, launch)) \
+  X(offsetof(DrKernelDef, host)) \
+  X(offsetof(DrKernelDef, check)) \
+  X(offsetof(DrKernelDef, flags)) \
+  X(offsetof(DrKernelDef, scratch_bytes)) \
+  X(DR_KERR_SIZE) \
+  X(DR_KFLAG_BLAS) \
+  X(DR_PRIORITY_LOW) \
+  X(DR_PRIORITY_NORMAL) \
+  X(DR_PRIORITY_HIGH) \
+  X(DR_WHERE_DEVICE) \
+  X(DR_WHERE_HOST) \
+  X(DR_MODE_STREAMS) \
+  X(DR_MODE_GRAPH) \
+  X(DR_BACKEND_AUTO) \
+  X(DR_BACKEND_CUDA) \
+  X(DR_BACKEND_HOST) \
+  X(DR_VERIFIED_NOT_RUN) \
+  X(DR_VERIFIED_PASS) \
+  X(DR_VERIFIED_FAIL) \
+  X(DR_ERROR_USAGE) \
+  X(DR_ERROR_INVALID) \
+  X(DR_ERROR_IO) \
+  X(DR_ERROR_UNAVAILABLE) \
+  X(DR_ERROR_RUNTIME) \
+  X(DR_ERROR_VERIFY) \
   X(DR_ERROR_INTERRUPTED)
+// clang-format on
 
 /* Fills facts[] with DR_ABI_FACTS as the internal headers define them;
  * returns how many. */

@@ -74,8 +74,8 @@ static DrPipeline *build_chunked(void) {
 static void test_version(void) {
   g_assert_cmpstr(dr_version(), ==, DAGRUN_VERSION_STRING);
   g_assert_cmpstr(dagrun_version(), ==, dr_version());
-  g_autofree char *want = g_strdup_printf("%d.%d.%d", DAGRUN_VERSION_MAJOR, DAGRUN_VERSION_MINOR,
-                                          DAGRUN_VERSION_PATCH);
+  g_autofree char *want =
+      g_strdup_printf("%d.%d.%d", DAGRUN_VERSION_MAJOR, DAGRUN_VERSION_MINOR, DAGRUN_VERSION_PATCH);
   g_assert_cmpstr(dr_version(), ==, want);
   g_assert_true(DAGRUN_CHECK_VERSION(0, 0, 1));
   g_assert_false(DAGRUN_CHECK_VERSION(DAGRUN_VERSION_MAJOR + 1, 0, 0));
@@ -401,7 +401,8 @@ static void test_order_frozen(void) {
   g_assert_cmpstr(a->str, ==, b->str);
 
   /* A loaded pipeline is frozen from the start. */
-  g_autoptr(DrPipeline) l = dr_pipeline_load_string("x.yaml", "dagrun: 1\nnodes:\n  a: {op: noop}\n", -1, &error);
+  g_autoptr(DrPipeline) l =
+      dr_pipeline_load_string("x.yaml", "dagrun: 1\nnodes:\n  a: {op: noop}\n", -1, &error);
   g_assert_no_error(error);
   g_assert_true(dr_pipeline_is_frozen(l));
   g_assert_false(dr_pipeline_add_noop(l, "b", &error));
@@ -451,29 +452,35 @@ static void test_errors_nodes(void) {
   /* Synthetic locations: <api>:N:1, N the node's 1-based position. */
   ASSERT_INVALID(dr_pipeline_add_copy(p, "c", DR_WHOLE("xx"), DR_WHOLE("y"), &e_),
                  "<api>:2:1: error: node 'c', key 'src': unknown buffer 'xx' (did you mean 'x'?)");
-  ASSERT_INVALID(dr_pipeline_add_copy(p, "c", DR_SLICE("x", 0, 17), DR_WHOLE("y"), &e_),
-                 "<api>:2:1: error: node 'c', key 'src': slice 'x[0:17]' is out of bounds: buffer 'x' has 16 elements");
+  ASSERT_INVALID(
+      dr_pipeline_add_copy(p, "c", DR_SLICE("x", 0, 17), DR_WHOLE("y"), &e_),
+      "<api>:2:1: error: node 'c', key 'src': slice 'x[0:17]' is out of bounds: buffer 'x' has 16 elements");
   ASSERT_INVALID(dr_pipeline_add_copy(p, "c", DR_SLICE("x", 4, 4), DR_WHOLE("y"), &e_),
                  "<api>:2:1: error: node 'c', key 'src': slice 'x[4:4]' is empty");
   ASSERT_INVALID(dr_pipeline_add_copy(p, "c", DR_SLICE("x", 5, 4), DR_WHOLE("y"), &e_),
                  "<api>:2:1: error: node 'c', key 'src': slice 'x[5:4]' is reversed: start 5 is after end 4");
-  ASSERT_INVALID(dr_pipeline_add_copy(p, "c", DR_SLICE("x", 0, 8), DR_WHOLE("y"), &e_),
-                 "<api>:2:1: error: node 'c', key 'dst': copy lengths differ: src is 32 bytes, dst is 64 bytes");
+  ASSERT_INVALID(
+      dr_pipeline_add_copy(p, "c", DR_SLICE("x", 0, 8), DR_WHOLE("y"), &e_),
+      "<api>:2:1: error: node 'c', key 'dst': copy lengths differ: src is 32 bytes, dst is 64 bytes");
   ASSERT_INVALID(dr_pipeline_add_noop(p, "first", &e_), "<api>:2:1: error: duplicate node id 'first'");
   ASSERT_INVALID(dr_pipeline_add_noop(p, "bad id", &e_),
                  "<api>:2:1: error: node 'bad id': a node id uses letters, digits, '_', '-' and '.'");
   DrNamedArg host_x[] = {DR_NAMED_WHOLE("x", "h"), DR_NAMED_FLOAT("alpha", 1), DR_NAMED_WHOLE("y", "y")};
-  ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f32", host_x, 3, &e_),
-                 "<api>:2:1: error: node 'k', argument 'x': kernel 'scale_f32' takes device buffers; 'h' is a host "
-                 "buffer");
+  ASSERT_INVALID(
+      dr_pipeline_add_kernel_node(p, "k", "scale_f32", host_x, 3, &e_),
+      "<api>:2:1: error: node 'k', argument 'x': kernel 'scale_f32' takes device buffers; 'h' is a host "
+      "buffer");
   DrNamedArg wrong_type[] = {DR_NAMED_WHOLE("x", "i"), DR_NAMED_FLOAT("alpha", 1), DR_NAMED_WHOLE("y", "y")};
-  ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f32", wrong_type, 3, &e_),
-                 "<api>:2:1: error: node 'k', argument 'x': kernel 'scale_f32' wants f32 elements, but buffer 'i' "
-                 "holds i32");
-  DrNamedArg unknown_param[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpah", 1), DR_NAMED_WHOLE("y", "y")};
-  ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f32", unknown_param, 3, &e_),
-                 "<api>:2:1: error: node 'k', key 'args': kernel 'scale_f32' has no parameter 'alpah' (did you "
-                 "mean 'alpha'?)");
+  ASSERT_INVALID(
+      dr_pipeline_add_kernel_node(p, "k", "scale_f32", wrong_type, 3, &e_),
+      "<api>:2:1: error: node 'k', argument 'x': kernel 'scale_f32' wants f32 elements, but buffer 'i' "
+      "holds i32");
+  DrNamedArg unknown_param[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpah", 1),
+                                DR_NAMED_WHOLE("y", "y")};
+  ASSERT_INVALID(
+      dr_pipeline_add_kernel_node(p, "k", "scale_f32", unknown_param, 3, &e_),
+      "<api>:2:1: error: node 'k', key 'args': kernel 'scale_f32' has no parameter 'alpah' (did you "
+      "mean 'alpha'?)");
   DrNamedArg missing[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpha", 1)};
   ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f32", missing, 2, &e_),
                  "<api>:2:1: error: node 'k': missing argument 'y' of kernel 'scale_f32'");
@@ -483,18 +490,22 @@ static void test_errors_nodes(void) {
   DrNamedArg twice[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_WHOLE("x", "x")};
   ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f32", twice, 2, &e_),
                  "<api>:2:1: error: node 'k', key 'args': argument 'x' given twice");
-  ASSERT_INVALID(dr_pipeline_add_kernel_node(p, "k", "scale_f23", NULL, 0, &e_),
-                 "<api>:2:1: error: node 'k', key 'kernel': unknown kernel 'scale_f23' (did you mean 'scale_f32'?)");
-  ASSERT_INVALID(dr_pipeline_add_alloc(p, "a", "h", &e_),
-                 "<api>:2:1: error: node 'a', key 'buffer': alloc takes device buffers only; 'h' is a host buffer");
+  ASSERT_INVALID(
+      dr_pipeline_add_kernel_node(p, "k", "scale_f23", NULL, 0, &e_),
+      "<api>:2:1: error: node 'k', key 'kernel': unknown kernel 'scale_f23' (did you mean 'scale_f32'?)");
+  ASSERT_INVALID(
+      dr_pipeline_add_alloc(p, "a", "h", &e_),
+      "<api>:2:1: error: node 'a', key 'buffer': alloc takes device buffers only; 'h' is a host buffer");
   ASSERT_INVALID(dr_pipeline_add_free(p, "a", "qqqq", &e_),
                  "<api>:2:1: error: node 'a', key 'buffer': unknown buffer 'qqqq'");
   DrNamedArg dev[] = {DR_NAMED_WHOLE("buffer", "x")};
-  ASSERT_INVALID(dr_pipeline_add_host(p, "hc", "checksum", dev, 1, &e_),
-                 "<api>:2:1: error: node 'hc', argument 'buffer': host function 'checksum' runs on the CPU and needs "
-                 "a host buffer; 'x' lives on the device");
-  ASSERT_INVALID(dr_pipeline_add_host(p, "hc", "chcksum", NULL, 0, &e_),
-                 "<api>:2:1: error: node 'hc', key 'fn': unknown host function 'chcksum' (did you mean 'checksum'?)");
+  ASSERT_INVALID(
+      dr_pipeline_add_host(p, "hc", "checksum", dev, 1, &e_),
+      "<api>:2:1: error: node 'hc', argument 'buffer': host function 'checksum' runs on the CPU and needs "
+      "a host buffer; 'x' lives on the device");
+  ASSERT_INVALID(
+      dr_pipeline_add_host(p, "hc", "chcksum", NULL, 0, &e_),
+      "<api>:2:1: error: node 'hc', key 'fn': unknown host function 'chcksum' (did you mean 'checksum'?)");
   DrNamedArg neg[] = {DR_NAMED_INT("us", -5)};
   ASSERT_INVALID(dr_pipeline_add_host(p, "hs", "sleep", neg, 1, &e_),
                  "<api>:2:1: error: node 'hs', argument 'us': -5 is out of range 0..9223372036854775807");
@@ -562,9 +573,10 @@ static void test_errors_validate(void) {
     g_assert_true(dr_pipeline_add_free(p, "f", "x", &error));
     g_assert_false(dr_pipeline_validate(p, &error));
     g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
-    g_assert_cmpstr(error->message, ==,
-                    "<api:buffers>:1:1: error: buffer 'x': 'init' needs a buffer that lives for the whole run, but "
-                    "node 'a' allocates it\n<api>:1:1: note: node 'a' is here");
+    g_assert_cmpstr(
+        error->message, ==,
+        "<api:buffers>:1:1: error: buffer 'x': 'init' needs a buffer that lives for the whole run, but "
+        "node 'a' allocates it\n<api>:1:1: note: node 'a' is here");
     g_clear_error(&error);
   }
   /* An after: cycle. */
@@ -588,7 +600,8 @@ static void test_errors_load(void) {
   g_assert_error(error, DR_ERROR, DR_ERROR_IO);
   g_assert_true(g_str_has_prefix(error->message, "/nonexistent/p.yaml: error: cannot read"));
   g_clear_error(&error);
-  const char *bad = "dagrun: 1\nbuffers:\n  x: {type: f32, count: 8}\nnodes:\n  c: {op: copy, src: x, dst: xy}\n";
+  const char *bad =
+      "dagrun: 1\nbuffers:\n  x: {type: f32, count: 8}\nnodes:\n  c: {op: copy, src: x, dst: xy}\n";
   g_assert_null(dr_pipeline_load_string("bad.yaml", bad, -1, &error));
   g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
   g_assert_true(g_str_has_prefix(error->message, "bad.yaml:5:"));
@@ -611,7 +624,8 @@ static guint round_trip_dir(const char *dir, const char *prefix) {
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
   const char *name;
   while ((name = g_dir_read_name(d)) != NULL)
-    if (g_str_has_prefix(name, prefix) && g_str_has_suffix(name, ".yaml")) g_ptr_array_add(names, g_strdup(name));
+    if (g_str_has_prefix(name, prefix) && g_str_has_suffix(name, ".yaml"))
+      g_ptr_array_add(names, g_strdup(name));
   for (guint i = 0; i < names->len; i++) {
     g_autofree char *path = g_build_filename(dir, names->pdata[i], NULL);
     g_test_message("round trip: %s", path);
@@ -669,7 +683,8 @@ static void test_yaml_round_trip_api(void) {
   g_autofree char *save = g_build_filename(g_get_tmp_dir(), "api_rt_save.bin", NULL);
   g_assert_true(dr_pipeline_buffer_save(p, "s", save, &error));
   g_assert_true(dr_pipeline_add_memset(p, "ms", DR_SLICE("w", 8, 16), 7, &error));
-  DrNamedArg pr[] = {DR_NAMED_STRING("message", "hello \"quoted\"\tworld"), DR_NAMED_SLICE("buffer", "s", 0, 4)};
+  DrNamedArg pr[] = {DR_NAMED_STRING("message", "hello \"quoted\"\tworld"),
+                     DR_NAMED_SLICE("buffer", "s", 0, 4)};
   g_assert_true(dr_pipeline_add_host(p, "say", "print", pr, 2, &error));
   DrNamedArg sl[] = {DR_NAMED_INT("us", 1)};
   g_assert_true(dr_pipeline_add_host(p, "nap", "sleep", sl, 1, &error));
@@ -728,12 +743,18 @@ static const DrKParam add_params[] = {
     {.name = "a", .type = DR_ELEM_F32, .optional = 1, .def = 1.0},
 };
 
-static const DrKernelDef add_def = {.name = "offset_f32", .summary = "y = x + a", .params = add_params,
-                                    .n_params = 3, .grid_over = 0, .block = 256, .launch = no_cuda_launch,
-                                    .host = add_host, .check = add_check};
+static const DrKernelDef add_def = {.name = "offset_f32",
+                                    .summary = "y = x + a",
+                                    .params = add_params,
+                                    .n_params = 3,
+                                    .grid_over = 0,
+                                    .block = 256,
+                                    .launch = no_cuda_launch,
+                                    .host = add_host,
+                                    .check = add_check};
 
-static const DrKernelDef launch_only_def = {.name = "gpu_only", .params = add_params, .n_params = 3,
-                                            .grid_over = 0, .launch = no_cuda_launch};
+static const DrKernelDef launch_only_def = {
+    .name = "gpu_only", .params = add_params, .n_params = 3, .grid_over = 0, .launch = no_cuda_launch};
 
 static void test_user_kernel(void) {
   g_autoptr(GError) error = NULL;
@@ -748,7 +769,8 @@ static void test_user_kernel(void) {
   g_assert_true(dr_pipeline_buffer_save(p, "out", save, &error));
   DrNamedArg lo[] = {DR_NAMED_SLICE("x", "x", 0, 32), DR_NAMED_SLICE("y", "y", 0, 32)}; /* a left out: 1.0 */
   g_assert_true(dr_pipeline_add_kernel_node(p, "add_lo", "offset_f32", lo, 2, &error));
-  DrNamedArg hi[] = {DR_NAMED_SLICE("x", "x", 32, 64), DR_NAMED_INT("a", 100), DR_NAMED_SLICE("y", "y", 32, 64)};
+  DrNamedArg hi[] = {DR_NAMED_SLICE("x", "x", 32, 64), DR_NAMED_INT("a", 100),
+                     DR_NAMED_SLICE("y", "y", 32, 64)};
   g_assert_true(dr_pipeline_add_kernel_node(p, "add_hi", "offset_f32", hi, 3, &error));
   g_assert_true(dr_pipeline_add_copy(p, "down", DR_WHOLE("y"), DR_WHOLE("out"), &error));
   g_assert_no_error(error);
@@ -756,7 +778,8 @@ static void test_user_kernel(void) {
   DrNamedArg bad[] = {DR_NAMED_SLICE("x", "x", 0, 16), DR_NAMED_SLICE("y", "y", 0, 32)};
   g_assert_false(dr_pipeline_add_kernel_node(p, "bad", "offset_f32", bad, 2, &error));
   g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
-  g_assert_cmpstr(error->message, ==, "<api>:4:1: error: node 'bad': kernel 'offset_f32': x has 16 elements but y 32");
+  g_assert_cmpstr(error->message, ==,
+                  "<api>:4:1: error: node 'bad': kernel 'offset_f32': x has 16 elements but y 32");
   g_clear_error(&error);
   /* Registration errors. */
   g_assert_false(dr_pipeline_register_kernel(p, &add_def, &error));
