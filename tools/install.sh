@@ -71,18 +71,9 @@ version=$(sed -n 's/^#define DAGRUN_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/
   paste -sd. -)
 soname=libdagrun.so.${version%%.*}
 sys_libs=(-ldl -lrt -lpthread -lm -lstdc++)
-# The shared object exports the public API (include/dagrun/dagrun.h) only;
-# the internal dr__* and IR functions stay inside.
-cat >"$tmp/dagrun.map" <<'MAP'
-{
-  global:
-    dr_pipeline_*; dr_stream_plan_*; dr_run_report_*; dr_run_settings_init;
-    dr_version; dagrun_version; dr_error_quark; dr_error_exit_code;
-  local: *;
-};
-MAP
+# The shared object exports the public API (include/dagrun/dagrun.h) only.
 # shellcheck disable=SC2046
-"$cc" -shared -o "$prefix/lib/libdagrun.so.$version" -Wl,-soname,"$soname" -Wl,--version-script="$tmp/dagrun.map" \
+"$cc" -shared -o "$prefix/lib/libdagrun.so.$version" -Wl,-soname,"$soname" -Wl,--version-script=lib/libdagrun.map \
   -Wl,--whole-archive "$prefix/lib/libdagrun.a" -Wl,--no-whole-archive \
   "$cudart" $(pkg-config --libs glib-2.0 yaml-0.1) "${sys_libs[@]}"
 ln -sf "libdagrun.so.$version" "$prefix/lib/$soname"
