@@ -1,0 +1,129 @@
+/* api_gpu_test.c: the public C library on the CUDA backend (tags gpu):
+ * a kernel registered through the API launches on CUDA and agrees with
+ * its host twin, callback nodes run through cudaLaunchHostFunc the right
+ * number of times in streams and graph mode, and the YAML user-kernel
+ * pipeline (graphs/gpu/user_kernel.yaml, NVRTC) verifies. */
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "include/dagrun/dagrun.h"
+
+int dr_test_scale_launch(const void *launch); /* gpu_forward.c */
+
+static int my_scale_launch(const DrKLaunch *l) { return dr_test_scale_launch(l); }
+
+static int my_scale_host(const DrKLaunch *l, char *err) {
+  const float *x = l->args[0].ptr;
+  float *y = l->args[2].ptr;
+  float a = (float)l->args[1].f;
+  if (l->counts[0] != l->counts[2]) {
+    g_strlcpy(err, "x and y differ in length", DR_KERR_SIZE);
+    return -1;
+  }
+  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = a * x[i];
+  return 0;
+}
+
+static const DrKParam my_params[] = {
+    {.name = "x", .type = DR_ELEM_F32, .is_pointer = 1, .access = DR_ACCESS_READ},
+    {.name = "alpha", .type = DR_ELEM_F32},
+    {.name = "y", .type = DR_ELEM_F32, .is_pointer = 1, .access = DR_ACCESS_WRITE},
+};
+
+static const DrKernelDef my_scale = {.name = "my_scale",
+                                     .params = my_params,
+                                     .n_params = 3,
+                                     .grid_over = 0,
+                                     .block = 256,
+                                     .launch = my_scale_launch,
+                                     .host = my_scale_host};
+
+static void count_cb(void *data) { g_atomic_int_inc((gint *)data); }
+
+#define N (1 << 20)
+
+/* Builds upload, my_scale in two halves, download, callback; saves the
+ * result to `save`. */
+static DrPipeline *build(const char *save, gint *calls) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new("api-gpu");
+  DrNamedArg lo[] = {DR_NAMED_SLICE("x", "x", 0, N / 2), DR_NAMED_FLOAT("alpha", 3.0),
+                     DR_NAMED_SLICE("y", "y", 0, N / 2)};
+  DrNamedArg hi[] = {DR_NAMED_SLICE("x", "x", N / 2, N), DR_NAMED_FLOAT("alpha", -0.5),
+                     DR_NAMED_SLICE("y", "y", N / 2, N)};
+  g_assert_true(dr_pipeline_register_kernel(p, &my_scale, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "xh", DR_ELEM_F32, N, DR_WHERE_HOST, &error));
+  g_assert_true(dr_pipeline_buffer_init_random(p, "xh", 7, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "yh", DR_ELEM_F32, N, DR_WHERE_HOST, &error));
+  g_assert_true(dr_pipeline_buffer_save(p, "yh", save, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, N, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "y", DR_ELEM_F32, N, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_copy(p, "up", DR_WHOLE("xh"), DR_WHOLE("x"), &error));
+  g_assert_true(dr_pipeline_add_kernel_node(p, "lo", "my_scale", lo, 3, &error));
+  g_assert_true(dr_pipeline_add_kernel_node(p, "hi", "my_scale", hi, 3, &error));
+  g_assert_true(dr_pipeline_add_copy(p, "down", DR_WHOLE("y"), DR_WHOLE("yh"), &error));
+  g_assert_true(dr_pipeline_add_callback(p, "cb", count_cb, calls, &error));
+  g_assert_true(dr_pipeline_node_after(p, "cb", "down", &error));
+  g_assert_no_error(error);
+  return g_steal_pointer(&p);
+}
+
+static char *run_and_read(DrBackendKind backend, DrMode mode, gint *calls) {
+  g_autoptr(GError) error = NULL;
+  g_autofree char *save = g_build_filename(g_get_tmp_dir(), "api_gpu_out.bin", NULL);
+  g_autoptr(DrPipeline) p = build(save, calls);
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  DrRunSettings rs;
+  dr_run_settings_init(&rs, p);
+  rs.backend = backend;
+  rs.mode = mode;
+  rs.iterations = 4;
+  rs.warmup = 1;
+  rs.verify = TRUE;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_run_report_verified(r), ==, DR_VERIFIED_PASS);
+  g_assert_cmpstr(dr_run_report_backend(r), ==, backend == DR_BACKEND_CUDA ? "cuda" : "host");
+  char *bytes = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(save, &bytes, &len, &error));
+  g_assert_cmpuint(len, ==, N * sizeof(float));
+  g_unlink(save);
+  return bytes;
+}
+
+static void test_user_kernel_cuda(gconstpointer mode_p) {
+  DrMode mode = GPOINTER_TO_INT(mode_p);
+  gint host_calls = 0, cuda_calls = 0;
+  g_autofree char *host = run_and_read(DR_BACKEND_HOST, DR_MODE_STREAMS, &host_calls);
+  g_autofree char *cuda = run_and_read(DR_BACKEND_CUDA, mode, &cuda_calls);
+  g_assert_cmpint(host_calls, ==, 2 * (1 + 4));
+  g_assert_cmpint(cuda_calls, ==, 2 * (1 + 4));
+  /* Multiplication by a float is exact on both sides. */
+  g_assert_cmpint(memcmp(host, cuda, N * sizeof(float)), ==, 0);
+}
+
+static void test_yaml_user_kernel(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_load_file("graphs/gpu/user_kernel.yaml", &error);
+  g_assert_no_error(error);
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  DrRunSettings rs;
+  dr_run_settings_init(&rs, p);
+  rs.backend = DR_BACKEND_CUDA;
+  rs.verify = TRUE;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_run_report_verified(r), ==, DR_VERIFIED_PASS);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_data_func("/api/gpu/user-kernel/streams", GINT_TO_POINTER(DR_MODE_STREAMS),
+                       test_user_kernel_cuda);
+  g_test_add_data_func("/api/gpu/user-kernel/graph", GINT_TO_POINTER(DR_MODE_GRAPH), test_user_kernel_cuda);
+  g_test_add_func("/api/gpu/yaml-user-kernel", test_yaml_user_kernel);
+  return g_test_run();
+}
