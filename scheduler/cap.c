@@ -161,7 +161,7 @@ void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams) {
   plan->cap = cap;
   plan->cap_binds = total > cap;
 
-  /* Chain spans in the unconstrained schedule, and each chain's class. */
+  /* Chain spans in the unconstrained schedule (for the list scheduling). */
   ChainSpan *spans = g_new0(ChainSpan, MAX(total, 1));
   gboolean *seen = g_new0(gboolean, MAX(total, 1));
   double *est = g_new0(double, MAX(n, 1)); /* earliest start, unlimited streams */
@@ -211,13 +211,13 @@ void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams) {
       }
     }
   }
-  guint32 n_raw = total;
 
-  /* Number streams by first issue; fill steps and the planned path. */
-  guint32 *renum = g_new(guint32, MAX(n_raw, 1));
-  guint32 *last = g_new(guint32, MAX(n_raw, 1));
+  /* Number streams by first issue (chain_stream holds ids below `total`);
+   * fill steps and the planned path. */
+  guint32 *renum = g_new(guint32, MAX(total, 1));
+  guint32 *last = g_new(guint32, MAX(total, 1));
   double *finish = g_new(double, MAX(n, 1));
-  for (guint32 s = 0; s < n_raw; s++) renum[s] = G_MAXUINT32;
+  for (guint32 s = 0; s < total; s++) renum[s] = G_MAXUINT32;
   g_array_set_size(plan->streams, 0);
   g_array_set_size(plan->steps, 0);
   double planned = 0;
