@@ -1,0 +1,717 @@
+/* fake_cuda.c: the fake CUDA runtime and its fault shim (fake_cuda.h).
+ *
+ * Every object lives in `objects`, keyed by the pointer handed out: the
+ * memory block for allocations, the Obj itself for handles. Each entry
+ * point first passes the gate (gate_enter), which numbers the fault point,
+ * fires the armed fault and applies the sticky state; it then checks its
+ * handles and does the work. */
+#include "tests/fault/fake_cuda.h"
+
+#include <string.h>
+
+#include "ir/graph.h"
+
+typedef struct {
+  DrFakeKind kind;
+  gsize size;           /* memory: bytes */
+  guint flags;          /* events: creation flags */
+  guint serial;         /* streams: creation number since the reset */
+  GPtrArray *graph_mem; /* graphs: allocations captured into them (Obj *) */
+} Obj;
+
+static const char *const kind_names[] = {
+#define DR_X(e, s) s,
+    DR_FAKE_KIND_LIST(DR_X)
+#undef DR_X
+};
+
+static const struct {
+  const char *name;
+  cudaError_t error;
+  gboolean sticky;
+} faults[] = {
+#define DR_X(e, err, sticky, name) {name, err, sticky},
+    DR_FAULT_LIST(DR_X)
+#undef DR_X
+};
+
+const char *dr_fake_kind_name(DrFakeKind kind) { return kind_names[kind]; }
+const char *dr_fault_name(DrFault fault) { return faults[fault].name; }
+cudaError_t dr_fault_error(DrFault fault) { return faults[fault].error; }
+gboolean dr_fault_sticky(DrFault fault) { return faults[fault].sticky; }
+
+static struct {
+  GHashTable *objects; /* key -> Obj* (owned) */
+  guint live[DR_FAKE_N_KINDS];
+  GArray *trace; /* DrFakeCall */
+  guint64 points;
+  guint64 fail_at;
+  DrFault fault;
+  gint64 fault_index;
+  cudaError_t sticky;     /* cudaSuccess until a sticky fault fires */
+  cudaError_t last_error; /* what cudaGetLastError returns */
+  gpointer capture_stream;
+  GPtrArray *capture_mem; /* Obj* allocated while capturing */
+  GString *misuse;
+  GString *after_sticky;
+  gboolean run_twins;
+  gboolean dry; /* move no data */
+  guint n_streams_made;
+} fake;
+
+static int pool_token; /* the address is the default pool's handle */
+
+/* ---- objects -------------------------------------------------------------- */
+
+static void obj_free_memory(gpointer key, Obj *o) {
+  if (o->kind == DR_FAKE_DEVICE_MEM || o->kind == DR_FAKE_HOST_MEM) g_free(key);
+}
+
+static void objects_init(void) {
+  if (fake.objects) return;
+  fake.objects = g_hash_table_new(g_direct_hash, g_direct_equal);
+  fake.trace = g_array_new(FALSE, TRUE, sizeof(DrFakeCall));
+  fake.misuse = g_string_new(NULL);
+  fake.after_sticky = g_string_new(NULL);
+  fake.capture_mem = g_ptr_array_new();
+  fake.fault_index = -1;
+}
+
+static Obj *obj_find(gconstpointer key, DrFakeKind kind) {
+  Obj *o = key ? g_hash_table_lookup(fake.objects, key) : NULL;
+  return o && o->kind == kind ? o : NULL;
+}
+
+static gpointer obj_new(DrFakeKind kind, gsize size) {
+  Obj *o = g_new0(Obj, 1);
+  o->kind = kind;
+  o->size = size;
+  gpointer key = o;
+  if (kind == DR_FAKE_DEVICE_MEM || kind == DR_FAKE_HOST_MEM) key = g_malloc0(MAX(size, 1));
+  if (kind == DR_FAKE_GRAPH) o->graph_mem = g_ptr_array_new();
+  g_hash_table_insert(fake.objects, key, o);
+  fake.live[kind]++;
+  return key;
+}
+
+static void obj_release(gpointer key) {
+  Obj *o = g_hash_table_lookup(fake.objects, key);
+  g_return_if_fail(o != NULL);
+  g_hash_table_remove(fake.objects, key);
+  fake.live[o->kind]--;
+  if (o->graph_mem) {
+    for (guint i = 0; i < o->graph_mem->len; i++) obj_release(o->graph_mem->pdata[i]);
+    g_ptr_array_unref(o->graph_mem);
+  }
+  g_ptr_array_remove(fake.capture_mem, key);
+  obj_free_memory(key, o);
+  if (key != (gpointer)o) g_free(o);
+  else g_free(key);
+}
+
+/* The allocation holding [p, p + bytes), or NULL. */
+static gpointer mem_find(gconstpointer p, gsize bytes, gboolean *partial) {
+  GHashTableIter it;
+  gpointer key, value;
+  *partial = FALSE;
+  g_hash_table_iter_init(&it, fake.objects);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    Obj *o = value;
+    if (o->kind != DR_FAKE_DEVICE_MEM && o->kind != DR_FAKE_HOST_MEM) continue;
+    const char *lo = key, *hi = lo + MAX(o->size, 1);
+    if ((const char *)p >= lo && (const char *)p < hi) {
+      if ((const char *)p + bytes > lo + o->size) *partial = TRUE;
+      return key;
+    }
+  }
+  return NULL;
+}
+
+/* ---- the gate -------------------------------------------------------------- */
+
+static void misuse(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static void misuse(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_string_append_vprintf(fake.misuse, fmt, ap);
+  va_end(ap);
+  g_string_append_c(fake.misuse, '\n');
+}
+
+typedef struct {
+  cudaError_t rc; /* to return (after the work, when act) */
+  gboolean act;   /* perform the call's effect */
+} Gate;
+
+/* Numbers the call and decides its fate. `release`: a destroy/free/unload;
+ * `cleanup`: a call that only tears down (allowed after a sticky fault). */
+static Gate gate_enter(const char *name, gconstpointer obj, gboolean release, gboolean cleanup) {
+  objects_init();
+  DrFakeCall c = {.name = name, .point = ++fake.points, .obj = obj, .rc = cudaSuccess, .release = release};
+  Gate g = {cudaSuccess, TRUE};
+  if (fake.sticky != cudaSuccess) {
+    g.rc = fake.sticky;
+    g.act = release;
+    if (!release && !cleanup) g_string_append_printf(fake.after_sticky, "%s\n", name);
+  } else if (fake.fail_at != 0 && c.point == fake.fail_at) {
+    g.rc = faults[fake.fault].error;
+    g.act = FALSE;
+    fake.fault_index = fake.trace->len;
+    if (faults[fake.fault].sticky) fake.sticky = g.rc;
+  }
+  c.rc = g.rc;
+  Obj *so = obj ? g_hash_table_lookup(fake.objects, obj) : NULL;
+  if (so && so->kind == DR_FAKE_STREAM) c.stream = so->serial;
+  g_array_append_val(fake.trace, c);
+  if (g.rc != cudaSuccess) fake.last_error = g.rc;
+  return g;
+}
+
+/* The call being made (valid until the next call). */
+static DrFakeCall *current(void) { return &g_array_index(fake.trace, DrFakeCall, fake.trace->len - 1); }
+
+/* Ends a call: records `rc` as its result (a misuse found after the gate)
+ * and returns it. */
+static cudaError_t finish(cudaError_t rc) {
+  if (rc != cudaSuccess) {
+    current()->rc = rc;
+    fake.last_error = rc;
+  }
+  return rc;
+}
+
+/* Enters the gate; `record` (an expression) fills the trace entry before
+ * a call that must not act returns. */
+#define GATE_RECORD(name, obj, release, cleanup, record)        \
+  Gate gate = gate_enter((name), (obj), (release), (cleanup)); \
+  record;                                                      \
+  if (!gate.act) return gate.rc
+#define GATE(name, obj, release, cleanup) GATE_RECORD(name, obj, release, cleanup, (void)0)
+
+/* Checks a stream argument; FALSE (and a misuse) when it is not a live
+ * fake stream. */
+static gboolean stream_ok(const char *call, cudaStream_t s) {
+  if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread) {
+    misuse("%s: the legacy/per-thread default stream (%p)", call, (void *)s);
+    return FALSE;
+  }
+  if (obj_find(s, DR_FAKE_STREAM) == NULL) {
+    misuse("%s: %p is not a live stream", call, (void *)s);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean event_ok(const char *call, cudaEvent_t e) {
+  if (obj_find(e, DR_FAKE_EVENT) == NULL) {
+    misuse("%s: %p is not a live event", call, (void *)e);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Memory argument: inside a fake allocation, or plain host memory of the
+ * caller's (never checked). */
+static gboolean mem_ok(const char *call, gconstpointer p, gsize bytes) {
+  gboolean partial = FALSE;
+  if (p == NULL && bytes > 0) {
+    misuse("%s: NULL pointer for %zu bytes", call, bytes);
+    return FALSE;
+  }
+  if (mem_find(p, bytes, &partial) && partial) {
+    misuse("%s: %zu bytes at %p run past the end of their allocation", call, bytes, p);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean not_capturing(const char *call) {
+  if (fake.capture_stream == NULL) return TRUE;
+  misuse("%s during stream capture", call);
+  return FALSE;
+}
+
+/* ---- device and streams ----------------------------------------------------- */
+
+static cudaError_t fake_cudaGetDeviceCount(int *count) {
+  GATE("cudaGetDeviceCount", NULL, FALSE, FALSE);
+  *count = 1;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaSetDevice(int device) {
+  GATE("cudaSetDevice", NULL, FALSE, FALSE);
+  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+}
+
+static cudaError_t fake_cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
+  GATE("cudaDeviceGetStreamPriorityRange", NULL, FALSE, FALSE);
+  *least = 0;
+  *greatest = -5;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
+  GATE("cudaDeviceGetAttribute", NULL, FALSE, FALSE);
+  *value = attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0;
+  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+}
+
+static cudaError_t fake_cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned int flags, int priority) {
+  GATE("cudaStreamCreateWithPriority", NULL, FALSE, FALSE);
+  if (priority > 0 || priority < -5) misuse("cudaStreamCreateWithPriority: priority %d out of [-5, 0]", priority);
+  *stream = obj_new(DR_FAKE_STREAM, 0);
+  ((Obj *)*stream)->serial = ++fake.n_streams_made;
+  current()->obj = *stream;
+  current()->stream = fake.n_streams_made;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaStreamDestroy(cudaStream_t stream) {
+  GATE("cudaStreamDestroy", stream, TRUE, TRUE);
+  if (!stream_ok("cudaStreamDestroy", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (stream == fake.capture_stream) misuse("cudaStreamDestroy: the stream is capturing");
+  obj_release(stream);
+  return gate.rc;
+}
+
+static cudaError_t fake_cudaStreamSynchronize(cudaStream_t stream) {
+  GATE("cudaStreamSynchronize", stream, FALSE, FALSE);
+  if (!stream_ok("cudaStreamSynchronize", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (!not_capturing("cudaStreamSynchronize")) return finish(cudaErrorStreamCaptureUnsupported);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaDeviceSynchronize(void) {
+  GATE("cudaDeviceSynchronize", NULL, FALSE, TRUE);
+  if (!not_capturing("cudaDeviceSynchronize")) return finish(cudaErrorStreamCaptureUnsupported);
+  return cudaSuccess;
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+static cudaError_t fake_cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
+  GATE("cudaEventCreateWithFlags", NULL, FALSE, FALSE);
+  *event = obj_new(DR_FAKE_EVENT, 0);
+  ((Obj *)*event)->flags = flags;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaEventDestroy(cudaEvent_t event) {
+  GATE("cudaEventDestroy", event, TRUE, TRUE);
+  if (!event_ok("cudaEventDestroy", event)) return finish(cudaErrorInvalidResourceHandle);
+  obj_release(event);
+  return gate.rc;
+}
+
+static cudaError_t fake_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  GATE("cudaEventRecord", stream, FALSE, FALSE);
+  if (!event_ok("cudaEventRecord", event) || !stream_ok("cudaEventRecord", stream))
+    return finish(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  GATE("cudaEventRecordWithFlags", stream, FALSE, FALSE);
+  if (!event_ok("cudaEventRecordWithFlags", event) || !stream_ok("cudaEventRecordWithFlags", stream))
+    return finish(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaEventSynchronize(cudaEvent_t event) {
+  GATE("cudaEventSynchronize", NULL, FALSE, FALSE);
+  if (!event_ok("cudaEventSynchronize", event)) return finish(cudaErrorInvalidResourceHandle);
+  if (!not_capturing("cudaEventSynchronize")) return finish(cudaErrorStreamCaptureUnsupported);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  GATE("cudaEventElapsedTime", NULL, FALSE, FALSE);
+  if (!event_ok("cudaEventElapsedTime", start) || !event_ok("cudaEventElapsedTime", end))
+    return finish(cudaErrorInvalidResourceHandle);
+  if ((((Obj *)start)->flags | ((Obj *)end)->flags) & cudaEventDisableTiming) {
+    misuse("cudaEventElapsedTime: an event made with cudaEventDisableTiming");
+    return finish(cudaErrorInvalidResourceHandle);
+  }
+  *ms = 0.001f;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  GATE("cudaStreamWaitEvent", stream, FALSE, FALSE);
+  if (!stream_ok("cudaStreamWaitEvent", stream) || !event_ok("cudaStreamWaitEvent", event))
+    return finish(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;
+}
+
+/* ---- memory ----------------------------------------------------------------- */
+
+static cudaError_t fake_cudaMalloc(void **ptr, size_t size) {
+  GATE_RECORD("cudaMalloc", NULL, FALSE, FALSE, current()->size = size);
+  if (!not_capturing("cudaMalloc")) return finish(cudaErrorStreamCaptureUnsupported);
+  *ptr = obj_new(DR_FAKE_DEVICE_MEM, size);
+  return cudaSuccess;
+}
+
+static cudaError_t release_mem(const char *call, void *ptr, DrFakeKind kind, Gate gate) {
+  if (ptr == NULL) return gate.rc;
+  if (obj_find(ptr, kind) == NULL) {
+    misuse("%s: %p is not a live %s block", call, ptr, kind == DR_FAKE_HOST_MEM ? "pinned host" : "device");
+    return finish(cudaErrorInvalidValue);
+  }
+  obj_release(ptr);
+  return gate.rc;
+}
+
+static cudaError_t fake_cudaFree(void *ptr) {
+  GATE("cudaFree", ptr, TRUE, TRUE);
+  return release_mem("cudaFree", ptr, DR_FAKE_DEVICE_MEM, gate);
+}
+
+static cudaError_t fake_cudaMallocHost(void **ptr, size_t size) {
+  GATE_RECORD("cudaMallocHost", NULL, FALSE, FALSE, current()->size = size);
+  *ptr = obj_new(DR_FAKE_HOST_MEM, size);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaFreeHost(void *ptr) {
+  GATE("cudaFreeHost", ptr, TRUE, TRUE);
+  return release_mem("cudaFreeHost", ptr, DR_FAKE_HOST_MEM, gate);
+}
+
+static cudaError_t fake_cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream) {
+  GATE_RECORD("cudaMallocAsync", stream, FALSE, FALSE, current()->size = size);
+  if (!stream_ok("cudaMallocAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
+  *ptr = obj_new(DR_FAKE_DEVICE_MEM, size);
+  if (fake.capture_stream) g_ptr_array_add(fake.capture_mem, *ptr);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaFreeAsync(void *ptr, cudaStream_t stream) {
+  GATE("cudaFreeAsync", ptr, TRUE, TRUE);
+  /* After a sticky fault the stream may be gone already; the memory is
+   * released with the context either way. */
+  if (fake.sticky == cudaSuccess && !stream_ok("cudaFreeAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
+  return release_mem("cudaFreeAsync", ptr, DR_FAKE_DEVICE_MEM, gate);
+}
+
+static cudaError_t fake_cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device) {
+  GATE("cudaDeviceGetDefaultMemPool", NULL, FALSE, FALSE);
+  *pool = (cudaMemPool_t)&pool_token;
+  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+}
+
+static cudaError_t fake_cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value) {
+  GATE("cudaMemPoolSetAttribute", NULL, FALSE, FALSE);
+  if (pool != (cudaMemPool_t)&pool_token || value == NULL) {
+    misuse("cudaMemPoolSetAttribute: bad pool %p or value", (void *)pool);
+    return finish(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                        cudaStream_t stream) {
+  GATE_RECORD("cudaMemcpyAsync", stream, FALSE, FALSE, current()->size = count);
+  if (!stream_ok("cudaMemcpyAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (!mem_ok("cudaMemcpyAsync dst", dst, count) || !mem_ok("cudaMemcpyAsync src", src, count))
+    return finish(cudaErrorInvalidValue);
+  if (fake.capture_stream == NULL && !fake.dry && count) memmove(dst, src, count);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream) {
+  GATE_RECORD("cudaMemsetAsync", stream, FALSE, FALSE, current()->size = count);
+  if (!stream_ok("cudaMemsetAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (!mem_ok("cudaMemsetAsync", ptr, count)) return finish(cudaErrorInvalidValue);
+  if (fake.capture_stream == NULL && !fake.dry && count) memset(ptr, value, count);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *data) {
+  GATE("cudaLaunchHostFunc", stream, FALSE, FALSE);
+  if (!stream_ok("cudaLaunchHostFunc", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (fake.capture_stream == NULL && !fake.dry) fn(data);
+  return cudaSuccess;
+}
+
+/* ---- capture and graphs --------------------------------------------------------- */
+
+static cudaError_t fake_cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  GATE("cudaStreamBeginCapture", stream, FALSE, FALSE);
+  if (!stream_ok("cudaStreamBeginCapture", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (fake.capture_stream) {
+    misuse("cudaStreamBeginCapture: a capture is already in progress");
+    return finish(cudaErrorIllegalState);
+  }
+  fake.capture_stream = stream;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
+  /* Ending a capture is cleanup too: a failed EndCapture still ends it. */
+  Gate gate = gate_enter("cudaStreamEndCapture", stream, FALSE, fake.capture_stream != NULL);
+  *graph = NULL;
+  if (fake.capture_stream == NULL || stream != fake.capture_stream) {
+    misuse("cudaStreamEndCapture: %p is not capturing", (void *)stream);
+    return finish(gate.rc ? gate.rc : cudaErrorIllegalState);
+  }
+  fake.capture_stream = NULL;
+  if (!gate.act || gate.rc != cudaSuccess) {
+    /* No graph: what was allocated while capturing goes with it. */
+    while (fake.capture_mem->len) obj_release(fake.capture_mem->pdata[0]);
+    return gate.rc;
+  }
+  *graph = obj_new(DR_FAKE_GRAPH, 0);
+  Obj *g = (Obj *)*graph;
+  /* Captured allocations not freed inside the capture belong to the graph. */
+  for (guint i = 0; i < fake.capture_mem->len; i++) g_ptr_array_add(g->graph_mem, fake.capture_mem->pdata[i]);
+  g_ptr_array_set_size(fake.capture_mem, 0);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags) {
+  GATE("cudaGraphInstantiate", graph, FALSE, FALSE);
+  if (obj_find(graph, DR_FAKE_GRAPH) == NULL) {
+    misuse("cudaGraphInstantiate: %p is not a live graph", (void *)graph);
+    return finish(cudaErrorInvalidValue);
+  }
+  *exec = obj_new(DR_FAKE_GRAPH_EXEC, 0);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  GATE("cudaGraphLaunch", stream, FALSE, FALSE);
+  if (obj_find(exec, DR_FAKE_GRAPH_EXEC) == NULL) {
+    misuse("cudaGraphLaunch: %p is not a live graph exec", (void *)exec);
+    return finish(cudaErrorInvalidValue);
+  }
+  if (!stream_ok("cudaGraphLaunch", stream)) return finish(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  GATE("cudaGraphExecDestroy", exec, TRUE, TRUE);
+  if (obj_find(exec, DR_FAKE_GRAPH_EXEC) == NULL) {
+    misuse("cudaGraphExecDestroy: %p is not a live graph exec", (void *)exec);
+    return finish(cudaErrorInvalidValue);
+  }
+  obj_release(exec);
+  return gate.rc;
+}
+
+static cudaError_t fake_cudaGraphDestroy(cudaGraph_t graph) {
+  GATE("cudaGraphDestroy", graph, TRUE, TRUE);
+  if (obj_find(graph, DR_FAKE_GRAPH) == NULL) {
+    misuse("cudaGraphDestroy: %p is not a live graph", (void *)graph);
+    return finish(cudaErrorInvalidValue);
+  }
+  obj_release(graph);
+  return gate.rc;
+}
+
+/* ---- libraries and user kernels ---------------------------------------------- */
+
+static cudaError_t fake_cudaLibraryLoadData(cudaLibrary_t *lib, const void *code, enum cudaJitOption *jit_opts,
+                                            void **jit_vals, unsigned int n_jit, enum cudaLibraryOption *lib_opts,
+                                            void **lib_vals, unsigned int n_lib) {
+  GATE("cudaLibraryLoadData", NULL, FALSE, FALSE);
+  if (code == NULL) return finish(cudaErrorInvalidValue);
+  *lib = obj_new(DR_FAKE_LIBRARY, 0);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t lib, const char *name) {
+  GATE("cudaLibraryGetKernel", lib, FALSE, FALSE);
+  if (obj_find(lib, DR_FAKE_LIBRARY) == NULL) {
+    misuse("cudaLibraryGetKernel: %p is not a live library", (void *)lib);
+    return finish(cudaErrorInvalidResourceHandle);
+  }
+  *kernel = (cudaKernel_t)lib; /* distinct per library, never dereferenced */
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaLibraryUnload(cudaLibrary_t lib) {
+  GATE("cudaLibraryUnload", lib, TRUE, TRUE);
+  if (obj_find(lib, DR_FAKE_LIBRARY) == NULL) {
+    misuse("cudaLibraryUnload: %p is not a live library", (void *)lib);
+    return finish(cudaErrorInvalidResourceHandle);
+  }
+  obj_release(lib);
+  return gate.rc;
+}
+
+static cudaError_t fake_cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shared,
+                                         cudaStream_t stream) {
+  GATE("cudaLaunchKernel", stream, FALSE, FALSE);
+  if (obj_find(func, DR_FAKE_LIBRARY) == NULL) {
+    misuse("cudaLaunchKernel: %p is not a loaded kernel", func);
+    return finish(cudaErrorInvalidResourceHandle);
+  }
+  if (!stream_ok("cudaLaunchKernel", stream)) return finish(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;
+}
+
+/* ---- errors ------------------------------------------------------------------- */
+
+static cudaError_t fake_cudaGetLastError(void) {
+  objects_init();
+  DrFakeCall c = {.name = "cudaGetLastError", .point = 0, .rc = fake.last_error};
+  g_array_append_val(fake.trace, c);
+  cudaError_t rc = fake.last_error;
+  /* A sticky error cannot be cleared. */
+  fake.last_error = fake.sticky;
+  return rc;
+}
+
+/* X(error, name, description): what cudart prints for the errors the fake
+ * returns. */
+#define FAKE_ERROR_LIST(X)                                                                          \
+  X(cudaSuccess, "cudaSuccess", "no error")                                                         \
+  X(cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument")                             \
+  X(cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory")                        \
+  X(cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal")                     \
+  X(cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle")    \
+  X(cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state") \
+  X(cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered") \
+  X(cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure")                 \
+  X(cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",                          \
+    "operation not permitted when stream is capturing")                                             \
+  X(cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",                          \
+    "operation failed due to a previous error during capture")
+
+static const char *fake_cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+#define DR_X(e, name, desc) \
+  case e: return name;
+    FAKE_ERROR_LIST(DR_X)
+#undef DR_X
+    default: return "cudaErrorUnknown";
+  }
+}
+
+static const char *fake_cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+#define DR_X(e, name, desc) \
+  case e: return desc;
+    FAKE_ERROR_LIST(DR_X)
+#undef DR_X
+    default: return "unknown error";
+  }
+}
+
+/* ---- built-in kernels ------------------------------------------------------------ */
+
+static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
+  GATE_RECORD("kernel_launch", l->stream, FALSE, FALSE, current()->what = def->name);
+  if (!stream_ok("kernel_launch", l->stream)) return finish(cudaErrorInvalidResourceHandle);
+  for (int i = 0; i < def->n_params; i++) {
+    const DrKParam *p = &def->params[i];
+    if (!p->is_pointer) continue;
+    g_autofree char *what = g_strdup_printf("kernel_launch %s.%s", def->name, p->name);
+    if (!mem_ok(what, l->args[i].ptr, l->counts[i] * dr_elem_size(p->type))) return finish(cudaErrorInvalidValue);
+  }
+  if (def->scratch_bytes && !mem_ok("kernel_launch scratch", l->scratch, def->scratch_bytes))
+    return finish(cudaErrorInvalidValue);
+  if (fake.run_twins && !fake.dry && fake.capture_stream == NULL && def->host) {
+    char err[DR_KERR_SIZE] = {0};
+    if (def->host(l, err) != 0) {
+      misuse("kernel_launch %s: host twin refused: %s", def->name, err);
+      return finish(cudaErrorInvalidValue);
+    }
+  }
+  return cudaSuccess;
+}
+
+/* ---- the table and the controls ---------------------------------------------------- */
+
+static const DrCudaApi fake_api = {
+#define DR_X(name, params, args) .name = fake_##name,
+    DR_CUDA_API_LIST(DR_X)
+#undef DR_X
+        .cudaGetErrorName = fake_cudaGetErrorName,
+    .cudaGetErrorString = fake_cudaGetErrorString,
+    .kernel_launch = fake_kernel_launch,
+};
+
+const DrCudaApi *dr_fake_api(void) { return &fake_api; }
+
+void dr_fake_reset(void) {
+  objects_init();
+  /* Graphs first: they release the allocations captured into them. */
+  for (int pass = 0; pass < 2; pass++) {
+    GHashTableIter it;
+    gpointer key, value;
+    GPtrArray *keys = g_ptr_array_new();
+    g_hash_table_iter_init(&it, fake.objects);
+    while (g_hash_table_iter_next(&it, &key, &value))
+      if ((((Obj *)value)->kind == DR_FAKE_GRAPH) == (pass == 0)) g_ptr_array_add(keys, key);
+    for (guint i = 0; i < keys->len; i++)
+      if (g_hash_table_contains(fake.objects, keys->pdata[i])) obj_release(keys->pdata[i]);
+    g_ptr_array_unref(keys);
+  }
+  g_array_set_size(fake.trace, 0);
+  g_ptr_array_set_size(fake.capture_mem, 0);
+  g_string_truncate(fake.misuse, 0);
+  g_string_truncate(fake.after_sticky, 0);
+  memset(fake.live, 0, sizeof fake.live);
+  fake.points = 0;
+  fake.fail_at = 0;
+  fake.fault_index = -1;
+  fake.sticky = cudaSuccess;
+  fake.last_error = cudaSuccess;
+  fake.capture_stream = NULL;
+  fake.n_streams_made = 0;
+}
+
+void dr_fake_arm(guint64 fail_at, DrFault fault) {
+  objects_init();
+  fake.fail_at = fail_at;
+  fake.fault = fault;
+}
+
+void dr_fake_set_run_twins(gboolean run) { fake.run_twins = run; }
+void dr_fake_set_move_data(gboolean move) { fake.dry = !move; }
+
+guint dr_fake_live(DrFakeKind kind) { return fake.live[kind]; }
+
+guint dr_fake_live_total(void) {
+  guint n = 0;
+  for (int k = 0; k < DR_FAKE_N_KINDS; k++) n += fake.live[k];
+  return n;
+}
+
+void dr_fake_describe_live(GString *out) {
+  gboolean first = TRUE;
+  for (int k = 0; k < DR_FAKE_N_KINDS; k++) {
+    if (fake.live[k] == 0) continue;
+    g_string_append_printf(out, "%s%s %u", first ? "" : ", ", kind_names[k], fake.live[k]);
+    first = FALSE;
+  }
+  if (first) g_string_append(out, "nothing");
+}
+
+gboolean dr_fake_only_live(gconstpointer *obj) {
+  if (dr_fake_live_total() != 1) return FALSE;
+  GHashTableIter it;
+  gpointer key;
+  g_hash_table_iter_init(&it, fake.objects);
+  if (!g_hash_table_iter_next(&it, &key, NULL)) return FALSE;
+  *obj = key;
+  return TRUE;
+}
+
+guint64 dr_fake_points(void) { return fake.points; }
+const GArray *dr_fake_trace(void) {
+  objects_init();
+  return fake.trace;
+}
+gint64 dr_fake_fault_index(void) { return fake.fault_index; }
+const char *dr_fake_misuse(void) {
+  objects_init();
+  return fake.misuse->str;
+}
+const char *dr_fake_after_sticky(void) {
+  objects_init();
+  return fake.after_sticky->str;
+}

@@ -1,0 +1,140 @@
+/* fake_cuda.h: a fake CUDA runtime for the CPU, and the fault shim on top
+ * of it: a DrCudaApi table (backends/cuda_api.h) that emulates one device
+ * in host memory and can fail the Nth call with a chosen error.
+ *
+ * The fake keeps every object the backends make in one table: device and
+ * pinned memory are g_malloc0 blocks of the asked size; streams, events,
+ * graphs, graph executables and libraries are distinct small heap objects
+ * used as handles. Each kind has a live counter, so a test can prove that a
+ * run released everything. Copies, memsets and host functions happen at
+ * once on the calling thread (a fake stream is always idle); kernel
+ * launches do nothing, or run the registry's host twin when asked. Stream
+ * capture records nothing: between BeginCapture and EndCapture work is not
+ * performed, and a graph launch does nothing.
+ *
+ * The shim counts the "fault points": every call of the table except the
+ * error-reporting ones (cudaGetLastError, cudaGetErrorName/String). When
+ * the count reaches fail_at the call fails with the chosen error and has
+ * no effect. A sticky fault (cudaErrorIllegalAddress) also makes every
+ * later call fail with it, like a real device after a fault; only releases
+ * (destroy, free, unload) still release, since the objects are gone with
+ * the context anyway, and the fake remembers any other call made after it.
+ * The fake also checks handles: a stream, event or pointer it did not hand
+ * out (or that was already released) is a misuse, recorded and answered
+ * with cudaErrorInvalidResourceHandle/InvalidValue.
+ *
+ * Single-threaded, process-global state, like the runtime it stands for.
+ * This is not a simulator: no timing, no concurrency, no device code. */
+#ifndef DAGRUN_TESTS_FAULT_FAKE_CUDA_H
+#define DAGRUN_TESTS_FAULT_FAKE_CUDA_H
+
+#include <cuda_runtime_api.h>
+#include <glib.h>
+
+#include "backends/cuda_api.h"
+
+G_BEGIN_DECLS
+
+/* X(ENUM_SUFFIX, counter name): the kinds of objects the fake tracks. */
+#define DR_FAKE_KIND_LIST(X)   \
+  X(DEVICE_MEM, "allocations") \
+  X(HOST_MEM, "host allocations") \
+  X(STREAM, "streams")         \
+  X(EVENT, "events")           \
+  X(GRAPH, "graphs")           \
+  X(GRAPH_EXEC, "graph execs") \
+  X(LIBRARY, "libraries")
+
+typedef enum {
+#define DR_X(e, s) DR_FAKE_##e,
+  DR_FAKE_KIND_LIST(DR_X)
+#undef DR_X
+  DR_FAKE_N_KINDS
+} DrFakeKind;
+
+const char *dr_fake_kind_name(DrFakeKind kind);
+
+/* X(ENUM_SUFFIX, cudaError_t, sticky, short name): the faults a test can
+ * inject. */
+#define DR_FAULT_LIST(X)                                  \
+  X(OOM, cudaErrorMemoryAllocation, FALSE, "oom")         \
+  X(INVALID, cudaErrorInvalidValue, FALSE, "invalid")     \
+  X(LAUNCH, cudaErrorLaunchFailure, FALSE, "launch")      \
+  X(CAPTURE, cudaErrorStreamCaptureInvalidated, FALSE, "capture") \
+  X(ILLEGAL, cudaErrorIllegalAddress, TRUE, "sticky-illegal-address")
+
+typedef enum {
+#define DR_X(e, err, sticky, name) DR_FAULT_##e,
+  DR_FAULT_LIST(DR_X)
+#undef DR_X
+  DR_N_FAULTS
+} DrFault;
+
+const char *dr_fault_name(DrFault fault);
+cudaError_t dr_fault_error(DrFault fault);
+gboolean dr_fault_sticky(DrFault fault);
+
+/* One call made through the fake table. */
+typedef struct {
+  const char *name;   /* the runtime function, or "kernel_launch" */
+  guint64 point;      /* 1-based fault point, 0 for error-reporting calls */
+  gconstpointer obj;  /* the stream used, the object released or the stream
+                        created, or NULL */
+  guint stream;       /* that stream's creation number since the reset
+                        (1-based; stable across runs), or 0 */
+  guint64 size;       /* bytes copied, set or allocated; 0 otherwise */
+  const char *what;   /* kernel_launch: the built-in's name; else NULL */
+  cudaError_t rc;     /* what the fake returned */
+  gboolean release;   /* a destroy/free/unload */
+} DrFakeCall;
+
+/* Resets the fake: releases whatever is still live (after reading the
+ * counters), clears the trace, misuse log, sticky state and fault. */
+void dr_fake_reset(void);
+
+/* Arms the shim: the fault point `fail_at` (1-based; 0 = none) fails with
+ * `fault`. Call after dr_fake_reset. */
+void dr_fake_arm(guint64 fail_at, DrFault fault);
+
+/* When TRUE, kernel_launch runs the built-in's host twin on the fake
+ * memory (outside capture); else it only checks its arguments' pointers. */
+void dr_fake_set_run_twins(gboolean run);
+
+/* When TRUE (the default), copies, memsets and host functions are
+ * performed; FALSE checks their arguments only (a fault sweep does not look
+ * at the data, and moving it dominates its run time). */
+void dr_fake_set_move_data(gboolean move);
+
+/* The table to hand to dr_cuda_api_set. */
+const DrCudaApi *dr_fake_api(void);
+
+/* Live objects of `kind` now. */
+guint dr_fake_live(DrFakeKind kind);
+/* Sum over every kind. */
+guint dr_fake_live_total(void);
+/* Appends "allocations 1, streams 2" style text for the non-zero live
+ * counts to `out`. */
+void dr_fake_describe_live(GString *out);
+/* The live object of a kind, when exactly one object is live in total:
+ * TRUE and *obj set; else FALSE. */
+gboolean dr_fake_only_live(gconstpointer *obj);
+
+/* Fault points counted so far (after a fault-free run: the run's C). */
+guint64 dr_fake_points(void);
+/* Every call since the reset, in order (DrFakeCall). Borrowed. */
+const GArray *dr_fake_trace(void);
+/* Index in the trace of the injected fault's call, or -1 when it has not
+ * fired. */
+gint64 dr_fake_fault_index(void);
+/* Misuses seen (bad handles, work on released objects, legacy-stream use,
+ * non-release calls after a sticky fault...), one per line; "" when none.
+ * Borrowed. */
+const char *dr_fake_misuse(void);
+/* Non-release, non-error-reporting calls made after a sticky fault fired
+ * (cudaDeviceSynchronize and cudaStreamEndCapture count as cleanup and are
+ * not listed), one name per line; "" when none. Borrowed. */
+const char *dr_fake_after_sticky(void);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,647 @@
+/* fault_test.c: CUDA fault injection on the CPU. Every example pipeline of
+ * graphs/ runs through the CUDA backend (streams and graph mode) on the
+ * fake runtime of fake_cuda.h: once fault-free, counting its fault points
+ * C, then once per fault point N (all of them, or ~200 spread evenly with
+ * the first and last ones always in) for each fault kind. Each faulted run
+ * must:
+ *  - fail: dr_run returns NULL with a DR_ERROR whose exit code is 70, or 69
+ *    when the failed call is the device probe (cudaGetDeviceCount: run.c
+ *    reports --backend=cuda with no usable device as DR_ERROR_UNAVAILABLE);
+ *    a fault in the final teardown (from close's first
+ *    cudaDeviceSynchronize on) is ignored by design: the run succeeds;
+ *  - name the failed call and the CUDA error, and when it blames a node,
+ *    name an existing node on its planned stream, of an op that makes that
+ *    call, with the call's payload (bytes, kernel) matching the node, in
+ *    plan order, and the same CUDA stream for every call blamed on one
+ *    plan stream; work calls it does not blame on a node must not be on a
+ *    plan stream;
+ *  - release everything: no live allocation, host allocation, stream,
+ *    event, graph, graph exec or library (only the object of a rejected
+ *    release call may stay, when the fault hit that very call);
+ *  - make no misuse of the runtime (fake_cuda.h), and after a sticky fault
+ *    no call but releases, cudaDeviceSynchronize, cudaStreamEndCapture and
+ *    cudaGetLastError;
+ *  - leave no `save:` file behind.
+ * Problems are collected per sweep and reported together, so one run shows
+ * every failing point. This test does not run device code. */
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/cuda_api.h"
+#include "backends/run.h"
+#include "ir/plan.h"
+#include "lib/load.h"
+#include "scheduler/planner.h"
+#include "tests/fault/fake_cuda.h"
+
+#define MAX_POINTS 200 /* per pipeline, mode and fault kind */
+#define EDGE_POINTS 20 /* always tested at each end */
+#define MAX_PROBLEM_LINES 40
+
+static FILE *devnull;
+static guint64 passed_by_mode[2];
+static guint64 rejected_releases;
+static GString *summary;
+
+/* ---- the subject: a pipeline, planned, with its fault-free run ------------- */
+
+typedef struct {
+  char *label; /* "pipeline/streams" */
+  DrGraph *graph;
+  DrPlan *plan;
+  DrRunOptions opts;
+  guint64 points;        /* C: fault points of the fault-free run */
+  guint64 teardown_from; /* first fault point of the final close */
+  guint64 sweep_to;      /* last fault point to sweep */
+  char *baseline_error;  /* the fault-free run's error, or NULL */
+  GPtrArray *names;      /* [points]: the call at each point (static strings) */
+} Subject;
+
+static void subject_free(Subject *s) {
+  if (s == NULL) return;
+  dr_plan_free(s->plan);
+  dr_graph_free(s->graph);
+  g_free(s->label);
+  g_free(s->baseline_error);
+  if (s->names) g_ptr_array_unref(s->names);
+  g_free(s);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Subject, subject_free)
+
+static gboolean graph_uses_blas(const DrGraph *g) {
+  for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (n->op != DR_OP_KERNEL) continue;
+    const DrKernelDecl *k = dr_graph_kernel(g, n->kernel);
+    if (k->origin == DR_KERNEL_BUILTIN && (dr_kernel_registry[k->builtin_index].flags & DR_KFLAG_BLAS)) return TRUE;
+  }
+  return FALSE;
+}
+
+/* Runs the subject fault-free on the fake and records its fault points. */
+static void subject_baseline(Subject *s) {
+  g_autoptr(GError) error = NULL;
+  dr_fake_reset();
+  DrReport *r = dr_run(s->plan, &s->opts, &error);
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_autoptr(GString) live = g_string_new(NULL);
+  dr_fake_describe_live(live);
+  g_assert_cmpstr(live->str, ==, "nothing");
+  g_clear_pointer(&s->baseline_error, g_free);
+  if (r == NULL) {
+    /* Only cuBLAS may fail here: it makes its handle and workspace with
+     * the real runtime, beside the table (kernels/blas.c). */
+    g_assert_nonnull(error);
+    g_assert_true(graph_uses_blas(s->graph));
+    g_assert_nonnull(strstr(error->message, "cuBLAS"));
+    s->baseline_error = g_strdup(error->message);
+  }
+  dr_report_free(r);
+  s->points = dr_fake_points();
+  g_assert_cmpuint(s->points, >, 0);
+  if (s->names) g_ptr_array_unref(s->names);
+  s->names = g_ptr_array_new();
+  s->teardown_from = s->points + 1;
+  const GArray *trace = dr_fake_trace();
+  for (guint i = 0; i < trace->len; i++) {
+    const DrFakeCall *c = &g_array_index(trace, DrFakeCall, i);
+    if (c->point == 0) continue;
+    g_ptr_array_add(s->names, (gpointer)c->name);
+    /* cuda_close starts with cudaDeviceSynchronize, and nothing else
+     * calls it. */
+    if (strcmp(c->name, "cudaDeviceSynchronize") == 0 && s->teardown_from > s->points) s->teardown_from = c->point;
+  }
+  g_assert_cmpuint(s->names->len, ==, s->points);
+  g_assert_cmpuint(s->teardown_from, <=, s->points);
+  /* A failing baseline: sweep what came before its failure. */
+  s->sweep_to = s->baseline_error ? s->teardown_from - 1 : s->points;
+  dr_fake_reset();
+}
+
+/* Plans `graph` (taken) and runs it fault-free on the fake in `mode`. */
+static Subject *subject_new(const char *label, DrGraph *graph, DrMode mode) {
+  Subject *s = g_new0(Subject, 1);
+  s->label = g_strdup_printf("%s/%s", label, dr_mode_name(mode));
+  s->graph = graph;
+  g_autoptr(GError) error = NULL;
+  s->plan = dr_plan_build(graph, NULL, &error);
+  g_assert_no_error(error);
+  dr_run_options_init(&s->opts, graph);
+  s->opts.backend = DR_BACKEND_CUDA;
+  s->opts.mode = mode;
+  s->opts.iterations = 2; /* two timed iterations and a warmup: repeats run */
+  s->opts.warmup = 1;
+  s->opts.node_timing = TRUE;
+  s->opts.host_output = devnull;
+  subject_baseline(s);
+  return s;
+}
+
+/* The fault points to try: all of 1..n, or the first and last EDGE_POINTS
+ * and evenly spread ones between, MAX_POINTS in all. */
+static GArray *sample_points(guint64 n) {
+  GArray *pts = g_array_new(FALSE, FALSE, sizeof(guint64));
+  if (n <= MAX_POINTS) {
+    for (guint64 i = 1; i <= n; i++) g_array_append_val(pts, i);
+    return pts;
+  }
+  for (guint64 i = 1; i <= EDGE_POINTS; i++) g_array_append_val(pts, i);
+  guint64 lo = EDGE_POINTS + 1, hi = n - EDGE_POINTS, mid = MAX_POINTS - 2 * EDGE_POINTS;
+  for (guint64 k = 0; k < mid; k++) {
+    guint64 p = lo + (hi - lo) * k / (mid - 1);
+    guint64 last = g_array_index(pts, guint64, pts->len - 1);
+    if (p > last) g_array_append_val(pts, p);
+  }
+  for (guint64 i = n - EDGE_POINTS + 1; i <= n; i++) {
+    guint64 last = g_array_index(pts, guint64, pts->len - 1);
+    if (i > last) g_array_append_val(pts, i);
+  }
+  return pts;
+}
+
+/* ---- one sweep ---------------------------------------------------------------- */
+
+/* What a faulted run said about the call it blamed. */
+typedef struct {
+  guint64 point;
+  const char *call;
+  DrId node;         /* DR_NONE: not blamed on a node */
+  guint stream;      /* the call's stream (fake creation number), or 0 */
+} Blame;
+
+typedef struct {
+  const Subject *s;
+  DrFault fault;
+  GString *problems;
+  guint n_problems;
+  guint64 passed, tested, teardown_ok;
+  GArray *blames;       /* Blame */
+  GHashTable *stream_of; /* plan stream + 1 -> fake stream number */
+} Sweep;
+
+static void problem(Sweep *w, guint64 point, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static void problem(Sweep *w, guint64 point, const char *fmt, ...) {
+  w->n_problems++;
+  if (w->n_problems > MAX_PROBLEM_LINES) return;
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_string_append_printf(w->problems, "%s %s N=%" G_GUINT64_FORMAT " (%s): %s\n", w->s->label,
+                         dr_fault_name(w->fault), point,
+                         point ? (const char *)w->s->names->pdata[point - 1] : "-", msg);
+}
+
+/* The op a node must have to make `call` as its work; DR_N_OPS: any
+ * (timing and completion events, waits). */
+static DrOp op_of_call(const char *call) {
+  static const struct {
+    const char *call;
+    DrOp op;
+  } table[] = {
+      {"cudaMemcpyAsync", DR_OP_COPY},  {"cudaMemsetAsync", DR_OP_MEMSET}, {"kernel_launch", DR_OP_KERNEL},
+      {"cudaLaunchKernel", DR_OP_KERNEL}, {"cudaMalloc", DR_OP_KERNEL},      {"cudaMallocAsync", DR_OP_ALLOC},
+      {"cudaFreeAsync", DR_OP_FREE},    {"cudaLaunchHostFunc", DR_OP_HOST},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(table); i++)
+    if (strcmp(call, table[i].call) == 0) return table[i].op;
+  return DR_N_OPS;
+}
+
+/* Calls that are a node's work when they run in an iteration. */
+static gboolean is_stream_work(const char *call) {
+  DrOp op = op_of_call(call);
+  return op != DR_N_OPS && strcmp(call, "cudaMalloc") != 0;
+}
+
+/* The token the message must hold for `call`. */
+static const char *call_token(const char *call) {
+  return strcmp(call, "kernel_launch") == 0 ? "kernel launch (" : call;
+}
+
+/* Checks that the call blamed on node `v` carries v's payload. */
+static void check_payload(Sweep *w, guint64 point, const DrFakeCall *fc, DrId v) {
+  const DrGraph *g = w->s->graph;
+  const DrNode *n = dr_graph_node(g, v);
+  const char *call = fc->name;
+  if (strcmp(call, "cudaMemcpyAsync") == 0 || strcmp(call, "cudaMemsetAsync") == 0) {
+    guint64 bytes = 0;
+    for (guint32 i = 0; i < n->access_count; i++) {
+      const DrAccess *a = dr_graph_access(g, n->access_first + i);
+      if (dr_access_writes(a->mode)) bytes = (a->end - a->begin) * dr_elem_size(dr_graph_buffer(g, a->buffer)->type);
+    }
+    if (bytes != fc->size)
+      problem(w, point, "node '%s' moves %" G_GUINT64_FORMAT " bytes, the failed %s %" G_GUINT64_FORMAT, n->id, bytes,
+              call, fc->size);
+  } else if (strcmp(call, "cudaMallocAsync") == 0) {
+    guint64 bytes = MAX(dr_buffer_bytes(dr_graph_buffer(g, n->buffer)), 1);
+    if (bytes != fc->size)
+      problem(w, point, "node '%s' allocates %" G_GUINT64_FORMAT " bytes, the failed call %" G_GUINT64_FORMAT, n->id,
+              bytes, fc->size);
+  } else if (strcmp(call, "kernel_launch") == 0) {
+    const char *kernel = dr_graph_kernel(g, n->kernel)->name;
+    if (fc->what == NULL || strcmp(kernel, fc->what) != 0)
+      problem(w, point, "node '%s' runs %s, the failed launch was %s", n->id, kernel, fc->what ? fc->what : "?");
+  }
+}
+
+/* Parses "node 'ID' (stream K)" out of `msg`: TRUE with *node (DR_NONE if
+ * unknown id) and *stream (-1 if absent) when a node is named. */
+static gboolean parse_blame(const DrGraph *g, const char *msg, DrId *node, gint64 *stream, char **id_out) {
+  const char *p = strstr(msg, "node '");
+  *node = DR_NONE;
+  *stream = -1;
+  if (p == NULL) return FALSE;
+  p += strlen("node '");
+  const char *q = strchr(p, '\'');
+  if (q == NULL) return FALSE;
+  g_autofree char *id = g_strndup(p, q - p);
+  *node = dr_graph_find_node(g, id);
+  const char *st = strstr(q, " (stream ");
+  if (st == q + 1) *stream = g_ascii_strtoll(st + strlen(" (stream "), NULL, 10);
+  *id_out = g_steal_pointer(&id);
+  return TRUE;
+}
+
+static void check_error(Sweep *w, guint64 point, const DrFakeCall *fc, const GError *error) {
+  const Subject *s = w->s;
+  const char *call = fc->name;
+  if (error == NULL) {
+    problem(w, point, "dr_run returned NULL without an error");
+    return;
+  }
+  if (error->domain != DR_ERROR) {
+    problem(w, point, "error of domain %s: %s", g_quark_to_string(error->domain), error->message);
+    return;
+  }
+  int want = strcmp(call, "cudaGetDeviceCount") == 0 ? 69 : 70;
+  if (dr_error_exit_code(error) != want)
+    problem(w, point, "exit code %d, want %d: %s", dr_error_exit_code(error), want, error->message);
+  if (strstr(error->message, call_token(call)) == NULL)
+    problem(w, point, "the message does not name the failed call: %s", error->message);
+  const char *err_name = dr_cuda_api()->cudaGetErrorName(dr_fault_error(w->fault));
+  if (strstr(error->message, err_name) == NULL)
+    problem(w, point, "the message does not name %s: %s", err_name, error->message);
+
+  Blame b = {point, call, DR_NONE, fc->stream};
+  g_autofree char *id = NULL;
+  gint64 stream = -1;
+  if (parse_blame(s->graph, error->message, &b.node, &stream, &id)) {
+    if (b.node == DR_NONE) {
+      problem(w, point, "blames an unknown node '%s': %s", id, error->message);
+      return;
+    }
+    const DrNode *n = dr_graph_node(s->graph, b.node);
+    if (stream < 0 || (guint64)stream != s->plan->node_stream[b.node])
+      problem(w, point, "blames node '%s' on stream %" G_GINT64_FORMAT ", planned on stream %u: %s", n->id, stream,
+              s->plan->node_stream[b.node], error->message);
+    DrOp op = op_of_call(call);
+    if (op != DR_N_OPS && op != n->op)
+      problem(w, point, "blames %s node '%s' for %s: %s", dr_op_name(n->op), n->id, call, error->message);
+    else
+      check_payload(w, point, fc, b.node);
+    /* Every call with a stream blamed on plan stream K uses one handle. */
+    if (fc->stream && !fc->release && strcmp(call, "cudaStreamCreateWithPriority") != 0 && stream >= 0) {
+      gpointer key = GSIZE_TO_POINTER((gsize)stream + 1);
+      guint seen = GPOINTER_TO_UINT(g_hash_table_lookup(w->stream_of, key));
+      if (seen == 0) g_hash_table_insert(w->stream_of, key, GUINT_TO_POINTER(fc->stream));
+      else if (seen != fc->stream)
+        problem(w, point, "blames stream %" G_GINT64_FORMAT " for a call on another CUDA stream than before: %s",
+                stream, error->message);
+    }
+  } else if (is_stream_work(call) && strncmp(error->message, "setup", 5) != 0) {
+    problem(w, point, "work call blamed on neither a node nor setup: %s", error->message);
+  }
+  g_array_append_val(w->blames, b);
+}
+
+/* After the sweep: blames in point order follow the plan, and work not
+ * blamed on a node never ran on a plan stream. */
+static void check_blames(Sweep *w) {
+  const Subject *s = w->s;
+  GHashTable *plan_streams = g_hash_table_new(g_direct_hash, g_direct_equal);
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, w->stream_of);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    if (g_hash_table_contains(plan_streams, value))
+      problem(w, 0, "two plan streams blamed on one CUDA stream (#%u)", GPOINTER_TO_UINT(value));
+    g_hash_table_add(plan_streams, value);
+  }
+  for (guint i = 0; i < w->blames->len; i++) {
+    const Blame *b = &g_array_index(w->blames, Blame, i);
+    if (b->node == DR_NONE && is_stream_work(b->call) && b->stream &&
+        g_hash_table_contains(plan_streams, GUINT_TO_POINTER(b->stream)))
+      problem(w, b->point, "%s on a plan stream not blamed on a node", b->call);
+    if (i == 0) continue;
+    const Blame *a = &g_array_index(w->blames, Blame, i - 1);
+    if (a->node == DR_NONE || b->node == DR_NONE || b->point != a->point + 1 || a->node == b->node) continue;
+    /* Adjacent calls of two nodes: per-node resources are made and
+     * timings read in node order, iterations issue in plan order. */
+    gboolean making = strcmp(b->call, "cudaEventCreateWithFlags") == 0 || strcmp(b->call, "cudaMalloc") == 0 ||
+                      strcmp(b->call, "cudaEventElapsedTime") == 0;
+    gboolean ordered = making ? b->node > a->node : s->plan->node_step[b->node] > s->plan->node_step[a->node];
+    if (!ordered)
+      problem(w, b->point, "blames node '%s' right after a call blamed on '%s': out of %s order",
+              dr_graph_node(s->graph, b->node)->id, dr_graph_node(s->graph, a->node)->id,
+              making ? "node" : "plan");
+  }
+  g_hash_table_unref(plan_streams);
+}
+
+/* Removes the subject's save files; TRUE when one existed. */
+static gboolean save_files_left(const DrGraph *g, GString *which) {
+  gboolean any = FALSE;
+  for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
+    const char *path = dr_graph_buffer(g, i)->save_path;
+    if (path == NULL || !g_file_test(path, G_FILE_TEST_EXISTS)) continue;
+    if (which) g_string_append_printf(which, "%s%s", any ? ", " : "", dr_graph_buffer(g, i)->name);
+    any = TRUE;
+    g_unlink(path);
+  }
+  return any;
+}
+
+static void run_point(Sweep *w, guint64 point) {
+  const Subject *s = w->s;
+  guint before = w->n_problems;
+  save_files_left(s->graph, NULL);
+  dr_fake_reset();
+  dr_fake_arm(point, w->fault);
+  g_autoptr(GError) error = NULL;
+  DrReport *r = dr_run(s->plan, &s->opts, &error);
+  w->tested++;
+
+  gint64 fi = dr_fake_fault_index();
+  if (fi < 0) {
+    problem(w, point, "the run never reached the fault point (%" G_GUINT64_FORMAT " points)", dr_fake_points());
+    dr_report_free(r);
+    return;
+  }
+  const DrFakeCall *fc = &g_array_index(dr_fake_trace(), DrFakeCall, fi);
+  if (strcmp(fc->name, s->names->pdata[point - 1]) != 0)
+    problem(w, point, "the fault hit %s, the fault-free run made %s there", fc->name,
+            (const char *)s->names->pdata[point - 1]);
+
+  if (point >= s->teardown_from) {
+    /* close ignores what its releases say: the run's outcome stands. */
+    if (s->baseline_error == NULL && r == NULL)
+      problem(w, point, "a fault in the final teardown failed the run: %s", error ? error->message : "?");
+    if (r) w->teardown_ok++;
+  } else if (r != NULL) {
+    problem(w, point, "dr_run succeeded despite the fault");
+  } else {
+    check_error(w, point, fc, error);
+  }
+  dr_report_free(r);
+
+  if (dr_fake_live_total() != 0) {
+    gconstpointer only = NULL;
+    if (fc->release && dr_fake_only_live(&only) && only == fc->obj) {
+      rejected_releases++; /* the fault rejected this very release */
+    } else {
+      g_autoptr(GString) live = g_string_new(NULL);
+      dr_fake_describe_live(live);
+      problem(w, point, "left live after the run: %s", live->str);
+    }
+  }
+  if (dr_fake_misuse()[0]) {
+    g_autofree char *what = g_strstrip(g_strdelimit(g_strdup(dr_fake_misuse()), "\n", ';'));
+    problem(w, point, "runtime misuse: %s", what);
+  }
+  if (dr_fault_sticky(w->fault) && dr_fake_after_sticky()[0]) {
+    g_autofree char *calls = g_strdelimit(g_strdup(dr_fake_after_sticky()), "\n", ' ');
+    problem(w, point, "calls after the sticky fault: %s", calls);
+  }
+  g_autoptr(GString) saved = g_string_new(NULL);
+  if (save_files_left(s->graph, saved) && r == NULL)
+    problem(w, point, "a failed run left save files behind: %s", saved->str);
+  if (w->n_problems == before) w->passed++;
+}
+
+/* Sweeps the subject's fault points with `fault`; returns the passed
+ * count; asserts there was no problem. */
+static void sweep(const Subject *s, DrFault fault) {
+  Sweep w = {.s = s, .fault = fault};
+  w.problems = g_string_new(NULL);
+  w.blames = g_array_new(FALSE, FALSE, sizeof(Blame));
+  w.stream_of = g_hash_table_new(g_direct_hash, g_direct_equal);
+  g_autoptr(GArray) pts = sample_points(s->sweep_to);
+  dr_fake_set_move_data(FALSE);
+  for (guint i = 0; i < pts->len; i++) run_point(&w, g_array_index(pts, guint64, i));
+  check_blames(&w);
+  dr_fake_reset();
+  dr_fake_set_move_data(TRUE);
+
+  passed_by_mode[s->opts.mode == DR_MODE_GRAPH] += w.passed;
+  guint64 bytes = 0;
+  for (DrId i = 0; i < dr_graph_n_buffers(s->graph); i++) bytes += dr_buffer_bytes(dr_graph_buffer(s->graph, i));
+  g_autofree char *line = g_strdup_printf("%s %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                                          " fault points passed (C = %" G_GUINT64_FORMAT
+                                          ", %" G_GUINT64_FORMAT " in the final teardown tolerated; buffers %"
+                                          G_GUINT64_FORMAT " bytes)%s",
+                                          s->label, dr_fault_name(fault), w.passed, w.tested, s->points,
+                                          w.teardown_ok, bytes, s->baseline_error ? " [baseline stops at cuBLAS]" : "");
+  g_test_message("%s", line);
+  g_string_append_printf(summary, "%s\n", line);
+  if (w.n_problems > MAX_PROBLEM_LINES)
+    g_string_append_printf(w.problems, "... %u problems in all\n", w.n_problems);
+  g_autofree char *problems = g_string_free(w.problems, FALSE);
+  g_array_unref(w.blames);
+  g_hash_table_unref(w.stream_of);
+  g_assert_cmpstr(problems, ==, "");
+}
+
+/* ---- the test cases ------------------------------------------------------------- */
+
+typedef struct {
+  char *name; /* graphs/NAME.yaml */
+  DrMode mode;
+  DrFault fault; /* DR_N_FAULTS: the fault-free check */
+} Case;
+
+static DrGraph *load_example(const char *name) {
+  g_autofree char *path = g_strdup_printf("graphs/%s.yaml", name);
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(GError) error = NULL;
+  DrGraph *g = dr_load_file(path, diags, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(g);
+  return g;
+}
+
+/* Divides (or with `up`, multiplies) by `f` the count and every slice
+ * bound of each buffer whose count and slice bounds are all multiples of
+ * it (when dividing), recording which in `which` (when multiplying,
+ * those): the same DAG with f times less data, run under the plan made
+ * for the real sizes. Returns how many buffers it scaled. */
+static guint scale_graph(DrGraph *g, guint64 f, gboolean up, gboolean *which) {
+  guint n = 0;
+  if (!up) {
+    for (DrId i = 0; i < dr_graph_n_buffers(g); i++) which[i] = dr_graph_buffer(g, i)->count % f == 0;
+    for (guint i = 0; i < g->accesses->len; i++) {
+      const DrAccess *a = dr_graph_access(g, i);
+      if (a->begin % f || a->end % f) which[a->buffer] = FALSE;
+    }
+  }
+  for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
+    if (!which[i]) continue;
+    DrBuffer *b = dr_graph_buffer(g, i);
+    b->count = up ? b->count * f : b->count / f;
+    n++;
+  }
+  for (guint i = 0; i < g->accesses->len; i++) {
+    DrAccess *a = dr_graph_access(g, i);
+    if (!which[a->buffer]) continue;
+    a->begin = up ? a->begin * f : a->begin / f;
+    a->end = up ? a->end * f : a->end / f;
+  }
+  return n;
+}
+
+#define SCALE 1024
+
+/* The subject a sweep uses: the example with its data scaled down by
+ * SCALE after planning, when that makes exactly the same calls as the
+ * real sizes (so a sweep's hundreds of runs do not spend their time
+ * filling buffers); else the example as it is. */
+static Subject *sweep_subject_new(const char *name, DrMode mode, gboolean *scaled) {
+  Subject *s = subject_new(name, load_example(name), mode);
+  *scaled = FALSE;
+  g_autoptr(GPtrArray) full = g_ptr_array_ref(s->names);
+  g_autofree gboolean *which = g_new0(gboolean, MAX(dr_graph_n_buffers(s->graph), 1));
+  if (scale_graph(s->graph, SCALE, FALSE, which) == 0) return s;
+  subject_baseline(s);
+  *scaled = s->names->len == full->len;
+  for (guint i = 0; *scaled && i < full->len; i++) *scaled = strcmp(s->names->pdata[i], full->pdata[i]) == 0;
+  if (!*scaled) {
+    scale_graph(s->graph, SCALE, TRUE, which);
+    subject_baseline(s);
+  }
+  return s;
+}
+
+/* sweep_subject_new, made once per pipeline and mode (borrowed). */
+static const Subject *sweep_subject(const char *name, DrMode mode, gboolean *scaled) {
+  static GHashTable *cache; /* "name/mode" -> Subject; "name/mode?" -> scaled */
+  if (cache == NULL) cache = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autofree char *key = g_strdup_printf("%s/%s", name, dr_mode_name(mode));
+  g_autofree char *flag = g_strdup_printf("%s?", key);
+  Subject *s = g_hash_table_lookup(cache, key);
+  if (s == NULL) {
+    s = sweep_subject_new(name, mode, scaled);
+    g_hash_table_insert(cache, g_strdup(key), s);
+    g_hash_table_insert(cache, g_strdup(flag), GINT_TO_POINTER(*scaled));
+  }
+  *scaled = GPOINTER_TO_INT(g_hash_table_lookup(cache, flag));
+  return s;
+}
+
+static void test_fault_free(gconstpointer data) {
+  const Case *c = data;
+  gboolean scaled = FALSE;
+  const Subject *s = sweep_subject(c->name, c->mode, &scaled);
+  g_test_message("%s: %" G_GUINT64_FORMAT " fault points, teardown from %" G_GUINT64_FORMAT "; sweeps use the %s%s%s",
+                 s->label, s->points, s->teardown_from,
+                 scaled ? "data scaled down 1024x (same plan, same calls)" : "full-size data",
+                 s->baseline_error ? "; fails without a fault: " : "", s->baseline_error ? s->baseline_error : "");
+}
+
+static void test_sweep(gconstpointer data) {
+  const Case *c = data;
+  gboolean scaled = FALSE;
+  const Subject *s = sweep_subject(c->name, c->mode, &scaled);
+  sweep(s, c->fault);
+}
+
+/* A pipeline whose buffers have `save:` in TEST_TMPDIR: a faulted run
+ * must leave none of the files (complete or not). */
+static void test_save(gconstpointer data) {
+  const Case *c = data;
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  if (tmp == NULL) tmp = g_get_tmp_dir();
+  g_autofree char *dev_path = g_build_filename(tmp, "fault-save-y.bin", NULL);
+  g_autofree char *host_path = g_build_filename(tmp, "fault-save-back.bin", NULL);
+  g_autofree char *yaml = g_strdup_printf(
+      "dagrun: 1\n"
+      "name: save\n"
+      "buffers:\n"
+      "  x:    {type: f32, count: 1Ki, init: iota}\n"
+      "  y:    {type: f32, count: 1Ki, save: '%s'}\n"
+      "  back: {type: f32, count: 1Ki, where: host, save: '%s'}\n"
+      "nodes:\n"
+      "  scale: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: y}}\n"
+      "  down:  {op: copy, src: y, dst: back}\n",
+      dev_path, host_path);
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(GError) error = NULL;
+  DrGraph *g = dr_load_string("save.yaml", yaml, strlen(yaml), diags, &error);
+  g_assert_no_error(error);
+  g_autoptr(Subject) s = subject_new("save", g, c->mode);
+  /* The fault-free run wrote both files. */
+  g_assert_true(g_file_test(dev_path, G_FILE_TEST_EXISTS));
+  g_assert_true(g_file_test(host_path, G_FILE_TEST_EXISTS));
+  sweep(s, c->fault);
+}
+
+static void test_summary(void) {
+  g_test_message("fault points passed: streams mode %" G_GUINT64_FORMAT ", graph mode %" G_GUINT64_FORMAT
+                 " (rejected releases left to the fake: %" G_GUINT64_FORMAT ")",
+                 passed_by_mode[0], passed_by_mode[1], rejected_releases);
+  g_test_message("per sweep:\n%s", summary->str);
+  g_print("# streams mode: %" G_GUINT64_FORMAT " fault points passed\n# graph mode: %" G_GUINT64_FORMAT
+          " fault points passed\n",
+          passed_by_mode[0], passed_by_mode[1]);
+}
+
+static gint cmp_str(gconstpointer a, gconstpointer b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  /* One failing sweep must not hide the others' results. */
+  g_test_set_nonfatal_assertions();
+  devnull = fopen("/dev/null", "w");
+  g_assert_nonnull(devnull);
+  summary = g_string_new(NULL);
+  dr_cuda_api_set(dr_fake_api());
+
+  /* Bazel runs tests from the runfiles root, where graphs/ is. */
+  const char *srcdir = g_getenv("TEST_SRCDIR");
+  if (!g_file_test("graphs", G_FILE_TEST_IS_DIR) && srcdir) {
+    g_autofree char *root = g_build_filename(srcdir, "dagrun", NULL);
+    g_assert_cmpint(g_chdir(root), ==, 0);
+  }
+  g_autoptr(GDir) dir = g_dir_open("graphs", 0, NULL);
+  g_assert_nonnull(dir);
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  const char *f;
+  while ((f = g_dir_read_name(dir)) != NULL)
+    if (g_str_has_suffix(f, ".yaml")) g_ptr_array_add(names, g_strndup(f, strlen(f) - 5));
+  g_ptr_array_sort(names, cmp_str);
+  g_assert_cmpuint(names->len, >, 0);
+
+  for (guint i = 0; i < names->len; i++)
+    for (int m = 0; m < 2; m++)
+      for (int k = -1; k < DR_N_FAULTS; k++) {
+        Case *c = g_new0(Case, 1);
+        c->name = names->pdata[i];
+        c->mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
+        c->fault = k < 0 ? DR_N_FAULTS : (DrFault)k;
+        g_autofree char *path = g_strdup_printf("/fault/%s/%s/%s", c->name, dr_mode_name(c->mode),
+                                                k < 0 ? "fault-free" : dr_fault_name(c->fault));
+        g_test_add_data_func(path, c, k < 0 ? test_fault_free : test_sweep);
+      }
+  for (int m = 0; m < 2; m++)
+    for (int k = 0; k < DR_N_FAULTS; k++) {
+      Case *c = g_new0(Case, 1);
+      c->name = "save";
+      c->mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
+      c->fault = (DrFault)k;
+      g_autofree char *path = g_strdup_printf("/fault/save/%s/%s", dr_mode_name(c->mode), dr_fault_name(c->fault));
+      g_test_add_data_func(path, c, test_save);
+    }
+  /* Last: GLib runs a suite's own cases before its child suites. */
+  g_test_add_func("/fault/~summary/totals", test_summary);
+  return g_test_run();
+}
