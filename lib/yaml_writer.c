@@ -238,10 +238,30 @@ static void write_node(const DrGraph *g, DrId id, GString *out) {
   g_string_append(out, "}\n");
 }
 
-gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error) {
-  g_return_val_if_fail(graph != NULL && out != NULL, FALSE);
+/* The format reads {expr} in string values as an expression and has no
+ * escape for a literal brace, so such a string cannot be written. */
+static gboolean check_braces(const char *what, const char *s, GError **error) {
+  if (s == NULL || strpbrk(s, "{}") == NULL) return TRUE;
+  g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+              "%s: \"%s\" holds a brace, which the pipeline format would read as an {expression}", what, s);
+  return FALSE;
+}
+
+/* FALSE with DR_ERROR_USAGE when YAML cannot say part of the graph. */
+static gboolean check_writable(const DrGraph *graph, GError **error) {
+  for (DrId i = 0; i < dr_graph_n_buffers(graph); i++) {
+    const DrBuffer *b = dr_graph_buffer(graph, i);
+    g_autofree char *what = g_strdup_printf("buffer '%s'", b->name);
+    if (!check_braces(what, b->init_path, error) || !check_braces(what, b->save_path, error)) return FALSE;
+  }
   for (DrId i = 0; i < dr_graph_n_nodes(graph); i++) {
     const DrNode *n = dr_graph_node(graph, i);
+    g_autofree char *what = g_strdup_printf("node '%s'", n->id);
+    if (!check_braces(what, n->label, error)) return FALSE;
+    for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
+      const DrArg *arg = dr_graph_arg(graph, a);
+      if (arg->kind == DR_ARG_STRING && !check_braces(what, arg->v.s, error)) return FALSE;
+    }
     if (n->op == DR_OP_HOST && n->callback) {
       g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "node '%s' calls a C function, which YAML cannot say",
                   n->id);
@@ -254,6 +274,12 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
       return FALSE;
     }
   }
+  return TRUE;
+}
+
+gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error) {
+  g_return_val_if_fail(graph != NULL && out != NULL, FALSE);
+  if (!check_writable(graph, error)) return FALSE;
   const DrRunConfig *r = &graph->run;
   g_string_append(out, "dagrun: 1\nname: ");
   put_str(out, graph->name);

@@ -183,8 +183,9 @@ DrPipeline *dr_pipeline_load_string(const char *name, const char *yaml, gssize l
 /* Appends the pipeline as YAML (format v1) to `out`: loading that text
  * again gives the same graph and so the same plan. Fails with
  * DR_ERROR_USAGE (leaving `out` as it was) when the pipeline holds what
- * YAML cannot say: callback nodes or kernels registered through
- * dr_pipeline_register_kernel. User kernels from a `kernels:` section are
+ * YAML cannot say: callback nodes, kernels registered through
+ * dr_pipeline_register_kernel, or a string (print message, label, path)
+ * with a brace, which the format reads as an {expression}. User kernels from a `kernels:` section are
  * written with their source path made absolute. */
 gboolean dr_pipeline_write_yaml(const DrPipeline *pipeline, GString *out, GError **error);
 

@@ -709,6 +709,37 @@ static void test_yaml_round_trip_api(void) {
   g_assert_nonnull(strstr(yaml->str, "after: [\"nap\", \"say\"]"));
 }
 
+static void test_yaml_unsayable(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new("braces");
+  g_assert_true(dr_pipeline_add_buffer(p, "h", DR_ELEM_F32, 4, DR_WHERE_HOST, &error));
+  DrNamedArg a[] = {DR_NAMED_STRING("message", "x {1+1} y")};
+  g_assert_true(dr_pipeline_add_host(p, "pr", "print", a, 1, &error));
+  g_assert_no_error(error);
+  g_autoptr(GString) yaml = g_string_new("keep");
+  g_assert_false(dr_pipeline_write_yaml(p, yaml, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+  g_assert_cmpstr(
+      error->message, ==,
+      "node 'pr': \"x {1+1} y\" holds a brace, which the pipeline format would read as an {expression}");
+  g_assert_cmpstr(yaml->str, ==, "keep");
+  /* The pipeline itself is fine: it prints the message as given. */
+  g_clear_error(&error);
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  g_autofree char *path = g_build_filename(g_get_tmp_dir(), "api_braces.txt", NULL);
+  FILE *out = fopen(path, "w+");
+  DrRunSettings rs = host_settings(p, 1, 0, FALSE);
+  rs.host_output = out;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  fclose(out);
+  g_assert_no_error(error);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  g_assert_cmpstr(text, ==, "pr: x {1+1} y\n");
+  g_unlink(path);
+}
+
 /* ---- user kernels -------------------------------------------------------------- */
 
 static int add_host(const DrKLaunch *l, char *err) {
@@ -976,6 +1007,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/api/errors/load", test_errors_load);
   g_test_add_func("/api/yaml/round-trip-files", test_yaml_round_trip_files);
   g_test_add_func("/api/yaml/round-trip-api", test_yaml_round_trip_api);
+  g_test_add_func("/api/yaml/unsayable", test_yaml_unsayable);
   g_test_add_func("/api/kernel/user", test_user_kernel);
   g_test_add_func("/api/kernel/no-host-twin", test_user_kernel_no_host_twin);
   g_test_add_func("/api/callback/counts", test_callback_counts);
