@@ -203,6 +203,33 @@ static void test_build_plan_run(void) {
   g_unlink(trace_path);
 }
 
+/* A run report's JSON steers the planner (DrPlanSettings.profile_path). */
+static void test_plan_profile(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = build_chunked();
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  DrRunSettings rs = host_settings(p, 2, 0, FALSE);
+  FILE *null_out = fopen("/dev/null", "w");
+  rs.host_output = null_out;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  fclose(null_out);
+  g_assert_no_error(error);
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_run_report_write_json(r, json);
+  g_autofree char *path = g_build_filename(g_get_tmp_dir(), "api_profile.json", NULL);
+  g_assert_true(g_file_set_contents(path, json->str, -1, &error));
+  DrPlanSettings ps = {.max_streams = 2, .profile_path = path};
+  g_autoptr(DrStreamPlan) profiled = dr_pipeline_plan(p, &ps, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_stream_plan_n_streams(profiled), <=, 2);
+  g_assert_cmpuint(dr_stream_plan_n_steps(profiled), ==, dr_pipeline_n_nodes(p));
+  g_unlink(path);
+  DrPlanSettings bad = {.profile_path = "/nonexistent/profile.json"};
+  g_assert_null(dr_pipeline_plan(p, &bad, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_IO);
+}
+
 /* The plan keeps the pipeline alive: free the pipeline first. */
 static void test_plan_owns_pipeline(void) {
   g_autoptr(GError) error = NULL;
@@ -997,6 +1024,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/api/abi", test_abi);
   g_test_add_func("/api/build/plan-run", test_build_plan_run);
   g_test_add_func("/api/build/plan-owns-pipeline", test_plan_owns_pipeline);
+  g_test_add_func("/api/build/plan-profile", test_plan_profile);
   g_test_add_func("/api/build/run-settings", test_run_settings);
   g_test_add_func("/api/misuse/null", test_misuse_null);
   g_test_add_func("/api/misuse/indexes", test_misuse_indexes);
