@@ -9,8 +9,13 @@
  * order (wait events of other streams' nodes, timing event, the work, the
  * completion event when a later step waits on it); every stream records its
  * join event and origin waits on all of them; record iter_end and wait for
- * it on the host. The makespan is iter_end - iter_start; node times are
- * their timing events against iter_start.
+ * it on the host. The makespan is iter_end - iter_start. Node times
+ * (opts.node_timing): with stamps (the default) a stamp kernel writes the
+ * iteration's start on origin before the fork and each node's end on its
+ * stream right after it, and the stamp array is copied back once after
+ * iter_end; a node's start is when it became ready (run.h,
+ * DR_TIMING_LIST). With events, two timing events around each node are
+ * read against iter_start.
  *
  * Memory: whole-run device buffers come from cudaMalloc, host buffers from
  * cudaMallocHost (pinned), both filled with their init contents before the
@@ -74,6 +79,9 @@ static void cuda_close(DrBackend *b) {
   destroy_events(b->node_done, b->n_nodes);
   destroy_events(b->t_start, b->n_nodes);
   destroy_events(b->t_end, b->n_nodes);
+  if (b->stamps) (void)api->cudaFree(b->stamps);
+  if (b->stamps_host) (void)api->cudaFreeHost(b->stamps_host);
+  g_free(b->prev_on_stream);
   destroy_events(b->join, b->n_streams);
   if (b->fork) (void)api->cudaEventDestroy(b->fork);
   if (b->iter_start) (void)api->cudaEventDestroy(b->iter_start);
@@ -132,9 +140,21 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   b->hcalls = g_new0(DrHostCall, MAX(b->n_nodes, 1));
   b->scratch = g_new0(void *, MAX(b->n_nodes, 1));
   b->blas = g_new0(DrKBlas *, MAX(b->n_streams, 1));
-  if (opts->node_timing) {
+  b->timing = opts->node_timing;
+  if (b->timing == DR_TIMING_STAMPS && dr_cuda_api()->stamp_launch == NULL) b->timing = DR_TIMING_EVENTS;
+  if (b->timing == DR_TIMING_EVENTS) {
     b->t_start = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
     b->t_end = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
+  }
+  if (b->timing == DR_TIMING_STAMPS) {
+    b->prev_on_stream = g_new(DrId, MAX(b->n_nodes, 1));
+    g_autofree DrId *last = g_new(DrId, MAX(b->n_streams, 1));
+    for (guint32 s = 0; s < b->n_streams; s++) last[s] = DR_NONE;
+    for (guint32 i = 0; i < plan->steps->len; i++) {
+      const DrPlanStep *step = dr_plan_step(plan, i);
+      b->prev_on_stream[step->node] = last[step->stream];
+      last[step->stream] = step->node;
+    }
   }
 
   /* More eager streams than the device's hardware queues (8 by default)
@@ -169,8 +189,15 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
     DrCudaSite ns = DR_SITE_NODE(dr_graph_node(g, i)->id, plan->node_stream[i]);
     if (plan->needs_event[i] && !DR_CUDA(ns, cudaEventCreateWithFlags, &b->node_done[i], cudaEventDisableTiming))
       goto fail;
-    if (opts->node_timing && (!DR_CUDA(ns, cudaEventCreateWithFlags, &b->t_start[i], cudaEventDefault) ||
-                              !DR_CUDA(ns, cudaEventCreateWithFlags, &b->t_end[i], cudaEventDefault)))
+    if (b->timing == DR_TIMING_EVENTS && (!DR_CUDA(ns, cudaEventCreateWithFlags, &b->t_start[i], cudaEventDefault) ||
+                                          !DR_CUDA(ns, cudaEventCreateWithFlags, &b->t_end[i], cudaEventDefault)))
+      goto fail;
+  }
+  if (b->timing == DR_TIMING_STAMPS) {
+    gsize bytes = sizeof(unsigned long long) * (b->n_nodes + 1);
+    DrCudaSite ts = DR_SITE_SETUP("timing stamps");
+    if (!DR_CUDA(ts, cudaMalloc, (void **)&b->stamps, bytes) ||
+        !DR_CUDA(ts, cudaMallocHost, (void **)&b->stamps_host, bytes))
       goto fail;
   }
   return b;
@@ -273,6 +300,11 @@ static gboolean record_timing(DrBackend *b, cudaEvent_t ev, cudaStream_t st, gbo
   return DR_CUDA(site, cudaEventRecord, ev, st);
 }
 
+/* Enqueues the stamp kernel writing %globaltimer into `slot` on `st`. */
+static gboolean stamp(unsigned long long *slot, cudaStream_t st, DrCudaSite site, GError **error) {
+  return dr__cuda_check((cudaError_t)dr_cuda_api()->stamp_launch(slot, st), "stamp kernel launch", site, error);
+}
+
 /* Enqueues node `id`'s work on `st`. */
 static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite site, GError **error) {
   const DrGraph *g = b->graph;
@@ -326,8 +358,12 @@ static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite si
 gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **error) {
   const DrPlan *p = b->plan;
   const DrGraph *g = b->graph;
-  gboolean timing = b->opts.node_timing;
+  gboolean events = b->timing == DR_TIMING_EVENTS, stamps = b->timing == DR_TIMING_STAMPS;
   DrCudaSite site = DR_SITE_SETUP("iteration fork");
+  /* The iteration's start stamp goes before the fork, so the fork (and
+   * through it every node) happens after it: no node can seem to start
+   * before the iteration did. */
+  if (stamps && !stamp(&b->stamps[b->n_nodes], b->origin, site, error)) return FALSE;
   /* Fork: the iteration's start happens before every stream's first node. */
   if (!DR_CUDA(site, cudaEventRecord, b->fork, b->origin)) return FALSE;
   for (guint32 s = 0; s < b->n_streams; s++)
@@ -344,9 +380,13 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
        * completion event. */
       if (!DR_CUDA(ns, cudaStreamWaitEvent, st, b->node_done[u], 0)) return FALSE;
     }
-    if (timing && !record_timing(b, b->t_start[v], st, capturing, ns, error)) return FALSE;
+    if (events && !record_timing(b, b->t_start[v], st, capturing, ns, error)) return FALSE;
     if (!issue_work(b, v, st, ns, error)) return FALSE;
-    if (timing && !record_timing(b, b->t_end[v], st, capturing, ns, error)) return FALSE;
+    if (events && !record_timing(b, b->t_end[v], st, capturing, ns, error)) return FALSE;
+    /* v's end stamp, before its completion event: whoever waits on v also
+     * runs after the stamp, so a waiter's ready time is never earlier than
+     * the stamp it is computed from. */
+    if (stamps && !stamp(&b->stamps[v], st, ns, error)) return FALSE;
     /* Source of the DAG edges v -> w for every later w on another stream
      * that waits on v (needs_event[v]). */
     if (p->needs_event[v] && !DR_CUDA(ns, cudaEventRecord, b->node_done[v], st)) return FALSE;
@@ -362,13 +402,41 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
   return TRUE;
 }
 
-/* Reads the iteration's timing events once iter_end has completed. */
+/* Nanoseconds from stamp `t0` to `t`, in µs. */
+static double stamp_us(unsigned long long t, unsigned long long t0) { return (double)(gint64)(t - t0) / 1000.0; }
+
+/* Turns the copied-back stamps into node times: end = the node's stamp;
+ * start = when it became ready, the latest of the iteration's start stamp,
+ * the previous node on its stream's stamp and the stamps of the nodes it
+ * waits on (its planned waits). */
+static void read_stamps(DrBackend *b, DrIterTiming *t) {
+  const DrPlan *p = b->plan;
+  const unsigned long long *st = b->stamps_host;
+  unsigned long long t0 = st[b->n_nodes];
+  for (guint32 i = 0; i < p->steps->len; i++) {
+    const DrPlanStep *step = dr_plan_step(p, i);
+    DrId v = step->node;
+    unsigned long long ready = t0;
+    if (b->prev_on_stream[v] != DR_NONE) ready = MAX(ready, st[b->prev_on_stream[v]]);
+    for (guint32 w = step->wait_first; w < step->wait_first + step->wait_count; w++)
+      ready = MAX(ready, st[dr_plan_wait(p, w)]);
+    t->start_us[v] = stamp_us(ready, t0);
+    t->end_us[v] = stamp_us(MAX(st[v], ready), t0);
+  }
+}
+
+/* Reads the iteration's timing (events, or the stamps copied back) once
+ * the iteration has completed. */
 static gboolean read_timing(DrBackend *b, DrIterTiming *t, GError **error) {
   float ms = 0;
   DrCudaSite site = DR_SITE_SETUP("iteration timing");
   if (!DR_CUDA(site, cudaEventElapsedTime, &ms, b->iter_start, b->iter_end)) return FALSE;
   t->makespan_us = ms * 1000.0;
-  if (!b->opts.node_timing) return TRUE;
+  if (b->timing == DR_TIMING_STAMPS) {
+    read_stamps(b, t);
+    return TRUE;
+  }
+  if (b->timing != DR_TIMING_EVENTS) return TRUE;
   for (DrId i = 0; i < b->n_nodes; i++) {
     float s = 0, e = 0;
     DrCudaSite ns = DR_SITE_NODE(dr_graph_node(b->graph, i)->id, b->plan->node_stream[i]);
@@ -389,8 +457,17 @@ static gboolean cuda_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming
   } else if (!dr__cuda_issue_iteration(b, FALSE, error)) {
     return FALSE;
   }
-  if (!DR_CUDA(site, cudaEventRecord, b->iter_end, b->origin) || !DR_CUDA(site, cudaEventSynchronize, b->iter_end))
+  if (!DR_CUDA(site, cudaEventRecord, b->iter_end, b->origin)) return FALSE;
+  if (timing != NULL && b->timing == DR_TIMING_STAMPS) {
+    /* One copy of every stamp per timed iteration, after iter_end: outside
+     * the measured makespan and after the join (every stamp written). */
+    if (!DR_CUDA(site, cudaMemcpyAsync, b->stamps_host, b->stamps, sizeof(unsigned long long) * (b->n_nodes + 1),
+                 cudaMemcpyDeviceToHost, b->origin) ||
+        !DR_CUDA(site, cudaStreamSynchronize, b->origin))
+      return FALSE;
+  } else if (!DR_CUDA(site, cudaEventSynchronize, b->iter_end)) {
     return FALSE;
+  }
   return timing == NULL || read_timing(b, timing, error);
 }
 

@@ -2,6 +2,9 @@
  * table pointer, and the one error check every CUDA call goes through. */
 #include "backends/cuda_api.h"
 
+/* stamp.cu */
+extern int dr__stamp_launch(unsigned long long *slot, cudaStream_t stream);
+
 static int real_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) { return def->launch(l); }
 
 /* cudaDeviceSynchronize and cudaGetLastError take no arguments; the table
@@ -13,6 +16,7 @@ static const DrCudaApi real_api = {
         .cudaGetErrorName = cudaGetErrorName,
     .cudaGetErrorString = cudaGetErrorString,
     .kernel_launch = real_kernel_launch,
+    .stamp_launch = dr__stamp_launch,
 };
 
 static const DrCudaApi *current = &real_api;

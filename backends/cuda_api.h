@@ -67,6 +67,12 @@ typedef struct {
   const char *(*cudaGetErrorString)(cudaError_t error);
   /* Enqueues a built-in kernel: def->launch(l), a cudaError_t as int. */
   int (*kernel_launch)(const DrKernelDef *def, const DrKLaunch *l);
+  /* Enqueues the stamp kernel (stamp.cu): one thread writes %globaltimer
+   * (ns) into *slot, device memory, on `stream`; a cudaError_t as int.
+   * Outside the X-list so that tables written before it existed still
+   * compile: a table that leaves it NULL gets event timing where stamps
+   * were asked (cuda.c). */
+  int (*stamp_launch)(unsigned long long *slot, cudaStream_t stream);
 } DrCudaApi;
 
 /* The table in use (the real runtime unless a shim was set). */

@@ -18,6 +18,15 @@ gboolean dr__cuda_graph_capture(DrBackend *b, GError **error) {
   gboolean issued = dr__cuda_issue_iteration(b, TRUE, error);
   cudaGraph_t graph = NULL;
   cudaError_t rc = api->cudaStreamEndCapture(b->origin, &graph);
+  /* The pointers cudaMallocAsync returned while capturing belong to the
+   * graph's memory nodes now, valid only while the graph runs; when the
+   * capture failed they went with it. Either way close must not free
+   * them. */
+  for (guint32 i = 0; i < b->n_buffers; i++)
+    if (b->async_live[i]) {
+      b->async_live[i] = FALSE;
+      b->bases[i] = NULL;
+    }
   if (!issued) {
     /* The issue error is the one to report; ending the capture only
      * leaves every stream usable for cleanup. */
@@ -30,13 +39,6 @@ gboolean dr__cuda_graph_capture(DrBackend *b, GError **error) {
     return FALSE;
   }
   b->cuda_graph = graph;
-  /* The pointers cudaMallocAsync returned while capturing belong to the
-   * graph's memory nodes now, valid only while the graph runs. */
-  for (guint32 i = 0; i < b->n_buffers; i++)
-    if (b->async_live[i]) {
-      b->async_live[i] = FALSE;
-      b->bases[i] = NULL;
-    }
   return DR_CUDA(DR_SITE_SETUP("graph instantiation"), cudaGraphInstantiate, &b->cuda_graph_exec, b->cuda_graph, 0);
 }
 

@@ -22,8 +22,16 @@ struct DrBackend {
   cudaStream_t origin;    /* fork/join point; never the legacy stream */
   cudaStream_t *streams;  /* [n_streams] */
   cudaEvent_t *node_done; /* [n_nodes]: for needs_event nodes, no timing */
-  cudaEvent_t *t_start;   /* [n_nodes]: timing, when opts.node_timing */
+  /* The timing in effect: opts.node_timing, except that stamps become
+   * events when the CUDA table has no stamp_launch (an older shim). */
+  DrTimingMode timing;
+  cudaEvent_t *t_start;   /* [n_nodes]: timing events, when timing == EVENTS */
   cudaEvent_t *t_end;     /* [n_nodes] */
+  /* timing == STAMPS: %globaltimer stamps, [n_nodes + 1]: slot v is node
+   * v's end, slot n_nodes the iteration's start; device memory and its
+   * pinned copy, filled once per timed iteration after the join. */
+  unsigned long long *stamps, *stamps_host;
+  DrId *prev_on_stream; /* [n_nodes]: the node before it on its stream, or DR_NONE */
   cudaEvent_t fork;       /* no timing: origin -> every stream */
   cudaEvent_t *join;      /* [n_streams], no timing: every stream -> origin */
   cudaEvent_t iter_start, iter_end; /* timing, on origin */

@@ -43,6 +43,18 @@ static void text_number(GString *out, double v, int width) {
   else g_string_append_printf(out, " %*.1f", width, v);
 }
 
+static void text_number3(GString *out, double v) {
+  if (isnan(v)) g_string_append(out, " -");
+  else g_string_append_printf(out, " %.3f", v);
+}
+
+/* The id of graph node `v` (from the report's node list). */
+static const char *node_id(const DrReport *r, DrId v) {
+  for (guint i = 0; i < r->nodes->len; i++)
+    if (g_array_index(r->nodes, DrNodeReport, i).node == v) return g_array_index(r->nodes, DrNodeReport, i).id;
+  return "?";
+}
+
 void dr_report_write_text(const DrReport *r, GString *out) {
   g_string_append_printf(out, "%s: backend %s, mode %s, %u iterations (%u warmup)\n", r->name, r->backend,
                          r->mode ? r->mode : "?", r->iterations, r->warmup);
@@ -69,6 +81,25 @@ void dr_report_write_text(const DrReport *r, GString *out) {
   g_string_append(out, ", max");
   text_number(out, r->makespan_max_us, 0);
   g_string_append_c(out, '\n');
+  if (!isnan(r->critical_path_us)) {
+    g_string_append_printf(out, "critical_path_us: %.1f (%u nodes:", r->critical_path_us, r->critical_nodes->len);
+    /* The whole path would drown a big DAG's table: its ends suffice. */
+    guint len = r->critical_nodes->len;
+    for (guint i = 0; i < len; i++) {
+      if (len > 8 && i == 4) {
+        g_string_append_printf(out, " ... %u more ...", len - 8);
+        i = len - 4;
+      }
+      DrId v = g_array_index(r->critical_nodes, DrId, i);
+      g_string_append_printf(out, " %s", node_id(r, v));
+    }
+    g_string_append(out, ")\n");
+    g_string_append_printf(out, "overlap: %u streams used, efficiency", r->streams_used);
+    text_number3(out, r->overlap_streams);
+    g_string_append(out, " (sum of durations / (makespan x streams)), critical path / makespan");
+    text_number3(out, r->overlap_critical);
+    g_string_append_c(out, '\n');
+  }
   g_string_append_printf(out, "verify: %s", verified_name(r->verified));
   if (r->verified == DR_VERIFIED_FAIL)
     g_string_append_printf(out, ": buffer '%s' element %" G_GUINT64_FORMAT ": serial %s, concurrent %s",
@@ -104,7 +135,25 @@ void dr_report_write_json(const DrReport *r, GString *out) {
   } else {
     g_string_append(out, "null");
   }
-  g_string_append(out, ", \"nodes\": [");
+  g_string_append(out, ", \"critical_path_us\": ");
+  json_number(out, r->critical_path_us);
+  g_string_append(out, ", \"critical_path\": [");
+  if (!isnan(r->critical_path_us)) {
+    g_autofree const char **ids = g_new0(const char *, MAX(r->n_graph_nodes, 1));
+    for (guint i = 0; i < r->nodes->len; i++) {
+      const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, i);
+      ids[n->node] = n->id;
+    }
+    for (guint i = 0; i < r->critical_nodes->len; i++) {
+      if (i) g_string_append(out, ", ");
+      json_string(out, ids[g_array_index(r->critical_nodes, DrId, i)]);
+    }
+  }
+  g_string_append_printf(out, "], \"overlap\": {\"streams_used\": %u, \"efficiency\": ", r->streams_used);
+  json_number(out, r->overlap_streams);
+  g_string_append(out, ", \"critical_over_makespan\": ");
+  json_number(out, r->overlap_critical);
+  g_string_append(out, "}, \"nodes\": [");
   for (guint i = 0; i < r->nodes->len; i++) {
     const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, i);
     g_string_append(out, i ? ", {\"id\": " : "{\"id\": ");

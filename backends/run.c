@@ -1,9 +1,13 @@
 /* run.c: dr_run, the driver every backend shares: choose the backend, run
- * warmup and timed iterations, gather per-node samples into the report,
- * save buffers, and for --verify run the serial plan the same way and
- * compare. The backends themselves live in host.c, cuda.c, cuda_graph.c;
- * the report's renderings in report.c. */
+ * warmup and timed iterations (with a progress bar when asked), gather
+ * per-node samples into the report with its critical path, for --verify
+ * run the serial plan the same way and compare, write the trace and the
+ * timeline, and save buffers last, once everything else succeeded. The
+ * backends themselves live in host.c, cuda.c, cuda_graph.c; the report's
+ * renderings in report.c and timeline.c. */
+#include <glib/gstdio.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backends/backend.h"
@@ -38,6 +42,26 @@ gboolean dr_mode_from_name(const char *name, DrMode *out) {
   return TRUE;
 }
 
+static const char *const timing_names[] = {
+#define DR_X(e, s) s,
+    DR_TIMING_LIST(DR_X)
+#undef DR_X
+};
+
+const char *dr_timing_mode_name(DrTimingMode mode) {
+  g_return_val_if_fail((guint)mode < DR_N_TIMINGS, "?");
+  return timing_names[mode];
+}
+
+gboolean dr_timing_mode_from_name(const char *name, DrTimingMode *out) {
+  for (guint i = 0; i < DR_N_TIMINGS; i++)
+    if (strcmp(name, timing_names[i]) == 0) {
+      *out = (DrTimingMode)i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
 void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
   memset(opts, 0, sizeof *opts);
   opts->backend = DR_BACKEND_AUTO;
@@ -45,7 +69,7 @@ void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
   opts->iterations = graph->run.iterations;
   opts->warmup = graph->run.warmup;
   opts->device = graph->run.device;
-  opts->node_timing = TRUE;
+  opts->node_timing = DR_TIMING_STAMPS;
 }
 
 void dr_report_free(DrReport *r) {
@@ -61,6 +85,7 @@ void dr_report_free(DrReport *r) {
   g_free(r->iter_makespan_us);
   if (r->stream_priorities) g_array_unref(r->stream_priorities);
   if (r->flows) g_array_unref(r->flows);
+  if (r->critical_nodes) g_array_unref(r->critical_nodes);
   g_free(r);
 }
 
@@ -96,6 +121,79 @@ static void stats(const double *v, guint n, double *median, double *min, double 
   if (max) *max = s[k - 1];
 }
 
+/* The longest path of the DAG weighted by median node durations (an
+ * unmeasured node weighs 0), over the graph's dependency edges, by dynamic
+ * programming in a topological order (Kahn's, ties in plan order). O(V +
+ * E). Fills critical_path_us and critical_nodes, then the overlap
+ * figures. */
+static void report_critical_path(DrReport *r, const DrPlan *plan) {
+  const DrGraph *g = plan->graph;
+  guint32 n = r->n_graph_nodes, m = g->edges->len;
+  g_autofree double *dur = g_new0(double, MAX(n, 1));
+  g_autofree double *finish = g_new0(double, MAX(n, 1));
+  g_autofree DrId *pred = g_new(DrId, MAX(n, 1));
+  g_autofree guint32 *indeg = g_new0(guint32, MAX(n, 1));
+  g_autofree guint32 *out_first = g_new0(guint32, n + 1);
+  g_autofree DrId *out_to = g_new(DrId, MAX(m, 1));
+  g_autofree DrId *queue = g_new(DrId, MAX(n, 1));
+  gboolean any = FALSE;
+  double sum = 0;
+  for (guint i = 0; i < r->nodes->len; i++) {
+    const DrNodeReport *nr = &g_array_index(r->nodes, DrNodeReport, i);
+    if (isnan(nr->duration_us)) continue;
+    dur[nr->node] = MAX(nr->duration_us, 0.0);
+    sum += dur[nr->node];
+    any = TRUE;
+  }
+  /* Outgoing edges grouped by source (a counting sort). */
+  for (guint32 e = 0; e < m; e++) {
+    out_first[dr_graph_edge(g, e)->from + 1]++;
+    indeg[dr_graph_edge(g, e)->to]++;
+  }
+  for (guint32 v = 0; v < n; v++) out_first[v + 1] += out_first[v];
+  {
+    g_autofree guint32 *fill = g_memdup2(out_first, sizeof(guint32) * (n + 1));
+    for (guint32 e = 0; e < m; e++) out_to[fill[dr_graph_edge(g, e)->from]++] = dr_graph_edge(g, e)->to;
+  }
+  guint32 head = 0, tail = 0;
+  for (guint32 s = 0; s < plan->steps->len; s++) {
+    DrId v = dr_plan_step(plan, s)->node;
+    pred[v] = DR_NONE;
+    if (indeg[v] == 0) queue[tail++] = v;
+  }
+  DrId last = DR_NONE;
+  double best = 0;
+  while (head < tail) {
+    DrId u = queue[head++];
+    finish[u] += dur[u]; /* finish[u] held its ready time until now */
+    if (last == DR_NONE || finish[u] > best) {
+      best = finish[u];
+      last = u;
+    }
+    for (guint32 k = out_first[u]; k < out_first[u + 1]; k++) {
+      DrId v = out_to[k];
+      if (pred[v] == DR_NONE || finish[u] > finish[v]) {
+        finish[v] = finish[u];
+        pred[v] = u;
+      }
+      if (--indeg[v] == 0) queue[tail++] = v;
+    }
+  }
+  r->critical_nodes = g_array_new(FALSE, FALSE, sizeof(DrId));
+  for (DrId v = last; v != DR_NONE; v = pred[v]) g_array_prepend_val(r->critical_nodes, v);
+  r->streams_used = 0;
+  for (guint32 s = 0; s < dr_plan_n_streams(plan); s++)
+    if (g_array_index(plan->streams, DrStream, s).n_nodes > 0) r->streams_used++;
+  if (!any) {
+    r->critical_path_us = r->overlap_streams = r->overlap_critical = NAN;
+    return;
+  }
+  r->critical_path_us = best;
+  gboolean span = !isnan(r->makespan_us) && r->makespan_us > 0;
+  r->overlap_streams = span && r->streams_used ? sum / (r->makespan_us * r->streams_used) : NAN;
+  r->overlap_critical = span ? best / r->makespan_us : NAN;
+}
+
 static void report_summarise(DrReport *r, const DrPlan *plan) {
   const DrGraph *g = plan->graph;
   guint32 n = r->n_graph_nodes, it = r->iterations;
@@ -124,6 +222,7 @@ static void report_summarise(DrReport *r, const DrPlan *plan) {
      * plus a small gap so they read apart. */
     t += (isnan(r->iter_makespan_us[i]) ? 0 : r->iter_makespan_us[i]) + 1.0;
   }
+  report_critical_path(r, plan);
 }
 
 static DrReport *report_new(const DrPlan *plan, const DrRunOptions *opts) {
@@ -158,37 +257,102 @@ static DrReport *report_new(const DrPlan *plan, const DrRunOptions *opts) {
 
 /* ---- running one pipeline --------------------------------------------- */
 
-static gboolean save_buffers(const DrBackendOps *ops, DrBackend *b, const DrGraph *g, GError **error) {
+/* A `save:` buffer's contents, read back after the timed run and written
+ * only once the whole run has succeeded, so that a failed run leaves no
+ * save file behind. */
+typedef struct {
+  DrId buffer;
+  char *data;
+  gsize bytes;
+} PendingSave;
+
+static void pending_save_free(PendingSave *p) {
+  g_free(p->data);
+  g_free(p);
+}
+
+/* Reads every `save:` buffer into a new array of PendingSave. */
+static GPtrArray *read_saves(const DrBackendOps *ops, DrBackend *b, const DrGraph *g, GError **error) {
+  g_autoptr(GPtrArray) saves = g_ptr_array_new_with_free_func((GDestroyNotify)pending_save_free);
   for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
     const DrBuffer *buf = dr_graph_buffer(g, i);
     if (buf->save_path == NULL) continue;
     gsize bytes = dr_buffer_bytes(buf);
-    g_autofree char *data = g_try_malloc(MAX(bytes, 1));
+    char *data = g_try_malloc(MAX(bytes, 1));
     if (data == NULL) {
       g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "save: out of host memory for buffer '%s'", buf->name);
-      return FALSE;
+      return NULL;
     }
-    if (!ops->read_buffer(b, i, data, error)) return FALSE;
-    const char *path = buf->save_path; /* resolved by the parser */
+    PendingSave *p = g_new0(PendingSave, 1);
+    *p = (PendingSave){i, data, bytes};
+    g_ptr_array_add(saves, p);
+    if (!ops->read_buffer(b, i, data, error)) return NULL;
+  }
+  return g_steal_pointer(&saves);
+}
+
+/* Writes the pending saves; on a failure removes the files it already
+ * wrote and fails (DR_ERROR_IO). */
+static gboolean write_saves(const DrGraph *g, GPtrArray *saves, GError **error) {
+  for (guint k = 0; k < saves->len; k++) {
+    const PendingSave *p = g_ptr_array_index(saves, k);
+    const DrBuffer *buf = dr_graph_buffer(g, p->buffer);
     g_autoptr(GError) local = NULL;
-    if (!g_file_set_contents(path, data, (gssize)bytes, &local)) {
+    if (!g_file_set_contents(buf->save_path, p->data, (gssize)p->bytes, &local)) {
       g_set_error(error, DR_ERROR, DR_ERROR_IO, "buffer '%s': save: %s", buf->name, local->message);
+      for (guint j = 0; j < k; j++)
+        (void)g_remove(dr_graph_buffer(g, ((PendingSave *)g_ptr_array_index(saves, j))->buffer)->save_path);
       return FALSE;
     }
   }
   return TRUE;
 }
 
+/* The progress bar on stderr (opts->progress): drawn only once the run has
+ * taken half a second, redrawn at most every 100 ms, erased at the end. */
+typedef struct {
+  gboolean on, drawn;
+  gint64 t0, last;
+} Progress;
+
+static void progress_show(Progress *p, guint32 done, guint32 total) {
+  if (!p->on) return;
+  gint64 now = g_get_monotonic_time();
+  if (now - p->t0 < 500000 || (p->drawn && now - p->last < 100000)) return;
+  enum { WIDTH = 30 };
+  char bar[WIDTH + 1];
+  guint32 fill = total ? (guint32)((guint64)done * WIDTH / total) : WIDTH;
+  for (guint32 i = 0; i < WIDTH; i++) bar[i] = i < fill ? '#' : '.';
+  bar[WIDTH] = '\0';
+  fprintf(stderr, "\r[%s] %u/%u iterations", bar, done, total);
+  fflush(stderr);
+  p->drawn = TRUE;
+  p->last = now;
+}
+
+static void progress_end(Progress *p) {
+  if (!p->drawn) return;
+  fputs("\r\033[K", stderr); /* carriage return, erase the line */
+  fflush(stderr);
+  p->drawn = FALSE;
+}
+
 /* Opens `ops` on `plan`, sets up, runs warmup + iterations (timed into
- * `report` when non-NULL), saves buffers when `save`, captures written
- * buffers into *capture when non-NULL, closes. */
+ * `report` when non-NULL), reads the `save:` buffers into *saves when
+ * non-NULL, captures written buffers into *capture when non-NULL,
+ * closes. */
 static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const DrRunOptions *opts,
-                             DrReport *report, gboolean save, GPtrArray **capture, GError **error) {
+                             DrReport *report, GPtrArray **saves, GPtrArray **capture, GError **error) {
   const DrGraph *g = plan->graph;
   DrBackend *b = ops->open(plan, opts, error);
   if (b == NULL) return FALSE;
   gboolean ok = ops->setup(b, error);
-  for (guint32 i = 0; ok && i < opts->warmup; i++) ok = ops->run_iteration(b, i, NULL, error);
+  Progress progress = {.on = opts->progress && report != NULL, .t0 = g_get_monotonic_time()};
+  guint32 total = opts->warmup + opts->iterations;
+  for (guint32 i = 0; ok && i < opts->warmup; i++) {
+    ok = ops->run_iteration(b, i, NULL, error);
+    progress_show(&progress, i + 1, total);
+  }
   guint32 n = dr_graph_n_nodes(g);
   for (guint32 i = 0; ok && i < opts->iterations; i++) {
     DrIterTiming t = {NULL, NULL, NAN};
@@ -198,9 +362,11 @@ static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const 
     }
     ok = ops->run_iteration(b, opts->warmup + i, report ? &t : NULL, error);
     if (ok && report) report->iter_makespan_us[i] = t.makespan_us;
+    progress_show(&progress, opts->warmup + i + 1, total);
   }
+  progress_end(&progress);
   if (ok && report) report->mode = ops->mode_name(b);
-  if (ok && save) ok = save_buffers(ops, b, g, error);
+  if (ok && saves) ok = (*saves = read_saves(ops, b, g, error)) != NULL;
   if (ok && capture) ok = (*capture = dr__verify_capture(ops, b, g, error)) != NULL;
   ops->close(b);
   return ok;
@@ -230,16 +396,18 @@ DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error
   g_autoptr(DrReport) report = report_new(plan, &opts);
   report->backend = ops->name;
   g_autoptr(GPtrArray) concurrent = NULL;
-  if (!run_pipeline(ops, plan, &opts, report, TRUE, opts.verify ? &concurrent : NULL, error)) return NULL;
+  g_autoptr(GPtrArray) saves = NULL;
+  if (!run_pipeline(ops, plan, &opts, report, &saves, opts.verify ? &concurrent : NULL, error)) return NULL;
   report_summarise(report, plan);
 
   if (opts.verify) {
     g_autoptr(DrPlan) serial = dr_plan_new_serial(plan->graph);
     DrRunOptions sopts = opts;
     sopts.delay_seed = 0; /* one stream: delays cannot reorder anything */
-    sopts.node_timing = FALSE;
+    sopts.node_timing = DR_TIMING_OFF;
+    sopts.progress = FALSE;
     g_autoptr(GPtrArray) reference = NULL;
-    if (!run_pipeline(ops, serial, &sopts, NULL, FALSE, &reference, error)) return NULL;
+    if (!run_pipeline(ops, serial, &sopts, NULL, NULL, &reference, error)) return NULL;
     dr__verify_compare(plan->graph, reference, concurrent, report);
   }
 
@@ -252,5 +420,16 @@ DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error
       return NULL;
     }
   }
+  if (opts.timeline_path) {
+    g_autoptr(GString) svg = g_string_new(NULL);
+    dr_timeline_write_svg(report, plan, svg);
+    g_autoptr(GError) local = NULL;
+    if (!g_file_set_contents(opts.timeline_path, svg->str, (gssize)svg->len, &local)) {
+      g_set_error(error, DR_ERROR, DR_ERROR_IO, "--timeline: %s", local->message);
+      return NULL;
+    }
+  }
+  /* Last, so that a run that failed anywhere leaves no save file. */
+  if (!write_saves(plan->graph, saves, error)) return NULL;
   return g_steal_pointer(&report);
 }

@@ -39,6 +39,36 @@ gboolean dr_backend_kind_from_name(const char *name, DrBackendKind *out);
 const char *dr_mode_name(DrMode mode);
 gboolean dr_mode_from_name(const char *name, DrMode *out);
 
+/* X(ENUM_SUFFIX, spelling): how the CUDA backend times each node. OFF is 0
+ * and STAMPS 1 so that code written when this was a gboolean (TRUE: time
+ * every node) keeps its meaning and gets the cheap default.
+ *   off:    the makespan only; node times are NAN.
+ *   stamps: after each node a one-thread kernel writes %globaltimer into
+ *           the node's slot of a device array (copied back once per
+ *           iteration, after the join). A node's end is its stamp; its
+ *           start is when it became ready: the latest of the iteration's
+ *           start stamp, the end stamp of the previous node on its stream
+ *           and the end stamps of the nodes it waits on. That
+ *           "ready-to-end" interval includes any queueing behind other
+ *           work. %globaltimer ticks in ns but may advance in ~1 µs steps.
+ *   events: two timing events around each node, exact (the reference
+ *           mode) but ~3-3.6 µs of GPU time per node on an H200.
+ * The host backend times every node with host clocks whatever the mode. */
+#define DR_TIMING_LIST(X) \
+  X(OFF, "off")           \
+  X(STAMPS, "stamps")     \
+  X(EVENTS, "events")
+
+typedef enum {
+#define DR_X(e, s) DR_TIMING_##e,
+  DR_TIMING_LIST(DR_X)
+#undef DR_X
+  DR_N_TIMINGS
+} DrTimingMode;
+
+const char *dr_timing_mode_name(DrTimingMode mode);
+gboolean dr_timing_mode_from_name(const char *name, DrTimingMode *out);
+
 typedef struct {
   DrBackendKind backend; /* auto: CUDA when a device is usable, else host */
   DrMode mode;           /* streams | graph (CUDA only; the host runs threads) */
@@ -51,18 +81,23 @@ typedef struct {
   guint64 delay_seed;
   guint32 delay_max_us; /* 0: 200 */
   gint32 device;        /* CUDA device ordinal */
-  /* Time every node (CUDA: two timing events around each node, which
-   * cost ~3-3.6 µs of GPU time per node in both modes, measured on an H200
-   * by tests/backends/backends_gpu_test.c; a 500-node chain of small
-   * kernels went from 1.0 to 4.7 µs/node in graph mode). FALSE: makespan
-   * only, and the nodes' times are NAN. */
-  gboolean node_timing;
-  const char *trace_path; /* NULL, or where dr_run writes the Chrome trace */
+  /* How to time every node (see DR_TIMING_LIST). Events cost ~3-3.6 µs of
+   * GPU time per node in both modes, measured on an H200 by
+   * tests/backends/backends_gpu_test.c (a 500-node chain of small kernels
+   * went from 1.0 to 4.7 µs/node in graph mode); stamps are the default.
+   * Off: makespan only, and the nodes' times are NAN. */
+  DrTimingMode node_timing;
+  const char *trace_path;    /* NULL, or where dr_run writes the Chrome trace */
+  const char *timeline_path; /* NULL, or where dr_run writes the SVG timeline */
+  /* Draw a progress bar (iterations done / total) on stderr while the run
+   * takes more than half a second. The caller decides (the CLI: only when
+   * stderr is a terminal), so tests and JSON output stay clean. */
+  gboolean progress;
   FILE *host_output;      /* print/checksum output; NULL: stdout */
 } DrRunOptions;
 
 /* Fills `opts` with the graph's `run:` settings (mode, iterations, warmup,
- * device), backend auto, node timing on, everything else off. */
+ * device), backend auto, stamp timing, everything else off. */
 void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph);
 
 typedef enum { DR_VERIFIED_NOT_RUN, DR_VERIFIED_PASS, DR_VERIFIED_FAIL } DrVerified;
@@ -111,6 +146,17 @@ typedef struct {
   /* Plan facts the trace needs, copied so the report stands alone. */
   GArray *stream_priorities; /* DrPriority per plan stream */
   GArray *flows;             /* DrReportFlow: one per planned wait */
+
+  /* Whole-run figures from the node medians (NAN when nodes were not
+   * timed): the critical path is the longest path of the DAG (the graph's
+   * dependency edges) weighted by median durations; `critical_nodes` lists
+   * its nodes (DrId) from first to last. overlap_streams = sum of median
+   * durations / (makespan × streams used); overlap_critical = critical
+   * path / makespan (1.0: the run is as short as its dependencies allow). */
+  double critical_path_us;
+  GArray *critical_nodes;
+  guint32 streams_used; /* plan streams with at least one node */
+  double overlap_streams, overlap_critical;
 } DrReport;
 
 /* Runs `plan` (its graph must have passed the scheduler's passes) with
@@ -133,12 +179,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrReport, dr_report_free)
 gboolean dr_report_check_verified(const DrReport *report, GError **error);
 
 /* Appends a readable per-node table (plan order: id, op, stream, start,
- * median/min/max duration, GB/s) and the makespan and verdict to `out`. */
+ * median/min/max duration, GB/s), the makespan, the critical path and
+ * overlap efficiency, and the verdict to `out`. */
 void dr_report_write_text(const DrReport *report, GString *out);
 
 /* Appends one JSON object: "name", "backend", "mode", "iterations",
  * "warmup", "makespan_us", "makespan_min_us", "makespan_max_us",
- * "verified" (true/false/null), "difference" (object or null), "nodes":
+ * "verified" (true/false/null), "difference" (object or null),
+ * "critical_path_us", "critical_path" (node ids), "overlap":
+ * {"streams_used", "efficiency", "critical_over_makespan"}, "nodes":
  * [{"id","op","stream","start_us","duration_us","duration_min_us",
  * "duration_max_us","bytes","gbps"}]. Unmeasured numbers are null. */
 void dr_report_write_json(const DrReport *report, GString *out);
@@ -149,6 +198,17 @@ void dr_report_write_json(const DrReport *report, GString *out);
  * ("s"/"f" pair) per planned cross-stream wait and iteration. Nodes that
  * were not timed are left out. */
 void dr_trace_write(const DrReport *report, GString *out);
+
+/* Appends a self-contained SVG timeline of one iteration made of the node
+ * medians (timeline.c): a lane per plan stream labelled with its number
+ * and priority, a bar per timed node at its median start with its median
+ * duration, coloured by op (with a legend) and labelled with its id where
+ * it fits, a <title> tooltip per node (id, op, stream, start, duration),
+ * an arrow per planned wait from the waited node's end to the waiting
+ * node's start, and a time axis. `plan` must be the plan the report was
+ * made from. Nodes that were not timed get no bar, only their <title>
+ * in a list under the lanes. */
+void dr_timeline_write_svg(const DrReport *report, const DrPlan *plan, GString *out);
 
 G_END_DECLS
 

@@ -2,13 +2,18 @@
  * by hand: results against expected values, --verify catching a plan with
  * a missing wait under random delays (and passing planned ones), the
  * deterministic init generator, host functions, the report's JSON and text
- * and the Chrome trace, errors, and backend selection without a GPU. */
+ * and the Chrome trace (parsed: one X event per node and iteration, a track
+ * per stream), the critical path and overlap figures, the SVG timeline
+ * (parsed as XML for every example pipeline), errors, backend selection
+ * without a GPU, and the CUDA backend's eager path (stamp timing included)
+ * on a fake runtime. */
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backends/cuda_api.h"
+#include "lib/load.h"
 #include "tests/backends/testgraph.h"
 
 /* ---- a minimal JSON validator ------------------------------------------ */
@@ -129,6 +134,256 @@ static void test_json_validator(void) {
   g_assert_false(json_valid("{\"a\": 1,}"));
   g_assert_false(json_valid("[1 2]"));
   g_assert_false(json_valid("{\"a\": 1} x"));
+}
+
+/* ---- a minimal JSON parser (a tree, for checking the trace) --------------- */
+
+/* A parsed JSON value. Objects keep their keys in order; strings keep their
+ * escapes undecoded except \" and \\ (enough for the ids checked here). */
+typedef struct JNode {
+  char kind; /* 'o' object, 'a' array, 's' string, 'n' number, 'b' bool, 'z' null */
+  char *str;
+  double num;
+  GPtrArray *kids; /* JNode *, objects and arrays */
+  GPtrArray *keys; /* char *, objects */
+} JNode;
+
+static void jnode_free(JNode *n) {
+  if (n == NULL) return;
+  g_free(n->str);
+  if (n->kids) g_ptr_array_unref(n->kids);
+  if (n->keys) g_ptr_array_unref(n->keys);
+  g_free(n);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(JNode, jnode_free)
+
+static char *jstring(Json *j) {
+  const char *start = j->p;
+  if (!string(j)) return NULL;
+  GString *s = g_string_new(NULL);
+  for (const char *q = start + 1; q < j->p - 1; q++) {
+    if (*q == '\\' && (q[1] == '"' || q[1] == '\\')) q++;
+    g_string_append_c(s, *q);
+  }
+  return g_string_free(s, FALSE);
+}
+
+/* Parses one value at j->p; NULL on a syntax error or beyond depth 64. */
+static JNode *jparse_value(Json *j) {
+  ws(j);
+  if (++j->depth > 64) return NULL;
+  g_autoptr(JNode) n = g_new0(JNode, 1);
+  if (*j->p == '{' || *j->p == '[') {
+    gboolean obj = *j->p == '{';
+    char close = obj ? '}' : ']';
+    n->kind = obj ? 'o' : 'a';
+    n->kids = g_ptr_array_new_with_free_func((GDestroyNotify)jnode_free);
+    if (obj) n->keys = g_ptr_array_new_with_free_func(g_free);
+    j->p++;
+    ws(j);
+    if (*j->p == close) j->p++;
+    else
+      for (;;) {
+        ws(j);
+        if (obj) {
+          char *key = jstring(j);
+          if (key == NULL) return NULL;
+          g_ptr_array_add(n->keys, key);
+          ws(j);
+          if (*j->p++ != ':') return NULL;
+        }
+        JNode *kid = jparse_value(j);
+        if (kid == NULL) return NULL;
+        g_ptr_array_add(n->kids, kid);
+        ws(j);
+        if (*j->p == ',') {
+          j->p++;
+          continue;
+        }
+        if (*j->p++ != close) return NULL;
+        break;
+      }
+  } else if (*j->p == '"') {
+    n->kind = 's';
+    if ((n->str = jstring(j)) == NULL) return NULL;
+  } else if (strncmp(j->p, "true", 4) == 0 || strncmp(j->p, "null", 4) == 0) {
+    n->kind = j->p[0] == 't' ? 'b' : 'z';
+    n->num = j->p[0] == 't';
+    j->p += 4;
+  } else if (strncmp(j->p, "false", 5) == 0) {
+    n->kind = 'b';
+    j->p += 5;
+  } else {
+    const char *start = j->p;
+    if (!number(j)) return NULL;
+    n->kind = 'n';
+    n->num = g_ascii_strtod(start, NULL);
+  }
+  j->depth--;
+  return g_steal_pointer(&n);
+}
+
+static JNode *jparse(const char *s) {
+  Json j = {s, 0};
+  JNode *n = jparse_value(&j);
+  if (n == NULL) return NULL;
+  ws(&j);
+  if (*j.p != '\0') {
+    jnode_free(n);
+    return NULL;
+  }
+  return n;
+}
+
+/* The member `key` of object `o`, or NULL. */
+static JNode *jget(const JNode *o, const char *key) {
+  if (o == NULL || o->kind != 'o') return NULL;
+  for (guint i = 0; i < o->keys->len; i++)
+    if (strcmp(g_ptr_array_index(o->keys, i), key) == 0) return g_ptr_array_index(o->kids, i);
+  return NULL;
+}
+
+static void test_json_parser(void) {
+  g_autoptr(JNode) n = jparse("{\"a\": [1, 2.5, -3e2, true, null], \"b\": {\"c\": \"x\\\"y\"}}");
+  g_assert_nonnull(n);
+  g_assert_cmpint(jget(n, "a")->kids->len, ==, 5);
+  g_assert_cmpfloat(((JNode *)g_ptr_array_index(jget(n, "a")->kids, 2))->num, ==, -300);
+  g_assert_cmpstr(jget(jget(n, "b"), "c")->str, ==, "x\"y");
+  g_assert_null(jget(n, "d"));
+  g_assert_null(jparse("{\"a\": [1,]}"));
+  g_assert_null(jparse("[1] 2"));
+  /* The depth bound: 64 nested arrays are accepted, 65 refused. */
+  for (guint depth = 64; depth <= 65; depth++) {
+    g_autofree char *open = g_strnfill(depth, '[');
+    g_autofree char *close = g_strnfill(depth, ']');
+    g_autofree char *text = g_strconcat(open, close, NULL);
+    g_autoptr(JNode) nested = jparse(text);
+    if (depth == 64) g_assert_nonnull(nested);
+    else g_assert_null(nested);
+  }
+}
+
+/* Checks the structure of a Chrome trace of `plan` run for `iterations`:
+ * it parses; a thread_name track per plan stream; exactly one X event per
+ * node and iteration, on its node's stream's track; flow starts and ends
+ * pair up, one pair per planned wait and iteration. */
+static void check_trace(const char *trace, const DrPlan *plan, guint32 iterations) {
+  const DrGraph *g = plan->graph;
+  g_autoptr(JNode) root = jparse(trace);
+  g_assert_nonnull(root);
+  JNode *events = jget(root, "traceEvents");
+  g_assert_nonnull(events);
+  g_assert_cmpint(events->kind, ==, 'a');
+  g_autoptr(GHashTable) tracks = g_hash_table_new(NULL, NULL);
+  g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GHashTable) starts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GHashTable) finishes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  guint n_x = 0, n_s = 0, n_f = 0;
+  for (guint i = 0; i < events->kids->len; i++) {
+    JNode *e = g_ptr_array_index(events->kids, i);
+    const char *ph = jget(e, "ph")->str, *name = jget(e, "name")->str;
+    if (strcmp(ph, "M") == 0 && strcmp(name, "thread_name") == 0) {
+      guint tid = (guint)jget(e, "tid")->num;
+      g_assert_true(g_str_has_prefix(jget(jget(e, "args"), "name")->str, "stream "));
+      g_assert_false(g_hash_table_contains(tracks, GUINT_TO_POINTER(tid + 1)));
+      g_hash_table_add(tracks, GUINT_TO_POINTER(tid + 1));
+    } else if (strcmp(ph, "X") == 0) {
+      n_x++;
+      DrId id = dr_graph_find_node(g, name);
+      g_assert_cmpuint(id, !=, DR_NONE);
+      g_assert_cmpuint((guint)jget(e, "tid")->num, ==, plan->node_stream[id]);
+      g_assert_cmpfloat(jget(e, "dur")->num, >=, 0);
+      guint it = (guint)jget(jget(e, "args"), "iteration")->num;
+      g_assert_cmpuint(it, <, iterations);
+      char *key = g_strdup_printf("%s#%u", name, it);
+      g_assert_false(g_hash_table_contains(seen, key));
+      g_hash_table_add(seen, key);
+    } else if (strcmp(ph, "s") == 0 || strcmp(ph, "f") == 0) {
+      GHashTable *set = ph[0] == 's' ? starts : finishes;
+      char *id = g_strdup_printf("%.0f", jget(e, "id")->num);
+      g_assert_false(g_hash_table_contains(set, id));
+      g_hash_table_add(set, id);
+      if (ph[0] == 's') n_s++;
+      else n_f++;
+    }
+  }
+  g_assert_cmpuint(g_hash_table_size(tracks), ==, dr_plan_n_streams(plan));
+  for (guint32 s = 0; s < plan->steps->len; s++)
+    g_assert_true(g_hash_table_contains(tracks, GUINT_TO_POINTER(dr_plan_step(plan, s)->stream + 1)));
+  g_assert_cmpuint(n_x, ==, dr_graph_n_nodes(g) * iterations);
+  g_assert_cmpuint(n_s, ==, plan->waits->len * iterations);
+  g_assert_cmpuint(n_f, ==, n_s);
+  GHashTableIter iter;
+  gpointer id;
+  g_hash_table_iter_init(&iter, starts);
+  while (g_hash_table_iter_next(&iter, &id, NULL)) g_assert_true(g_hash_table_contains(finishes, id));
+}
+
+/* ---- an SVG checker (GMarkup parses SVG: it is XML) ------------------------- */
+
+typedef struct {
+  guint depth, elements, titles, rects;
+  gboolean in_title, root_svg;
+  GString *title;
+  GHashTable *titled; /* node ids named at the start of a <title> */
+} SvgCheck;
+
+static void svg_start(GMarkupParseContext *c, const char *el, const char **names, const char **values,
+                      gpointer data, GError **error) {
+  SvgCheck *k = data;
+  if (k->depth++ == 0) k->root_svg = strcmp(el, "svg") == 0;
+  k->elements++;
+  if (strcmp(el, "rect") == 0) k->rects++;
+  if (strcmp(el, "title") == 0) {
+    k->in_title = TRUE;
+    g_string_truncate(k->title, 0);
+  }
+}
+
+static void svg_end(GMarkupParseContext *c, const char *el, gpointer data, GError **error) {
+  SvgCheck *k = data;
+  k->depth--;
+  if (strcmp(el, "title") == 0) {
+    k->in_title = FALSE;
+    k->titles++;
+    /* "ID (op), stream S, ...": the id is what precedes the last " (" before
+     * ", stream", so ids containing " (" survive. */
+    const char *cut = strstr(k->title->str, ", stream ");
+    g_assert_nonnull(cut);
+    g_autofree char *head = g_strndup(k->title->str, cut - k->title->str);
+    char *paren = g_strrstr(head, " (");
+    g_assert_nonnull(paren);
+    *paren = '\0';
+    g_hash_table_add(k->titled, g_strdup(head));
+  }
+}
+
+static void svg_text(GMarkupParseContext *c, const char *text, gsize len, gpointer data, GError **error) {
+  SvgCheck *k = data;
+  if (k->in_title) g_string_append_len(k->title, text, (gssize)len);
+}
+
+/* Parses `svg` as XML (failing the test if it is not) and checks that the
+ * root is <svg> and every node of `g` has a <title> naming it. */
+static void check_svg(const char *svg, const DrGraph *g) {
+  static const GMarkupParser parser = {svg_start, svg_end, svg_text, NULL, NULL};
+  SvgCheck k = {.title = g_string_new(NULL), .titled = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)};
+  /* GMarkup does not take the XML declaration: skip it. */
+  const char *body = svg;
+  if (g_str_has_prefix(body, "<?xml")) body = strstr(body, "?>") + 2;
+  GMarkupParseContext *ctx = g_markup_parse_context_new(&parser, 0, &k, NULL);
+  g_autoptr(GError) error = NULL;
+  gboolean ok = g_markup_parse_context_parse(ctx, body, -1, &error) && g_markup_parse_context_end_parse(ctx, &error);
+  g_markup_parse_context_free(ctx);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+  g_assert_true(k.root_svg);
+  g_assert_cmpuint(k.titles, ==, dr_graph_n_nodes(g));
+  for (DrId i = 0; i < dr_graph_n_nodes(g); i++)
+    if (!g_hash_table_contains(k.titled, dr_graph_node(g, i)->id))
+      g_error("the timeline has no <title> for node '%s'", dr_graph_node(g, i)->id);
+  g_string_free(k.title, TRUE);
+  g_hash_table_unref(k.titled);
 }
 
 /* ---- fixtures ----------------------------------------------------------- */
@@ -561,8 +816,162 @@ static void test_trace(void) {
   g_assert_cmpuint(count_substr(trace, "\"ph\": \"f\""), ==, plan->waits->len * 3);
   g_assert_cmpuint(plan->waits->len, >, 0);
   g_assert_nonnull(strstr(trace, "\"name\": \"stream 0 (normal)\""));
+  check_trace(trace, plan, 3);
   g_remove(path);
   g_rmdir(dir);
+}
+
+/* A diamond of host sleeps: a (30 ms) and b (1 ms) side by side, then c
+ * after both. The critical path is a -> c, it explains nearly all of the
+ * makespan, and two streams are used about half the time. */
+static void test_critical_path(void) {
+  static const char yaml[] = "dagrun: 1\n"
+                             "name: diamond\n"
+                             "run: {iterations: 3, warmup: 0}\n"
+                             "nodes:\n"
+                             "  a: {op: host, fn: sleep, args: {us: 30000}}\n"
+                             "  b: {op: host, fn: sleep, args: {us: 1000}}\n"
+                             "  c: {op: host, fn: sleep, args: {us: 1000}, after: [a, b]}\n";
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrGraph) g = dr_load_string("diamond.yaml", yaml, sizeof yaml - 1, diags, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  DrRunOptions o = host_opts(g, 3, 0);
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(r->critical_nodes->len, ==, 2);
+  g_assert_cmpuint(g_array_index(r->critical_nodes, DrId, 0), ==, dr_graph_find_node(g, "a"));
+  g_assert_cmpuint(g_array_index(r->critical_nodes, DrId, 1), ==, dr_graph_find_node(g, "c"));
+  g_assert_cmpfloat(r->critical_path_us, >=, 31000);
+  g_assert_cmpfloat(r->critical_path_us, <=, r->makespan_us * 1.01);
+  g_assert_cmpfloat(r->overlap_critical, >, 0.8);
+  g_assert_cmpfloat(r->overlap_critical, <=, 1.01);
+  g_assert_cmpuint(r->streams_used, ==, 2);
+  g_assert_cmpfloat(r->overlap_streams, >, 0.3);
+  g_assert_cmpfloat(r->overlap_streams, <, 0.8);
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_report_write_json(r, json);
+  g_assert_true(json_valid(json->str));
+  g_autoptr(JNode) root = jparse(json->str);
+  g_assert_cmpfloat(jget(root, "critical_path_us")->num, ==, round(r->critical_path_us * 1000) / 1000);
+  JNode *cp = jget(root, "critical_path");
+  g_assert_cmpuint(cp->kids->len, ==, 2);
+  g_assert_cmpstr(((JNode *)g_ptr_array_index(cp->kids, 0))->str, ==, "a");
+  g_assert_cmpfloat(jget(jget(root, "overlap"), "streams_used")->num, ==, 2);
+  g_assert_cmpint(jget(jget(root, "overlap"), "efficiency")->kind, ==, 'n');
+  g_assert_cmpint(jget(jget(root, "overlap"), "critical_over_makespan")->kind, ==, 'n');
+  g_autoptr(GString) text = g_string_new(NULL);
+  dr_report_write_text(r, text);
+  g_assert_nonnull(strstr(text->str, "(2 nodes: a c)"));
+  g_assert_nonnull(strstr(text->str, "overlap: 2 streams used, efficiency 0."));
+}
+
+/* The timeline names every node in a <title>, escapes ids that are not
+ * XML-safe, and draws a bar per timed node and an arrow per wait. */
+static void test_timeline_escaping(void) {
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "t.svg", NULL);
+  g_autoptr(DrGraph) g = chunks_graph(3, 64, NULL);
+  FILE *out = fopen("/dev/null", "w");
+  tg_host(g, "say <&> \"hi\" 'x' (1)", DR_HOST_FN_PRINT, "out", "m");
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions o = host_opts(g, 2, 0);
+  o.timeline_path = path;
+  o.host_output = out;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  fclose(out);
+  g_assert_no_error(error);
+  g_autofree char *svg = NULL;
+  g_assert_true(g_file_get_contents(path, &svg, NULL, NULL));
+  check_svg(svg, g);
+  g_assert_nonnull(strstr(svg, "say &lt;&amp;&gt; &quot;hi&quot; &apos;x&apos; (1)"));
+  g_assert_cmpuint(count_substr(svg, "marker-end=\"url(#arrow)\""), ==, plan->waits->len);
+  g_assert_cmpuint(plan->waits->len, >, 0);
+  for (guint32 s = 0; s < dr_plan_n_streams(plan); s++) {
+    g_autofree char *lane = g_strdup_printf(">stream %u (normal)</text>", s);
+    g_assert_nonnull(strstr(svg, lane));
+  }
+  g_assert_nonnull(strstr(svg, ">copy</text>"));  /* the legend */
+  g_assert_nonnull(strstr(svg, ">host</text>"));
+  g_assert_nonnull(strstr(svg, "\xc2\xb5s</text>")); /* axis ticks in µs */
+  g_remove(path);
+  g_rmdir(dir);
+}
+
+/* Every example pipeline, run once on the host backend: the trace has the
+ * documented structure, the timeline is XML naming every node, and the
+ * JSON report parses with its new fields. */
+static void test_examples_trace_and_timeline(void) {
+  /* Bazel runs tests from the runfiles root, where graphs/ is. */
+  g_autoptr(GDir) d = g_dir_open("graphs", 0, NULL);
+  if (d == NULL) {
+    g_test_skip("no graphs/ directory here");
+    return;
+  }
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autofree char *trace_path = g_build_filename(dir, "trace.json", NULL);
+  g_autofree char *svg_path = g_build_filename(dir, "timeline.svg", NULL);
+  FILE *devnull = fopen("/dev/null", "w");
+  guint examples = 0;
+  const char *f;
+  while ((f = g_dir_read_name(d)) != NULL) {
+    if (!g_str_has_suffix(f, ".yaml")) continue;
+    g_autofree char *path = g_build_filename("graphs", f, NULL);
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrGraph) g = dr_load_file(path, diags, &error);
+    g_assert_no_error(error);
+    g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+    g_assert_no_error(error);
+    /* One iteration: transformer_block's host gemms take seconds. */
+    DrRunOptions o = host_opts(g, 1, 0);
+    o.trace_path = trace_path;
+    o.timeline_path = svg_path;
+    o.host_output = devnull;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+    g_autofree char *trace = NULL, *svg = NULL;
+    g_assert_true(g_file_get_contents(trace_path, &trace, NULL, NULL));
+    g_assert_true(g_file_get_contents(svg_path, &svg, NULL, NULL));
+    check_trace(trace, plan, 1);
+    check_svg(svg, g);
+    g_autoptr(GString) json = g_string_new(NULL);
+    dr_report_write_json(r, json);
+    g_autoptr(JNode) root = jparse(json->str);
+    g_assert_nonnull(root);
+    g_assert_cmpint(jget(root, "critical_path_us")->kind, ==, 'n');
+    g_assert_cmpfloat(r->critical_path_us, >, 0);
+    g_assert_cmpuint(r->critical_nodes->len, >, 0);
+    g_test_message("%s: %u nodes, critical path %.1f us of makespan %.1f us, %u streams", f, dr_graph_n_nodes(g),
+                   r->critical_path_us, r->makespan_us, r->streams_used);
+    examples++;
+  }
+  fclose(devnull);
+  g_assert_cmpuint(examples, >=, 5);
+  g_remove(trace_path);
+  g_remove(svg_path);
+  g_rmdir(dir);
+}
+
+/* A wide, long DAG (1000 nodes) still makes a valid, bounded timeline. */
+static void test_timeline_large(void) {
+  g_autoptr(DrGraph) g = chunks_graph(334, 16, NULL); /* 3 nodes per chunk and one */
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions o = host_opts(g, 1, 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_autoptr(GString) svg = g_string_new(NULL);
+  dr_timeline_write_svg(r, plan, svg);
+  check_svg(svg->str, g);
+  g_assert_cmpuint(dr_graph_n_nodes(g), >=, 1000);
+  /* The width is bounded (16000 px of plot at most). */
+  const char *w = strstr(svg->str, "width=\"");
+  g_assert_nonnull(w);
+  g_assert_cmpfloat(g_ascii_strtod(w + 7, NULL), <=, 16000 + 200);
 }
 
 /* ---- the CUDA backend on a fake runtime --------------------------------- */
@@ -578,6 +987,7 @@ static struct {
   guint64 calls, fail_at;
   gint64 streams, events, mallocs, pinned, asyncs;
   gsize next_handle;
+  guint64 clock_ns, stamps; /* the stamp kernel's fake %globaltimer */
 } fake;
 
 static gboolean fake_tick(void) { return ++fake.calls == fake.fail_at; }
@@ -635,6 +1045,16 @@ static int f_kernel(const DrKernelDef *def, const DrKLaunch *l) {
   return def->host(l, err) == 0 ? cudaSuccess : cudaErrorLaunchFailure;
 }
 
+/* The stamp kernel: the fake clock advances 1 µs per stamp, so stamps
+ * increase in issue order. */
+static int f_stamp(unsigned long long *slot, cudaStream_t st) {
+  if (fake_tick()) return cudaErrorLaunchFailure;
+  fake.clock_ns += 1000;
+  *slot = 1000000000ull + fake.clock_ns;
+  fake.stamps++;
+  return cudaSuccess;
+}
+
 static DrCudaApi fake_api(void) {
   DrCudaApi api = {
 #define DR_X(name, params, args) .name = fake_##name,
@@ -662,6 +1082,7 @@ static DrCudaApi fake_api(void) {
   api.cudaGetErrorName = dr_cuda_api_default()->cudaGetErrorName;
   api.cudaGetErrorString = dr_cuda_api_default()->cudaGetErrorString;
   api.kernel_launch = f_kernel;
+  api.stamp_launch = f_stamp;
   return api;
 }
 
@@ -717,6 +1138,77 @@ static void test_cuda_fake_pipeline(void) {
   g_assert_cmpuint(count_substr(buf, "checksum sum out 0x"), ==, 3 + 6);
   g_remove(path);
   g_rmdir(dir);
+}
+
+/* Stamp timing on the fake runtime: a stamp per node and one per
+ * iteration, each node's end is its stamp and its start the latest end
+ * among its stream predecessor and its waits (or the iteration's start).
+ * A table without stamp_launch falls back to events. */
+static void test_cuda_fake_stamps(void) {
+  g_autoptr(DrGraph) g = chunks_graph(3, 64, NULL);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  g_assert_cmpuint(dr_plan_n_streams(plan), >, 1);
+  DrCudaApi api = fake_api();
+  dr_cuda_api_set(&api);
+  memset(&fake, 0, sizeof fake);
+  DrRunOptions o = host_opts(g, 2, 1);
+  o.backend = DR_BACKEND_CUDA;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_assert_true(fake_balanced());
+  guint32 n = dr_graph_n_nodes(g);
+  g_assert_cmpuint(fake.stamps, ==, (guint64)(n + 1) * 3); /* warmup + 2 */
+  for (guint32 it = 0; it < 2; it++) {
+    const double *st = r->sample_start + (gsize)it * n, *en = r->sample_end + (gsize)it * n;
+    g_autofree double *last_end = g_new0(double, dr_plan_n_streams(plan));
+    for (guint32 i = 0; i < plan->steps->len; i++) {
+      const DrPlanStep *step = dr_plan_step(plan, i);
+      DrId v = step->node;
+      double ready = last_end[step->stream];
+      for (guint32 w = step->wait_first; w < step->wait_first + step->wait_count; w++)
+        ready = MAX(ready, en[dr_plan_wait(plan, w)]);
+      g_assert_cmpfloat(st[v], ==, ready);
+      g_assert_cmpfloat(en[v], >, st[v]);
+      last_end[step->stream] = en[v];
+    }
+  }
+  g_assert_false(isnan(r->critical_path_us));
+
+  /* Graph mode captures the stamps like any kernel: the fake does not run
+   * captured work, but the run must be clean and balanced. */
+  memset(&fake, 0, sizeof fake);
+  o.mode = DR_MODE_GRAPH;
+  g_autoptr(DrReport) rg = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_assert_true(fake_balanced());
+  g_assert_cmpuint(fake.stamps, ==, n + 1); /* once, at capture */
+
+  /* No stamp_launch in the table: events instead, no stamp at all. */
+  api.stamp_launch = NULL;
+  memset(&fake, 0, sizeof fake);
+  o.mode = DR_MODE_STREAMS;
+  g_autoptr(DrReport) re = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_assert_true(fake_balanced());
+  g_assert_cmpuint(fake.stamps, ==, 0);
+  g_assert_cmpfloat(g_array_index(re->nodes, DrNodeReport, 0).duration_us, ==, 0); /* f_elapsed: all 1 µs */
+
+  /* Timing off: no node times, so no critical path, and null in JSON. */
+  o.node_timing = DR_TIMING_OFF;
+  g_autoptr(DrReport) off = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_assert_true(isnan(off->critical_path_us));
+  g_assert_true(isnan(g_array_index(off->nodes, DrNodeReport, 0).duration_us));
+  g_autoptr(GString) json_off = g_string_new(NULL);
+  dr_report_write_json(off, json_off);
+  g_assert_true(json_valid(json_off->str));
+  g_assert_nonnull(strstr(json_off->str, "\"critical_path_us\": null, \"critical_path\": []"));
+  g_autoptr(GString) svg = g_string_new(NULL);
+  dr_timeline_write_svg(off, plan, svg);
+  check_svg(svg->str, g);
+  g_assert_nonnull(strstr(svg->str, "nodes were not timed"));
+  dr_cuda_api_set(NULL);
 }
 
 /* Fails every call of a clean run in turn: each failure is an error that
@@ -819,6 +1311,19 @@ static void test_backend_choice(void) {
   DrMode m;
   g_assert_true(dr_mode_from_name("graph", &m));
   g_assert_cmpint(m, ==, DR_MODE_GRAPH);
+  DrTimingMode t;
+  g_assert_true(dr_timing_mode_from_name("stamps", &t));
+  g_assert_cmpint(t, ==, DR_TIMING_STAMPS);
+  g_assert_true(dr_timing_mode_from_name("events", &t));
+  g_assert_cmpint(t, ==, DR_TIMING_EVENTS);
+  g_assert_false(dr_timing_mode_from_name("on", &t));
+  g_assert_cmpstr(dr_timing_mode_name(DR_TIMING_OFF), ==, "off");
+  /* Code written when node_timing was a gboolean keeps its meaning. */
+  g_assert_cmpint(DR_TIMING_OFF, ==, FALSE);
+  g_assert_cmpint(DR_TIMING_STAMPS, ==, TRUE);
+  DrRunOptions d;
+  dr_run_options_init(&d, g);
+  g_assert_cmpint(d.node_timing, ==, DR_TIMING_STAMPS);
 }
 
 int main(int argc, char **argv) {
@@ -833,10 +1338,16 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/init/file", test_init_file);
   g_test_add_func("/backends/report/json-and-text", test_report_json_and_text);
   g_test_add_func("/backends/report/trace", test_trace);
+  g_test_add_func("/backends/json-parser", test_json_parser);
+  g_test_add_func("/backends/report/critical-path", test_critical_path);
+  g_test_add_func("/backends/timeline/escaping", test_timeline_escaping);
+  g_test_add_func("/backends/timeline/large", test_timeline_large);
+  g_test_add_func("/backends/examples/trace-and-timeline", test_examples_trace_and_timeline);
   g_test_add_func("/backends/errors/kernel-check", test_kernel_check_error);
   g_test_add_func("/backends/errors/user-kernel-on-host", test_user_kernel_on_host);
   g_test_add_func("/backends/choice/cuda-or-fallback", test_backend_choice);
   g_test_add_func("/backends/cuda-fake/pipeline", test_cuda_fake_pipeline);
   g_test_add_func("/backends/cuda-fake/faults", test_cuda_fake_faults);
+  g_test_add_func("/backends/cuda-fake/stamps", test_cuda_fake_stamps);
   return g_test_run();
 }
