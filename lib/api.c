@@ -44,6 +44,7 @@ struct DrStreamPlan {
 
 struct DrRunReport {
   DrReport *report;
+  GStringChunk *ids; /* the nodes' ids, copied: the report outlives the graph */
 };
 
 /* ---- version ------------------------------------------------------------ */
@@ -970,12 +971,21 @@ DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *s
   if (r == NULL) return NULL;
   DrRunReport *rr = g_new0(DrRunReport, 1);
   rr->report = r;
+  /* DrNodeReport.id borrows the graph's string; the public report stands
+   * alone, so it points at its own copies (the writers read ids only from
+   * the node list). */
+  rr->ids = g_string_chunk_new(1024);
+  for (guint i = 0; i < r->nodes->len; i++) {
+    DrNodeReport *nr = &g_array_index(r->nodes, DrNodeReport, i);
+    nr->id = g_string_chunk_insert_const(rr->ids, nr->id);
+  }
   return rr;
 }
 
 void dr_run_report_free(DrRunReport *report) {
   if (report == NULL) return;
   dr_report_free(report->report);
+  g_string_chunk_free(report->ids);
   g_free(report);
 }
 

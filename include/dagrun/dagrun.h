@@ -19,8 +19,9 @@
  * with the command line's exit code, dr_error_exit_code). Messages start
  * "FILE:LINE:COL: error: " like the command line's. Nodes and buffers added
  * through this API carry the location set by dr_pipeline_set_loc, else the
- * synthetic "<api>:N:1" where N is the 1-based position of the node (or
- * buffer) in the pipeline. Passing NULL where an object is required, or an
+ * synthetic "<api>:N:1" where N is the node's 1-based position in the
+ * pipeline ("<api:buffers>:N:1" for buffers, "<api:kernels>:N:1" for
+ * registered kernels). Passing NULL where an object is required, or an
  * out-of-range index, is a programming error: the function logs a GLib
  * critical and returns FALSE, NULL or 0 without touching anything.
  *

@@ -248,7 +248,14 @@ static void test_plan_owns_pipeline(void) {
   g_assert_no_error(error);
   g_assert_cmpint(dr_run_report_verified(r), ==, DR_VERIFIED_NOT_RUN);
   dr_stream_plan_free(plan);
-  g_assert_cmpuint(dr_run_report_n_nodes(r), ==, 2 + 3 * CHUNKS + 3); /* the report stands alone */
+  /* The report stands alone: its ids and writers work after the graph went. */
+  g_assert_cmpuint(dr_run_report_n_nodes(r), ==, 2 + 3 * CHUNKS + 3);
+  g_assert_cmpstr(dr_run_report_node_id(r, 0), ==, "alloc_x");
+  g_autoptr(GString) text = g_string_new(NULL);
+  dr_run_report_write_text(r, text);
+  dr_run_report_write_json(r, text);
+  dr_run_report_write_trace(r, text);
+  g_assert_nonnull(strstr(text->str, "scale3"));
   dr_run_report_free(r);
   dr_pipeline_free(NULL);
   dr_stream_plan_free(NULL);
