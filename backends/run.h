@@ -199,15 +199,16 @@ void dr_report_write_json(const DrReport *report, GString *out);
  * were not timed are left out. */
 void dr_trace_write(const DrReport *report, GString *out);
 
-/* Appends a self-contained SVG timeline of one iteration made of the node
- * medians (timeline.c): a lane per plan stream labelled with its number
- * and priority, a bar per timed node at its median start with its median
- * duration, coloured by op (with a legend) and labelled with its id where
- * it fits, a <title> tooltip per node (id, op, stream, start, duration),
- * an arrow per planned wait from the waited node's end to the waiting
- * node's start, and a time axis. `plan` must be the plan the report was
- * made from. Nodes that were not timed get no bar, only their <title>
- * in a list under the lanes. */
+/* Appends a self-contained SVG timeline of the median iteration (the timed
+ * iteration whose makespan is closest to the median; timeline.c): a lane
+ * per plan stream labelled with its number and priority, a bar per timed
+ * node at its start with its duration, coloured by op (with a legend) and
+ * labelled with its id where it fits, a <title> tooltip per node (id, op,
+ * stream, start, duration, and the median/min/max duration over all
+ * iterations), an arrow per planned wait from the waited node's end to the
+ * waiting node's start, and a time axis. `plan` must be the plan the
+ * report was made from. Nodes that were not timed get no bar, only their
+ * <title>. */
 void dr_timeline_write_svg(const DrReport *report, const DrPlan *plan, GString *out);
 
 G_END_DECLS

@@ -1,6 +1,9 @@
 /* timeline.c: --timeline, a self-contained SVG picture of one iteration of
- * a run, drawn from the report's node medians (median start, median
- * duration), so it shows a typical iteration rather than any one of them.
+ * a run: the median iteration (the timed iteration whose makespan is
+ * closest to the median makespan), drawn from its own samples so that bars
+ * on one stream never overlap as a mix of medians from different
+ * iterations could; each tooltip also gives the node's median, min and
+ * max duration over all iterations.
  *
  * Layout: a title line, a time axis, then one lane per plan stream
  * (labelled with its number and priority) of fixed height, a bar per node
@@ -71,23 +74,43 @@ static void tick_label(GString *out, double us, gboolean ms, double step) {
   g_string_append_printf(out, "%.*f %s", MIN(decimals, 6), v, ms ? "ms" : "\xc2\xb5s");
 }
 
+/* The timed iteration whose makespan is closest to the median, or -1
+ * when no iteration has one. */
+static gint64 median_iteration(const DrReport *r) {
+  gint64 best = -1;
+  for (guint32 i = 0; i < r->iterations; i++) {
+    double m = r->iter_makespan_us[i];
+    if (isnan(m)) continue;
+    if (best < 0 || fabs(m - r->makespan_us) < fabs(r->iter_makespan_us[best] - r->makespan_us)) best = i;
+  }
+  return best;
+}
+
 void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) {
   /* The report carries every plan fact drawn here; the plan only has to be
    * the one it was made from. */
   g_return_if_fail(plan != NULL && plan->steps->len == r->nodes->len);
+  gint64 it = median_iteration(r);
+  /* Node v's start and end in the drawn iteration (NAN: not timed). */
+  g_autofree double *t_start = g_new(double, MAX(r->n_graph_nodes, 1));
+  g_autofree double *t_end = g_new(double, MAX(r->n_graph_nodes, 1));
+  for (guint32 v = 0; v < r->n_graph_nodes; v++) {
+    t_start[v] = it < 0 ? NAN : r->sample_start[(gsize)it * r->n_graph_nodes + v];
+    t_end[v] = it < 0 ? NAN : r->sample_end[(gsize)it * r->n_graph_nodes + v];
+  }
   guint32 n_streams = r->stream_priorities->len, n = r->n_graph_nodes;
   g_autofree const DrNodeReport **info = g_new0(const DrNodeReport *, MAX(n, 1));
   g_autofree guint32 *per_lane = g_new0(guint32, MAX(n_streams, 1));
   gboolean op_seen[DR_N_OPS] = {FALSE};
-  double span = isnan(r->makespan_us) ? 0 : r->makespan_us;
+  double span = it < 0 ? 0 : r->iter_makespan_us[it];
   guint32 busiest = 1, untimed = 0;
   for (guint i = 0; i < r->nodes->len; i++) {
     const DrNodeReport *nr = &g_array_index(r->nodes, DrNodeReport, i);
     info[nr->node] = nr;
     op_seen[nr->op] = TRUE;
     if (nr->stream < n_streams) busiest = MAX(busiest, ++per_lane[nr->stream]);
-    if (isnan(nr->start_us) || isnan(nr->duration_us)) untimed++;
-    else span = MAX(span, nr->start_us + nr->duration_us);
+    if (isnan(t_start[nr->node]) || isnan(t_end[nr->node])) untimed++;
+    else span = MAX(span, t_end[nr->node]);
   }
   if (!(span > 0)) span = 1;
   double plot_w = CLAMP((double)busiest * PX_PER_NODE, MIN_PLOT_W, MAX_PLOT_W);
@@ -111,10 +134,12 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
   /* Title. */
   g_string_append(out, "<text x=\"8\" y=\"18\" font-size=\"13\" font-weight=\"bold\">");
   xml_text(out, r->name);
-  g_string_append_printf(out, " \xe2\x80\x94 %s/%s, median of %u iterations: makespan ", r->backend,
+  g_string_append_printf(out, " \xe2\x80\x94 %s/%s, the median of %u iterations", r->backend,
                          r->mode ? r->mode : "?", r->iterations);
-  if (isnan(r->makespan_us)) g_string_append(out, "-");
-  else g_string_append_printf(out, "%.1f \xc2\xb5s", r->makespan_us);
+  if (it >= 0) g_string_append_printf(out, " (#%" G_GINT64_FORMAT ")", it);
+  g_string_append(out, ": makespan ");
+  if (it < 0) g_string_append(out, "-");
+  else g_string_append_printf(out, "%.1f \xc2\xb5s", r->iter_makespan_us[it]);
   if (!isnan(r->critical_path_us))
     g_string_append_printf(out, ", critical path %.1f \xc2\xb5s, overlap %.2f", r->critical_path_us,
                            r->overlap_streams);
@@ -151,13 +176,16 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
     g_string_append(out, "<g><title>");
     xml_text(out, nr->id);
     g_string_append_printf(out, " (%s), stream %u", dr_op_name(nr->op), nr->stream);
-    if (isnan(nr->start_us) || isnan(nr->duration_us)) {
+    double t0 = t_start[nr->node], t1 = t_end[nr->node];
+    if (isnan(t0) || isnan(t1)) {
       g_string_append(out, ", not timed</title></g>\n");
       continue;
     }
-    g_string_append_printf(out, ", start %.1f \xc2\xb5s, duration %.1f \xc2\xb5s (min %.1f, max %.1f)</title>",
-                           nr->start_us, nr->duration_us, nr->duration_min_us, nr->duration_max_us);
-    double x = LEFT + nr->start_us * scale, w = MAX(nr->duration_us * scale, 1.0);
+    g_string_append_printf(out,
+                           ", start %.1f \xc2\xb5s, duration %.1f \xc2\xb5s; over all iterations: median %.1f, min %.1f, "
+                           "max %.1f \xc2\xb5s</title>",
+                           t0, t1 - t0, nr->duration_us, nr->duration_min_us, nr->duration_max_us);
+    double x = LEFT + t0 * scale, w = MAX((t1 - t0) * scale, 1.0);
     double y = lanes_top + nr->stream * LANE_H + (LANE_H - BAR_H) / 2.0;
     g_string_append_printf(out,
                            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" stroke=\"#222\" "
@@ -176,8 +204,8 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
   for (guint f = 0; f < r->flows->len; f++) {
     const DrReportFlow *fl = &g_array_index(r->flows, DrReportFlow, f);
     const DrNodeReport *a = fl->from < n ? info[fl->from] : NULL, *b = fl->to < n ? info[fl->to] : NULL;
-    if (a == NULL || b == NULL || isnan(a->start_us) || isnan(a->duration_us) || isnan(b->start_us)) continue;
-    double x1 = LEFT + (a->start_us + a->duration_us) * scale, x2 = LEFT + b->start_us * scale;
+    if (a == NULL || b == NULL || isnan(t_end[fl->from]) || isnan(t_start[fl->to])) continue;
+    double x1 = LEFT + t_end[fl->from] * scale, x2 = LEFT + t_start[fl->to] * scale;
     double y1 = lanes_top + a->stream * LANE_H + LANE_H / 2.0, y2 = lanes_top + b->stream * LANE_H + LANE_H / 2.0;
     y2 += y2 > y1 ? -BAR_H / 2.0 : BAR_H / 2.0; /* to the bar's edge facing the arrow */
     y1 += y2 > y1 ? BAR_H / 2.0 : -BAR_H / 2.0;
