@@ -623,6 +623,21 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
   return cudaSuccess;
 }
 
+/* The stamp kernel: one thread writes %globaltimer into *slot. The fake
+ * writes a clock that advances 1 µs per stamp. */
+static int fake_stamp_launch(unsigned long long *slot, cudaStream_t stream) {
+  static unsigned long long clock_ns;
+  GATE("stamp_launch", stream, FALSE, FALSE);
+  if (!stream_ok("stamp_launch", stream)) return finish(cudaErrorInvalidResourceHandle);
+  gboolean partial = FALSE;
+  if (slot == NULL || mem_find(slot, sizeof *slot, &partial) == NULL || partial) {
+    misuse("stamp_launch: slot %p is not device memory", (void *)slot);
+    return finish(cudaErrorInvalidValue);
+  }
+  if (fake.capture_stream == NULL && !fake.dry) *slot = clock_ns += 1000;
+  return cudaSuccess;
+}
+
 /* ---- the table and the controls ---------------------------------------------------- */
 
 static const DrCudaApi fake_api = {
@@ -632,6 +647,7 @@ static const DrCudaApi fake_api = {
         .cudaGetErrorName = fake_cudaGetErrorName,
     .cudaGetErrorString = fake_cudaGetErrorString,
     .kernel_launch = fake_kernel_launch,
+    .stamp_launch = fake_stamp_launch,
 };
 
 const DrCudaApi *dr_fake_api(void) { return &fake_api; }

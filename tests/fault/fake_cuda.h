@@ -8,7 +8,8 @@
  * used as handles. Each kind has a live counter, so a test can prove that a
  * run released everything. Copies, memsets and host functions happen at
  * once on the calling thread (a fake stream is always idle); kernel
- * launches do nothing, or run the registry's host twin when asked. Stream
+ * launches do nothing, or run the registry's host twin when asked; the
+ * timing stamp kernel (stamp_launch) writes a fake clock. Stream
  * capture records nothing: between BeginCapture and EndCapture work is not
  * performed, and a graph launch does nothing.
  *
@@ -76,7 +77,8 @@ gboolean dr_fault_sticky(DrFault fault);
 
 /* One call made through the fake table. */
 typedef struct {
-  const char *name;   /* the runtime function, or "kernel_launch" */
+  const char *name;   /* the runtime function, "kernel_launch" or
+                        "stamp_launch" */
   guint64 point;      /* 1-based fault point, 0 for error-reporting calls */
   gconstpointer obj;  /* the stream used, the object released or the stream
                         created, or NULL */

@@ -53,6 +53,9 @@ typedef struct {
   DrRunOptions opts;
   guint64 points;        /* C: fault points of the fault-free run */
   guint64 teardown_from; /* first fault point of the final close */
+  guint8 *in_close;      /* [points + 1]: the point lies in a close */
+  guint8 *run_of;        /* [points + 1]: 0 the run, 1 --verify's serial run */
+  DrPlan *serial;        /* with --verify: the reference run's plan */
   guint64 sweep_to;      /* last fault point to sweep */
   char *baseline_error;  /* the fault-free run's error, or NULL */
   GPtrArray *names;      /* [points]: the call at each point (static strings) */
@@ -60,8 +63,11 @@ typedef struct {
 
 static void subject_free(Subject *s) {
   if (s == NULL) return;
+  dr_plan_free(s->serial);
   dr_plan_free(s->plan);
   dr_graph_free(s->graph);
+  g_free(s->in_close);
+  g_free(s->run_of);
   g_free(s->label);
   g_free(s->baseline_error);
   if (s->names) g_ptr_array_unref(s->names);
@@ -102,15 +108,36 @@ static void subject_baseline(Subject *s) {
   g_assert_cmpuint(s->points, >, 0);
   if (s->names) g_ptr_array_unref(s->names);
   s->names = g_ptr_array_new();
+  /* The final teardown: cuda_close starts with cudaDeviceSynchronize
+   * (nothing else calls it) and then only releases; --verify closes a
+   * first run before the reference run, so take the close after the last
+   * other call. */
   s->teardown_from = s->points + 1;
+  guint64 last_work = 0;
   const GArray *trace = dr_fake_trace();
   for (guint i = 0; i < trace->len; i++) {
     const DrFakeCall *c = &g_array_index(trace, DrFakeCall, i);
     if (c->point == 0) continue;
     g_ptr_array_add(s->names, (gpointer)c->name);
-    /* cuda_close starts with cudaDeviceSynchronize, and nothing else
-     * calls it. */
-    if (strcmp(c->name, "cudaDeviceSynchronize") == 0 && s->teardown_from > s->points) s->teardown_from = c->point;
+    if (!c->release && strcmp(c->name, "cudaDeviceSynchronize") != 0) last_work = c->point;
+  }
+  /* Every close (one per backend run): from its cudaDeviceSynchronize
+   * through the releases after it. Each open starts with cudaSetDevice. */
+  g_free(s->in_close);
+  g_free(s->run_of);
+  s->in_close = g_new0(guint8, s->points + 1);
+  s->run_of = g_new0(guint8, s->points + 1);
+  gboolean closing = FALSE;
+  int opens = 0;
+  for (guint i = 0; i < trace->len; i++) {
+    const DrFakeCall *c = &g_array_index(trace, DrFakeCall, i);
+    if (c->point == 0) continue;
+    gboolean sync = strcmp(c->name, "cudaDeviceSynchronize") == 0;
+    if (strcmp(c->name, "cudaSetDevice") == 0) opens++;
+    closing = sync || (closing && c->release);
+    s->in_close[c->point] = closing;
+    s->run_of[c->point] = (guint8)MAX(opens - 1, 0);
+    if (c->point > last_work && sync && s->teardown_from > s->points) s->teardown_from = c->point;
   }
   g_assert_cmpuint(s->names->len, ==, s->points);
   g_assert_cmpuint(s->teardown_from, <=, s->points);
@@ -120,9 +147,9 @@ static void subject_baseline(Subject *s) {
 }
 
 /* Plans `graph` (taken) and runs it fault-free on the fake in `mode`. */
-static Subject *subject_new(const char *label, DrGraph *graph, DrMode mode) {
+static Subject *subject_new(const char *label, DrGraph *graph, DrMode mode, DrTimingMode timing) {
   Subject *s = g_new0(Subject, 1);
-  s->label = g_strdup_printf("%s/%s", label, dr_mode_name(mode));
+  s->label = g_strdup_printf("%s/%s/%s", label, dr_mode_name(mode), dr_timing_mode_name(timing));
   s->graph = graph;
   g_autoptr(GError) error = NULL;
   s->plan = dr_plan_build(graph, NULL, &error);
@@ -132,7 +159,7 @@ static Subject *subject_new(const char *label, DrGraph *graph, DrMode mode) {
   s->opts.mode = mode;
   s->opts.iterations = 2; /* two timed iterations and a warmup: repeats run */
   s->opts.warmup = 1;
-  s->opts.node_timing = TRUE;
+  s->opts.node_timing = timing;
   s->opts.host_output = devnull;
   subject_baseline(s);
   return s;
@@ -177,7 +204,7 @@ typedef struct {
   guint n_problems;
   guint64 passed, tested, teardown_ok;
   GArray *blames;       /* Blame */
-  GHashTable *stream_of; /* plan stream + 1 -> fake stream number */
+  GHashTable *stream_of; /* run << 24 | plan stream + 1 -> fake stream number */
 } Sweep;
 
 static void problem(Sweep *w, guint64 point, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
@@ -217,7 +244,9 @@ static gboolean is_stream_work(const char *call) {
 
 /* The token the message must hold for `call`. */
 static const char *call_token(const char *call) {
-  return strcmp(call, "kernel_launch") == 0 ? "kernel launch (" : call;
+  if (strcmp(call, "kernel_launch") == 0) return "kernel launch (";
+  if (strcmp(call, "stamp_launch") == 0) return "stamp kernel launch";
+  return call;
 }
 
 /* Checks that the call blamed on node `v` carries v's payload. */
@@ -264,8 +293,14 @@ static gboolean parse_blame(const DrGraph *g, const char *msg, DrId *node, gint6
   return TRUE;
 }
 
+/* The plan that the backend run holding `point` executes. */
+static const DrPlan *plan_at(const Subject *s, guint64 point) {
+  return s->run_of[point] && s->serial ? s->serial : s->plan;
+}
+
 static void check_error(Sweep *w, guint64 point, const DrFakeCall *fc, const GError *error) {
   const Subject *s = w->s;
+  const DrPlan *plan = plan_at(s, point);
   const char *call = fc->name;
   if (error == NULL) {
     problem(w, point, "dr_run returned NULL without an error");
@@ -293,9 +328,9 @@ static void check_error(Sweep *w, guint64 point, const DrFakeCall *fc, const GEr
       return;
     }
     const DrNode *n = dr_graph_node(s->graph, b.node);
-    if (stream < 0 || (guint64)stream != s->plan->node_stream[b.node])
+    if (stream < 0 || (guint64)stream != plan->node_stream[b.node])
       problem(w, point, "blames node '%s' on stream %" G_GINT64_FORMAT ", planned on stream %u: %s", n->id, stream,
-              s->plan->node_stream[b.node], error->message);
+              plan->node_stream[b.node], error->message);
     DrOp op = op_of_call(call);
     if (op != DR_N_OPS && op != n->op)
       problem(w, point, "blames %s node '%s' for %s: %s", dr_op_name(n->op), n->id, call, error->message);
@@ -303,7 +338,7 @@ static void check_error(Sweep *w, guint64 point, const DrFakeCall *fc, const GEr
       check_payload(w, point, fc, b.node);
     /* Every call with a stream blamed on plan stream K uses one handle. */
     if (fc->stream && !fc->release && strcmp(call, "cudaStreamCreateWithPriority") != 0 && stream >= 0) {
-      gpointer key = GSIZE_TO_POINTER((gsize)stream + 1);
+      gpointer key = GSIZE_TO_POINTER(((gsize)s->run_of[point] << 24) + (gsize)stream + 1);
       guint seen = GPOINTER_TO_UINT(g_hash_table_lookup(w->stream_of, key));
       if (seen == 0) g_hash_table_insert(w->stream_of, key, GUINT_TO_POINTER(fc->stream));
       else if (seen != fc->stream)
@@ -337,11 +372,12 @@ static void check_blames(Sweep *w) {
     if (i == 0) continue;
     const Blame *a = &g_array_index(w->blames, Blame, i - 1);
     if (a->node == DR_NONE || b->node == DR_NONE || b->point != a->point + 1 || a->node == b->node) continue;
+    const DrPlan *plan = plan_at(s, b->point);
     /* Adjacent calls of two nodes: per-node resources are made and
      * timings read in node order, iterations issue in plan order. */
     gboolean making = strcmp(b->call, "cudaEventCreateWithFlags") == 0 || strcmp(b->call, "cudaMalloc") == 0 ||
                       strcmp(b->call, "cudaEventElapsedTime") == 0;
-    gboolean ordered = making ? b->node > a->node : s->plan->node_step[b->node] > s->plan->node_step[a->node];
+    gboolean ordered = making ? b->node > a->node : plan->node_step[b->node] > plan->node_step[a->node];
     if (!ordered)
       problem(w, b->point, "blames node '%s' right after a call blamed on '%s': out of %s order",
               dr_graph_node(s->graph, b->node)->id, dr_graph_node(s->graph, a->node)->id,
@@ -384,10 +420,20 @@ static void run_point(Sweep *w, guint64 point) {
     problem(w, point, "the fault hit %s, the fault-free run made %s there", fc->name,
             (const char *)s->names->pdata[point - 1]);
 
-  if (point >= s->teardown_from) {
+  /* A sticky fault in a close that another backend run follows (--verify's
+   * reference run): close drops the error, so the next run's first call,
+   * cudaSetDevice, is the one that fails and is reported. */
+  gboolean sticky_between_runs =
+      dr_fault_sticky(w->fault) && s->in_close[point] && point < s->teardown_from;
+  if (sticky_between_runs) {
+    if (r != NULL) problem(w, point, "dr_run succeeded after a sticky fault");
+    else if (error == NULL || dr_error_exit_code(error) != 70 || strstr(error->message, "cudaSetDevice") == NULL)
+      problem(w, point, "want exit 70 naming cudaSetDevice: %s", error ? error->message : "no error");
+    else w->teardown_ok++;
+  } else if (s->in_close[point]) {
     /* close ignores what its releases say: the run's outcome stands. */
     if (s->baseline_error == NULL && r == NULL)
-      problem(w, point, "a fault in the final teardown failed the run: %s", error ? error->message : "?");
+      problem(w, point, "a fault in a teardown failed the run: %s", error ? error->message : "?");
     if (r) w->teardown_ok++;
   } else if (r != NULL) {
     problem(w, point, "dr_run succeeded despite the fault");
@@ -410,7 +456,8 @@ static void run_point(Sweep *w, guint64 point) {
     g_autofree char *what = g_strstrip(g_strdelimit(g_strdup(dr_fake_misuse()), "\n", ';'));
     problem(w, point, "runtime misuse: %s", what);
   }
-  if (dr_fault_sticky(w->fault) && dr_fake_after_sticky()[0]) {
+  if (dr_fault_sticky(w->fault) && dr_fake_after_sticky()[0] &&
+      !(sticky_between_runs && strcmp(dr_fake_after_sticky(), "cudaSetDevice\n") == 0)) {
     g_autofree char *calls = g_strdelimit(g_strdup(dr_fake_after_sticky()), "\n", ' ');
     problem(w, point, "calls after the sticky fault: %s", calls);
   }
@@ -439,7 +486,7 @@ static void sweep(const Subject *s, DrFault fault) {
   for (DrId i = 0; i < dr_graph_n_buffers(s->graph); i++) bytes += dr_buffer_bytes(dr_graph_buffer(s->graph, i));
   g_autofree char *line = g_strdup_printf("%s %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
                                           " fault points passed (C = %" G_GUINT64_FORMAT
-                                          ", %" G_GUINT64_FORMAT " in the final teardown tolerated; buffers %"
+                                          ", %" G_GUINT64_FORMAT " of them in a close; buffers %"
                                           G_GUINT64_FORMAT " bytes)%s",
                                           s->label, dr_fault_name(fault), w.passed, w.tested, s->points,
                                           w.teardown_ok, bytes, s->baseline_error ? " [baseline stops at cuBLAS]" : "");
@@ -457,7 +504,9 @@ static void sweep(const Subject *s, DrFault fault) {
 
 typedef struct {
   char *name; /* graphs/NAME.yaml */
+  gboolean verify;
   DrMode mode;
+  DrTimingMode timing;
   DrFault fault; /* DR_N_FAULTS: the fault-free check */
 } Case;
 
@@ -506,8 +555,8 @@ static guint scale_graph(DrGraph *g, guint64 f, gboolean up, gboolean *which) {
  * SCALE after planning, when that makes exactly the same calls as the
  * real sizes (so a sweep's hundreds of runs do not spend their time
  * filling buffers); else the example as it is. */
-static Subject *sweep_subject_new(const char *name, DrMode mode, gboolean *scaled) {
-  Subject *s = subject_new(name, load_example(name), mode);
+static Subject *sweep_subject_new(const char *name, DrMode mode, DrTimingMode timing, gboolean *scaled) {
+  Subject *s = subject_new(name, load_example(name), mode, timing);
   *scaled = FALSE;
   g_autoptr(GPtrArray) full = g_ptr_array_ref(s->names);
   g_autofree gboolean *which = g_new0(gboolean, MAX(dr_graph_n_buffers(s->graph), 1));
@@ -523,14 +572,14 @@ static Subject *sweep_subject_new(const char *name, DrMode mode, gboolean *scale
 }
 
 /* sweep_subject_new, made once per pipeline and mode (borrowed). */
-static const Subject *sweep_subject(const char *name, DrMode mode, gboolean *scaled) {
+static const Subject *sweep_subject(const char *name, DrMode mode, DrTimingMode timing, gboolean *scaled) {
   static GHashTable *cache; /* "name/mode" -> Subject; "name/mode?" -> scaled */
   if (cache == NULL) cache = g_hash_table_new(g_str_hash, g_str_equal);
-  g_autofree char *key = g_strdup_printf("%s/%s", name, dr_mode_name(mode));
+  g_autofree char *key = g_strdup_printf("%s/%s/%s", name, dr_mode_name(mode), dr_timing_mode_name(timing));
   g_autofree char *flag = g_strdup_printf("%s?", key);
   Subject *s = g_hash_table_lookup(cache, key);
   if (s == NULL) {
-    s = sweep_subject_new(name, mode, scaled);
+    s = sweep_subject_new(name, mode, timing, scaled);
     g_hash_table_insert(cache, g_strdup(key), s);
     g_hash_table_insert(cache, g_strdup(flag), GINT_TO_POINTER(*scaled));
   }
@@ -541,7 +590,7 @@ static const Subject *sweep_subject(const char *name, DrMode mode, gboolean *sca
 static void test_fault_free(gconstpointer data) {
   const Case *c = data;
   gboolean scaled = FALSE;
-  const Subject *s = sweep_subject(c->name, c->mode, &scaled);
+  const Subject *s = sweep_subject(c->name, c->mode, c->timing, &scaled);
   g_test_message("%s: %" G_GUINT64_FORMAT " fault points, teardown from %" G_GUINT64_FORMAT "; sweeps use the %s%s%s",
                  s->label, s->points, s->teardown_from,
                  scaled ? "data scaled down 1024x (same plan, same calls)" : "full-size data",
@@ -551,18 +600,17 @@ static void test_fault_free(gconstpointer data) {
 static void test_sweep(gconstpointer data) {
   const Case *c = data;
   gboolean scaled = FALSE;
-  const Subject *s = sweep_subject(c->name, c->mode, &scaled);
+  const Subject *s = sweep_subject(c->name, c->mode, c->timing, &scaled);
   sweep(s, c->fault);
 }
 
-/* A pipeline whose buffers have `save:` in TEST_TMPDIR: a faulted run
- * must leave none of the files (complete or not). */
-static void test_save(gconstpointer data) {
-  const Case *c = data;
+/* The `save:` pipeline: x (iota) scaled into y on the device, copied to
+ * the host buffer back; y and back are saved under TEST_TMPDIR. */
+static DrGraph *save_graph(char **dev_path, char **host_path) {
   const char *tmp = g_getenv("TEST_TMPDIR");
   if (tmp == NULL) tmp = g_get_tmp_dir();
-  g_autofree char *dev_path = g_build_filename(tmp, "fault-save-y.bin", NULL);
-  g_autofree char *host_path = g_build_filename(tmp, "fault-save-back.bin", NULL);
+  *dev_path = g_build_filename(tmp, "fault-save-y.bin", NULL);
+  *host_path = g_build_filename(tmp, "fault-save-back.bin", NULL);
   g_autofree char *yaml = g_strdup_printf(
       "dagrun: 1\n"
       "name: save\n"
@@ -573,16 +621,143 @@ static void test_save(gconstpointer data) {
       "nodes:\n"
       "  scale: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: y}}\n"
       "  down:  {op: copy, src: y, dst: back}\n",
-      dev_path, host_path);
+      *dev_path, *host_path);
   g_autoptr(DrDiags) diags = dr_diags_new(0);
   g_autoptr(GError) error = NULL;
   DrGraph *g = dr_load_string("save.yaml", yaml, strlen(yaml), diags, &error);
   g_assert_no_error(error);
-  g_autoptr(Subject) s = subject_new("save", g, c->mode);
+  g_assert_nonnull(g);
+  return g;
+}
+
+/* A faulted run of the `save:` pipeline must leave none of its files
+ * (complete or not); with --verify too, whose serial reference run comes
+ * after the save. */
+static void test_save(gconstpointer data) {
+  const Case *c = data;
+  g_autofree char *dev_path = NULL, *host_path = NULL;
+  DrGraph *g = save_graph(&dev_path, &host_path);
+  g_unlink(dev_path);
+  g_unlink(host_path);
+  g_autoptr(Subject) s = g_new0(Subject, 1);
+  s->label = g_strdup_printf("save%s/%s/%s", c->verify ? "+verify" : "", dr_mode_name(c->mode),
+                             dr_timing_mode_name(c->timing));
+  s->graph = g;
+  g_autoptr(GError) error = NULL;
+  s->plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  dr_run_options_init(&s->opts, g);
+  s->opts.backend = DR_BACKEND_CUDA;
+  s->opts.mode = c->mode;
+  s->opts.iterations = 1;
+  s->opts.warmup = 0;
+  s->opts.verify = c->verify;
+  s->opts.node_timing = c->timing;
+  if (c->verify) s->serial = dr_plan_new_serial(g);
+  s->opts.host_output = devnull;
+  subject_baseline(s);
   /* The fault-free run wrote both files. */
   g_assert_true(g_file_test(dev_path, G_FILE_TEST_EXISTS));
   g_assert_true(g_file_test(host_path, G_FILE_TEST_EXISTS));
   sweep(s, c->fault);
+}
+
+/* The fake moves real data: the `save:` pipeline on the fake's streams
+ * mode with the kernels' host twins writes the same bytes as the host
+ * backend. */
+static void test_fake_data(void) {
+  g_autofree char *dev_path = NULL, *host_path = NULL;
+  g_autoptr(DrGraph) g = save_graph(&dev_path, &host_path);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  DrRunOptions opts;
+  dr_run_options_init(&opts, g);
+  opts.iterations = 1;
+  opts.warmup = 0;
+  opts.host_output = devnull;
+  char *want[2] = {NULL, NULL}, *got[2] = {NULL, NULL};
+  gsize want_len[2], got_len[2];
+  const char *paths[2] = {dev_path, host_path};
+  for (int pass = 0; pass < 2; pass++) {
+    opts.backend = pass ? DR_BACKEND_CUDA : DR_BACKEND_HOST;
+    dr_fake_reset();
+    dr_fake_set_run_twins(pass == 1);
+    g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+    dr_fake_set_run_twins(FALSE);
+    g_assert_no_error(error);
+    g_assert_nonnull(r);
+    g_assert_cmpstr(r->backend, ==, pass ? "cuda" : "host");
+    for (int f = 0; f < 2; f++) {
+      g_assert_true(g_file_get_contents(paths[f], pass ? &got[f] : &want[f], pass ? &got_len[f] : &want_len[f], NULL));
+      g_unlink(paths[f]);
+    }
+  }
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  for (int f = 0; f < 2; f++) {
+    g_assert_cmpuint(got_len[f], ==, 4096);
+    g_assert_cmpmem(got[f], got_len[f], want[f], want_len[f]);
+    g_assert_cmpfloat(((float *)got[f])[3], ==, 6.0f); /* 2 * iota */
+    g_free(got[f]);
+    g_free(want[f]);
+  }
+}
+
+/* The fake's own detectors fire: a leak shows in the live counts, a
+ * released handle used again is a misuse, the armed fault fails exactly
+ * the Nth point and has no effect, a sticky fault fails everything after
+ * it (releases still release) and cudaGetLastError cannot clear it, and
+ * a non-release call after it is listed. */
+static void test_fake_detectors(void) {
+  const DrCudaApi *api = dr_fake_api();
+  cudaStream_t st = NULL, st2 = NULL;
+  cudaEvent_t ev = NULL;
+  void *p = NULL;
+  dr_fake_reset();
+  g_assert_cmpint(api->cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, 0), ==, cudaSuccess);
+  g_assert_cmpint(api->cudaMalloc(&p, 64), ==, cudaSuccess);
+  g_assert_cmpuint(dr_fake_live(DR_FAKE_STREAM), ==, 1);
+  g_assert_cmpuint(dr_fake_live(DR_FAKE_DEVICE_MEM), ==, 1);
+  g_assert_cmpint(api->cudaMemsetAsync(p, 7, 64, st), ==, cudaSuccess);
+  g_assert_cmpint(((guint8 *)p)[63], ==, 7);
+  g_assert_cmpint(api->cudaMemsetAsync(p, 7, 65, st), ==, cudaErrorInvalidValue); /* past the end */
+  g_assert_cmpint(api->cudaFree(p), ==, cudaSuccess);
+  g_assert_cmpint(api->cudaStreamDestroy(st), ==, cudaSuccess);
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_cmpint(api->cudaStreamSynchronize(st), ==, cudaErrorInvalidResourceHandle); /* released */
+  g_assert_cmpint(api->cudaMemsetAsync(p, 0, 1, NULL), ==, cudaErrorInvalidResourceHandle); /* legacy */
+  g_assert_nonnull(strstr(dr_fake_misuse(), "past the end"));
+  g_assert_nonnull(strstr(dr_fake_misuse(), "not a live stream"));
+  g_assert_nonnull(strstr(dr_fake_misuse(), "legacy"));
+
+  /* Point 2 fails with no effect; the error is sticky only when asked. */
+  dr_fake_reset();
+  dr_fake_arm(2, DR_FAULT_OOM);
+  g_assert_cmpint(api->cudaStreamCreateWithPriority(&st, 0, 0), ==, cudaSuccess);
+  g_assert_cmpint(api->cudaEventCreateWithFlags(&ev, 0), ==, cudaErrorMemoryAllocation);
+  g_assert_cmpuint(dr_fake_live(DR_FAKE_EVENT), ==, 0);
+  g_assert_cmpint(dr_fake_fault_index(), ==, 1);
+  g_assert_cmpint(api->cudaGetLastError(), ==, cudaErrorMemoryAllocation);
+  g_assert_cmpint(api->cudaGetLastError(), ==, cudaSuccess);
+  g_assert_cmpint(api->cudaStreamSynchronize(st), ==, cudaSuccess);
+  g_assert_cmpuint(dr_fake_points(), ==, 3);
+  g_assert_cmpstr(api->cudaGetErrorName(cudaErrorMemoryAllocation), ==, "cudaErrorMemoryAllocation");
+  g_assert_cmpstr(api->cudaGetErrorString(cudaErrorMemoryAllocation), ==, "out of memory");
+
+  dr_fake_reset();
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0); /* the reset released the stream */
+  dr_fake_arm(2, DR_FAULT_ILLEGAL);
+  g_assert_cmpint(api->cudaStreamCreateWithPriority(&st, 0, 0), ==, cudaSuccess);
+  g_assert_cmpint(api->cudaMalloc(&p, 8), ==, cudaErrorIllegalAddress);
+  g_assert_cmpint(api->cudaStreamCreateWithPriority(&st2, 0, 0), ==, cudaErrorIllegalAddress);
+  g_assert_cmpuint(dr_fake_live(DR_FAKE_STREAM), ==, 1);
+  g_assert_cmpint(api->cudaStreamDestroy(st), ==, cudaErrorIllegalAddress);
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_cmpint(api->cudaGetLastError(), ==, cudaErrorIllegalAddress);
+  g_assert_cmpint(api->cudaGetLastError(), ==, cudaErrorIllegalAddress);
+  g_assert_cmpint(api->cudaDeviceSynchronize(), ==, cudaErrorIllegalAddress);
+  g_assert_cmpstr(dr_fake_after_sticky(), ==, "cudaStreamCreateWithPriority\n");
+  dr_fake_reset();
 }
 
 static void test_summary(void) {
@@ -621,26 +796,37 @@ int main(int argc, char **argv) {
   g_ptr_array_sort(names, cmp_str);
   g_assert_cmpuint(names->len, >, 0);
 
+  g_test_add_func("/fault/fake/detectors", test_fake_detectors);
+  g_test_add_func("/fault/fake/data", test_fake_data);
+  /* Every timing mode the CUDA backend has: each makes different calls. */
+  static const DrTimingMode timings[] = {DR_TIMING_STAMPS, DR_TIMING_EVENTS, DR_TIMING_OFF};
   for (guint i = 0; i < names->len; i++)
     for (int m = 0; m < 2; m++)
-      for (int k = -1; k < DR_N_FAULTS; k++) {
+      for (guint t = 0; t < G_N_ELEMENTS(timings); t++)
+        for (int k = -1; k < DR_N_FAULTS; k++) {
+          Case *c = g_new0(Case, 1);
+          c->name = names->pdata[i];
+          c->mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
+          c->timing = timings[t];
+          c->fault = k < 0 ? DR_N_FAULTS : (DrFault)k;
+          g_autofree char *path =
+              g_strdup_printf("/fault/%s/%s/%s/%s", c->name, dr_mode_name(c->mode), dr_timing_mode_name(c->timing),
+                              k < 0 ? "fault-free" : dr_fault_name(c->fault));
+          g_test_add_data_func(path, c, k < 0 ? test_fault_free : test_sweep);
+        }
+  for (int v = 0; v < 2; v++)
+    for (int m = 0; m < 2; m++)
+      for (int k = 0; k < DR_N_FAULTS; k++) {
         Case *c = g_new0(Case, 1);
-        c->name = names->pdata[i];
+        c->name = "save";
+        c->verify = v;
         c->mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
-        c->fault = k < 0 ? DR_N_FAULTS : (DrFault)k;
-        g_autofree char *path = g_strdup_printf("/fault/%s/%s/%s", c->name, dr_mode_name(c->mode),
-                                                k < 0 ? "fault-free" : dr_fault_name(c->fault));
-        g_test_add_data_func(path, c, k < 0 ? test_fault_free : test_sweep);
+        c->timing = DR_TIMING_STAMPS;
+        c->fault = (DrFault)k;
+        g_autofree char *path = g_strdup_printf("/fault/%s/%s/%s", v ? "save+verify" : "save", dr_mode_name(c->mode),
+                                                dr_fault_name(c->fault));
+        g_test_add_data_func(path, c, test_save);
       }
-  for (int m = 0; m < 2; m++)
-    for (int k = 0; k < DR_N_FAULTS; k++) {
-      Case *c = g_new0(Case, 1);
-      c->name = "save";
-      c->mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
-      c->fault = (DrFault)k;
-      g_autofree char *path = g_strdup_printf("/fault/save/%s/%s", dr_mode_name(c->mode), dr_fault_name(c->fault));
-      g_test_add_data_func(path, c, test_save);
-    }
   /* Last: GLib runs a suite's own cases before its child suites. */
   g_test_add_func("/fault/~summary/totals", test_summary);
   return g_test_run();
