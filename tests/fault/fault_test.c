@@ -1,14 +1,19 @@
 /* fault_test.c: CUDA fault injection on the CPU. Every example pipeline of
- * graphs/ runs through the CUDA backend (streams and graph mode) on the
- * fake runtime of fake_cuda.h: once fault-free, counting its fault points
- * C, then once per fault point N (all of them, or ~200 spread evenly with
- * the first and last ones always in) for each fault kind. Each faulted run
- * must:
+ * graphs/ runs through the CUDA backend on the fake runtime of fake_cuda.h,
+ * in both modes (streams, graph) and every timing mode (stamps, events,
+ * off): once fault-free, counting its fault points C, then once per fault
+ * point N (all of them, or 200 spread evenly with the first and last 20
+ * always in; DAGRUN_FAULT_ALL=1 takes all) for each fault kind. The data
+ * is scaled down 1024x after planning when that leaves the calls the same
+ * (checked), so the sweeps do not spend their time filling buffers. Each
+ * faulted run must:
  *  - fail: dr_run returns NULL with a DR_ERROR whose exit code is 70, or 69
  *    when the failed call is the device probe (cudaGetDeviceCount: run.c
- *    reports --backend=cuda with no usable device as DR_ERROR_UNAVAILABLE);
- *    a fault in the final teardown (from close's first
- *    cudaDeviceSynchronize on) is ignored by design: the run succeeds;
+ *    reports --backend=cuda with no usable device as DR_ERROR_UNAVAILABLE).
+ *    A fault in a close (from its cudaDeviceSynchronize through the
+ *    releases) is ignored by cuda_close by design: the run succeeds; only a
+ *    sticky one before --verify's reference run fails that run's first
+ *    call, cudaSetDevice;
  *  - name the failed call and the CUDA error, and when it blames a node,
  *    name an existing node on its planned stream, of an op that makes that
  *    call, with the call's payload (bytes, kernel) matching the node, in
@@ -21,7 +26,8 @@
  *  - make no misuse of the runtime (fake_cuda.h), and after a sticky fault
  *    no call but releases, cudaDeviceSynchronize, cudaStreamEndCapture and
  *    cudaGetLastError;
- *  - leave no `save:` file behind.
+ *  - leave no `save:` file behind (a pipeline with `save:` buffers, with
+ *    and without --verify).
  * Problems are collected per sweep and reported together, so one run shows
  * every failing point. This test does not run device code. */
 #include <glib/gstdio.h>
@@ -169,7 +175,8 @@ static Subject *subject_new(const char *label, DrGraph *graph, DrMode mode, DrTi
  * and evenly spread ones between, MAX_POINTS in all. */
 static GArray *sample_points(guint64 n) {
   GArray *pts = g_array_new(FALSE, FALSE, sizeof(guint64));
-  if (n <= MAX_POINTS) {
+  /* DAGRUN_FAULT_ALL=1: every point (a few times slower). */
+  if (n <= MAX_POINTS || g_getenv("DAGRUN_FAULT_ALL") != NULL) {
     for (guint64 i = 1; i <= n; i++) g_array_append_val(pts, i);
     return pts;
   }
