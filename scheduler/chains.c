@@ -17,9 +17,11 @@
  *  1. Greedy start, in topological order: a covered node extends a path
  *     that ends at one of its predecessors (the one with the fewest other
  *     successors still to come, a minimum-degree matching rule); failing
- *     that it opens a path of its own, then a budgeted backward search in
- *     the residual network tries to merge it into a path that ends at a
- *     node it can reach (one augmentation t -> ... -> v_in -> s).
+ *     that, a path that ends at a near ancestor (a short breadth-first
+ *     search over ancestors, used while it keeps succeeding); failing that
+ *     it opens a path of its own, then a budgeted backward search in the
+ *     residual network tries to merge it into a path that ends at a node it
+ *     can reach (one augmentation t -> ... -> v_in -> s).
  *  2. Exact finish: Dinic's phases of augmenting paths from t to s in the
  *     residual network (cancel flow above the lower bound, add flow on any
  *     arc): a breadth-first level graph, then unit paths along it with
