@@ -571,6 +571,7 @@ static cudaError_t fake_cudaGetLastError(void) {
   X(cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument")                             \
   X(cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory")                        \
   X(cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal")                     \
+  X(cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected")                   \
   X(cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle")    \
   X(cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state") \
   X(cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered") \

@@ -62,7 +62,8 @@ const char *dr_fake_kind_name(DrFakeKind kind);
   X(INVALID, cudaErrorInvalidValue, FALSE, "invalid")     \
   X(LAUNCH, cudaErrorLaunchFailure, FALSE, "launch")      \
   X(CAPTURE, cudaErrorStreamCaptureInvalidated, FALSE, "capture") \
-  X(ILLEGAL, cudaErrorIllegalAddress, TRUE, "sticky-illegal-address")
+  X(ILLEGAL, cudaErrorIllegalAddress, TRUE, "sticky-illegal-address") \
+  X(NO_DEVICE, cudaErrorNoDevice, FALSE, "no-device")
 
 typedef enum {
 #define DR_X(e, err, sticky, name) DR_FAULT_##e,

@@ -9,7 +9,8 @@
  * faulted run must:
  *  - fail: dr_run returns NULL with a DR_ERROR whose exit code is 70, or 69
  *    when the failed call is the device probe (cudaGetDeviceCount: run.c
- *    reports --backend=cuda with no usable device as DR_ERROR_UNAVAILABLE).
+ *    reports --backend=cuda with no usable device as DR_ERROR_UNAVAILABLE)
+ *    or the error is cudaErrorNoDevice (cuda_api.h maps it so anywhere).
  *    A fault in a close (from its cudaDeviceSynchronize through the
  *    releases) is ignored by cuda_close by design: the run succeeds; only a
  *    sticky one before --verify's reference run fails that run's first
@@ -317,7 +318,9 @@ static void check_error(Sweep *w, guint64 point, const DrFakeCall *fc, const GEr
     problem(w, point, "error of domain %s: %s", g_quark_to_string(error->domain), error->message);
     return;
   }
-  int want = strcmp(call, "cudaGetDeviceCount") == 0 ? 69 : 70;
+  /* cuda_api.h: cudaErrorNoDevice (and InsufficientDriver, InvalidDevice)
+   * is DR_ERROR_UNAVAILABLE wherever it comes. */
+  int want = strcmp(call, "cudaGetDeviceCount") == 0 || w->fault == DR_FAULT_NO_DEVICE ? 69 : 70;
   if (dr_error_exit_code(error) != want)
     problem(w, point, "exit code %d, want %d: %s", dr_error_exit_code(error), want, error->message);
   if (strstr(error->message, call_token(call)) == NULL)
