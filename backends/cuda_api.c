@@ -17,6 +17,7 @@ static const DrCudaApi real_api = {
     .cudaGetErrorString = cudaGetErrorString,
     .kernel_launch = real_kernel_launch,
     .stamp_launch = dr__stamp_launch,
+    .cudaGraphExecUpdate = cudaGraphExecUpdate,
 };
 
 static const DrCudaApi *current = &real_api;

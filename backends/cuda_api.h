@@ -73,6 +73,9 @@ typedef struct {
    * compile: a table that leaves it NULL gets event timing where stamps
    * were asked (cuda.c). */
   int (*stamp_launch)(unsigned long long *slot, cudaStream_t stream);
+  /* cudaGraphExecUpdate, outside the X-list for the same reason: NULL
+   * makes dr__cuda_graph_update re-instantiate instead. */
+  cudaError_t (*cudaGraphExecUpdate)(cudaGraphExec_t exec, cudaGraph_t graph, cudaGraphExecUpdateResultInfo *info);
 } DrCudaApi;
 
 /* The table in use (the real runtime unless a shim was set). */

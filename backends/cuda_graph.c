@@ -8,12 +8,19 @@
  * to origin before EndCapture. alloc/free nodes become graph memory nodes,
  * host nodes host nodes, timing events external event-record nodes. The
  * graph is instantiated once at setup (outside the timed region) and each
- * iteration is one cudaGraphLaunch between the origin's timing events. */
+ * iteration is one cudaGraphLaunch between the origin's timing events.
+ * dr__cuda_graph_update re-captures after a library user changed scalar
+ * arguments and updates the executable in place (cudaGraphExecUpdate),
+ * re-instantiating only when the runtime refuses. */
+#include <string.h>
+
 #include "backends/cuda_state.h"
 
-gboolean dr__cuda_graph_capture(DrBackend *b, GError **error) {
+/* Captures one iteration into a new graph (*out, owned by the caller). */
+static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, GError **error) {
   const DrCudaApi *api = dr_cuda_api();
   DrCudaSite site = DR_SITE_SETUP("graph capture");
+  *out = NULL;
   if (!DR_CUDA(site, cudaStreamBeginCapture, b->origin, cudaStreamCaptureModeThreadLocal)) return FALSE;
   gboolean issued = dr__cuda_issue_iteration(b, TRUE, error);
   cudaGraph_t graph = NULL;
@@ -38,8 +45,43 @@ gboolean dr__cuda_graph_capture(DrBackend *b, GError **error) {
     if (graph) (void)api->cudaGraphDestroy(graph);
     return FALSE;
   }
-  b->cuda_graph = graph;
+  *out = graph;
+  return TRUE;
+}
+
+gboolean dr__cuda_graph_capture(DrBackend *b, GError **error) {
+  if (!capture_iteration(b, &b->cuda_graph, error)) return FALSE;
   return DR_CUDA(DR_SITE_SETUP("graph instantiation"), cudaGraphInstantiate, &b->cuda_graph_exec, b->cuda_graph, 0);
+}
+
+gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error) {
+  g_return_val_if_fail(b != NULL && b->graph_mode, FALSE);
+  const DrCudaApi *api = dr_cuda_api();
+  cudaGraph_t graph = NULL;
+  if (!capture_iteration(b, &graph, error)) return FALSE;
+  if (api->cudaGraphExecUpdate != NULL && b->cuda_graph_exec != NULL) {
+    cudaGraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    if (api->cudaGraphExecUpdate(b->cuda_graph_exec, graph, &info) == cudaSuccess) {
+      if (b->cuda_graph) (void)api->cudaGraphDestroy(b->cuda_graph);
+      b->cuda_graph = graph;
+      *how = "updated";
+      return TRUE;
+    }
+    /* Refused (cudaErrorGraphExecUpdateFailure: topology, node kinds or
+     * memory nodes differ): the executable is unchanged; instantiate. */
+    (void)api->cudaGetLastError();
+  }
+  cudaGraphExec_t exec = NULL;
+  if (!DR_CUDA(DR_SITE_SETUP("graph re-instantiation"), cudaGraphInstantiate, &exec, graph, 0)) {
+    (void)api->cudaGraphDestroy(graph);
+    return FALSE;
+  }
+  dr__cuda_graph_release(b);
+  b->cuda_graph = graph;
+  b->cuda_graph_exec = exec;
+  *how = "re-instantiated";
+  return TRUE;
 }
 
 gboolean dr__cuda_graph_launch(DrBackend *b, GError **error) {

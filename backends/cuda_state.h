@@ -68,6 +68,16 @@ gboolean dr__user_kernel_launch(DrBackend *b, DrId id, cudaStream_t st, DrCudaSi
 gboolean dr__cuda_graph_capture(DrBackend *b, GError **error);
 /* Launches the instantiated graph on origin (no wait). */
 gboolean dr__cuda_graph_launch(DrBackend *b, GError **error);
+/* Makes the executable run the graph's current arguments (a library user
+ * changed scalar arguments of nodes since setup): re-captures one
+ * iteration, then tries cudaGraphExecUpdate (about 3x cheaper than
+ * instantiating, GPU-NOTES.md) and falls back to a fresh instantiation
+ * when the table has no update entry or the runtime refuses the update
+ * (a changed topology, memory nodes). Sets *how to "updated" or
+ * "re-instantiated". The backend must be in graph mode, set up and idle
+ * (no iteration in flight). On failure (DR_ERROR_RUNTIME: the capture or
+ * the instantiation failed) the previous executable and graph are kept. */
+gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error);
 /* Destroys the executable and the captured graph (NULL-safe fields). */
 void dr__cuda_graph_release(DrBackend *b);
 

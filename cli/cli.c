@@ -229,7 +229,7 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
        "Host backend: random delays before each node, seeded (0: off); with --verify, shakes out races",
        "SEED"},
       {"profile", 0, 0, G_OPTION_ARG_FILENAME, &o.profile, "Plan with the durations of a JSON run report", "FILE"},
-      {"timeline", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline, "Write an SVG timeline of the run (node medians)",
+      {"timeline", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline, "Write an SVG timeline of the median iteration",
        "FILE.svg"},
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.files, NULL, "PIPELINE.yaml"},
       {NULL, 0, 0, 0, NULL, NULL, NULL},

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backends/cuda_api.h"
+#include "backends/cuda_state.h"
 #include "lib/load.h"
 #include "tests/backends/testgraph.h"
 
@@ -988,6 +989,7 @@ static struct {
   gint64 streams, events, mallocs, pinned, asyncs;
   gsize next_handle;
   guint64 clock_ns, stamps; /* the stamp kernel's fake %globaltimer */
+  guint64 instantiations, updates;
 } fake;
 
 static gboolean fake_tick(void) { return ++fake.calls == fake.fail_at; }
@@ -1211,6 +1213,63 @@ static void test_cuda_fake_stamps(void) {
   dr_cuda_api_set(NULL);
 }
 
+/* Graph capture on the fake: a graph and an executable are handles. */
+static cudaError_t f_end_capture(cudaStream_t s, cudaGraph_t *g) {
+  if (fake_tick()) return cudaErrorStreamCaptureInvalidated;
+  *g = (cudaGraph_t)GSIZE_TO_POINTER(++fake.next_handle);
+  return cudaSuccess;
+}
+static cudaError_t f_instantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long f) {
+  if (fake_tick()) return cudaErrorMemoryAllocation;
+  *e = (cudaGraphExec_t)GSIZE_TO_POINTER(++fake.next_handle);
+  fake.instantiations++;
+  return cudaSuccess;
+}
+static cudaError_t f_exec_update_ok(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo *info) {
+  fake.updates++;
+  return cudaSuccess;
+}
+static cudaError_t f_exec_update_refused(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo *info) {
+  fake.updates++;
+  info->result = cudaGraphExecUpdateErrorTopologyChanged;
+  return cudaErrorGraphExecUpdateFailure;
+}
+
+/* dr__cuda_graph_update on the fake: an accepted update keeps the
+ * executable (no instantiation), a refused one or a table without the
+ * entry re-instantiates; nothing leaks either way. */
+static void test_cuda_fake_graph_update(void) {
+  g_autoptr(DrGraph) g = scale_axpy_graph(16, NULL);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrCudaApi api = fake_api();
+  api.cudaStreamEndCapture = f_end_capture;
+  api.cudaGraphInstantiate = f_instantiate;
+  dr_cuda_api_set(&api);
+  for (int k = 0; k < 3; k++) {
+    api.cudaGraphExecUpdate = k == 0 ? f_exec_update_ok : k == 1 ? f_exec_update_refused : NULL;
+    memset(&fake, 0, sizeof fake);
+    DrRunOptions o = host_opts(g, 1, 0);
+    o.backend = DR_BACKEND_CUDA;
+    o.mode = DR_MODE_GRAPH;
+    g_autoptr(GError) error = NULL;
+    DrBackend *b = dr__cuda_backend.open(plan, &o, &error);
+    g_assert_no_error(error);
+    g_assert_true(dr__cuda_backend.setup(b, &error));
+    g_assert_true(dr__cuda_backend.run_iteration(b, 0, NULL, &error));
+    g_assert_cmpuint(fake.instantiations, ==, 1);
+    const char *how = NULL;
+    g_assert_true(dr__cuda_graph_update(b, &how, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(how, ==, k == 0 ? "updated" : "re-instantiated");
+    g_assert_cmpuint(fake.instantiations, ==, k == 0 ? 1 : 2);
+    g_assert_cmpuint(fake.updates, ==, k < 2 ? 1 : 0);
+    g_assert_true(dr__cuda_backend.run_iteration(b, 1, NULL, &error));
+    dr__cuda_backend.close(b);
+    g_assert_true(fake_balanced());
+  }
+  dr_cuda_api_set(NULL);
+}
+
 /* Fails every call of a clean run in turn: each failure is an error that
  * names the call (or the device probe), and nothing leaks. */
 static void test_cuda_fake_faults(void) {
@@ -1349,5 +1408,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/cuda-fake/pipeline", test_cuda_fake_pipeline);
   g_test_add_func("/backends/cuda-fake/faults", test_cuda_fake_faults);
   g_test_add_func("/backends/cuda-fake/stamps", test_cuda_fake_stamps);
+  g_test_add_func("/backends/cuda-fake/graph-update", test_cuda_fake_graph_update);
   return g_test_run();
 }
