@@ -44,7 +44,8 @@ struct DrStreamPlan {
 
 struct DrRunReport {
   DrReport *report;
-  GStringChunk *ids; /* the nodes' ids, copied: the report outlives the graph */
+  GStringChunk *ids;  /* the nodes' ids, copied: the report outlives the graph */
+  const DrPlan *plan; /* the plan run, for identity checks only (may be gone) */
 };
 
 /* ---- version ------------------------------------------------------------ */
@@ -935,6 +936,8 @@ void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline) {
                               .verify = o.verify,
                               .device = o.device,
                               .node_timing = o.node_timing,
+                              .timeline_path = o.timeline_path,
+                              .progress = o.progress,
                               .trace_path = o.trace_path,
                               .host_output = o.host_output,
                               .delay_seed = o.delay_seed,
@@ -951,6 +954,7 @@ DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *s
     s = *settings;
   g_return_val_if_fail((guint)s.backend < DR_N_BACKENDS, NULL);
   g_return_val_if_fail(s.mode == DR_MODE_STREAMS || s.mode == DR_MODE_GRAPH, NULL);
+  g_return_val_if_fail((guint)s.node_timing < DR_N_TIMINGS, NULL);
   if (s.iterations == 0) {
     g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "pipeline '%s': iterations must be at least 1",
                 plan->pipeline->graph->name);
@@ -965,12 +969,15 @@ DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *s
                     .delay_max_us = s.delay_max_us,
                     .device = s.device,
                     .node_timing = s.node_timing,
+                    .timeline_path = s.timeline_path,
+                    .progress = s.progress,
                     .trace_path = s.trace_path,
                     .host_output = s.host_output};
   DrReport *r = dr_run(plan->plan, &o, error);
   if (r == NULL) return NULL;
   DrRunReport *rr = g_new0(DrRunReport, 1);
   rr->report = r;
+  rr->plan = plan->plan;
   /* DrNodeReport.id borrows the graph's string; the public report stands
    * alone, so it points at its own copies (the writers read ids only from
    * the node list). */
@@ -1055,6 +1062,34 @@ double dr_run_report_node_duration_us(const DrRunReport *report, guint i) {
   return node_report(report, i)->duration_us;
 }
 
+double dr_run_report_critical_path_us(const DrRunReport *report) {
+  g_return_val_if_fail(report != NULL, NAN);
+  return report->report->critical_path_us;
+}
+
+guint dr_run_report_n_critical_nodes(const DrRunReport *report) {
+  g_return_val_if_fail(report != NULL, 0);
+  return report->report->critical_nodes ? report->report->critical_nodes->len : 0;
+}
+
+const char *dr_run_report_critical_node(const DrRunReport *report, guint i) {
+  g_return_val_if_fail(report != NULL && i < dr_run_report_n_critical_nodes(report), NULL);
+  DrId v = g_array_index(report->report->critical_nodes, DrId, i);
+  for (guint k = 0; k < report->report->nodes->len; k++)
+    if (node_report(report, k)->node == v) return node_report(report, k)->id;
+  g_return_val_if_reached(NULL);
+}
+
+double dr_run_report_overlap_efficiency(const DrRunReport *report) {
+  g_return_val_if_fail(report != NULL, NAN);
+  return report->report->overlap_streams;
+}
+
+double dr_run_report_critical_over_makespan(const DrRunReport *report) {
+  g_return_val_if_fail(report != NULL, NAN);
+  return report->report->overlap_critical;
+}
+
 void dr_run_report_write_text(const DrRunReport *report, GString *out) {
   g_return_if_fail(report != NULL && out != NULL);
   dr_report_write_text(report->report, out);
@@ -1068,4 +1103,10 @@ void dr_run_report_write_json(const DrRunReport *report, GString *out) {
 void dr_run_report_write_trace(const DrRunReport *report, GString *out) {
   g_return_if_fail(report != NULL && out != NULL);
   dr_trace_write(report->report, out);
+}
+
+void dr_run_report_write_timeline(const DrRunReport *report, const DrStreamPlan *plan, GString *out) {
+  g_return_if_fail(report != NULL && plan != NULL && out != NULL);
+  g_return_if_fail(plan->plan == report->plan);
+  dr_timeline_write_svg(report->report, plan->plan, out);
 }

@@ -82,6 +82,12 @@ typedef enum { DR_MODE_STREAMS, DR_MODE_GRAPH } DrMode;
 #ifndef DAGRUN_BACKENDS_RUN_H
 typedef enum { DR_BACKEND_AUTO, DR_BACKEND_CUDA, DR_BACKEND_HOST } DrBackendKind;
 typedef enum { DR_VERIFIED_NOT_RUN, DR_VERIFIED_PASS, DR_VERIFIED_FAIL } DrVerified;
+/* How the CUDA backend times each node (the host backend always uses host
+ * clocks): off (the makespan only; node times are NAN), stamps (a tiny
+ * kernel after each node writes the GPU's global timer; a node's start is
+ * when it became ready; the default) or events (two CUDA events around
+ * each node: exact, but ~3.5 µs of GPU time per node). */
+typedef enum { DR_TIMING_OFF, DR_TIMING_STAMPS, DR_TIMING_EVENTS } DrTimingMode;
 #endif
 
 /* ---- user kernels: the same plain C ABI as the built-in kernels -------- */
@@ -377,21 +383,23 @@ void dr_stream_plan_write_dot(const DrStreamPlan *plan, GString *out);
 /* ---- running -------------------------------------------------------------- */
 
 typedef struct {
-  DrBackendKind backend;  /* auto: CUDA when a device is usable, else host */
-  DrMode mode;            /* CUDA: streams or a captured CUDA graph */
-  guint iterations;       /* timed, >= 1 */
-  guint warmup;           /* untimed, before them */
-  gboolean verify;        /* compare with the serial plan's run */
-  gint device;            /* CUDA device ordinal */
-  gboolean node_timing;   /* time every node (else the makespan only) */
-  const char *trace_path; /* NULL, or where to write a Chrome trace */
-  FILE *host_output;      /* print/checksum output; NULL: stdout */
-  guint64 delay_seed;     /* host backend: random delays before nodes */
-  guint delay_max_us;     /* 0: 200 µs when delay_seed is set */
+  DrBackendKind backend;     /* auto: CUDA when a device is usable, else host */
+  DrMode mode;               /* CUDA: streams or a captured CUDA graph */
+  guint iterations;          /* timed, >= 1 */
+  guint warmup;              /* untimed, before them */
+  gboolean verify;           /* compare with the serial plan's run */
+  gint device;               /* CUDA device ordinal */
+  DrTimingMode node_timing;  /* CUDA: how to time nodes (stamps by default) */
+  const char *trace_path;    /* NULL, or where to write a Chrome trace */
+  const char *timeline_path; /* NULL, or where to write an SVG timeline */
+  gboolean progress;         /* a progress bar on stderr for long runs */
+  FILE *host_output;         /* print/checksum output; NULL: stdout */
+  guint64 delay_seed;        /* host backend: random delays before nodes */
+  guint delay_max_us;        /* 0: 200 µs when delay_seed is set */
 } DrRunSettings;
 
 /* Fills `settings` from the pipeline's run settings: its mode, iterations,
- * warmup and device, backend auto, node timing on, the rest off. */
+ * warmup and device, backend auto, stamp timing, the rest off. */
 void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline);
 
 /* Runs `plan` (settings NULL: dr_run_settings_init's). Returns the report,
@@ -420,11 +428,27 @@ guint dr_run_report_node_stream(const DrRunReport *report, guint i);
 double dr_run_report_node_start_us(const DrRunReport *report, guint i);
 double dr_run_report_node_duration_us(const DrRunReport *report, guint i);
 
+/* Whole-run figures from the node medians (NAN when nodes were not
+ * timed): the critical path (the longest dependency path weighted by
+ * median durations) and its nodes, first to last; the overlap efficiency
+ * (sum of median durations / (makespan x streams used)); and critical
+ * path / makespan (1.0: as short as the dependencies allow). */
+double dr_run_report_critical_path_us(const DrRunReport *report);
+guint dr_run_report_n_critical_nodes(const DrRunReport *report);
+const char *dr_run_report_critical_node(const DrRunReport *report, guint i);
+double dr_run_report_overlap_efficiency(const DrRunReport *report);
+double dr_run_report_critical_over_makespan(const DrRunReport *report);
+
 /* Appends the per-node table (as the command line prints it), the JSON
  * object (--format=json), or a Chrome/Perfetto trace (--trace). */
 void dr_run_report_write_text(const DrRunReport *report, GString *out);
 void dr_run_report_write_json(const DrRunReport *report, GString *out);
 void dr_run_report_write_trace(const DrRunReport *report, GString *out);
+/* Appends a self-contained SVG timeline of the median iteration
+ * (--timeline): a lane per stream, a bar per timed node, an arrow per
+ * cross-stream wait. `plan` must be the plan the report was made from
+ * (else a critical and nothing appended). */
+void dr_run_report_write_timeline(const DrRunReport *report, const DrStreamPlan *plan, GString *out);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrPipeline, dr_pipeline_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrStreamPlan, dr_stream_plan_free)

@@ -59,7 +59,10 @@
   X(DR_ERROR_UNAVAILABLE) \
   X(DR_ERROR_RUNTIME) \
   X(DR_ERROR_VERIFY) \
-  X(DR_ERROR_INTERRUPTED)
+  X(DR_ERROR_INTERRUPTED) \
+  X(DR_TIMING_OFF) \
+  X(DR_TIMING_STAMPS) \
+  X(DR_TIMING_EVENTS)
 // clang-format on
 
 /* Fills facts[] with DR_ABI_FACTS as the internal headers define them;

@@ -165,6 +165,8 @@ static void test_build_plan_run(void) {
   DrRunSettings rs = host_settings(p, 3, 1, TRUE);
   rs.host_output = out;
   rs.trace_path = trace_path;
+  g_autofree char *timeline_path = g_build_filename(g_get_tmp_dir(), "api_test_timeline.svg", NULL);
+  rs.timeline_path = timeline_path;
   rs.delay_seed = 5;
   g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
   g_assert_no_error(error);
@@ -201,6 +203,23 @@ static void test_build_plan_run(void) {
   g_assert_nonnull(strstr(printed, "checksum report y_host 0x"));
   g_unlink(out_path);
   g_unlink(trace_path);
+  g_autofree char *svg_file = NULL;
+  g_assert_true(g_file_get_contents(timeline_path, &svg_file, NULL, NULL));
+  g_assert_true(g_str_has_prefix(svg_file, "<svg") || strstr(svg_file, "<svg") != NULL);
+  g_unlink(timeline_path);
+  g_autoptr(GString) svg = g_string_new(NULL);
+  dr_run_report_write_timeline(r, plan, svg);
+  g_assert_nonnull(strstr(svg->str, "</svg>"));
+  g_assert_nonnull(strstr(svg->str, "scale2"));
+  /* The critical path runs through one chunk from alloc to the checksum. */
+  g_assert_true(dr_run_report_critical_path_us(r) > 0);
+  g_assert_true(dr_run_report_critical_path_us(r) <= dr_run_report_makespan_us(r) * 1.0001);
+  guint nc = dr_run_report_n_critical_nodes(r);
+  g_assert_cmpuint(nc, >=, 3);
+  g_assert_cmpstr(dr_run_report_critical_node(r, nc - 1), ==, "report");
+  g_assert_true(dr_run_report_overlap_efficiency(r) > 0);
+  g_assert_true(dr_run_report_critical_over_makespan(r) > 0);
+  g_assert_true(dr_run_report_critical_over_makespan(r) <= 1.0001);
 }
 
 /* A run report's JSON steers the planner (DrPlanSettings.profile_path). */
@@ -278,6 +297,9 @@ static void test_run_settings(void) {
   g_assert_cmpuint(s.warmup, ==, 3);
   g_assert_cmpint(s.device, ==, 1);
   g_assert_cmpint(s.backend, ==, DR_BACKEND_AUTO);
+  g_assert_cmpint(s.node_timing, ==, DR_TIMING_STAMPS);
+  g_assert_null(s.timeline_path);
+  g_assert_false(s.progress);
   g_assert_false(s.verify);
   /* The YAML keeps the settings. */
   g_assert_true(dr_pipeline_add_noop(p, "n", &error));
@@ -394,6 +416,15 @@ static void test_misuse_indexes(void) {
   g_assert_no_error(error);
   expect_critical();
   g_assert_null(dr_run_report_node_id(r, dr_run_report_n_nodes(r)));
+  g_test_assert_expected_messages();
+  g_autoptr(DrStreamPlan) other = dr_pipeline_plan(p, NULL, &error);
+  g_autoptr(GString) svg = g_string_new(NULL);
+  expect_critical();
+  dr_run_report_write_timeline(r, other, svg);
+  g_test_assert_expected_messages();
+  g_assert_cmpuint(svg->len, ==, 0);
+  expect_critical();
+  g_assert_null(dr_run_report_critical_node(r, dr_run_report_n_critical_nodes(r)));
   g_test_assert_expected_messages();
   expect_critical();
   g_assert_true(isnan(dr_run_report_node_duration_us(r, 1000)));
