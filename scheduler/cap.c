@@ -27,7 +27,7 @@
  * critical path by about the shorter chain's work.
  * Merged chains run in issue order on their stream. planned_path_us is then
  * the longest path over DAG edges plus the added stream-order edges.
- * Complexity: O(V + E + C log C + C * K) for C chains and cap K, or for
+ * Complexity: O(V + E + C log C + C log K) for C chains and cap K, or for
  * the exact greedy O(C^3 (V + E)) bounded by MERGE_EXACT_WORK. */
 #include <stdlib.h>
 
@@ -66,20 +66,44 @@ static int span_cmp(const void *pa, const void *pb) {
 
 /* Interleaves the chains of one class onto `k` streams numbered from
  * `first_stream` (list scheduling on chain intervals). */
+typedef struct {
+  double free_at;
+  guint32 stream;
+} StreamSlot;
+
+static inline gboolean slot_less(const StreamSlot *a, const StreamSlot *b) {
+  return a->free_at != b->free_at ? a->free_at < b->free_at : a->stream < b->stream;
+}
+
+/* Restores the heap order from slot i down. */
+static void slot_sift_down(StreamSlot *h, guint32 len, guint32 i) {
+  StreamSlot it = h[i];
+  for (;;) {
+    guint32 child = 2 * i + 1;
+    if (child >= len) break;
+    if (child + 1 < len && slot_less(&h[child + 1], &h[child])) child++;
+    if (!slot_less(&h[child], &it)) break;
+    h[i] = h[child];
+    i = child;
+  }
+  h[i] = it;
+}
+
 static void merge_class(DrPlanCtx *ctx, ChainSpan *spans, guint32 n_spans, guint32 k,
                         guint32 first_stream) {
   qsort(spans, n_spans, sizeof *spans, span_cmp);
-  double *free_at = g_new0(double, k);
-  for (guint32 s = 0; s < k; s++) free_at[s] = -1.0;
+  /* A min-heap of streams by the time they free up (all free at first,
+   * already in heap order). */
+  StreamSlot *heap = g_new(StreamSlot, k);
+  for (guint32 s = 0; s < k; s++) heap[s] = (StreamSlot){-1.0, s};
   for (guint32 i = 0; i < n_spans; i++) {
-    guint32 best = 0;
-    for (guint32 s = 1; s < k; s++)
-      if (free_at[s] < free_at[best]) best = s;
-    ctx->chain_stream[spans[i].id] = first_stream + best;
-    double begin = MAX(free_at[best], spans[i].start);
-    free_at[best] = MAX(begin + spans[i].work, spans[i].finish);
+    StreamSlot *best = &heap[0];
+    ctx->chain_stream[spans[i].id] = first_stream + best->stream;
+    double begin = MAX(best->free_at, spans[i].start);
+    best->free_at = MAX(begin + spans[i].work, spans[i].finish);
+    slot_sift_down(heap, k, 0);
   }
-  g_free(free_at);
+  g_free(heap);
 }
 
 /* The planned path (µs) when chain c runs on stream group[c]: longest path

@@ -14,9 +14,12 @@
  * before it covers u, and every wait considered later is on an earlier
  * step, whose clock cannot include u. Clocks of nodes are kept only while
  * some successor on another stream is still to be issued (a slab with a
- * free list), so memory follows the DAG's frontier, not its size.
+ * free list), so memory follows the DAG's frontier, not its size; a
+ * stream's clock is only made when it first waits (until then it knows
+ * only itself, and so do the clocks of its nodes).
  * Complexity: O(V + E log deg + W * S) time for W waits and S streams;
- * S*S clocks plus S per live frontier node, 12 bytes per node. */
+ * S words per stream that waits and per live frontier node that waited,
+ * 12 bytes per node. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +59,7 @@ static guint32 slot_alloc(Clocks *c, const guint32 *clock) {
 
 void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan) {
   guint32 n = ctx->n, S = MAX(plan->streams->len, 1);
-  guint32 *clock = g_new0(guint32, (gsize)S * S);
+  guint32 **rows = g_new0(guint32 *, S); /* clock of each stream, NULL until it waits */
   guint32 *count = g_new0(guint32, S);
   guint32 *spos = g_new(guint32, MAX(n, 1));    /* 1-based place in its stream */
   guint32 *pending = g_new0(guint32, MAX(n, 1)); /* successors on other streams not issued */
@@ -75,9 +78,9 @@ void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan) {
     DrPlanStep *step = dr_plan_step(plan, i);
     DrId v = step->node;
     guint32 s = step->stream;
-    guint32 *mine = clock + (gsize)s * S;
+    guint32 *mine = rows[s];
     spos[v] = ++count[s];
-    mine[s] = spos[v];
+    if (mine != NULL) mine[s] = spos[v];
     slot[v] = NO_SLOT;
 
     g_array_set_size(preds, 0);
@@ -92,21 +95,31 @@ void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan) {
     step->wait_first = plan->waits->len;
     for (guint32 k = 0; k < preds->len; k++) {
       DrId u = g_array_index(preds, Pred, k).node;
-      if (mine[plan->node_stream[u]] >= spos[u]) continue;
+      guint32 t = plan->node_stream[u];
+      if (mine != NULL && mine[t] >= spos[u]) continue;
       g_array_append_val(plan->waits, u);
       plan->needs_event[u] = TRUE;
+      if (mine == NULL) {
+        mine = rows[s] = g_new0(guint32, S);
+        mine[s] = spos[v];
+      }
+      if (slot[u] == NO_SLOT) {
+        /* u's stream had waited on nothing: its clock knew only itself. */
+        mine[t] = MAX(mine[t], spos[u]);
+        continue;
+      }
       const guint32 *theirs = &g_array_index(clocks.slab, guint32, (gsize)slot[u] * S);
-      for (guint32 t = 0; t < S; t++) mine[t] = MAX(mine[t], theirs[t]);
+      for (guint32 x = 0; x < S; x++) mine[x] = MAX(mine[x], theirs[x]);
     }
     step->wait_count = plan->waits->len - step->wait_first;
     for (guint32 k = 0; k < preds->len; k++) {
       DrId u = g_array_index(preds, Pred, k).node;
-      if (--pending[u] == 0) {
+      if (--pending[u] == 0 && slot[u] != NO_SLOT) {
         g_array_append_val(clocks.free_slots, slot[u]);
         slot[u] = NO_SLOT;
       }
     }
-    if (pending[v] > 0) slot[v] = slot_alloc(&clocks, mine);
+    if (pending[v] > 0 && mine != NULL) slot[v] = slot_alloc(&clocks, mine);
   }
 
   g_array_unref(preds);
@@ -116,5 +129,6 @@ void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan) {
   g_free(pending);
   g_free(spos);
   g_free(count);
-  g_free(clock);
+  for (guint32 t = 0; t < S; t++) g_free(rows[t]);
+  g_free(rows);
 }

@@ -449,6 +449,25 @@ static void test_cap_heuristic(void) {
   }
 }
 
+/* 20000 independent nodes asking for unlimited streams: the cap stops at
+ * 4096 and the list scheduling spreads them evenly. */
+static void test_cap_limit_wide(void) {
+  g_autoptr(DrGraph) g = new_graph("wide");
+  for (guint32 i = 0; i < 20000; i++) add_node(g, DR_OP_KERNEL, DR_PRIORITY_NORMAL, "w%u", i);
+  DrPlanOptions opts = {G_MAXUINT32, NULL};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, &opts, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan->width, ==, 20000);
+  g_assert_cmpuint(plan->cap, ==, 4096);
+  g_assert_true(plan->cap_binds);
+  g_assert_cmpuint(plan->streams->len, ==, 4096);
+  g_assert_cmpuint(plan->waits->len, ==, 0);
+  for (guint32 s = 0; s < 4096; s++)
+    g_assert_cmpuint(g_array_index(plan->streams, DrStream, s).n_nodes, <=, 5);
+  g_assert_true(dr_plan_check(plan, &error));
+}
+
 /* ---- hand-made graphs and goldens ------------------------------------ */
 
 /* a -> {b, c} -> d, plus e independent: width 3. */
@@ -786,6 +805,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/planner/cap/binds", test_cap_binds_six);
   g_test_add_func("/planner/cap/sources", test_cap_sources);
   g_test_add_func("/planner/cap/heuristic", test_cap_heuristic);
+  g_test_add_func("/planner/cap/limit-wide", test_cap_limit_wide);
   g_test_add_func("/planner/errors/cycle-and-unsorted", test_cycle_and_unsorted);
   g_test_add_func("/planner/empty", test_empty);
   g_test_add_func("/planner/profile", test_profile);
