@@ -738,6 +738,47 @@ static void test_profile(void) {
   g_assert_error(error, DR_ERROR, DR_ERROR_IO);
 }
 
+/* Truncated and mutated profiles never crash the reader: each either
+ * applies or fails with DR_ERROR_IO. */
+static void test_profile_garbage(void) {
+  g_autoptr(DrGraph) g = diamond();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL;
+  int fd = g_file_open_tmp("planner-garbage-XXXXXX.json", &path, &error);
+  g_assert_cmpint(fd, >=, 0);
+  close(fd);
+  const char *good =
+      "{\"nodes\": [{\"id\": \"a\", \"duration_us\": 5}, {\"id\": \"b\\u0041\", "
+      "\"x\": [[{}], \"s\\\"\"], \"duration_us\": -1e2}], \"t\": {\"u\": null}}";
+  g_autoptr(GRand) r = g_rand_new_with_seed(3);
+  static const char alphabet[] = "{}[]\":,\\ 0123456789.eE-+abnrtu\"";
+  guint ok = 0, failed = 0;
+  for (guint iter = 0; iter < 3000; iter++) {
+    g_autoptr(GString) text = g_string_new(good);
+    if (iter % 2) {
+      g_string_truncate(text, (gsize)g_rand_int_range(r, 0, (gint32)text->len + 1));
+    } else {
+      for (guint k = 0, edits = (guint)g_rand_int_range(r, 1, 4); k < edits; k++)
+        text->str[g_rand_int_range(r, 0, (gint32)text->len)] =
+            alphabet[g_rand_int_range(r, 0, (gint32)sizeof alphabet - 1)];
+    }
+    g_assert_true(g_file_set_contents(path, text->str, (gssize)text->len, &error));
+    DrPlanOptions opts = {0, path};
+    g_autoptr(DrPlan) plan = dr_plan_build(g, &opts, &error);
+    if (plan != NULL) {
+      ok++;
+      g_assert_no_error(error);
+    } else {
+      failed++;
+      g_assert_error(error, DR_ERROR, DR_ERROR_IO);
+      g_clear_error(&error);
+    }
+  }
+  g_unlink(path);
+  g_assert_cmpuint(ok, >, 0);
+  g_assert_cmpuint(failed, >, 0);
+}
+
 static void test_json_escapes(void) {
   g_autoptr(DrGraph) g = new_graph("esc");
   DrId a = add_node(g, DR_OP_NOOP, DR_PRIORITY_NORMAL, "q\"uo\\te\n", 0);
@@ -809,6 +850,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/planner/errors/cycle-and-unsorted", test_cycle_and_unsorted);
   g_test_add_func("/planner/empty", test_empty);
   g_test_add_func("/planner/profile", test_profile);
+  g_test_add_func("/planner/profile/garbage", test_profile_garbage);
   g_test_add_func("/planner/json/escapes", test_json_escapes);
   g_test_add_func("/planner/dot/renders", test_dot_renders);
   return g_test_run();
