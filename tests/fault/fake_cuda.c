@@ -105,8 +105,10 @@ static void obj_release(gpointer key) {
   }
   g_ptr_array_remove(fake.capture_mem, key);
   obj_free_memory(key, o);
-  if (key != (gpointer)o) g_free(o);
-  else g_free(key);
+  if (key != (gpointer)o)
+    g_free(o);
+  else
+    g_free(key);
 }
 
 /* The allocation holding [p, p + bytes), or NULL. */
@@ -182,7 +184,7 @@ static cudaError_t finish(cudaError_t rc) {
 
 /* Enters the gate; `record` (an expression) fills the trace entry before
  * a call that must not act returns. */
-#define GATE_RECORD(name, obj, release, cleanup, record)        \
+#define GATE_RECORD(name, obj, release, cleanup, record)       \
   Gate gate = gate_enter((name), (obj), (release), (cleanup)); \
   record;                                                      \
   if (!gate.act) return gate.rc
@@ -259,7 +261,8 @@ static cudaError_t fake_cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr a
 
 static cudaError_t fake_cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned int flags, int priority) {
   GATE("cudaStreamCreateWithPriority", NULL, FALSE, FALSE);
-  if (priority > 0 || priority < -5) misuse("cudaStreamCreateWithPriority: priority %d out of [-5, 0]", priority);
+  if (priority > 0 || priority < -5)
+    misuse("cudaStreamCreateWithPriority: priority %d out of [-5, 0]", priority);
   *stream = obj_new(DR_FAKE_STREAM, 0);
   ((Obj *)*stream)->serial = ++fake.n_streams_made;
   current()->obj = *stream;
@@ -391,7 +394,8 @@ static cudaError_t fake_cudaFreeAsync(void *ptr, cudaStream_t stream) {
   GATE("cudaFreeAsync", ptr, TRUE, TRUE);
   /* After a sticky fault the stream may be gone already; the memory is
    * released with the context either way. */
-  if (fake.sticky == cudaSuccess && !stream_ok("cudaFreeAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (fake.sticky == cudaSuccess && !stream_ok("cudaFreeAsync", stream))
+    return finish(cudaErrorInvalidResourceHandle);
   return release_mem("cudaFreeAsync", ptr, DR_FAKE_DEVICE_MEM, gate);
 }
 
@@ -470,7 +474,8 @@ static cudaError_t fake_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *g
   return cudaSuccess;
 }
 
-static cudaError_t fake_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags) {
+static cudaError_t fake_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                             unsigned long long flags) {
   GATE("cudaGraphInstantiate", graph, FALSE, FALSE);
   if (obj_find(graph, DR_FAKE_GRAPH) == NULL) {
     misuse("cudaGraphInstantiate: %p is not a live graph", (void *)graph);
@@ -512,9 +517,10 @@ static cudaError_t fake_cudaGraphDestroy(cudaGraph_t graph) {
 
 /* ---- libraries and user kernels ---------------------------------------------- */
 
-static cudaError_t fake_cudaLibraryLoadData(cudaLibrary_t *lib, const void *code, enum cudaJitOption *jit_opts,
-                                            void **jit_vals, unsigned int n_jit, enum cudaLibraryOption *lib_opts,
-                                            void **lib_vals, unsigned int n_lib) {
+static cudaError_t fake_cudaLibraryLoadData(cudaLibrary_t *lib, const void *code,
+                                            enum cudaJitOption *jit_opts, void **jit_vals, unsigned int n_jit,
+                                            enum cudaLibraryOption *lib_opts, void **lib_vals,
+                                            unsigned int n_lib) {
   GATE("cudaLibraryLoadData", NULL, FALSE, FALSE);
   if (code == NULL) return finish(cudaErrorInvalidValue);
   *lib = obj_new(DR_FAKE_LIBRARY, 0);
@@ -573,31 +579,36 @@ static cudaError_t fake_cudaGetLastError(void) {
   X(cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal")                     \
   X(cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected")                   \
   X(cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle")    \
-  X(cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state") \
+  X(cudaErrorIllegalState, "cudaErrorIllegalState",                                                 \
+    "the operation cannot be performed in the present state")                                       \
   X(cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered") \
   X(cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure")                 \
-  X(cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",                          \
+  X(cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",                         \
     "operation not permitted when stream is capturing")                                             \
-  X(cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",                          \
+  X(cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",                         \
     "operation failed due to a previous error during capture")
 
 static const char *fake_cudaGetErrorName(cudaError_t error) {
   switch (error) {
 #define DR_X(e, name, desc) \
-  case e: return name;
+  case e:                   \
+    return name;
     FAKE_ERROR_LIST(DR_X)
 #undef DR_X
-    default: return "cudaErrorUnknown";
+    default:
+      return "cudaErrorUnknown";
   }
 }
 
 static const char *fake_cudaGetErrorString(cudaError_t error) {
   switch (error) {
 #define DR_X(e, name, desc) \
-  case e: return desc;
+  case e:                   \
+    return desc;
     FAKE_ERROR_LIST(DR_X)
 #undef DR_X
-    default: return "unknown error";
+    default:
+      return "unknown error";
   }
 }
 
@@ -610,7 +621,8 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
     const DrKParam *p = &def->params[i];
     if (!p->is_pointer) continue;
     g_autofree char *what = g_strdup_printf("kernel_launch %s.%s", def->name, p->name);
-    if (!mem_ok(what, l->args[i].ptr, l->counts[i] * dr_elem_size(p->type))) return finish(cudaErrorInvalidValue);
+    if (!mem_ok(what, l->args[i].ptr, l->counts[i] * dr_elem_size(p->type)))
+      return finish(cudaErrorInvalidValue);
   }
   if (def->scratch_bytes && !mem_ok("kernel_launch scratch", l->scratch, def->scratch_bytes))
     return finish(cudaErrorInvalidValue);

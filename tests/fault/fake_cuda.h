@@ -37,31 +37,31 @@
 G_BEGIN_DECLS
 
 /* X(ENUM_SUFFIX, counter name): the kinds of objects the fake tracks. */
-#define DR_FAKE_KIND_LIST(X)   \
-  X(DEVICE_MEM, "allocations") \
+#define DR_FAKE_KIND_LIST(X)      \
+  X(DEVICE_MEM, "allocations")    \
   X(HOST_MEM, "host allocations") \
-  X(STREAM, "streams")         \
-  X(EVENT, "events")           \
-  X(GRAPH, "graphs")           \
-  X(GRAPH_EXEC, "graph execs") \
+  X(STREAM, "streams")            \
+  X(EVENT, "events")              \
+  X(GRAPH, "graphs")              \
+  X(GRAPH_EXEC, "graph execs")    \
   X(LIBRARY, "libraries")
 
 typedef enum {
 #define DR_X(e, s) DR_FAKE_##e,
   DR_FAKE_KIND_LIST(DR_X)
 #undef DR_X
-  DR_FAKE_N_KINDS
+      DR_FAKE_N_KINDS
 } DrFakeKind;
 
 const char *dr_fake_kind_name(DrFakeKind kind);
 
 /* X(ENUM_SUFFIX, cudaError_t, sticky, short name): the faults a test can
  * inject. */
-#define DR_FAULT_LIST(X)                                  \
-  X(OOM, cudaErrorMemoryAllocation, FALSE, "oom")         \
-  X(INVALID, cudaErrorInvalidValue, FALSE, "invalid")     \
-  X(LAUNCH, cudaErrorLaunchFailure, FALSE, "launch")      \
-  X(CAPTURE, cudaErrorStreamCaptureInvalidated, FALSE, "capture") \
+#define DR_FAULT_LIST(X)                                              \
+  X(OOM, cudaErrorMemoryAllocation, FALSE, "oom")                     \
+  X(INVALID, cudaErrorInvalidValue, FALSE, "invalid")                 \
+  X(LAUNCH, cudaErrorLaunchFailure, FALSE, "launch")                  \
+  X(CAPTURE, cudaErrorStreamCaptureInvalidated, FALSE, "capture")     \
   X(ILLEGAL, cudaErrorIllegalAddress, TRUE, "sticky-illegal-address") \
   X(NO_DEVICE, cudaErrorNoDevice, FALSE, "no-device")
 
@@ -69,7 +69,7 @@ typedef enum {
 #define DR_X(e, err, sticky, name) DR_FAULT_##e,
   DR_FAULT_LIST(DR_X)
 #undef DR_X
-  DR_N_FAULTS
+      DR_N_FAULTS
 } DrFault;
 
 const char *dr_fault_name(DrFault fault);
@@ -78,17 +78,17 @@ gboolean dr_fault_sticky(DrFault fault);
 
 /* One call made through the fake table. */
 typedef struct {
-  const char *name;   /* the runtime function, "kernel_launch" or
-                        "stamp_launch" */
-  guint64 point;      /* 1-based fault point, 0 for error-reporting calls */
-  gconstpointer obj;  /* the stream used, the object released or the stream
-                        created, or NULL */
-  guint stream;       /* that stream's creation number since the reset
-                        (1-based; stable across runs), or 0 */
-  guint64 size;       /* bytes copied, set or allocated; 0 otherwise */
-  const char *what;   /* kernel_launch: the built-in's name; else NULL */
-  cudaError_t rc;     /* what the fake returned */
-  gboolean release;   /* a destroy/free/unload */
+  const char *name;  /* the runtime function, "kernel_launch" or
+                       "stamp_launch" */
+  guint64 point;     /* 1-based fault point, 0 for error-reporting calls */
+  gconstpointer obj; /* the stream used, the object released or the stream
+                       created, or NULL */
+  guint stream;      /* that stream's creation number since the reset
+                       (1-based; stable across runs), or 0 */
+  guint64 size;      /* bytes copied, set or allocated; 0 otherwise */
+  const char *what;  /* kernel_launch: the built-in's name; else NULL */
+  cudaError_t rc;    /* what the fake returned */
+  gboolean release;  /* a destroy/free/unload */
 } DrFakeCall;
 
 /* Resets the fake: releases whatever is still live (after reading the

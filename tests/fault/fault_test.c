@@ -87,7 +87,8 @@ static gboolean graph_uses_blas(const DrGraph *g) {
     const DrNode *n = dr_graph_node(g, i);
     if (n->op != DR_OP_KERNEL) continue;
     const DrKernelDecl *k = dr_graph_kernel(g, n->kernel);
-    if (k->origin == DR_KERNEL_BUILTIN && (dr_kernel_registry[k->builtin_index].flags & DR_KFLAG_BLAS)) return TRUE;
+    if (k->origin == DR_KERNEL_BUILTIN && (dr_kernel_registry[k->builtin_index].flags & DR_KFLAG_BLAS))
+      return TRUE;
   }
   return FALSE;
 }
@@ -201,8 +202,8 @@ static GArray *sample_points(guint64 n) {
 typedef struct {
   guint64 point;
   const char *call;
-  DrId node;         /* DR_NONE: not blamed on a node */
-  guint stream;      /* the call's stream (fake creation number), or 0 */
+  DrId node;    /* DR_NONE: not blamed on a node */
+  guint stream; /* the call's stream (fake creation number), or 0 */
 } Blame;
 
 typedef struct {
@@ -211,7 +212,7 @@ typedef struct {
   GString *problems;
   guint n_problems;
   guint64 passed, tested, teardown_ok;
-  GArray *blames;       /* Blame */
+  GArray *blames;        /* Blame */
   GHashTable *stream_of; /* run << 24 | plan stream + 1 -> fake stream number */
 } Sweep;
 
@@ -235,9 +236,10 @@ static DrOp op_of_call(const char *call) {
     const char *call;
     DrOp op;
   } table[] = {
-      {"cudaMemcpyAsync", DR_OP_COPY},  {"cudaMemsetAsync", DR_OP_MEMSET}, {"kernel_launch", DR_OP_KERNEL},
-      {"cudaLaunchKernel", DR_OP_KERNEL}, {"cudaMalloc", DR_OP_KERNEL},      {"cudaMallocAsync", DR_OP_ALLOC},
-      {"cudaFreeAsync", DR_OP_FREE},    {"cudaLaunchHostFunc", DR_OP_HOST},
+      {"cudaMemcpyAsync", DR_OP_COPY}, {"cudaMemsetAsync", DR_OP_MEMSET},
+      {"kernel_launch", DR_OP_KERNEL}, {"cudaLaunchKernel", DR_OP_KERNEL},
+      {"cudaMalloc", DR_OP_KERNEL},    {"cudaMallocAsync", DR_OP_ALLOC},
+      {"cudaFreeAsync", DR_OP_FREE},   {"cudaLaunchHostFunc", DR_OP_HOST},
   };
   for (guint i = 0; i < G_N_ELEMENTS(table); i++)
     if (strcmp(call, table[i].call) == 0) return table[i].op;
@@ -266,20 +268,22 @@ static void check_payload(Sweep *w, guint64 point, const DrFakeCall *fc, DrId v)
     guint64 bytes = 0;
     for (guint32 i = 0; i < n->access_count; i++) {
       const DrAccess *a = dr_graph_access(g, n->access_first + i);
-      if (dr_access_writes(a->mode)) bytes = (a->end - a->begin) * dr_elem_size(dr_graph_buffer(g, a->buffer)->type);
+      if (dr_access_writes(a->mode))
+        bytes = (a->end - a->begin) * dr_elem_size(dr_graph_buffer(g, a->buffer)->type);
     }
     if (bytes != fc->size)
-      problem(w, point, "node '%s' moves %" G_GUINT64_FORMAT " bytes, the failed %s %" G_GUINT64_FORMAT, n->id, bytes,
-              call, fc->size);
+      problem(w, point, "node '%s' moves %" G_GUINT64_FORMAT " bytes, the failed %s %" G_GUINT64_FORMAT,
+              n->id, bytes, call, fc->size);
   } else if (strcmp(call, "cudaMallocAsync") == 0) {
     guint64 bytes = MAX(dr_buffer_bytes(dr_graph_buffer(g, n->buffer)), 1);
     if (bytes != fc->size)
-      problem(w, point, "node '%s' allocates %" G_GUINT64_FORMAT " bytes, the failed call %" G_GUINT64_FORMAT, n->id,
-              bytes, fc->size);
+      problem(w, point, "node '%s' allocates %" G_GUINT64_FORMAT " bytes, the failed call %" G_GUINT64_FORMAT,
+              n->id, bytes, fc->size);
   } else if (strcmp(call, "kernel_launch") == 0) {
     const char *kernel = dr_graph_kernel(g, n->kernel)->name;
     if (fc->what == NULL || strcmp(kernel, fc->what) != 0)
-      problem(w, point, "node '%s' runs %s, the failed launch was %s", n->id, kernel, fc->what ? fc->what : "?");
+      problem(w, point, "node '%s' runs %s, the failed launch was %s", n->id, kernel,
+              fc->what ? fc->what : "?");
   }
 }
 
@@ -339,8 +343,8 @@ static void check_error(Sweep *w, guint64 point, const DrFakeCall *fc, const GEr
     }
     const DrNode *n = dr_graph_node(s->graph, b.node);
     if (stream < 0 || (guint64)stream != plan->node_stream[b.node])
-      problem(w, point, "blames node '%s' on stream %" G_GINT64_FORMAT ", planned on stream %u: %s", n->id, stream,
-              plan->node_stream[b.node], error->message);
+      problem(w, point, "blames node '%s' on stream %" G_GINT64_FORMAT ", planned on stream %u: %s", n->id,
+              stream, plan->node_stream[b.node], error->message);
     DrOp op = op_of_call(call);
     if (op != DR_N_OPS && op != n->op)
       problem(w, point, "blames %s node '%s' for %s: %s", dr_op_name(n->op), n->id, call, error->message);
@@ -350,9 +354,11 @@ static void check_error(Sweep *w, guint64 point, const DrFakeCall *fc, const GEr
     if (fc->stream && !fc->release && strcmp(call, "cudaStreamCreateWithPriority") != 0 && stream >= 0) {
       gpointer key = GSIZE_TO_POINTER(((gsize)s->run_of[point] << 24) + (gsize)stream + 1);
       guint seen = GPOINTER_TO_UINT(g_hash_table_lookup(w->stream_of, key));
-      if (seen == 0) g_hash_table_insert(w->stream_of, key, GUINT_TO_POINTER(fc->stream));
+      if (seen == 0)
+        g_hash_table_insert(w->stream_of, key, GUINT_TO_POINTER(fc->stream));
       else if (seen != fc->stream)
-        problem(w, point, "blames stream %" G_GINT64_FORMAT " for a call on another CUDA stream than before: %s",
+        problem(w, point,
+                "blames stream %" G_GINT64_FORMAT " for a call on another CUDA stream than before: %s",
                 stream, error->message);
     }
   } else if (is_stream_work(call) && strncmp(error->message, "setup", 5) != 0) {
@@ -385,8 +391,8 @@ static void check_blames(Sweep *w) {
     const DrPlan *plan = plan_at(s, b->point);
     /* Adjacent calls of two nodes: per-node resources are made and
      * timings read in node order, iterations issue in plan order. */
-    gboolean making = strcmp(b->call, "cudaEventCreateWithFlags") == 0 || strcmp(b->call, "cudaMalloc") == 0 ||
-                      strcmp(b->call, "cudaEventElapsedTime") == 0;
+    gboolean making = strcmp(b->call, "cudaEventCreateWithFlags") == 0 ||
+                      strcmp(b->call, "cudaMalloc") == 0 || strcmp(b->call, "cudaEventElapsedTime") == 0;
     gboolean ordered = making ? b->node > a->node : plan->node_step[b->node] > plan->node_step[a->node];
     if (!ordered)
       problem(w, b->point, "blames node '%s' right after a call blamed on '%s': out of %s order",
@@ -421,7 +427,8 @@ static void run_point(Sweep *w, guint64 point) {
 
   gint64 fi = dr_fake_fault_index();
   if (fi < 0) {
-    problem(w, point, "the run never reached the fault point (%" G_GUINT64_FORMAT " points)", dr_fake_points());
+    problem(w, point, "the run never reached the fault point (%" G_GUINT64_FORMAT " points)",
+            dr_fake_points());
     dr_report_free(r);
     return;
   }
@@ -433,13 +440,15 @@ static void run_point(Sweep *w, guint64 point) {
   /* A sticky fault in a close that another backend run follows (--verify's
    * reference run): close drops the error, so the next run's first call,
    * cudaSetDevice, is the one that fails and is reported. */
-  gboolean sticky_between_runs =
-      dr_fault_sticky(w->fault) && s->in_close[point] && point < s->teardown_from;
+  gboolean sticky_between_runs = dr_fault_sticky(w->fault) && s->in_close[point] && point < s->teardown_from;
   if (sticky_between_runs) {
-    if (r != NULL) problem(w, point, "dr_run succeeded after a sticky fault");
-    else if (error == NULL || dr_error_exit_code(error) != 70 || strstr(error->message, "cudaSetDevice") == NULL)
+    if (r != NULL)
+      problem(w, point, "dr_run succeeded after a sticky fault");
+    else if (error == NULL || dr_error_exit_code(error) != 70 ||
+             strstr(error->message, "cudaSetDevice") == NULL)
       problem(w, point, "want exit 70 naming cudaSetDevice: %s", error ? error->message : "no error");
-    else w->teardown_ok++;
+    else
+      w->teardown_ok++;
   } else if (s->in_close[point]) {
     /* close ignores what its releases say: the run's outcome stands. */
     if (s->baseline_error == NULL && r == NULL)
@@ -493,13 +502,13 @@ static void sweep(const Subject *s, DrFault fault) {
 
   passed_by_mode[s->opts.mode == DR_MODE_GRAPH] += w.passed;
   guint64 bytes = 0;
-  for (DrId i = 0; i < dr_graph_n_buffers(s->graph); i++) bytes += dr_buffer_bytes(dr_graph_buffer(s->graph, i));
-  g_autofree char *line = g_strdup_printf("%s %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-                                          " fault points passed (C = %" G_GUINT64_FORMAT
-                                          ", %" G_GUINT64_FORMAT " of them in a close; buffers %"
-                                          G_GUINT64_FORMAT " bytes)%s",
-                                          s->label, dr_fault_name(fault), w.passed, w.tested, s->points,
-                                          w.teardown_ok, bytes, s->baseline_error ? " [baseline stops at cuBLAS]" : "");
+  for (DrId i = 0; i < dr_graph_n_buffers(s->graph); i++)
+    bytes += dr_buffer_bytes(dr_graph_buffer(s->graph, i));
+  g_autofree char *line = g_strdup_printf(
+      "%s %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " fault points passed (C = %" G_GUINT64_FORMAT
+      ", %" G_GUINT64_FORMAT " of them in a close; buffers %" G_GUINT64_FORMAT " bytes)%s",
+      s->label, dr_fault_name(fault), w.passed, w.tested, s->points, w.teardown_ok, bytes,
+      s->baseline_error ? " [baseline stops at cuBLAS]" : "");
   g_test_message("%s", line);
   g_string_append_printf(summary, "%s\n", line);
   if (w.n_problems > MAX_PROBLEM_LINES)
@@ -601,10 +610,11 @@ static void test_fault_free(gconstpointer data) {
   const Case *c = data;
   gboolean scaled = FALSE;
   const Subject *s = sweep_subject(c->name, c->mode, c->timing, &scaled);
-  g_test_message("%s: %" G_GUINT64_FORMAT " fault points, teardown from %" G_GUINT64_FORMAT "; sweeps use the %s%s%s",
-                 s->label, s->points, s->teardown_from,
-                 scaled ? "data scaled down 1024x (same plan, same calls)" : "full-size data",
-                 s->baseline_error ? "; fails without a fault: " : "", s->baseline_error ? s->baseline_error : "");
+  g_test_message(
+      "%s: %" G_GUINT64_FORMAT " fault points, teardown from %" G_GUINT64_FORMAT "; sweeps use the %s%s%s",
+      s->label, s->points, s->teardown_from,
+      scaled ? "data scaled down 1024x (same plan, same calls)" : "full-size data",
+      s->baseline_error ? "; fails without a fault: " : "", s->baseline_error ? s->baseline_error : "");
 }
 
 static void test_sweep(gconstpointer data) {
@@ -699,7 +709,8 @@ static void test_fake_data(void) {
     g_assert_nonnull(r);
     g_assert_cmpstr(r->backend, ==, pass ? "cuda" : "host");
     for (int f = 0; f < 2; f++) {
-      g_assert_true(g_file_get_contents(paths[f], pass ? &got[f] : &want[f], pass ? &got_len[f] : &want_len[f], NULL));
+      g_assert_true(
+          g_file_get_contents(paths[f], pass ? &got[f] : &want[f], pass ? &got_len[f] : &want_len[f], NULL));
       g_unlink(paths[f]);
     }
   }
@@ -734,7 +745,7 @@ static void test_fake_detectors(void) {
   g_assert_cmpint(api->cudaFree(p), ==, cudaSuccess);
   g_assert_cmpint(api->cudaStreamDestroy(st), ==, cudaSuccess);
   g_assert_cmpuint(dr_fake_live_total(), ==, 0);
-  g_assert_cmpint(api->cudaStreamSynchronize(st), ==, cudaErrorInvalidResourceHandle); /* released */
+  g_assert_cmpint(api->cudaStreamSynchronize(st), ==, cudaErrorInvalidResourceHandle);      /* released */
   g_assert_cmpint(api->cudaMemsetAsync(p, 0, 1, NULL), ==, cudaErrorInvalidResourceHandle); /* legacy */
   g_assert_nonnull(strstr(dr_fake_misuse(), "past the end"));
   g_assert_nonnull(strstr(dr_fake_misuse(), "not a live stream"));
@@ -799,7 +810,7 @@ int main(int argc, char **argv) {
   }
   g_autoptr(GDir) dir = g_dir_open("graphs", 0, NULL);
   g_assert_nonnull(dir);
-  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
   const char *f;
   while ((f = g_dir_read_name(dir)) != NULL)
     if (g_str_has_suffix(f, ".yaml")) g_ptr_array_add(names, g_strndup(f, strlen(f) - 5));
@@ -820,9 +831,9 @@ int main(int argc, char **argv) {
           c->timing = timings[t];
           c->fault = k < 0 ? DR_N_FAULTS : (DrFault)k;
           g_autofree char *path =
-              g_strdup_printf("/fault/%s/%s/%s/%s", c->name, dr_mode_name(c->mode), dr_timing_mode_name(c->timing),
-                              k < 0 ? "fault-free" : dr_fault_name(c->fault));
-          g_test_add_data_func(path, c, k < 0 ? test_fault_free : test_sweep);
+              g_strdup_printf("/fault/%s/%s/%s/%s", c->name, dr_mode_name(c->mode),
+                              dr_timing_mode_name(c->timing), k < 0 ? "fault-free" : dr_fault_name(c->fault));
+          g_test_add_data_func_full(path, c, k < 0 ? test_fault_free : test_sweep, g_free);
         }
   for (int v = 0; v < 2; v++)
     for (int m = 0; m < 2; m++)
@@ -833,9 +844,9 @@ int main(int argc, char **argv) {
         c->mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
         c->timing = DR_TIMING_STAMPS;
         c->fault = (DrFault)k;
-        g_autofree char *path = g_strdup_printf("/fault/%s/%s/%s", v ? "save+verify" : "save", dr_mode_name(c->mode),
-                                                dr_fault_name(c->fault));
-        g_test_add_data_func(path, c, test_save);
+        g_autofree char *path = g_strdup_printf("/fault/%s/%s/%s", v ? "save+verify" : "save",
+                                                dr_mode_name(c->mode), dr_fault_name(c->fault));
+        g_test_add_data_func_full(path, c, test_save, g_free);
       }
   /* Last: GLib runs a suite's own cases before its child suites. */
   g_test_add_func("/fault/~summary/totals", test_summary);
