@@ -14,7 +14,11 @@
  * iteration's start on origin before the fork and each node's end on its
  * stream right after it, and the stamp array is copied back once after
  * iter_end; a node's start is when it became ready (run.h,
- * DR_TIMING_LIST). With events, two timing events around each node are
+ * DR_TIMING_LIST). In graph mode each stamp hangs off its node on a side
+ * branch (a side stream per plan stream while capturing) instead of
+ * sitting between the node and its successor, so stamping adds no kernel
+ * to the graph's critical path; DAGRUN_STAMPS_INLINE=1 keeps them inline,
+ * to measure the two placements against each other. With events, two timing events around each node are
  * read against iter_start.
  *
  * Memory: whole-run device buffers come from cudaMalloc, host buffers from
@@ -82,6 +86,12 @@ static void cuda_close(DrBackend *b) {
   if (b->stamps) (void)api->cudaFree(b->stamps);
   if (b->stamps_host) (void)api->cudaFreeHost(b->stamps_host);
   g_free(b->prev_on_stream);
+  destroy_events(b->stamp_ready, b->n_nodes);
+  destroy_events(b->stamp_join, b->n_streams);
+  if (b->stamp_streams)
+    for (guint32 s = 0; s < b->n_streams; s++)
+      if (b->stamp_streams[s]) (void)api->cudaStreamDestroy(b->stamp_streams[s]);
+  g_free(b->stamp_streams);
   destroy_events(b->join, b->n_streams);
   if (b->fork) (void)api->cudaEventDestroy(b->fork);
   if (b->iter_start) (void)api->cudaEventDestroy(b->iter_start);
@@ -155,6 +165,13 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
       b->prev_on_stream[step->node] = last[step->stream];
       last[step->stream] = step->node;
     }
+    const char *inline_env = g_getenv("DAGRUN_STAMPS_INLINE");
+    b->stamp_aside = b->graph_mode && !(inline_env && strcmp(inline_env, "1") == 0);
+  }
+  if (b->stamp_aside) {
+    b->stamp_streams = g_new0(cudaStream_t, MAX(b->n_streams, 1));
+    b->stamp_join = g_new0(cudaEvent_t, MAX(b->n_streams, 1));
+    b->stamp_ready = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
   }
 
   /* More eager streams than the device's hardware queues (8 by default)
@@ -199,6 +216,18 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
     if (!DR_CUDA(ts, cudaMalloc, (void **)&b->stamps, bytes) ||
         !DR_CUDA(ts, cudaMallocHost, (void **)&b->stamps_host, bytes))
       goto fail;
+  }
+  for (guint32 s = 0; b->stamp_aside && s < b->n_streams; s++) {
+    g_autofree char *what = g_strdup_printf("the timing stamps' side stream of stream %u", s);
+    DrCudaSite ss = DR_SITE_SETUP(what);
+    if (!DR_CUDA(ss, cudaStreamCreateWithPriority, &b->stamp_streams[s], cudaStreamNonBlocking,
+                 map_priority(g_array_index(plan->streams, DrStream, s).priority, least, greatest)) ||
+        !DR_CUDA(ss, cudaEventCreateWithFlags, &b->stamp_join[s], cudaEventDisableTiming))
+      goto fail;
+  }
+  for (DrId i = 0; b->stamp_aside && i < b->n_nodes; i++) {
+    DrCudaSite ns = DR_SITE_NODE(dr_graph_node(g, i)->id, plan->node_stream[i]);
+    if (!DR_CUDA(ns, cudaEventCreateWithFlags, &b->stamp_ready[i], cudaEventDisableTiming)) goto fail;
   }
   return b;
 fail:
@@ -383,20 +412,48 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
     if (events && !record_timing(b, b->t_start[v], st, capturing, ns, error)) return FALSE;
     if (!issue_work(b, v, st, ns, error)) return FALSE;
     if (events && !record_timing(b, b->t_end[v], st, capturing, ns, error)) return FALSE;
-    /* v's end stamp, before its completion event: whoever waits on v also
-     * runs after the stamp, so a waiter's ready time is never earlier than
-     * the stamp it is computed from. */
-    if (stamps && !stamp(&b->stamps[v], st, ns, error)) return FALSE;
+    if (stamps && b->stamp_aside) {
+      /* DAG-free timing edge v -> v's stamp: the side stream of v's plan
+       * stream waits for v and stamps; nothing but the join waits for the
+       * stamp, so v's successors do not. */
+      cudaStream_t side = b->stamp_streams[step->stream];
+      /* Calls on the side stream blame neither the node nor a plan
+       * stream: the side stream is neither. */
+      g_autofree char *what = g_strdup_printf("timing stamp of '%s' (side stream of stream %u)",
+                                              dr_graph_node(g, v)->id, step->stream);
+      DrCudaSite sides = DR_SITE_SETUP(what);
+      if (!DR_CUDA(ns, cudaEventRecord, b->stamp_ready[v], st) ||
+          !DR_CUDA(sides, cudaStreamWaitEvent, side, b->stamp_ready[v], 0) ||
+          !stamp(&b->stamps[v], side, sides, error))
+        return FALSE;
+    } else if (stamps && !stamp(&b->stamps[v], st, ns, error)) {
+      /* Inline (eager mode): v's end stamp goes before its completion
+       * event, so whoever waits on v also runs after the stamp. */
+      return FALSE;
+    }
     /* Source of the DAG edges v -> w for every later w on another stream
      * that waits on v (needs_event[v]). */
     if (p->needs_event[v] && !DR_CUDA(ns, cudaEventRecord, b->node_done[v], st)) return FALSE;
   }
 
   site = DR_SITE_SETUP("iteration join");
+  /* Graph-mode stamps aside: which side streams stamped something. */
+  g_autofree gboolean *side_used = NULL;
+  if (stamps && b->stamp_aside) {
+    side_used = g_new0(gboolean, MAX(b->n_streams, 1));
+    for (guint32 i = 0; i < p->steps->len; i++) side_used[dr_plan_step(p, i)->stream] = TRUE;
+  }
   for (guint32 s = 0; s < b->n_streams; s++) {
     /* Join: every stream's last node happens before the iteration's end. */
     if (!DR_CUDA(site, cudaEventRecord, b->join[s], b->streams[s]) ||
         !DR_CUDA(site, cudaStreamWaitEvent, b->origin, b->join[s], 0))
+      return FALSE;
+    /* Join of the stamps: every stamp happens before the iteration's end
+     * (and before the stamps are copied back). A side stream that stamped
+     * nothing was never pulled into the capture: it has nothing to join. */
+    if (side_used && side_used[s] &&
+        (!DR_CUDA(site, cudaEventRecord, b->stamp_join[s], b->stamp_streams[s]) ||
+         !DR_CUDA(site, cudaStreamWaitEvent, b->origin, b->stamp_join[s], 0)))
       return FALSE;
   }
   return TRUE;
@@ -410,6 +467,8 @@ static double stamp_us(unsigned long long t, unsigned long long t0) { return (do
  * the previous node on its stream's stamp and the stamps of the nodes it
  * waits on (its planned waits). */
 static void read_stamps(DrBackend *b, DrIterTiming *t) {
+  /* Stamps aside (graph mode) may run a launch latency after a successor
+   * started; an end is clamped so that it never precedes its start. */
   const DrPlan *p = b->plan;
   const unsigned long long *st = b->stamps_host;
   unsigned long long t0 = st[b->n_nodes];

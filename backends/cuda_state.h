@@ -32,6 +32,14 @@ struct DrBackend {
    * pinned copy, filled once per timed iteration after the join. */
   unsigned long long *stamps, *stamps_host;
   DrId *prev_on_stream; /* [n_nodes]: the node before it on its stream, or DR_NONE */
+  /* Graph mode stamps off the critical path (stamp_aside): node v's stamp
+   * runs on its plan stream's side stream after v (stamp_ready[v]), so the
+   * next node on v's stream does not wait for it; every side stream joins
+   * origin at the end (stamp_join). Eager mode stamps inline. */
+  gboolean stamp_aside;
+  cudaStream_t *stamp_streams; /* [n_streams] */
+  cudaEvent_t *stamp_ready;    /* [n_nodes], no timing */
+  cudaEvent_t *stamp_join;     /* [n_streams], no timing */
   cudaEvent_t fork;       /* no timing: origin -> every stream */
   cudaEvent_t *join;      /* [n_streams], no timing: every stream -> origin */
   cudaEvent_t iter_start, iter_end; /* timing, on origin */

@@ -181,9 +181,15 @@ static void report_critical_path(DrReport *r, const DrPlan *plan) {
   }
   r->critical_nodes = g_array_new(FALSE, FALSE, sizeof(DrId));
   for (DrId v = last; v != DR_NONE; v = pred[v]) g_array_prepend_val(r->critical_nodes, v);
+  /* Streams used, counted from the steps (hand-made plans may leave
+   * DrStream.n_nodes unset). */
+  g_autofree gboolean *used = g_new0(gboolean, MAX(dr_plan_n_streams(plan), 1));
   r->streams_used = 0;
-  for (guint32 s = 0; s < dr_plan_n_streams(plan); s++)
-    if (g_array_index(plan->streams, DrStream, s).n_nodes > 0) r->streams_used++;
+  for (guint32 s = 0; s < plan->steps->len; s++) {
+    guint32 st = dr_plan_step(plan, s)->stream;
+    if (!used[st]) r->streams_used++;
+    used[st] = TRUE;
+  }
   if (!any) {
     r->critical_path_us = r->overlap_streams = r->overlap_critical = NAN;
     return;
