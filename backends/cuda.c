@@ -18,8 +18,8 @@
  * branch (a side stream per plan stream while capturing) instead of
  * sitting between the node and its successor, so stamping adds no kernel
  * to the graph's critical path; DAGRUN_STAMPS_INLINE=1 keeps them inline,
- * to measure the two placements against each other. With events, two timing events around each node are
- * read against iter_start.
+ * to measure the two placements against each other. With events, two
+ * timing events around each node are read against iter_start.
  *
  * Memory: whole-run device buffers come from cudaMalloc, host buffers from
  * cudaMallocHost (pinned), both filled with their init contents before the
