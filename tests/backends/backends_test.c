@@ -14,6 +14,7 @@
 
 #include "backends/cuda_api.h"
 #include "backends/cuda_state.h"
+#include "cli/cli.h"
 #include "lib/load.h"
 #include "tests/backends/testgraph.h"
 
@@ -957,6 +958,51 @@ static void test_examples_trace_and_timeline(void) {
   g_rmdir(dir);
 }
 
+/* Runs the command line in-process; returns the exit code. */
+static int cli(GString *out, GString *err, const char *a1, const char *a2, const char *a3, const char *a4,
+               const char *a5, const char *a6) {
+  char *argv[] = {"dagrun", (char *)a1, (char *)a2, (char *)a3, (char *)a4, (char *)a5, (char *)a6, NULL};
+  int argc = 1;
+  while (argv[argc]) argc++;
+  g_string_truncate(out, 0);
+  g_string_truncate(err, 0);
+  return dr__cli_run(argc, argv, out, err);
+}
+
+/* The command line's --timing and --timeline: every mode is accepted (the
+ * host times with its clocks whatever the mode), a bad one is exit 64,
+ * --timeline writes the SVG, and the JSON report carries the critical
+ * path and overlap. */
+static void test_cli_timing_and_timeline(void) {
+  if (!g_file_test("graphs/priority.yaml", G_FILE_TEST_EXISTS)) {
+    g_test_skip("no graphs/ directory here");
+    return;
+  }
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autofree char *svg_path = g_build_filename(dir, "t.svg", NULL);
+  g_autofree char *timeline = g_strdup_printf("--timeline=%s", svg_path);
+  g_autoptr(GString) out = g_string_new(NULL);
+  g_autoptr(GString) err = g_string_new(NULL);
+  g_assert_cmpint(cli(out, err, "--backend=host", "--timing=bogus", "graphs/priority.yaml", NULL, NULL, NULL), ==, 64);
+  g_assert_nonnull(strstr(err->str, "--timing must be stamps, events or off, not 'bogus'"));
+  const char *modes[] = {"--timing=stamps", "--timing=events", "--timing=off"};
+  for (guint i = 0; i < G_N_ELEMENTS(modes); i++) {
+    int rc = cli(out, err, "--backend=host", "--iterations=2", "--format=json", modes[i], timeline,
+                 "graphs/priority.yaml");
+    if (rc != 0) g_error("%s: exit %d: %s", modes[i], rc, err->str);
+    g_autoptr(JNode) root = jparse(out->str);
+    g_assert_nonnull(root);
+    g_assert_cmpint(jget(root, "critical_path_us")->kind, ==, 'n');
+    g_assert_cmpint(jget(jget(root, "overlap"), "efficiency")->kind, ==, 'n');
+    g_autofree char *svg = NULL;
+    g_assert_true(g_file_get_contents(svg_path, &svg, NULL, NULL));
+    g_assert_true(g_str_has_prefix(svg, "<?xml"));
+    g_assert_nonnull(strstr(svg, "</svg>"));
+    g_remove(svg_path);
+  }
+  g_rmdir(dir);
+}
+
 /* A wide, long DAG (1000 nodes) still makes a valid, bounded timeline. */
 static void test_timeline_large(void) {
   g_autoptr(DrGraph) g = chunks_graph(334, 16, NULL); /* 3 nodes per chunk and one */
@@ -1401,6 +1447,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/report/critical-path", test_critical_path);
   g_test_add_func("/backends/timeline/escaping", test_timeline_escaping);
   g_test_add_func("/backends/timeline/large", test_timeline_large);
+  g_test_add_func("/backends/cli/timing-and-timeline", test_cli_timing_and_timeline);
   g_test_add_func("/backends/examples/trace-and-timeline", test_examples_trace_and_timeline);
   g_test_add_func("/backends/errors/kernel-check", test_kernel_check_error);
   g_test_add_func("/backends/errors/user-kernel-on-host", test_user_kernel_on_host);
