@@ -29,6 +29,8 @@
  *    cudaGetLastError;
  *  - leave no `save:` file behind (a pipeline with `save:` buffers, with
  *    and without --verify).
+ * A pipeline with a `ptx:` user kernel covers the library calls. The fake's
+ * own detectors and its data path are tested first (/fault/fake/).
  * Problems are collected per sweep and reported together, so one run shows
  * every failing point. This test does not run device code. */
 #include <glib/gstdio.h>
@@ -255,7 +257,8 @@ static gboolean is_stream_work(const char *call) {
 
 /* The token the message must hold for `call`. */
 static const char *call_token(const char *call) {
-  if (strcmp(call, "kernel_launch") == 0) return "kernel launch (";
+  /* Built-in and user kernels alike: "kernel launch (NAME)". */
+  if (strcmp(call, "kernel_launch") == 0 || strcmp(call, "cudaLaunchKernel") == 0) return "kernel launch (";
   if (strcmp(call, "stamp_launch") == 0) return "stamp kernel launch";
   return call;
 }
@@ -692,6 +695,50 @@ static void test_save(gconstpointer data) {
   sweep(s, c->fault);
 }
 
+/* A pipeline with a user kernel (`ptx:`, loaded with cudaLibraryLoadData,
+ * launched with cudaLaunchKernel) beside a built-in: the library calls'
+ * failure paths and the libraries' live count. */
+static void test_user_kernel(gconstpointer data) {
+  const Case *c = data;
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  if (tmp == NULL) tmp = g_get_tmp_dir();
+  g_autofree char *ptx = g_build_filename(tmp, "fault-touch.ptx", NULL);
+  g_assert_true(g_file_set_contents(ptx, "// the fake runtime does not read PTX\n", -1, NULL));
+  g_autofree char *yaml = g_strdup_printf(
+      "dagrun: 1\n"
+      "name: user-kernel\n"
+      "kernels:\n"
+      "  touch:\n"
+      "    ptx: '%s'\n"
+      "    params:\n"
+      "      - {name: buf, type: f32*, access: readwrite}\n"
+      "      - {name: n, type: i64}\n"
+      "    grid: {over: n, block: 128}\n"
+      "buffers:\n"
+      "  a: {type: f32, count: 4Ki, init: iota}\n"
+      "  b: {type: f32, count: 4Ki}\n"
+      "nodes:\n"
+      "  t0: {op: kernel, kernel: touch, args: {buf: 'a[0:2Ki]', n: 2048}}\n"
+      "  t1: {op: kernel, kernel: touch, args: {buf: 'a[2Ki:4Ki]', n: 2048}}\n"
+      "  s:  {op: kernel, kernel: scale_f32, args: {x: a, alpha: 3.0, y: b}}\n",
+      ptx);
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(GError) error = NULL;
+  DrGraph *g = dr_load_string("user-kernel.yaml", yaml, strlen(yaml), diags, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(g);
+  g_autoptr(Subject) s = subject_new("user-kernel", g, c->mode, c->timing);
+  /* The run loaded the library and launched it twice. */
+  guint loads = 0, launches = 0;
+  for (guint i = 0; i < s->names->len; i++) {
+    loads += strcmp(s->names->pdata[i], "cudaLibraryLoadData") == 0;
+    launches += strcmp(s->names->pdata[i], "cudaLaunchKernel") == 0;
+  }
+  g_assert_cmpuint(loads, ==, 1);
+  g_assert_cmpuint(launches, >=, 2);
+  sweep(s, c->fault);
+}
+
 /* The fake moves real data: the `save:` pipeline on the fake's streams
  * mode with the kernels' host twins writes the same bytes as the host
  * backend. */
@@ -828,6 +875,17 @@ int main(int argc, char **argv) {
   g_assert_cmpuint(names->len, >, 0);
 
   g_test_add_func("/fault/fake/detectors", test_fake_detectors);
+  for (int m = 0; m < 2; m++)
+    for (int k = 0; k < DR_N_FAULTS; k++) {
+      Case *c = g_new0(Case, 1);
+      c->name = "user-kernel";
+      c->mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
+      c->timing = DR_TIMING_STAMPS;
+      c->fault = (DrFault)k;
+      g_autofree char *path =
+          g_strdup_printf("/fault/user-kernel/%s/%s", dr_mode_name(c->mode), dr_fault_name(c->fault));
+      g_test_add_data_func_full(path, c, test_user_kernel, g_free);
+    }
   g_test_add_func("/fault/fake/data", test_fake_data);
   /* Every timing mode the CUDA backend has: each makes different calls. */
   static const DrTimingMode timings[] = {DR_TIMING_STAMPS, DR_TIMING_EVENTS, DR_TIMING_OFF};
