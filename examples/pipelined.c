@@ -3,7 +3,7 @@
  * --verify. Build it against an installed dagrun:
  *
  *   cc -o pipelined examples/pipelined.c $(pkg-config --cflags --libs dagrun)
- *   ./pipelined [CHUNKS]
+ *   ./pipelined [CHUNKS [TIMELINE.svg]]
  *
  * Each chunk's scale depends only on its own upload, so the planner puts
  * the chunks on parallel streams and copies overlap compute. Exit status:
@@ -24,7 +24,7 @@ static int fail(GError *error) {
 int main(int argc, char **argv) {
   guint chunks = argc > 1 ? (guint)atoi(argv[1]) : 4;
   if (chunks == 0 || N % chunks != 0) {
-    fprintf(stderr, "usage: pipelined [CHUNKS dividing %u]\n", N);
+    fprintf(stderr, "usage: pipelined [CHUNKS dividing %u [TIMELINE.svg]]\n", N);
     return 64;
   }
   GError *error = NULL;
@@ -82,6 +82,18 @@ int main(int argc, char **argv) {
   printf("backend %s, makespan %.1f us, verified: %s\n", dr_run_report_backend(report),
          dr_run_report_makespan_us(report),
          dr_run_report_verified(report) == DR_VERIFIED_PASS ? "yes" : "NO");
+  printf("critical path %.1f us through %u nodes (ending at %s), overlap efficiency %.2f\n",
+         dr_run_report_critical_path_us(report), dr_run_report_n_critical_nodes(report),
+         dr_run_report_n_critical_nodes(report)
+             ? dr_run_report_critical_node(report, dr_run_report_n_critical_nodes(report) - 1)
+             : "-",
+         dr_run_report_overlap_efficiency(report));
+  if (argc > 2) { /* an SVG timeline of the median iteration */
+    g_autoptr(GString) svg = g_string_new(NULL);
+    dr_run_report_write_timeline(report, plan, svg);
+    if (!g_file_set_contents(argv[2], svg->str, (gssize)svg->len, &error)) return fail(error);
+    printf("timeline written to %s\n", argv[2]);
+  }
   if (!dr_run_report_check_verified(report, &error)) return fail(error);
   return 0;
 }

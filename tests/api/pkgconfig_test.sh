@@ -28,7 +28,7 @@ grep_log() { # NAME PATTERN: the last command's output must match
   if grep -q -- "$2" "$tmp/log"; then ok "$1"; else not_ok "$1: no '$2' in the output"; fi
 }
 
-echo "1..15"
+echo "1..17"
 check "install" "$root/tools/install.sh" "$prefix"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "pkg-config knows dagrun" pkg-config --exists dagrun
@@ -54,14 +54,16 @@ for ex in pipelined custom_kernel; do
     $(pkg-config --cflags --libs dagrun)
 done
 export LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-check "run pipelined (shared)" "$tmp/pipelined" 4
+check "run pipelined (shared)" "$tmp/pipelined" 4 "$tmp/timeline.svg"
 grep_log "pipelined plans 4 chunks onto several streams" "^plan: 17 nodes on [2-9] streams, width [4-9]"
 grep_log "pipelined verifies" "verified: yes"
+grep_log "pipelined reports the critical path" "^critical path [0-9.]* us through [0-9]* nodes (ending at report)"
+check "pipelined writes an SVG timeline" grep -q "</svg>" "$tmp/timeline.svg"
 check "run custom_kernel (shared)" "$tmp/custom_kernel" "$tmp/out.bin"
 grep_log "custom_kernel checks its results" "custom kernel OK on the host backend"
 # shellcheck disable=SC2046
 check "static: pipelined against libdagrun.a" sh -c "$cc -std=c11 -o '$tmp/pipelined_static' '$root/examples/pipelined.c' \
   $(pkg-config --cflags dagrun) '$prefix/lib/libdagrun.a' $(pkg-config --static --libs dagrun | sed 's/-ldagrun//') &&
   ! ldd '$tmp/pipelined_static' | grep -q libdagrun && '$tmp/pipelined_static' 2"
-[ "$cases" -eq 15 ] || { echo "# planned 15 cases, ran $cases"; failed=$((failed + 1)); }
+[ "$cases" -eq 17 ] || { echo "# planned 17 cases, ran $cases"; failed=$((failed + 1)); }
 [ $failed -eq 0 ]
