@@ -17,13 +17,23 @@
 
 G_BEGIN_DECLS
 
-/* Limits against hostile input; each is a FILE:LINE:COL diagnostic. */
+/* Limits against hostile input; each is a FILE:LINE:COL diagnostic. The
+ * fuzz build (--config=fuzz) lowers them with -D so that one input cannot
+ * spend seconds on a legal but huge expansion (10M nodes take ~16 s). */
+#ifndef DR_PARSE_MAX_FILE_BYTES
 #define DR_PARSE_MAX_FILE_BYTES (G_GUINT64_CONSTANT(1) << 30)
+#endif
+#ifndef DR_PARSE_MAX_NODES
 #define DR_PARSE_MAX_NODES G_GUINT64_CONSTANT(10000000)
+#endif
 /* Values walked while expanding foreach bodies, over the whole file. */
+#ifndef DR_PARSE_MAX_EXPANDED_VALUES
 #define DR_PARSE_MAX_EXPANDED_VALUES G_GUINT64_CONSTANT(500000000)
+#endif
 /* Explicit after: dependencies once `prefix*` entries are expanded. */
+#ifndef DR_PARSE_MAX_AFTERS
 #define DR_PARSE_MAX_AFTERS G_GUINT64_CONSTANT(50000000)
+#endif
 
 /* Parses yaml[0..len), the pipeline file `file` (used in diagnostics and to
  * resolve relative paths), into `graph`, which must already hold the
