@@ -249,6 +249,45 @@ static void test_plan_profile(void) {
   g_assert_error(error, DR_ERROR, DR_ERROR_IO);
 }
 
+/* init: {file:}, memset, copies and save:, checked byte for byte. */
+static void test_init_file_memset_save(void) {
+  g_autoptr(GError) error = NULL;
+  g_autofree char *in = g_build_filename(g_get_tmp_dir(), "api_init.bin", NULL);
+  g_autofree char *out = g_build_filename(g_get_tmp_dir(), "api_save.bin", NULL);
+  guint8 bytes[64];
+  for (guint i = 0; i < 64; i++) bytes[i] = (guint8)(3 * i + 1);
+  g_assert_true(g_file_set_contents(in, (const char *)bytes, 64, &error));
+  g_autoptr(DrPipeline) p = dr_pipeline_new("files");
+  g_assert_true(dr_pipeline_add_buffer(p, "src", DR_ELEM_U8, 64, DR_WHERE_HOST, &error));
+  g_assert_true(dr_pipeline_buffer_init_file(p, "src", in, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "dev", DR_ELEM_U8, 64, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "dst", DR_ELEM_U8, 64, DR_WHERE_HOST, &error));
+  g_assert_true(dr_pipeline_buffer_save(p, "dst", out, &error));
+  g_assert_true(dr_pipeline_add_copy(p, "up", DR_WHOLE("src"), DR_WHOLE("dev"), &error));
+  g_assert_true(dr_pipeline_add_memset(p, "clear", DR_SLICE("dev", 16, 32), 0xab, &error));
+  g_assert_true(dr_pipeline_add_noop(p, "join", &error));
+  g_assert_true(dr_pipeline_add_copy(p, "down", DR_WHOLE("dev"), DR_WHOLE("dst"), &error));
+  g_assert_no_error(error);
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  DrRunSettings rs = host_settings(p, 2, 1, TRUE);
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_run_report_verified(r), ==, DR_VERIFIED_PASS);
+  g_autofree char *got = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(out, &got, &len, &error));
+  g_assert_cmpuint(len, ==, 64);
+  for (guint i = 0; i < 64; i++) g_assert_cmpuint((guint8)got[i], ==, i >= 16 && i < 32 ? 0xab : bytes[i]);
+  g_unlink(out);
+  /* A file of the wrong size fails the run, before anything ran. */
+  g_assert_true(g_file_set_contents(in, "short", 5, &error));
+  g_assert_null(dr_stream_plan_run(plan, &rs, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, "buffer 'src'"));
+  g_unlink(in);
+}
+
 /* The plan keeps the pipeline alive: free the pipeline first. */
 static void test_plan_owns_pipeline(void) {
   g_autoptr(GError) error = NULL;
@@ -1063,6 +1102,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/api/build/plan-run", test_build_plan_run);
   g_test_add_func("/api/build/plan-owns-pipeline", test_plan_owns_pipeline);
   g_test_add_func("/api/build/plan-profile", test_plan_profile);
+  g_test_add_func("/api/build/init-file-memset-save", test_init_file_memset_save);
   g_test_add_func("/api/build/run-settings", test_run_settings);
   g_test_add_func("/api/misuse/null", test_misuse_null);
   g_test_add_func("/api/misuse/indexes", test_misuse_indexes);
