@@ -58,6 +58,9 @@ static const char *node_id(const DrReport *r, DrId v) {
 void dr_report_write_text(const DrReport *r, GString *out) {
   g_string_append_printf(out, "%s: backend %s, mode %s, %u iterations (%u warmup)\n", r->name, r->backend,
                          r->mode ? r->mode : "?", r->iterations, r->warmup);
+  if (r->interrupted)
+    g_string_append_printf(out, "interrupted after %u of %u timed iterations: figures cover those only\n",
+                           r->iterations, r->iterations_requested);
   int idw = 4;
   for (guint i = 0; i < r->nodes->len; i++)
     idw = MAX(idw, (int)strlen(g_array_index(r->nodes, DrNodeReport, i).id));
@@ -114,7 +117,8 @@ void dr_report_write_json(const DrReport *r, GString *out) {
   json_string(out, r->backend);
   g_string_append(out, ", \"mode\": ");
   json_string(out, r->mode);
-  g_string_append_printf(out, ", \"iterations\": %u, \"warmup\": %u, \"makespan_us\": ", r->iterations, r->warmup);
+  g_string_append_printf(out, ", \"iterations\": %u, \"warmup\": %u, \"interrupted\": %s, \"makespan_us\": ",
+                         r->iterations, r->warmup, r->interrupted ? "true" : "false");
   json_number(out, r->makespan_us);
   g_string_append(out, ", \"makespan_min_us\": ");
   json_number(out, r->makespan_min_us);

@@ -236,6 +236,7 @@ static DrReport *report_new(const DrPlan *plan, const DrRunOptions *opts) {
   DrReport *r = g_new0(DrReport, 1);
   r->name = g_strdup(g->name ? g->name : "pipeline");
   r->iterations = opts->iterations;
+  r->iterations_requested = opts->iterations;
   r->warmup = opts->warmup;
   r->n_graph_nodes = dr_graph_n_nodes(g);
   gsize samples = (gsize)MAX(opts->iterations, 1) * MAX(r->n_graph_nodes, 1);
@@ -343,6 +344,8 @@ static void progress_end(Progress *p) {
   p->drawn = FALSE;
 }
 
+static gboolean stop_requested(const DrRunOptions *opts) { return opts->stop != NULL && *opts->stop != 0; }
+
 /* Opens `ops` on `plan`, sets up, runs warmup + iterations (timed into
  * `report` when non-NULL), reads the `save:` buffers into *saves when
  * non-NULL, captures written buffers into *capture when non-NULL,
@@ -355,12 +358,16 @@ static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const 
   gboolean ok = ops->setup(b, error);
   Progress progress = {.on = opts->progress && report != NULL, .t0 = g_get_monotonic_time()};
   guint32 total = opts->warmup + opts->iterations;
+  gboolean stopped = FALSE;
   for (guint32 i = 0; ok && i < opts->warmup; i++) {
+    if ((stopped = stop_requested(opts))) break;
     ok = ops->run_iteration(b, i, NULL, error);
     progress_show(&progress, i + 1, total);
   }
   guint32 n = dr_graph_n_nodes(g);
-  for (guint32 i = 0; ok && i < opts->iterations; i++) {
+  guint32 done = 0;
+  for (guint32 i = 0; ok && !stopped && i < opts->iterations; i++) {
+    if ((stopped = stop_requested(opts))) break;
     DrIterTiming t = {NULL, NULL, NAN};
     if (report) {
       t.start_us = report->sample_start + (gsize)i * n;
@@ -368,12 +375,19 @@ static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const 
     }
     ok = ops->run_iteration(b, opts->warmup + i, report ? &t : NULL, error);
     if (ok && report) report->iter_makespan_us[i] = t.makespan_us;
+    if (ok) done++;
     progress_show(&progress, opts->warmup + i + 1, total);
+  }
+  if (report) {
+    report->iterations = done;
+    report->interrupted = stopped;
   }
   progress_end(&progress);
   if (ok && report) report->mode = ops->mode_name(b);
-  if (ok && saves) ok = (*saves = read_saves(ops, b, g, error)) != NULL;
-  if (ok && capture) ok = (*capture = dr__verify_capture(ops, b, g, error)) != NULL;
+  /* An interrupted run's buffers hold a partial result: neither saved nor
+   * verified. */
+  if (ok && !stopped && saves) ok = (*saves = read_saves(ops, b, g, error)) != NULL;
+  if (ok && !stopped && capture) ok = (*capture = dr__verify_capture(ops, b, g, error)) != NULL;
   ops->close(b);
   return ok;
 }
@@ -406,7 +420,7 @@ DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error
   if (!run_pipeline(ops, plan, &opts, report, &saves, opts.verify ? &concurrent : NULL, error)) return NULL;
   report_summarise(report, plan);
 
-  if (opts.verify) {
+  if (opts.verify && !report->interrupted) {
     g_autoptr(DrPlan) serial = dr_plan_new_serial(plan->graph);
     DrRunOptions sopts = opts;
     sopts.delay_seed = 0; /* one stream: delays cannot reorder anything */
@@ -436,6 +450,6 @@ DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error
     }
   }
   /* Last, so that a run that failed anywhere leaves no save file. */
-  if (!write_saves(plan->graph, saves, error)) return NULL;
+  if (!report->interrupted && !write_saves(plan->graph, saves, error)) return NULL;
   return g_steal_pointer(&report);
 }

@@ -14,6 +14,7 @@
 #define DAGRUN_BACKENDS_RUN_H
 
 #include <glib.h>
+#include <signal.h>
 #include <stdio.h>
 
 #include "ir/graph.h"
@@ -94,6 +95,12 @@ typedef struct {
    * stderr is a terminal), so tests and JSON output stay clean. */
   gboolean progress;
   FILE *host_output;      /* print/checksum output; NULL: stdout */
+  /* When non-NULL, checked before every iteration: once *stop is nonzero
+   * the run finishes the iteration in flight, releases everything and
+   * returns the report of the timed iterations done so far, marked
+   * `interrupted` (no --verify, no `save:` files). Set it from a signal
+   * handler (the CLI's SIGINT) or another thread. */
+  const volatile sig_atomic_t *stop;
 } DrRunOptions;
 
 /* Fills `opts` with the graph's `run:` settings (mode, iterations, warmup,
@@ -124,7 +131,9 @@ typedef struct {
   char *name;          /* the pipeline's name */
   const char *backend; /* "host" | "cuda" */
   const char *mode;    /* "streams" | "graph" (the host reports "streams") */
-  guint32 iterations, warmup;
+  guint32 iterations, warmup; /* iterations: timed iterations done */
+  gboolean interrupted;       /* DrRunOptions.stop ended the run early */
+  guint32 iterations_requested;
   double makespan_us; /* median over the timed iterations */
   double makespan_min_us, makespan_max_us;
   DrVerified verified;

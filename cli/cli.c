@@ -131,6 +131,15 @@ static void apply_overrides(const Options *o, DrGraph *g) {
   if (o->device >= 0) g->run.device = o->device;
 }
 
+/* Set by SIGINT while a pipeline runs (dr_run polls it between
+ * iterations). */
+static volatile sig_atomic_t interrupt_flag;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupt_flag = 1;
+}
+
 static int plan_and_run(const Options *o, DrGraph *graph, GString *out, GString *err) {
   gboolean json = o->format && strcmp(o->format, "json") == 0;
   DrPlanOptions popts = {.max_streams = graph->run.max_streams_set ? graph->run.max_streams : 0,
@@ -162,13 +171,26 @@ static int plan_and_run(const Options *o, DrGraph *graph, GString *out, GString 
   ropts.progress = isatty(STDERR_FILENO);
   /* --format=json keeps stdout pure JSON: host functions print elsewhere. */
   if (json) ropts.host_output = stderr;
+  /* Ctrl-C stops the run after the iteration in flight; a second one
+   * kills the process the usual way (SA_RESETHAND). */
+  interrupt_flag = 0;
+  ropts.stop = &interrupt_flag;
+  struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = (int)SA_RESETHAND}, old_sa;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_sa);
   g_autoptr(DrReport) report = dr_run(plan, &ropts, &error);
+  sigaction(SIGINT, &old_sa, NULL);
   if (report == NULL) return report_error(err, error);
   if (json) {
     dr_report_write_json(report, out);
     g_string_append_c(out, '\n');
   } else {
     dr_report_write_text(report, out);
+  }
+  if (report->interrupted) {
+    g_string_append_printf(err, "dagrun: interrupted after %u of %u timed iterations\n", report->iterations,
+                           report->iterations_requested);
+    return 130;
   }
   if (!dr_report_check_verified(report, &error)) return report_error(err, error);
   return 0;

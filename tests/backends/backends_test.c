@@ -1431,6 +1431,70 @@ static void test_backend_choice(void) {
   g_assert_cmpint(d.node_timing, ==, DR_TIMING_STAMPS);
 }
 
+
+/* DrRunOptions.stop: a run asked to stop finishes the iteration in flight
+ * and returns the report of the iterations done, marked interrupted, with
+ * no `save:` file written; a flag already set stops before the first. */
+static volatile sig_atomic_t stop_flag;
+
+static gpointer raise_stop_later(gpointer data) {
+  g_usleep(GPOINTER_TO_UINT(data));
+  stop_flag = 1;
+  return NULL;
+}
+
+static void test_stop(void) {
+  g_autofree char *dir = g_dir_make_tmp("dagrun-stop-XXXXXX", NULL);
+  g_autofree char *save = g_build_filename(dir, "out.bin", NULL);
+  g_autofree char *yaml = g_strdup_printf(
+      "dagrun: 1\n"
+      "buffers: {h: {type: f32, count: 16, init: iota, save: %s}}\n"
+      "nodes:\n"
+      "  nap: {op: host, fn: sleep, args: {us: 2000}}\n"
+      "  twice: {op: kernel, kernel: scale_f32, args: {x: h, alpha: 2.0, y: h}}\n",
+      save);
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrGraph) g = dr_load_string("stop.yaml", yaml, strlen(yaml), diags, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+
+  DrRunOptions o = host_opts(g, 100000, 2);
+  o.stop = &stop_flag;
+  stop_flag = 0;
+  GThread *t = g_thread_new("stopper", raise_stop_later, GUINT_TO_POINTER(100 * 1000));
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_thread_join(t);
+  g_assert_no_error(error);
+  g_assert_true(r->interrupted);
+  g_assert_cmpuint(r->iterations_requested, ==, 100000);
+  g_assert_cmpuint(r->iterations, <, 100000);
+  g_assert_false(g_file_test(save, G_FILE_TEST_EXISTS));
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_report_write_json(r, json);
+  g_assert_nonnull(strstr(json->str, "\"interrupted\": true"));
+
+  stop_flag = 1; /* already set: not even a warmup iteration runs */
+  o.verify = TRUE;
+  g_autoptr(DrReport) r0 = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_assert_true(r0->interrupted);
+  g_assert_cmpuint(r0->iterations, ==, 0);
+  g_assert_cmpint(r0->verified, ==, DR_VERIFIED_NOT_RUN);
+  g_assert_false(g_file_test(save, G_FILE_TEST_EXISTS));
+
+  stop_flag = 0; /* never set: the run completes and saves */
+  o = host_opts(g, 3, 0);
+  o.stop = &stop_flag;
+  g_autoptr(DrReport) r1 = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+  g_assert_false(r1->interrupted);
+  g_assert_cmpuint(r1->iterations, ==, 3);
+  g_assert_true(g_file_test(save, G_FILE_TEST_EXISTS));
+  g_remove(save);
+  g_rmdir(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/backends/json-validator", test_json_validator);
@@ -1438,6 +1502,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/host/chunks-verify", test_chunks_verify);
   g_test_add_func("/backends/host/alloc-free", test_alloc_free);
   g_test_add_func("/backends/host/host-functions", test_host_functions);
+  g_test_add_func("/backends/host/stop", test_stop);
   g_test_add_func("/backends/verify/catches-missing-wait", test_verify_catches_missing_wait);
   g_test_add_func("/backends/init/contents", test_init_contents);
   g_test_add_func("/backends/init/file", test_init_file);

@@ -37,8 +37,29 @@ deterministic() {
   fi
 }
 
+# interrupt NAME: Ctrl-C during a long run stops it after the iteration in
+# flight, prints the report so far and exits 130.
+interrupt() {
+  local name=$1
+  printf 'dagrun: 1\nrun: {iterations: 100000, warmup: 0}\nbuffers: {h: {type: f32, count: 4, where: host, init: iota}}\nnodes:\n  nap: {op: host, fn: sleep, args: {us: 1000}}\n  say: {op: host, fn: checksum, args: {buffer: h}}\n' >"$tmp/long.yaml"
+  "$dagrun" --backend=host "$tmp/long.yaml" >"$tmp/int.out" 2>"$tmp/int.err" &
+  local pid=$!
+  sleep 1
+  kill -INT "$pid"
+  local rc=0
+  wait "$pid" || rc=$?
+  cat "$tmp/int.out" "$tmp/int.err" >"$tmp/out"
+  if [ "$rc" -eq 130 ] && grep -q "^interrupted after" "$tmp/int.out" && grep -q "^nap " "$tmp/int.out" &&
+    grep -q "dagrun: interrupted after" "$tmp/int.err"; then
+    ok "$name"
+  else
+    not_ok "$name (exit $rc)"
+  fi
+}
+
 examples=("$graphs_dir"/*.yaml)
-echo "1..$(( ${#examples[@]} * 4 + n_random ))"
+echo "1..$(( ${#examples[@]} * 4 + n_random + 1 ))"
+interrupt /examples/cli/interrupt
 for f in "${examples[@]}"; do
   name=$(basename "$f" .yaml)
   run "/examples/$name/check" "$dagrun" --check "$f"
