@@ -8,7 +8,8 @@
  * node_stream, node_step, planned_path_us.
  *
  * The cap: DrPlanOptions.max_streams, else the pipeline's run.max_streams,
- * else CUDA_DEVICE_MAX_CONNECTIONS (1..32), else 8 (the device's hardware
+ * else none in graph mode (capture needs no queue cap), else
+ * CUDA_DEVICE_MAX_CONNECTIONS (1..32), else 8 (the device's hardware
  * queues by default; more eager streams than queues serialize falsely);
  * never more than STREAM_LIMIT (4096).
  * Priority classes never share a stream, so the cap is raised to the number
@@ -43,6 +44,12 @@
 static guint32 resolve_cap(const DrGraph *g, guint32 max_streams) {
   if (max_streams > 0) return MIN(max_streams, STREAM_LIMIT);
   if (g->run.max_streams_set && g->run.max_streams > 0) return MIN(g->run.max_streams, STREAM_LIMIT);
+  /* Captured into a CUDA graph, streams are only a way to express edges:
+   * the hardware queues they would share eagerly do not exist there, and
+   * any merge would turn stream order into false graph edges (GPU-NOTES:
+   * round-robin capture onto 4 streams ran 2-7.6x slower). So graph mode
+   * is uncapped unless the user asks for a cap. */
+  if (g->run.mode == DR_MODE_GRAPH) return STREAM_LIMIT;
   const char *env = g_getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   if (env != NULL) {
     guint64 v = 0;

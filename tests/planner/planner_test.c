@@ -666,6 +666,15 @@ static void test_cap_sources(void) {
   g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", "99", TRUE); /* out of range: ignored */
   g_autoptr(DrPlan) p2 = dr_plan_build(g, NULL, &error);
   g_assert_cmpuint(p2->cap, ==, 8);
+  /* Graph mode: no queue cap (capture would turn merges into false edges),
+   * neither the default nor the environment's. */
+  g->run.mode = DR_MODE_GRAPH;
+  g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", "3", TRUE);
+  g_autoptr(DrPlan) pg = dr_plan_build(g, NULL, &error);
+  g_assert_cmpuint(pg->cap, ==, 4096);
+  g_assert_false(pg->cap_binds);
+  g_assert_cmpuint(pg->streams->len, ==, 6);
+  g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", "99", TRUE);
   g->run.max_streams = 4;
   g->run.max_streams_set = TRUE;
   g_autoptr(DrPlan) p3 = dr_plan_build(g, NULL, &error);
