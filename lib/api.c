@@ -938,6 +938,7 @@ void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline) {
                               .node_timing = o.node_timing,
                               .timeline_path = o.timeline_path,
                               .progress = o.progress,
+                              .stop = o.stop,
                               .trace_path = o.trace_path,
                               .host_output = o.host_output,
                               .delay_seed = o.delay_seed,
@@ -971,6 +972,7 @@ DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *s
                     .node_timing = s.node_timing,
                     .timeline_path = s.timeline_path,
                     .progress = s.progress,
+                    .stop = s.stop,
                     .trace_path = s.trace_path,
                     .host_output = s.host_output};
   DrReport *r = dr_run(plan->plan, &o, error);
@@ -1009,6 +1011,11 @@ const char *dr_run_report_mode(const DrRunReport *report) {
 guint dr_run_report_iterations(const DrRunReport *report) {
   g_return_val_if_fail(report != NULL, 0);
   return report->report->iterations;
+}
+
+gboolean dr_run_report_interrupted(const DrRunReport *report) {
+  g_return_val_if_fail(report != NULL, FALSE);
+  return report->report->interrupted;
 }
 
 double dr_run_report_makespan_us(const DrRunReport *report) {

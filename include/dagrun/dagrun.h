@@ -42,6 +42,7 @@
 #define DAGRUN_DAGRUN_H
 
 #include <glib.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -396,6 +397,11 @@ typedef struct {
   FILE *host_output;         /* print/checksum output; NULL: stdout */
   guint64 delay_seed;        /* host backend: random delays before nodes */
   guint delay_max_us;        /* 0: 200 µs when delay_seed is set */
+  /* When non-NULL, read before every iteration: once *stop is nonzero the
+   * run finishes the iteration in flight, releases everything and returns
+   * the report of the timed iterations done (dr_run_report_interrupted; no
+   * verify, no save files). Set it from a signal handler or a thread. */
+  const volatile sig_atomic_t *stop;
 } DrRunSettings;
 
 /* Fills `settings` from the pipeline's run settings: its mode, iterations,
@@ -415,7 +421,10 @@ void dr_run_report_free(DrRunReport *report);
  * over the timed iterations in µs, NAN where not measured. */
 const char *dr_run_report_backend(const DrRunReport *report); /* "host" | "cuda" */
 const char *dr_run_report_mode(const DrRunReport *report);    /* "streams" | "graph" */
+/* Timed iterations done (fewer than asked when interrupted). */
 guint dr_run_report_iterations(const DrRunReport *report);
+/* TRUE when DrRunSettings.stop ended the run early. */
+gboolean dr_run_report_interrupted(const DrRunReport *report);
 double dr_run_report_makespan_us(const DrRunReport *report);
 DrVerified dr_run_report_verified(const DrRunReport *report);
 /* FALSE with DR_ERROR_VERIFY naming the first difference when the

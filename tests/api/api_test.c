@@ -1049,6 +1049,39 @@ static void test_callback_counts(void) {
   g_assert_cmpint(dr_run_report_verified(r2), ==, DR_VERIFIED_PASS);
 }
 
+typedef struct {
+  gint calls;
+  volatile sig_atomic_t stop;
+} Stopper;
+
+static void stop_after_three(void *data) {
+  Stopper *st = data;
+  if (g_atomic_int_add(&st->calls, 1) + 1 == 3) st->stop = 1;
+}
+
+/* DrRunSettings.stop ends a run after the iteration in flight. */
+static void test_callback_stop(void) {
+  g_autoptr(GError) error = NULL;
+  Stopper st = {0};
+  g_autoptr(DrPipeline) p = dr_pipeline_new("stop");
+  g_assert_true(dr_pipeline_add_callback(p, "tick", stop_after_three, &st, &error));
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  DrRunSettings rs = host_settings(p, 50, 0, TRUE);
+  rs.stop = &st.stop;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_true(dr_run_report_interrupted(r));
+  g_assert_cmpint(st.calls, ==, 3); /* and no verify run after it */
+  g_assert_cmpuint(dr_run_report_iterations(r), ==, 3);
+  g_assert_cmpint(dr_run_report_verified(r), ==, DR_VERIFIED_NOT_RUN);
+  rs.stop = NULL;
+  g_autoptr(DrRunReport) full = dr_stream_plan_run(plan, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_false(dr_run_report_interrupted(full));
+  g_assert_cmpuint(dr_run_report_iterations(full), ==, 50);
+}
+
 /* ---- threads -------------------------------------------------------------------- */
 
 static gpointer build_plan_run_thread(gpointer data) {
@@ -1117,6 +1150,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/api/kernel/user", test_user_kernel);
   g_test_add_func("/api/kernel/no-host-twin", test_user_kernel_no_host_twin);
   g_test_add_func("/api/callback/counts", test_callback_counts);
+  g_test_add_func("/api/callback/stop", test_callback_stop);
   g_test_add_func("/api/threads/distinct-pipelines", test_threads_distinct_pipelines);
   return g_test_run();
 }
