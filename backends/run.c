@@ -69,7 +69,7 @@ void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
   opts->iterations = graph->run.iterations;
   opts->warmup = graph->run.warmup;
   opts->device = graph->run.device;
-  opts->node_timing = DR_TIMING_STAMPS;
+  opts->node_timing = DR_TIMING_AUTO;
 }
 
 void dr_report_free(DrReport *r) {

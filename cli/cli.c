@@ -115,7 +115,7 @@ static int validate(const Options *o, GString *err) {
   if (o->delay_seed < 0) return usage_error(err, "--delay-seed must not be negative");
   DrTimingMode timing;
   if (o->timing && !dr_timing_mode_from_name(o->timing, &timing))
-    return usage_error(err, "--timing must be stamps, events or off, not '%s'", o->timing);
+    return usage_error(err, "--timing must be auto, stamps, events or off, not '%s'", o->timing);
   return 0;
 }
 
@@ -244,9 +244,10 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
       {"dump-after", 0, 0, G_OPTION_ARG_STRING, &o.dump_after, "Print the IR after a stage and exit",
        "parse|passes"},
       {"timing", 0, 0, G_OPTION_ARG_STRING, &o.timing,
-       "Per-node timing on CUDA: stamps (default: a clock stamp after each node; start = when ready), events "
-       "(two timing events per node, exact, ~3.5 us each) or off (makespan only)",
-       "stamps|events|off"},
+       "Per-node timing on CUDA: auto (default: stamps in graph mode, events in streams mode), stamps (a clock "
+       "stamp after each node; start = when ready), events (two timing events per node, exact) or off (makespan "
+       "only)",
+       "auto|stamps|events|off"},
       {"delay-seed", 0, 0, G_OPTION_ARG_INT64, &o.delay_seed,
        "Host backend: random delays before each node, seeded (0: off); with --verify, shakes out races",
        "SEED"},

@@ -86,9 +86,11 @@ typedef enum { DR_VERIFIED_NOT_RUN, DR_VERIFIED_PASS, DR_VERIFIED_FAIL } DrVerif
 /* How the CUDA backend times each node (the host backend always uses host
  * clocks): off (the makespan only; node times are NAN), stamps (a tiny
  * kernel after each node writes the GPU's global timer; a node's start is
- * when it became ready; the default) or events (two CUDA events around
- * each node: exact, but ~3.5 µs of GPU time per node). */
-typedef enum { DR_TIMING_OFF, DR_TIMING_STAMPS, DR_TIMING_EVENTS } DrTimingMode;
+ * when it became ready; ~0.1 µs per node in a graph, a whole extra launch
+ * eagerly), events (two CUDA events around each node: exact, but ~3.5 µs
+ * of GPU time per node) or auto (the default: stamps in graph mode, events
+ * in streams mode). */
+typedef enum { DR_TIMING_OFF, DR_TIMING_STAMPS, DR_TIMING_EVENTS, DR_TIMING_AUTO } DrTimingMode;
 #endif
 
 /* ---- user kernels: the same plain C ABI as the built-in kernels -------- */
@@ -390,7 +392,7 @@ typedef struct {
   guint warmup;              /* untimed, before them */
   gboolean verify;           /* compare with the serial plan's run */
   gint device;               /* CUDA device ordinal */
-  DrTimingMode node_timing;  /* CUDA: how to time nodes (stamps by default) */
+  DrTimingMode node_timing;  /* CUDA: how to time nodes (auto by default) */
   const char *trace_path;    /* NULL, or where to write a Chrome trace */
   const char *timeline_path; /* NULL, or where to write an SVG timeline */
   gboolean progress;         /* a progress bar on stderr for long runs */

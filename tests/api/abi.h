@@ -62,7 +62,8 @@
   X(DR_ERROR_INTERRUPTED) \
   X(DR_TIMING_OFF) \
   X(DR_TIMING_STAMPS) \
-  X(DR_TIMING_EVENTS)
+  X(DR_TIMING_EVENTS) \
+  X(DR_TIMING_AUTO)
 // clang-format on
 
 /* Fills facts[] with DR_ABI_FACTS as the internal headers define them;

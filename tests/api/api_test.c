@@ -336,7 +336,7 @@ static void test_run_settings(void) {
   g_assert_cmpuint(s.warmup, ==, 3);
   g_assert_cmpint(s.device, ==, 1);
   g_assert_cmpint(s.backend, ==, DR_BACKEND_AUTO);
-  g_assert_cmpint(s.node_timing, ==, DR_TIMING_STAMPS);
+  g_assert_cmpint(s.node_timing, ==, DR_TIMING_AUTO);
   g_assert_null(s.timeline_path);
   g_assert_false(s.progress);
   g_assert_false(s.verify);

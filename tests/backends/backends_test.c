@@ -984,7 +984,7 @@ static void test_cli_timing_and_timeline(void) {
   g_autoptr(GString) out = g_string_new(NULL);
   g_autoptr(GString) err = g_string_new(NULL);
   g_assert_cmpint(cli(out, err, "--backend=host", "--timing=bogus", "graphs/priority.yaml", NULL, NULL, NULL), ==, 64);
-  g_assert_nonnull(strstr(err->str, "--timing must be stamps, events or off, not 'bogus'"));
+  g_assert_nonnull(strstr(err->str, "--timing must be auto, stamps, events or off, not 'bogus'"));
   const char *modes[] = {"--timing=stamps", "--timing=events", "--timing=off"};
   for (guint i = 0; i < G_N_ELEMENTS(modes); i++) {
     int rc = cli(out, err, "--backend=host", "--iterations=2", "--format=json", modes[i], timeline,
@@ -1201,6 +1201,7 @@ static void test_cuda_fake_stamps(void) {
   memset(&fake, 0, sizeof fake);
   DrRunOptions o = host_opts(g, 2, 1);
   o.backend = DR_BACKEND_CUDA;
+  o.node_timing = DR_TIMING_STAMPS; /* auto would pick events eagerly */
   g_autoptr(GError) error = NULL;
   g_autoptr(DrReport) r = dr_run(plan, &o, &error);
   g_assert_no_error(error);
@@ -1428,7 +1429,7 @@ static void test_backend_choice(void) {
   g_assert_cmpint(DR_TIMING_STAMPS, ==, TRUE);
   DrRunOptions d;
   dr_run_options_init(&d, g);
-  g_assert_cmpint(d.node_timing, ==, DR_TIMING_STAMPS);
+  g_assert_cmpint(d.node_timing, ==, DR_TIMING_AUTO);
 }
 
 
