@@ -10,11 +10,11 @@
 
 #include "backends/run.h"
 #include "cli/diag_print.h"
+#include "include/dagrun/version.h"
 #include "kernels/registry.h"
 #include "lib/load.h"
 #include "scheduler/planner.h"
 
-#define DR_VERSION "0.1.0"
 
 typedef struct {
   gboolean check, plan, verify, kernels, version;
@@ -270,7 +270,7 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
     goto done;
   }
   if (o.version) {
-    g_string_append(out, "dagrun " DR_VERSION "\n");
+    g_string_append(out, "dagrun " DAGRUN_VERSION_STRING "\n");
     rc = 0;
     goto done;
   }
