@@ -39,7 +39,8 @@ void dr__plan_node_detail(const DrGraph *g, DrId id, GString *out) {
       break;
     }
     case DR_OP_HOST:
-      g_string_append_printf(out, " %s", dr_host_fn_name(node->host_fn));
+      /* A C-API callback leaves host_fn at its zero value (print). */
+      g_string_append_printf(out, " %s", node->callback != 0 ? "callback" : dr_host_fn_name(node->host_fn));
       break;
     case DR_OP_ALLOC:
     case DR_OP_FREE:

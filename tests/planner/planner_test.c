@@ -805,6 +805,37 @@ static void test_json_escapes(void) {
   g_assert_nonnull(strstr(s->str, "\"streams\": 2, \"width\": 1, \"events\": 1, \"edges\": 1"));
 }
 
+/* A C-API callback node (DrNode.callback != 0) keeps host_fn at its zero
+ * value, print: the text and DOT labels must say callback, and a built-in
+ * host node next to it keeps its function's name. */
+static void test_host_callback_label(void) {
+  g_autoptr(DrGraph) g = new_graph("cb");
+  DrCallback cb = {NULL, NULL};
+  g_array_append_val(g->callbacks, cb);
+  DrNode node = {.op = DR_OP_HOST, .device = -1, .kernel = DR_NONE, .buffer = DR_NONE};
+  node.id = "cb";
+  node.callback = 1;
+  DrId a = dr_graph_add_node(g, &node);
+  node.id = "say";
+  node.callback = 0;
+  node.host_fn = DR_HOST_FN_PRINT;
+  DrId b = dr_graph_add_node(g, &node);
+  dr_graph_add_edge(g, a, b, DR_EDGE_AFTER, DR_NONE);
+  dr_graph_sort_edges(g);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(GString) text = g_string_new(NULL);
+  dr_plan_write_text(plan, text);
+  g_assert_nonnull(strstr(text->str, "cb (host callback)"));
+  g_assert_nonnull(strstr(text->str, "say (host print)"));
+  g_assert_null(strstr(text->str, "cb (host print)"));
+  g_autoptr(GString) dot = g_string_new(NULL);
+  dr_plan_write_dot(plan, dot);
+  g_assert_nonnull(strstr(dot->str, "\"cb\\nhost callback\""));
+  g_assert_nonnull(strstr(dot->str, "\"say\\nhost print\""));
+}
+
 static void test_dot_renders(void) {
   if (!g_file_test("/usr/bin/dot", G_FILE_TEST_IS_EXECUTABLE)) {
     g_test_skip("Graphviz dot is not installed");
@@ -862,5 +893,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/planner/profile/garbage", test_profile_garbage);
   g_test_add_func("/planner/json/escapes", test_json_escapes);
   g_test_add_func("/planner/dot/renders", test_dot_renders);
+  g_test_add_func("/planner/labels/host-callback", test_host_callback_label);
   return g_test_run();
 }
