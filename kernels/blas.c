@@ -1,12 +1,21 @@
 /* blas.c: DrKBlas (see blas.h): libcublas.so.13 loaded with dlopen once per
- * process, a handle per DrKBlas with its own cudaMalloc'd workspace. Only
- * the few cuBLAS entry points the gemm built-ins need are looked up
- * (blasfn.h); nothing links against cuBLAS. */
+ * process, a handle per DrKBlas over a workspace the caller gives it
+ * (dr_kblas_new_with_workspace) or, through the older dr_kblas_new, one this
+ * file allocates. Only the few cuBLAS entry points the gemm built-ins need
+ * are looked up (blasfn.h); nothing links against cuBLAS.
+ *
+ * CUDA calls made here rather than through the backend's table: only
+ * dr_kblas_new's cudaMalloc and the matching cudaFree in dr_kblas_free (not
+ * reached from dr_kblas_new_with_workspace), and cudaGetLastError to clear
+ * a failed cudaMalloc. cuBLAS itself calls the CUDA runtime and driver
+ * inside cublasCreate/Destroy/SetStream/SetWorkspace and the gemm calls;
+ * no table can reach those. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +34,7 @@ struct DrKBlas {
   DrCublasHandle handle;
   void *workspace;
   size_t workspace_bytes;
+  int owns_workspace; /* made by dr_kblas_new: cudaFree it */
   void *stream;
   int bound;
   char last_error[DR_KERR_SIZE];
@@ -76,23 +86,16 @@ const char *dr__kblas_status(int status) {
   return "cuBLAS not loaded";
 }
 
-DrKBlas *dr_kblas_new(uint64_t workspace_bytes, char *err) {
-  if (dr_kblas_available(err) != 0) return NULL;
+/* The handle over `workspace` (not yet owned: the caller sets
+ * owns_workspace once this succeeds). */
+static DrKBlas *kblas_make(void *workspace, size_t workspace_bytes, char *err) {
   DrKBlas *b = calloc(1, sizeof *b);
   if (b == NULL) {
     snprintf(err, DR_KERR_SIZE, "out of host memory");
     return NULL;
   }
-  b->workspace_bytes = workspace_bytes ? (size_t)workspace_bytes : DR_KBLAS_DEFAULT_WORKSPACE;
-  cudaError_t ce = cudaMalloc(&b->workspace, b->workspace_bytes);
-  if (ce != cudaSuccess) {
-    snprintf(err, DR_KERR_SIZE, "cudaMalloc of the %zu-byte cuBLAS workspace: %s", b->workspace_bytes,
-             cudaGetErrorString(ce));
-    cudaGetLastError();
-    b->workspace = NULL;
-    dr_kblas_free(b);
-    return NULL;
-  }
+  b->workspace = workspace;
+  b->workspace_bytes = workspace_bytes;
   DrCublasStatus st = dr__kblas_fns.create(&b->handle);
   if (st != DR_CUBLAS_STATUS_SUCCESS) {
     snprintf(err, DR_KERR_SIZE, "cublasCreate: %s", dr__kblas_status(st));
@@ -109,10 +112,39 @@ DrKBlas *dr_kblas_new(uint64_t workspace_bytes, char *err) {
   return b;
 }
 
+DrKBlas *dr_kblas_new_with_workspace(void *workspace, uint64_t workspace_bytes, char *err) {
+  if (workspace == NULL || workspace_bytes == 0 || workspace_bytes > SIZE_MAX) {
+    snprintf(err, DR_KERR_SIZE, "cuBLAS workspace: need device memory and a size, got %p and %llu bytes",
+             workspace, (unsigned long long)workspace_bytes);
+    return NULL;
+  }
+  if (dr_kblas_available(err) != 0) return NULL;
+  return kblas_make(workspace, (size_t)workspace_bytes, err);
+}
+
+DrKBlas *dr_kblas_new(uint64_t workspace_bytes, char *err) {
+  if (dr_kblas_available(err) != 0) return NULL;
+  size_t bytes = workspace_bytes ? (size_t)workspace_bytes : DR_KBLAS_DEFAULT_WORKSPACE;
+  void *workspace = NULL;
+  cudaError_t ce = cudaMalloc(&workspace, bytes);
+  if (ce != cudaSuccess) {
+    snprintf(err, DR_KERR_SIZE, "cudaMalloc of the %zu-byte cuBLAS workspace: %s", bytes, cudaGetErrorString(ce));
+    cudaGetLastError();
+    return NULL;
+  }
+  DrKBlas *b = kblas_make(workspace, bytes, err);
+  if (b == NULL) {
+    cudaFree(workspace);
+    return NULL;
+  }
+  b->owns_workspace = 1;
+  return b;
+}
+
 void dr_kblas_free(DrKBlas *b) {
   if (b == NULL) return;
   if (b->handle != NULL) dr__kblas_fns.destroy(b->handle);
-  if (b->workspace != NULL) cudaFree(b->workspace);
+  if (b->owns_workspace && b->workspace != NULL) cudaFree(b->workspace);
   free(b);
 }
 

@@ -1,5 +1,5 @@
 /* blas.h: DrKBlas, the cuBLAS context of the gemm built-ins: a handle, its
- * own workspace, and the stream it is bound to. cuBLAS is not linked:
+ * workspace, and the stream it is bound to. cuBLAS is not linked:
  * libcublas.so.13 is loaded with dlopen on first use, so dagrun starts on
  * machines without it and only a pipeline that uses gemm fails, with a
  * message that says why. Plain C, no CUDA types.
@@ -21,8 +21,9 @@ extern "C" {
 
 typedef struct DrKBlas DrKBlas;
 
-/* Workspace bytes when dr_kblas_new is given 0 (cuBLAS recommends 32 MiB
- * on Hopper). */
+/* Workspace bytes when dr_kblas_new is given 0, and what a backend should
+ * allocate for dr_kblas_new_with_workspace (cuBLAS recommends 32 MiB on
+ * Hopper). */
 #define DR_KBLAS_DEFAULT_WORKSPACE (32u << 20)
 
 /* Returns 0 when libcublas.so.13 can be loaded and has every function the
@@ -30,14 +31,27 @@ typedef struct DrKBlas DrKBlas;
  * library is loaded at most once per process; thread-safe. */
 int dr_kblas_available(char *err);
 
-/* Creates a cuBLAS handle on the current CUDA device with `workspace_bytes`
- * (0: the default) of device memory from cudaMalloc, default math (no TF32
- * for f32) and host pointer mode. Returns NULL with a message in `err`
- * (256 bytes) when cuBLAS is absent, the handle cannot be created, or the
- * memory cannot be had; frees what it made. */
+/* Creates a cuBLAS handle on the current CUDA device over the caller's
+ * `workspace`: `workspace_bytes` (> 0) of device memory on that device,
+ * 256-byte aligned (cudaMalloc's memory is), which the caller allocates
+ * (the backend, through its CUDA table, so fault injection reaches it),
+ * keeps until dr_kblas_free and then frees itself. Default math (no TF32
+ * for f32), host pointer mode. Returns NULL with a message in `err` (256
+ * bytes) when the workspace is NULL or empty, cuBLAS is absent, or the
+ * handle cannot be created; frees what it made, never the workspace.
+ * Makes no CUDA call of its own; cuBLAS calls CUDA inside cublasCreate. */
+DrKBlas *dr_kblas_new_with_workspace(void *workspace, uint64_t workspace_bytes, char *err);
+
+/* Like dr_kblas_new_with_workspace, with `workspace_bytes` (0: the default)
+ * that this function allocates with cudaMalloc, outside any backend's CUDA
+ * table, and dr_kblas_free releases with cudaFree. Returns NULL with a
+ * message in `err` (256 bytes) when cuBLAS is absent, the memory cannot be
+ * had, or the handle cannot be created; frees what it made. Kept for
+ * callers that have no CUDA table (tests); backends use the above. */
 DrKBlas *dr_kblas_new(uint64_t workspace_bytes, char *err);
 
-/* Destroys the handle and frees the workspace; NULL-safe. The caller makes
+/* Destroys the handle, and the workspace when dr_kblas_new allocated it
+ * (a caller's workspace stays the caller's); NULL-safe. The caller makes
  * sure no work using it is pending (synchronize its stream first). */
 void dr_kblas_free(DrKBlas *blas);
 
