@@ -62,8 +62,10 @@ static void cuda_close(DrBackend *b) {
   if (b == NULL) return;
   const DrCudaApi *api = dr_cuda_api();
   /* Work may still be in flight after a failure (host functions read
-   * b->hcalls): let it drain before anything is released. */
-  (void)api->cudaDeviceSynchronize();
+   * b->hcalls): let it drain before anything is released. After a clean
+   * run nothing is (the last iteration drained the device, checked), so
+   * close makes only releases and has no error to lose. */
+  if (!b->idle) (void)api->cudaDeviceSynchronize();
   dr__cuda_graph_release(b);
   if (b->blas)
     for (guint32 s = 0; s < b->n_streams; s++) dr_kblas_free(b->blas[s]);
@@ -72,13 +74,16 @@ static void cuda_close(DrBackend *b) {
       if (b->scratch[i]) (void)api->cudaFree(b->scratch[i]);
   dr__user_kernels_release(b);
   if (b->bases) {
+    gboolean freed_async = FALSE;
     for (guint32 i = 0; i < b->n_buffers; i++) {
       if (b->bases[i] == NULL) continue;
+      freed_async |= b->async_live[i];
       if (b->async_live[i]) (void)api->cudaFreeAsync(b->bases[i], b->origin);
       else if (b->pinned[i]) (void)api->cudaFreeHost(b->bases[i]);
       else (void)api->cudaFree(b->bases[i]);
     }
-    (void)api->cudaDeviceSynchronize();
+    /* Only a failed iteration leaves stream-ordered memory live. */
+    if (freed_async) (void)api->cudaDeviceSynchronize();
   }
   destroy_events(b->node_done, b->n_nodes);
   destroy_events(b->t_start, b->n_nodes);
@@ -108,6 +113,9 @@ static void cuda_close(DrBackend *b) {
   g_free(b->hcalls);
   g_free(b->scratch);
   g_free(b->blas);
+  g_free(b->kcalls);
+  g_free(b->node_kcall);
+  g_free(b->patches);
   g_free(b);
 }
 
@@ -150,6 +158,8 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   b->hcalls = g_new0(DrHostCall, MAX(b->n_nodes, 1));
   b->scratch = g_new0(void *, MAX(b->n_nodes, 1));
   b->blas = g_new0(DrKBlas *, MAX(b->n_streams, 1));
+  b->node_kcall = g_new(guint32, MAX(b->n_nodes, 1));
+  for (guint32 i = 0; i < b->n_nodes; i++) b->node_kcall[i] = DR_NONE;
   b->timing = opts->node_timing;
   /* auto: stamps where they are cheap (a graph: ~0.1 µs per node), events
    * where a stamp's extra launch costs more host time (eager). */
@@ -177,14 +187,9 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
     b->stamp_ready = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
   }
 
-  /* More eager streams than the device's hardware queues (8 by default)
-   * serialize falsely (GPU-NOTES.md): ask for one queue per plan stream
-   * plus origin, up to 32, unless the user chose. Read when the context is
-   * created, so it only takes effect for the process's first context. */
-  if (g_getenv("CUDA_DEVICE_MAX_CONNECTIONS") == NULL && b->n_streams + 1 > 8) {
-    g_autofree char *conns = g_strdup_printf("%u", MIN(b->n_streams + 1, 32));
-    g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", conns, FALSE);
-  }
+  /* CUDA_DEVICE_MAX_CONNECTIONS (the hardware queues) is the process's
+   * policy, set before its first CUDA call: the CLI does (cli.c), library
+   * users may (run.h). Library code must not setenv: not thread-safe. */
   g_autofree char *dev = g_strdup_printf("device %d", opts->device);
   DrCudaSite site = DR_SITE_SETUP(dev);
   int least = 0, greatest = 0;
@@ -269,6 +274,53 @@ static gboolean kernel_resources(DrBackend *b, DrId id, GError **error) {
   return TRUE;
 }
 
+/* Binds every built-in kernel node's launch once (dr__kernel_call_bind
+ * against `bases`, whose whole-run pointers are fixed from setup on), with
+ * its stream, cuBLAS context and scratch, and records each pointer
+ * argument into a stream-ordered buffer as a patch, refreshed from `bases`
+ * before every launch. Replaces an earlier binding. Fails like
+ * dr__kernel_call_bind (DR_ERROR_RUNTIME naming the node). */
+static gboolean bind_kernels(DrBackend *b, GError **error) {
+  const DrGraph *g = b->graph;
+  g_clear_pointer(&b->kcalls, g_free);
+  g_clear_pointer(&b->patches, g_free);
+  b->n_kcalls = b->n_patches = 0;
+  guint32 n_calls = 0, n_patches = 0;
+  for (DrId i = 0; i < b->n_nodes; i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    b->node_kcall[i] = DR_NONE;
+    if (n->op != DR_OP_KERNEL || dr_graph_kernel(g, n->kernel)->origin == DR_KERNEL_USER) continue;
+    n_calls++;
+    n_patches += n->arg_count;
+  }
+  b->kcalls = g_new0(DrBoundKernel, MAX(n_calls, 1));
+  b->patches = g_new0(DrKPatch, MAX(n_patches, 1));
+  for (DrId i = 0; i < b->n_nodes; i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (n->op != DR_OP_KERNEL || dr_graph_kernel(g, n->kernel)->origin == DR_KERNEL_USER) continue;
+    DrBoundKernel *k = &b->kcalls[b->n_kcalls];
+    if (!dr__kernel_call_bind(g, i, b->bases, &k->call, error)) return FALSE;
+    guint32 s = b->plan->node_stream[i];
+    DrKLaunch *l = &k->call.launch;
+    l->stream = b->streams[s];
+    l->blas = (k->call.def->flags & DR_KFLAG_BLAS) ? b->blas[s] : NULL;
+    l->scratch = b->scratch[i];
+    k->patch_first = b->n_patches;
+    for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
+      const DrArg *arg = dr_graph_arg(g, a);
+      if (arg->kind != DR_ARG_BUFFER || arg->param >= (guint32)k->call.def->n_params) continue;
+      const DrAccess *acc = dr_graph_access(g, arg->v.access);
+      const DrBuffer *buf = dr_graph_buffer(g, acc->buffer);
+      if (buf->alloc_node == DR_NONE) continue; /* whole-run: its pointer is final */
+      b->patches[b->n_patches++] = (DrKPatch){&k->call.args[arg->param], acc->buffer,
+                                              acc->begin * (guint64)dr_elem_size(buf->type)};
+    }
+    k->patch_count = b->n_patches - k->patch_first;
+    b->node_kcall[i] = b->n_kcalls++;
+  }
+  return TRUE;
+}
+
 static gboolean cuda_setup(DrBackend *b, GError **error) {
   const DrGraph *g = b->graph;
   gboolean any_alloc = FALSE;
@@ -315,8 +367,9 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
     if (n->op == DR_OP_KERNEL && !kernel_resources(b, i, error)) return FALSE;
   }
   if (!dr__user_kernels_load(b, error)) return FALSE;
+  /* Graph mode binds when it captures (dr__cuda_issue_iteration). */
   if (b->graph_mode) return dr__cuda_graph_capture(b, error);
-  return TRUE;
+  return bind_kernels(b, error);
 }
 
 /* ---- issuing ------------------------------------------------------------ */
@@ -337,26 +390,35 @@ static gboolean stamp(unsigned long long *slot, cudaStream_t st, DrCudaSite site
   return dr__cuda_check((cudaError_t)dr_cuda_api()->stamp_launch(slot, st), "stamp kernel launch", site, error);
 }
 
-/* Enqueues node `id`'s work on `st`. */
+/* Reports the failed launch of bound kernel `k` (not the hot path). */
+static gboolean kernel_launch_failed(const DrBoundKernel *k, int rc, DrCudaSite site, GError **error) {
+  const DrKLaunch *l = &k->call.launch;
+  const char *blas_err = l->blas ? dr_kblas_last_error(l->blas) : "";
+  g_autofree char *what =
+      g_strdup_printf("kernel launch (%s%s%s)", k->call.def->name, blas_err[0] ? ": " : "", blas_err);
+  return dr__cuda_check((cudaError_t)rc, what, site, error);
+}
+
+/* Enqueues built-in kernel node `k` (bound at setup) on its stream: the
+ * hot path of eager issue, a pointer refresh per stream-ordered argument
+ * and the launch, nothing allocated or formatted. */
+static inline gboolean issue_kernel(DrBackend *b, const DrCudaApi *api, DrBoundKernel *k, DrCudaSite site,
+                                    GError **error) {
+  for (guint32 j = k->patch_first; j < k->patch_first + k->patch_count; j++) {
+    const DrKPatch *pt = &b->patches[j];
+    pt->slot->ptr = (char *)b->bases[pt->buffer] + pt->offset;
+  }
+  int rc = api->kernel_launch(k->call.def, &k->call.launch);
+  return G_LIKELY(rc == 0) || kernel_launch_failed(k, rc, site, error);
+}
+
+/* Enqueues node `id`'s work other than a built-in kernel on `st`. */
 static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite site, GError **error) {
   const DrGraph *g = b->graph;
   const DrNode *n = dr_graph_node(g, id);
   switch (n->op) {
-    case DR_OP_KERNEL: {
-      if (dr_graph_kernel(g, n->kernel)->origin == DR_KERNEL_USER) return dr__user_kernel_launch(b, id, st, site, error);
-      DrKernelCall call;
-      if (!dr__kernel_call_bind(g, id, b->bases, &call, error)) return FALSE;
-      call.launch.stream = st;
-      call.launch.blas = (call.def->flags & DR_KFLAG_BLAS) ? b->blas[b->plan->node_stream[id]] : NULL;
-      call.launch.scratch = b->scratch[id];
-      int rc = dr_cuda_api()->kernel_launch(call.def, &call.launch);
-      /* The hot path: nothing to format when the launch went through. */
-      if (rc == 0) return TRUE;
-      const char *blas_err = call.launch.blas ? dr_kblas_last_error(call.launch.blas) : "";
-      g_autofree char *what = g_strdup_printf("kernel launch (%s%s%s)", call.def->name, blas_err[0] ? ": " : "",
-                                              blas_err);
-      return dr__cuda_check((cudaError_t)rc, what, site, error);
-    }
+    case DR_OP_KERNEL: /* built-ins take the bound path (issue_kernel) */
+      return dr__user_kernel_launch(b, id, st, site, error);
     case DR_OP_COPY: {
       const DrAccess *src, *dst;
       dr__copy_accesses(g, n, &src, &dst);
@@ -389,10 +451,25 @@ static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite si
   return TRUE;
 }
 
+/* DR_CUDA for the per-node calls of the issue loop: the table fetched once
+ * per iteration (`api` in scope, with `cudaError_t rc_`), the site (an
+ * expression) built only when the call failed. */
+#define ISSUE_CUDA(site_expr, fn, ...) \
+  (G_LIKELY((rc_ = api->fn(__VA_ARGS__)) == cudaSuccess) || dr__cuda_check(rc_, #fn, (site_expr), error))
+
+/* The site of node v's calls. */
+#define NODE_SITE(v) DR_SITE_NODE(dr_graph_node(g, (v))->id, p->node_stream[(v)])
+
 gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **error) {
   const DrPlan *p = b->plan;
   const DrGraph *g = b->graph;
+  const DrCudaApi *api = dr_cuda_api();
+  cudaError_t rc_;
   gboolean events = b->timing == DR_TIMING_EVENTS, stamps = b->timing == DR_TIMING_STAMPS;
+  /* A capture makes a graph that outlives this call: bind what the graph
+   * holds now (a library user may have changed scalars since setup, see
+   * dr__cuda_graph_update). */
+  if (capturing && !bind_kernels(b, error)) return FALSE;
   DrCudaSite site = DR_SITE_SETUP("iteration fork");
   /* The iteration's start stamp goes before the fork, so the fork (and
    * through it every node) happens after it: no node can seem to start
@@ -403,20 +480,28 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
   for (guint32 s = 0; s < b->n_streams; s++)
     if (!DR_CUDA(site, cudaStreamWaitEvent, b->streams[s], b->fork, 0)) return FALSE;
 
-  for (guint32 i = 0; i < p->steps->len; i++) {
-    const DrPlanStep *step = dr_plan_step(p, i);
+  const DrPlanStep *steps = (const DrPlanStep *)(void *)p->steps->data;
+  for (guint32 i = 0, n_steps = p->steps->len; i < n_steps; i++) {
+    const DrPlanStep *step = &steps[i];
     DrId v = step->node;
     cudaStream_t st = b->streams[step->stream];
-    DrCudaSite ns = DR_SITE_NODE(dr_graph_node(g, v)->id, step->stream);
     for (guint32 w = step->wait_first; w < step->wait_first + step->wait_count; w++) {
       DrId u = dr_plan_wait(p, w);
       /* DAG edge u -> v across streams: v's stream waits for u's
        * completion event. */
-      if (!DR_CUDA(ns, cudaStreamWaitEvent, st, b->node_done[u], 0)) return FALSE;
+      if (!ISSUE_CUDA(NODE_SITE(v), cudaStreamWaitEvent, st, b->node_done[u], 0)) return FALSE;
     }
-    if (events && !record_timing(b, b->t_start[v], st, capturing, ns, error)) return FALSE;
-    if (!issue_work(b, v, st, ns, error)) return FALSE;
-    if (events && !record_timing(b, b->t_end[v], st, capturing, ns, error)) return FALSE;
+    guint32 k = b->node_kcall[v];
+    if (G_LIKELY(!events && k != DR_NONE)) {
+      /* The hot path: a bound built-in, nothing else around it. */
+      if (!issue_kernel(b, api, &b->kcalls[k], NODE_SITE(v), error)) return FALSE;
+    } else {
+      DrCudaSite ns = NODE_SITE(v);
+      if (events && !record_timing(b, b->t_start[v], st, capturing, ns, error)) return FALSE;
+      if (k != DR_NONE ? !issue_kernel(b, api, &b->kcalls[k], ns, error) : !issue_work(b, v, st, ns, error))
+        return FALSE;
+      if (events && !record_timing(b, b->t_end[v], st, capturing, ns, error)) return FALSE;
+    }
     if (stamps && b->stamp_aside) {
       /* DAG-free timing edge v -> v's stamp: the side stream of v's plan
        * stream waits for v and stamps; nothing but the join waits for the
@@ -427,18 +512,18 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
       g_autofree char *what = g_strdup_printf("timing stamp of '%s' (side stream of stream %u)",
                                               dr_graph_node(g, v)->id, step->stream);
       DrCudaSite sides = DR_SITE_SETUP(what);
-      if (!DR_CUDA(ns, cudaEventRecord, b->stamp_ready[v], st) ||
+      if (!DR_CUDA(NODE_SITE(v), cudaEventRecord, b->stamp_ready[v], st) ||
           !DR_CUDA(sides, cudaStreamWaitEvent, side, b->stamp_ready[v], 0) ||
           !stamp(&b->stamps[v], side, sides, error))
         return FALSE;
-    } else if (stamps && !stamp(&b->stamps[v], st, ns, error)) {
+    } else if (stamps && !stamp(&b->stamps[v], st, NODE_SITE(v), error)) {
       /* Inline (eager mode): v's end stamp goes before its completion
        * event, so whoever waits on v also runs after the stamp. */
       return FALSE;
     }
     /* Source of the DAG edges v -> w for every later w on another stream
      * that waits on v (needs_event[v]). */
-    if (p->needs_event[v] && !DR_CUDA(ns, cudaEventRecord, b->node_done[v], st)) return FALSE;
+    if (p->needs_event[v] && !ISSUE_CUDA(NODE_SITE(v), cudaEventRecord, b->node_done[v], st)) return FALSE;
   }
 
   site = DR_SITE_SETUP("iteration join");
@@ -515,6 +600,7 @@ static gboolean read_timing(DrBackend *b, DrIterTiming *t, GError **error) {
 
 static gboolean cuda_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
   DrCudaSite site = DR_SITE_SETUP("iteration");
+  b->idle = FALSE;
   if (!DR_CUDA(site, cudaEventRecord, b->iter_start, b->origin)) return FALSE;
   if (b->graph_mode) {
     if (!dr__cuda_graph_launch(b, error)) return FALSE;
@@ -532,6 +618,13 @@ static gboolean cuda_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming
   } else if (!DR_CUDA(site, cudaEventSynchronize, b->iter_end)) {
     return FALSE;
   }
+  /* After the run's last iteration, drain the whole device and check it:
+   * an error that arrives now is the run's to report (DR_ERROR_RUNTIME
+   * naming cudaDeviceSynchronize), not close's to drop. */
+  if (iteration + 1 == b->opts.warmup + b->opts.iterations &&
+      !DR_CUDA(DR_SITE_SETUP("draining the device after the last iteration"), cudaDeviceSynchronize))
+    return FALSE;
+  b->idle = TRUE;
   return timing == NULL || read_timing(b, timing, error);
 }
 
@@ -543,8 +636,11 @@ static gboolean cuda_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **
   }
   g_autofree char *what = g_strdup_printf("reading back buffer '%s'", buf->name);
   DrCudaSite site = DR_SITE_SETUP(what);
-  return DR_CUDA(site, cudaMemcpyAsync, dst, b->bases[buffer], dr_buffer_bytes(buf), cudaMemcpyDefault, b->origin) &&
-         DR_CUDA(site, cudaStreamSynchronize, b->origin);
+  b->idle = FALSE;
+  b->idle = DR_CUDA(site, cudaMemcpyAsync, dst, b->bases[buffer], dr_buffer_bytes(buf), cudaMemcpyDefault,
+                    b->origin) &&
+            DR_CUDA(site, cudaStreamSynchronize, b->origin);
+  return b->idle;
 }
 
 static const char *cuda_mode_name(const DrBackend *b) { return b->graph_mode ? "graph" : "streams"; }

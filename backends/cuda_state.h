@@ -13,6 +13,22 @@
 
 G_BEGIN_DECLS
 
+/* A pointer argument into a stream-ordered buffer: its value is
+ * bases[buffer] + offset, known only once the buffer's alloc node ran. */
+typedef struct {
+  DrKValue *slot;
+  DrId buffer;
+  guint64 offset; /* bytes */
+} DrKPatch;
+
+/* A built-in kernel node's launch, bound at setup (DrKernelCall), with its
+ * stream's cuBLAS context and its scratch filled in, and the range of
+ * DrBackend.patches it needs before each launch. */
+typedef struct {
+  DrKernelCall call;
+  guint32 patch_first, patch_count;
+} DrBoundKernel;
+
 struct DrBackend {
   const DrPlan *plan; /* borrowed */
   const DrGraph *graph;
@@ -49,6 +65,22 @@ struct DrBackend {
   gboolean *async_live; /* [n_buffers]: bases[i] came from cudaMallocAsync */
   DrHostCall *hcalls;   /* [n_nodes]: cudaLaunchHostFunc's user data */
   void **scratch;       /* [n_nodes]: cudaMalloc'd kernel scratch, or NULL */
+  /* Built-in kernel nodes bound once (bind_kernels in cuda.c) so that
+   * issuing one is a launch and nothing else: `kcalls` [n_kcalls] holds
+   * their launches, complete but for the pointers into stream-ordered
+   * (alloc'd) buffers, which `patches` [n_patches] refresh from `bases`
+   * just before each launch; node_kcall [n_nodes] indexes kcalls, or is
+   * DR_NONE (not a built-in kernel). Rebound at every capture, so that
+   * dr__cuda_graph_update sees scalars changed since setup. */
+  DrBoundKernel *kcalls;
+  guint32 n_kcalls;
+  guint32 *node_kcall;
+  DrKPatch *patches;
+  guint32 n_patches;
+  /* Nothing this backend enqueued is still in flight: the last iteration,
+   * read-back or device drain finished without an error. close drains the
+   * device only when this is FALSE (after a failure). */
+  gboolean idle;
   DrKBlas **blas;       /* [n_streams]: cuBLAS context of streams running gemm */
   guint32 n_kernels;
   cudaLibrary_t *user_lib; /* [n_kernels]: loaded user kernels (user_kernels.c) */

@@ -11,10 +11,12 @@
  *    when the failed call is the device probe (cudaGetDeviceCount: run.c
  *    reports --backend=cuda with no usable device as DR_ERROR_UNAVAILABLE)
  *    or the error is cudaErrorNoDevice (cuda_api.h maps it so anywhere).
- *    A fault in a close (from its cudaDeviceSynchronize through the
- *    releases) is ignored by cuda_close by design: the run succeeds; only a
- *    sticky one before --verify's reference run fails that run's first
- *    call, cudaSetDevice;
+ *    A fault in a close (after a clean run: its releases only) is ignored
+ *    by cuda_close by design: the run succeeds; only a sticky one before
+ *    --verify's reference run fails that run's first call, cudaSetDevice.
+ *    The device drain at the end of each backend run's last iteration
+ *    (cudaDeviceSynchronize) is checked: a fault there fails that run,
+ *    naming the call;
  *  - name the failed call and the CUDA error, and when it blames a node,
  *    name an existing node on its planned stream, of an op that makes that
  *    call, with the call's payload (bytes, kernel) matching the node, in
@@ -118,37 +120,39 @@ static void subject_baseline(Subject *s) {
   g_assert_cmpuint(s->points, >, 0);
   if (s->names) g_ptr_array_unref(s->names);
   s->names = g_ptr_array_new();
-  /* The final teardown: cuda_close starts with cudaDeviceSynchronize
-   * (nothing else calls it) and then only releases; --verify closes a
-   * first run before the reference run, so take the close after the last
-   * other call. */
-  s->teardown_from = s->points + 1;
-  guint64 last_work = 0;
   const GArray *trace = dr_fake_trace();
   for (guint i = 0; i < trace->len; i++) {
     const DrFakeCall *c = &g_array_index(trace, DrFakeCall, i);
-    if (c->point == 0) continue;
-    g_ptr_array_add(s->names, (gpointer)c->name);
-    if (!c->release && strcmp(c->name, "cudaDeviceSynchronize") != 0) last_work = c->point;
+    if (c->point != 0) g_ptr_array_add(s->names, (gpointer)c->name);
   }
-  /* Every close (one per backend run): from its cudaDeviceSynchronize
-   * through the releases after it. Each open starts with cudaSetDevice. */
+  /* Every close (one per backend run; each open starts with
+   * cudaSetDevice): after a clean run cuda_close makes only releases (the
+   * run's last iteration drained the device, checked), so a close is the
+   * releases that end a run. After a failed one (a baseline stopped by
+   * cuBLAS) it starts with its unchecked drain, cudaDeviceSynchronize. */
   g_free(s->in_close);
   g_free(s->run_of);
   s->in_close = g_new0(guint8, s->points + 1);
   s->run_of = g_new0(guint8, s->points + 1);
-  gboolean closing = FALSE;
+  gboolean tail = TRUE;
+  for (guint i = trace->len; i-- > 0;) {
+    const DrFakeCall *c = &g_array_index(trace, DrFakeCall, i);
+    if (c->point == 0) continue;
+    gboolean drain = s->baseline_error && strcmp(c->name, "cudaDeviceSynchronize") == 0;
+    s->in_close[c->point] = tail && (c->release || drain);
+    tail = s->in_close[c->point] && !drain;
+    if (strcmp(c->name, "cudaSetDevice") == 0) tail = TRUE; /* what precedes ends the previous run */
+  }
   int opens = 0;
   for (guint i = 0; i < trace->len; i++) {
     const DrFakeCall *c = &g_array_index(trace, DrFakeCall, i);
     if (c->point == 0) continue;
-    gboolean sync = strcmp(c->name, "cudaDeviceSynchronize") == 0;
     if (strcmp(c->name, "cudaSetDevice") == 0) opens++;
-    closing = sync || (closing && c->release);
-    s->in_close[c->point] = closing;
     s->run_of[c->point] = (guint8)MAX(opens - 1, 0);
-    if (c->point > last_work && sync && s->teardown_from > s->points) s->teardown_from = c->point;
   }
+  /* The final teardown: the last close. */
+  s->teardown_from = s->points + 1;
+  while (s->teardown_from > 1 && s->in_close[s->teardown_from - 1]) s->teardown_from--;
   g_assert_cmpuint(s->names->len, ==, s->points);
   g_assert_cmpuint(s->teardown_from, <=, s->points);
   /* A failing baseline: sweep what came before its failure. */
@@ -451,8 +455,12 @@ static void run_point(Sweep *w, guint64 point) {
             (const char *)s->names->pdata[point - 1]);
 
   /* A sticky fault in a close that another backend run follows (--verify's
-   * reference run): close drops the error, so the next run's first call,
-   * cudaSetDevice, is the one that fails and is reported. */
+   * reference run): a close makes only releases, which report nothing, so
+   * the next run's first call, cudaSetDevice, is the one that fails and is
+   * reported. (A real device cannot fault in a release; the device sync
+   * that could see a fault after the run's work, at the end of its last
+   * iteration, is checked and fails the run that made it: check_error
+   * requires it to name cudaDeviceSynchronize.) */
   gboolean sticky_between_runs = dr_fault_sticky(w->fault) && s->in_close[point] && point < s->teardown_from;
   if (sticky_between_runs) {
     if (r != NULL)
