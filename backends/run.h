@@ -174,7 +174,19 @@ typedef struct {
   double overlap_streams, overlap_critical;
 } DrReport;
 
-/* Runs `plan` (its graph must have passed the scheduler's passes) with
+/* Hardware queues: the CUDA backend runs a plan's streams eagerly on the
+ * device's hardware work queues, 8 by default; with more streams than
+ * queues, streams share queues and serialize falsely (GPU-NOTES.md). The
+ * driver takes the queue count from the environment variable
+ * CUDA_DEVICE_MAX_CONNECTIONS (1..32) when it creates the process's CUDA
+ * context, that is at the process's first CUDA call. dr_run never sets it
+ * (setenv is not thread-safe): a program that runs plans of more than 7
+ * streams should set it before its first CUDA call (and before its threads
+ * start), e.g. to dr_plan_n_streams(plan) + 1 capped at 32, as the dagrun
+ * CLI does when the user has not set it. Note that the planner also reads
+ * it as its stream cap in streams mode (scheduler/planner.h).
+ *
+ * Runs `plan` (its graph must have passed the scheduler's passes) with
  * `opts` (NULL: dr_run_options_init of the plan's graph). Returns the report
  * (free with dr_report_free), or NULL with `error` set:
  *   DR_ERROR_UNAVAILABLE  --backend=cuda and no usable device;

@@ -140,6 +140,25 @@ static void on_sigint(int sig) {
   interrupt_flag = 1;
 }
 
+/* More eager streams than the device's hardware queues (8 by default)
+ * serialize falsely (GPU-NOTES.md): unless the user chose, ask for one
+ * queue per plan stream plus origin, up to 32 (the valid maximum). The
+ * driver reads CUDA_DEVICE_MAX_CONNECTIONS when it creates the context, so
+ * this must run before the process's first CUDA call (dr_run probes the
+ * device first thing) and is the process's policy, not the library's: a
+ * setenv while other threads may read the environment is not thread-safe,
+ * which only the program (here, still single-threaded) can rule out. It
+ * runs after planning, with the plan's stream count, rather than as a
+ * fixed 32 at start-up: the planner reads the same variable as its stream
+ * cap in streams mode, so setting it earlier would change the plans. */
+static void raise_queue_count(const DrPlan *plan) {
+  guint32 wanted = dr_plan_n_streams(plan) + 1;
+  if (g_getenv("CUDA_DEVICE_MAX_CONNECTIONS") != NULL || wanted <= 8) return;
+  char conns[16];
+  g_snprintf(conns, sizeof conns, "%u", MIN(wanted, 32u));
+  g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", conns, FALSE);
+}
+
 static int plan_and_run(const Options *o, DrGraph *graph, GString *out, GString *err) {
   gboolean json = o->format && strcmp(o->format, "json") == 0;
   DrPlanOptions popts = {.max_streams = graph->run.max_streams_set ? graph->run.max_streams : 0,
@@ -171,6 +190,7 @@ static int plan_and_run(const Options *o, DrGraph *graph, GString *out, GString 
   ropts.progress = isatty(STDERR_FILENO);
   /* --format=json keeps stdout pure JSON: host functions print elsewhere. */
   if (json) ropts.host_output = stderr;
+  if (ropts.backend != DR_BACKEND_HOST) raise_queue_count(plan);
   /* Ctrl-C stops the run after the iteration in flight; a second one
    * kills the process the usual way (SA_RESETHAND). */
   interrupt_flag = 0;
