@@ -41,31 +41,12 @@ typedef struct {
 
 /* ---- nodes ------------------------------------------------------------- */
 
-/* Freed nodes are kept on a per-thread list for reuse: a pipeline builds
- * and drops a dozen of them per node, and malloc/free showed in profiles. */
-#define SPARE_MAX 4096
-static __thread DrYNode *spare;
-static __thread guint n_spare;
-
-static void node_release(DrYNode *n) {
-  if (n_spare >= SPARE_MAX) {
-    g_free(n);
-    return;
-  }
-  n->u.items = (DrYNode **)spare;
-  spare = n;
-  n_spare++;
-}
-
+/* Nodes come from g_new0 and go back with g_free: glibc's per-thread
+ * tcache already recycles these small blocks. A free list of our own in
+ * thread-local storage saved no measurable time (1M-node pipeline: 4.17 s
+ * vs 4.21 s user, within noise) and leaked when a loading thread exited. */
 static DrYNode *node_new(DrYKind kind, guint32 line, guint32 col) {
-  DrYNode *n = spare;
-  if (n != NULL) {
-    spare = (DrYNode *)n->u.items;
-    n_spare--;
-    memset(n, 0, sizeof *n);
-  } else {
-    n = g_new0(DrYNode, 1);
-  }
+  DrYNode *n = g_new0(DrYNode, 1);
   n->kind = kind;
   n->refs = 1;
   n->line = line;
@@ -97,7 +78,7 @@ void dr__ynode_unref(DrYNode *node) {
       }
       g_free(node->u.items);
     }
-    node_release(node);
+    g_free(node);
     if (stack == NULL || stack->len == 0) break;
     node = g_ptr_array_steal_index_fast(stack, stack->len - 1);
   }
