@@ -246,7 +246,8 @@ static void test_user_kernel(void) {
 
 /* 16 independent 200 µs spins on 16 streams must overlap: the makespan
  * stays well under two spins in both modes (the bound is loose: eager
- * launches cost ~4 µs each). The backend raises CUDA_DEVICE_MAX_CONNECTIONS
+ * launches cost ~4 µs each). The library never sets
+ * CUDA_DEVICE_MAX_CONNECTIONS (run.h): like the CLI, this test raises it
  * to one queue per stream when the user did not set it; measured on an
  * H200 (10 iterations, median): streams 271 µs with 17 queues against 302
  * µs with 8, graph 215 against 222. The message prints the numbers; run it
@@ -268,6 +269,7 @@ static void test_wide_overlap(void) {
   g_autoptr(DrPlan) plan = dr_plan_build(g, &po, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(dr_plan_n_streams(plan), ==, 16);
+  if (!user_set) g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", "17", FALSE);
   for (int mode = 0; mode < 2; mode++) {
     DrRunOptions o = opts_for(g, DR_BACKEND_CUDA, mode ? DR_MODE_GRAPH : DR_MODE_STREAMS);
     o.node_timing = DR_TIMING_OFF;

@@ -1087,6 +1087,7 @@ static cudaError_t f_memcpy_async(void *d, const void *s, size_t n, enum cudaMem
 static cudaError_t f_memset_async(void *d, int v, size_t n, cudaStream_t st) { FAKE_FAIL(); memset(d, v, n); return cudaSuccess; }
 static cudaError_t f_host_func(cudaStream_t st, cudaHostFn_t fn, void *data) { FAKE_FAIL(); fn(data); return cudaSuccess; }
 static cudaError_t f_pass(void) { return cudaSuccess; }
+static cudaError_t f_sync(void) { FAKE_FAIL(); return cudaSuccess; }
 static int f_kernel(const DrKernelDef *def, const DrKLaunch *l) {
   if (fake_tick()) return cudaErrorLaunchOutOfResources;
   char err[256];
@@ -1125,7 +1126,7 @@ static DrCudaApi fake_api(void) {
   api.cudaMemcpyAsync = f_memcpy_async;
   api.cudaMemsetAsync = f_memset_async;
   api.cudaLaunchHostFunc = f_host_func;
-  api.cudaDeviceSynchronize = f_pass;
+  api.cudaDeviceSynchronize = f_sync; /* the checked drain after the last iteration */
   api.cudaGetLastError = f_pass;
   api.cudaGetErrorName = dr_cuda_api_default()->cudaGetErrorName;
   api.cudaGetErrorString = dr_cuda_api_default()->cudaGetErrorString;
@@ -1147,6 +1148,13 @@ static void test_cuda_fake_pipeline(void) {
   tg_buffer(g, "t", DR_ELEM_F32, 64, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
   tg_lifetime(g, "alloc_t", "t", TRUE);
   tg_memset(g, "zero_t", "t", 0);
+  /* A kernel on stream-ordered memory: its pointer changes every
+   * iteration (the fake's cudaMallocAsync is g_malloc), so the launch bound
+   * at setup must be refreshed before each. */
+  DrId st = tg_kernel_node(g, "scale_t", "scale_f32");
+  tg_arg_buf(g, st, "x", "t", 0, 0);
+  tg_arg_f(g, st, "alpha", 3.0);
+  tg_arg_buf(g, st, "y", "t", 0, 0);
   tg_copy(g, "t_to_acc", "t", 0, 0, "acc", 0, 64);
   tg_lifetime(g, "free_t", "t", FALSE);
   tg_host(g, "sum", DR_HOST_FN_CHECKSUM, "out", NULL);
