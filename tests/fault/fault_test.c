@@ -703,6 +703,58 @@ static void test_save(gconstpointer data) {
   sweep(s, c->fault);
 }
 
+/* The device drain at the end of a backend run's last iteration is
+ * checked: a sticky fault there, in the first of --verify's two runs,
+ * fails that run naming cudaDeviceSynchronize (close used to drop it, and
+ * the reference run then failed in cudaSetDevice, blaming setup), and
+ * everything is still released. */
+static void test_sync_fault_reported(gconstpointer data) {
+  const Case *c = data;
+  g_autofree char *dev_path = NULL, *host_path = NULL;
+  g_autoptr(DrGraph) g = save_graph(&dev_path, &host_path);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  DrRunOptions opts;
+  dr_run_options_init(&opts, g);
+  opts.backend = DR_BACKEND_CUDA;
+  opts.mode = c->mode;
+  opts.iterations = 2;
+  opts.warmup = 1;
+  opts.verify = TRUE;
+  opts.host_output = devnull;
+  dr_fake_reset();
+  DrReport *r = dr_run(plan, &opts, &error);
+  g_assert_no_error(error);
+  dr_report_free(r);
+  /* The first run's drain: the first cudaDeviceSynchronize. */
+  guint64 sync_point = 0;
+  guint syncs = 0;
+  const GArray *trace = dr_fake_trace();
+  for (guint i = 0; i < trace->len; i++) {
+    const DrFakeCall *fc = &g_array_index(trace, DrFakeCall, i);
+    if (strcmp(fc->name, "cudaDeviceSynchronize") != 0) continue;
+    if (sync_point == 0) sync_point = fc->point;
+    syncs++;
+  }
+  g_assert_cmpuint(syncs, ==, 2); /* one drain per backend run, none in the closes */
+  g_unlink(dev_path); /* the fault-free run saved them */
+  g_unlink(host_path);
+  dr_fake_reset();
+  dr_fake_arm(sync_point, DR_FAULT_ILLEGAL);
+  r = dr_run(plan, &opts, &error);
+  g_assert_null(r);
+  g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+  g_assert_nonnull(strstr(error->message, "cudaDeviceSynchronize failed: cudaErrorIllegalAddress"));
+  g_assert_null(strstr(error->message, "cudaSetDevice"));
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_assert_cmpstr(dr_fake_after_sticky(), ==, "");
+  g_assert_false(g_file_test(dev_path, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(host_path, G_FILE_TEST_EXISTS));
+  dr_fake_reset();
+}
+
 /* A pipeline with a user kernel (`ptx:`, loaded with cudaLibraryLoadData,
  * launched with cudaLaunchKernel) beside a built-in: the library calls'
  * failure paths and the libraries' live count. */
@@ -924,6 +976,13 @@ int main(int argc, char **argv) {
                                                 dr_mode_name(c->mode), dr_fault_name(c->fault));
         g_test_add_data_func_full(path, c, test_save, g_free);
       }
+  for (int m = 0; m < 2; m++) {
+    Case *c = g_new0(Case, 1);
+    c->name = "save";
+    c->mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
+    g_autofree char *path = g_strdup_printf("/fault/sync-reported/%s", dr_mode_name(c->mode));
+    g_test_add_data_func_full(path, c, test_sync_fault_reported, g_free);
+  }
   /* Last: GLib runs a suite's own cases before its child suites. */
   g_test_add_func("/fault/~summary/totals", test_summary);
   return g_test_run();
