@@ -128,7 +128,8 @@ DrKBlas *dr_kblas_new(uint64_t workspace_bytes, char *err) {
   void *workspace = NULL;
   cudaError_t ce = cudaMalloc(&workspace, bytes);
   if (ce != cudaSuccess) {
-    snprintf(err, DR_KERR_SIZE, "cudaMalloc of the %zu-byte cuBLAS workspace: %s", bytes, cudaGetErrorString(ce));
+    snprintf(err, DR_KERR_SIZE, "cudaMalloc of the %zu-byte cuBLAS workspace: %s", bytes,
+             cudaGetErrorString(ce));
     cudaGetLastError();
     return NULL;
   }
