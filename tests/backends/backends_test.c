@@ -898,7 +898,9 @@ static void test_timeline_escaping(void) {
   }
   g_assert_nonnull(strstr(svg, ">copy</text>"));  /* the legend */
   g_assert_nonnull(strstr(svg, ">host</text>"));
-  g_assert_nonnull(strstr(svg, "\xc2\xb5s</text>")); /* axis ticks in µs */
+  /* Axis ticks in µs, or in ms when the (host-timed, so load-dependent)
+   * iteration ran long. */
+  g_assert_true(strstr(svg, "\xc2\xb5s</text>") != NULL || strstr(svg, " ms</text>") != NULL);
   g_remove(path);
   g_rmdir(dir);
 }
