@@ -69,6 +69,10 @@ static void cuda_close(DrBackend *b) {
   dr__cuda_graph_release(b);
   if (b->blas)
     for (guint32 s = 0; s < b->n_streams; s++) dr_kblas_free(b->blas[s]);
+  /* After the handles that use them. */
+  if (b->blas_ws)
+    for (guint32 s = 0; s < b->n_streams; s++)
+      if (b->blas_ws[s]) (void)api->cudaFree(b->blas_ws[s]);
   if (b->scratch)
     for (guint32 i = 0; i < b->n_nodes; i++)
       if (b->scratch[i]) (void)api->cudaFree(b->scratch[i]);
@@ -113,6 +117,7 @@ static void cuda_close(DrBackend *b) {
   g_free(b->hcalls);
   g_free(b->scratch);
   g_free(b->blas);
+  g_free(b->blas_ws);
   g_free(b->kcalls);
   g_free(b->node_kcall);
   g_free(b->patches);
@@ -158,6 +163,7 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   b->hcalls = g_new0(DrHostCall, MAX(b->n_nodes, 1));
   b->scratch = g_new0(void *, MAX(b->n_nodes, 1));
   b->blas = g_new0(DrKBlas *, MAX(b->n_streams, 1));
+  b->blas_ws = g_new0(void *, MAX(b->n_streams, 1));
   b->node_kcall = g_new(guint32, MAX(b->n_nodes, 1));
   for (guint32 i = 0; i < b->n_nodes; i++) b->node_kcall[i] = DR_NONE;
   b->timing = opts->node_timing;
@@ -263,8 +269,11 @@ static gboolean kernel_resources(DrBackend *b, DrId id, GError **error) {
   DrCudaSite site = DR_SITE_NODE(dr_graph_node(b->graph, id)->id, s);
   if (def->scratch_bytes && !DR_CUDA(site, cudaMalloc, &b->scratch[id], def->scratch_bytes)) return FALSE;
   if ((def->flags & DR_KFLAG_BLAS) && b->blas[s] == NULL) {
+    if (b->blas_ws[s] == NULL &&
+        !DR_CUDA(site, cudaMalloc, &b->blas_ws[s], DR_KBLAS_DEFAULT_WORKSPACE))
+      return FALSE;
     char err[256] = {0};
-    b->blas[s] = dr_kblas_new(0, err);
+    b->blas[s] = dr_kblas_new_with_workspace(b->blas_ws[s], DR_KBLAS_DEFAULT_WORKSPACE, err);
     if (b->blas[s] == NULL || dr_kblas_bind(b->blas[s], b->streams[s], err) != 0) {
       g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u): cuBLAS: %s",
                   dr_graph_node(b->graph, id)->id, s, err);

@@ -82,6 +82,7 @@ struct DrBackend {
    * device only when this is FALSE (after a failure). */
   gboolean idle;
   DrKBlas **blas;       /* [n_streams]: cuBLAS context of streams running gemm */
+  void **blas_ws;       /* [n_streams]: blas[s]'s workspace (cudaMalloc through DR_CUDA) */
   guint32 n_kernels;
   cudaLibrary_t *user_lib; /* [n_kernels]: loaded user kernels (user_kernels.c) */
   cudaKernel_t *user_fn;   /* [n_kernels]: their entry points */

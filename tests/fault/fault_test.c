@@ -108,8 +108,9 @@ static void subject_baseline(Subject *s) {
   g_assert_cmpstr(live->str, ==, "nothing");
   g_clear_pointer(&s->baseline_error, g_free);
   if (r == NULL) {
-    /* Only cuBLAS may fail here: it makes its handle and workspace with
-     * the real runtime, beside the table (kernels/blas.c). */
+    /* Only cuBLAS may fail here: its workspace comes through the table,
+     * but cublasCreate makes its handle with the real runtime and driver,
+     * beside the table (kernels/blas.c). */
     g_assert_nonnull(error);
     g_assert_true(graph_uses_blas(s->graph));
     g_assert_nonnull(strstr(error->message, "cuBLAS"));
