@@ -11,8 +11,9 @@
 #                                   --verify in both modes
 #   gpu/bench/NAME/{streams,graph}  bench/pipelines/*.yaml likewise (2
 #                                   iterations), as larger verify cases
-#   gpu/sanitize/NAME/{memcheck,racecheck,synccheck}   compute-sanitizer on
-#                                   each example, streams mode, 1 iteration
+#   gpu/sanitize/NAME/MODE/{memcheck,racecheck,synccheck,initcheck}
+#                                   compute-sanitizer on
+#                                   each example, both modes, 1 iteration
 #   gpu/timing/spin-chain/{streams,graph}   a chain of 10 spin nodes of
 #                                   200 µs: the sum of the reported node
 #                                   durations is within 5% of 2000 µs
@@ -149,15 +150,20 @@ assert float(r["makespan_us"]) >= 0.95 * want, "makespan shorter than the chain"
 EOF
 done
 
-# ---- compute-sanitizer on each example (streams, one iteration) ----
+# ---- compute-sanitizer on each example, both modes, one iteration ----
+# memcheck also tracks stream-ordered allocations used on the wrong stream
+# without ordering (--track-stream-ordered-races all) and leaks; initcheck
+# catches reads of memory nothing wrote.
 if command -v compute-sanitizer >/dev/null 2>&1; then
   for f in "${examples[@]}"; do
     n=$(basename "$f" .yaml)
-    for tool in memcheck racecheck synccheck; do
-      extra=()
-      [ $tool = memcheck ] && extra=(--leak-check full)
-      check "gpu/sanitize/$n/$tool" 120 compute-sanitizer --tool $tool "${extra[@]}" \
-        --error-exitcode 99 "$DAGRUN" --backend=cuda --mode=streams --iterations=1 --warmup=0 "$f"
+    for mode in streams graph; do
+      for tool in memcheck racecheck synccheck initcheck; do
+        extra=()
+        [ $tool = memcheck ] && extra=(--leak-check full --track-stream-ordered-races all)
+        check "gpu/sanitize/$n/$mode/$tool" 120 compute-sanitizer --tool $tool "${extra[@]}" \
+          --error-exitcode 99 "$DAGRUN" --backend=cuda --mode=$mode --iterations=1 --warmup=0 "$f"
+      done
     done
   done
 else
