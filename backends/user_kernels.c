@@ -2,111 +2,37 @@
  * pipeline): load each one a kernel node uses, bind its arguments, launch.
  *
  * `source:` files are compiled with NVRTC for the device's compute
- * capability (sm_XY cubin); `ptx:`, `cubin:` and `fatbin:` files are loaded
- * as they are. Either way the code goes through cudaLibraryLoadData and the
+ * capability (sm_XY cubin), through the on-disk cache of nvrtc_cache.c
+ * (a second load of unchanged source skips NVRTC); `ptx:`, `cubin:` and
+ * `fatbin:` files are loaded as they are. Either way the code goes through cudaLibraryLoadData and the
  * entry point through cudaLibraryGetKernel, so launches are plain
  * cudaLaunchKernel calls on the node's stream that survive stream capture.
- * NVRTC is not linked: libnvrtc.so.13 is opened with dlopen on first use,
+ * NVRTC is not linked: libnvrtc.so.13 is opened with dlopen on first miss,
  * so dagrun starts without it and only a pipeline with a `source:` kernel
  * fails (DR_ERROR_UNAVAILABLE) when it is missing. Loading happens at setup,
  * outside the timed region; a compile error is reported at the kernel's
  * declaration with NVRTC's log (DR_ERROR_INVALID). The host backend has no
  * twin for user kernels and refuses them (common.c). */
-#include <dlfcn.h>
 #include <string.h>
 
 #include "backends/cuda_state.h"
+#include "backends/nvrtc_cache.h"
 
-/* The NVRTC entry points used, by name (nvrtc.h's types as plain ints and
- * pointers, so no NVRTC header is needed to build). */
-typedef int (*NvrtcCreate)(void **prog, const char *src, const char *name, int n_headers, const char *const *headers,
-                           const char *const *include_names);
-typedef int (*NvrtcCompile)(void *prog, int n_options, const char *const *options);
-typedef int (*NvrtcSize)(void *prog, size_t *size);
-typedef int (*NvrtcGet)(void *prog, char *out);
-typedef int (*NvrtcDestroy)(void **prog);
-typedef const char *(*NvrtcErrorString)(int result);
-
-static struct {
-  gboolean tried, ok;
-  char why[256];
-  NvrtcCreate create;
-  NvrtcCompile compile;
-  NvrtcSize log_size, cubin_size;
-  NvrtcGet log, cubin;
-  NvrtcDestroy destroy;
-  NvrtcErrorString error_string;
-} nvrtc;
-
-static GMutex nvrtc_lock;
-
-/* Opens libnvrtc once per process. Returns FALSE with nvrtc.why set. */
-static gboolean nvrtc_open(void) {
-  g_mutex_lock(&nvrtc_lock);
-  if (!nvrtc.tried) {
-    nvrtc.tried = TRUE;
-    void *h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) h = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) {
-      g_snprintf(nvrtc.why, sizeof nvrtc.why, "cannot load NVRTC (libnvrtc.so.13): %s", dlerror());
-    } else {
-      nvrtc.create = (NvrtcCreate)dlsym(h, "nvrtcCreateProgram");
-      nvrtc.compile = (NvrtcCompile)dlsym(h, "nvrtcCompileProgram");
-      nvrtc.log_size = (NvrtcSize)dlsym(h, "nvrtcGetProgramLogSize");
-      nvrtc.log = (NvrtcGet)dlsym(h, "nvrtcGetProgramLog");
-      nvrtc.cubin_size = (NvrtcSize)dlsym(h, "nvrtcGetCUBINSize");
-      nvrtc.cubin = (NvrtcGet)dlsym(h, "nvrtcGetCUBIN");
-      nvrtc.destroy = (NvrtcDestroy)dlsym(h, "nvrtcDestroyProgram");
-      nvrtc.error_string = (NvrtcErrorString)dlsym(h, "nvrtcGetErrorString");
-      nvrtc.ok = nvrtc.create && nvrtc.compile && nvrtc.log_size && nvrtc.log && nvrtc.cubin_size && nvrtc.cubin &&
-                 nvrtc.destroy && nvrtc.error_string;
-      if (!nvrtc.ok) g_snprintf(nvrtc.why, sizeof nvrtc.why, "libnvrtc.so.13 lacks an entry point dagrun uses");
-    }
-  }
-  gboolean ok = nvrtc.ok;
-  g_mutex_unlock(&nvrtc_lock);
-  return ok;
-}
-
-/* Compiles `src` to a cubin for sm_<cc>. Returns the cubin (g_free) or NULL
- * with `error` set at the declaration. */
-static char *compile_source(const DrKernelDecl *decl, const char *src, int cc, GError **error) {
-  if (!nvrtc_open()) {
-    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE, "kernel '%s': %s", decl->name, nvrtc.why);
-    return NULL;
-  }
-  void *prog = NULL;
-  int rc = nvrtc.create(&prog, src, decl->source, 0, NULL, NULL);
-  if (rc != 0) {
-    dr_set_error_at(error, DR_ERROR_RUNTIME, decl->loc, "kernel '%s': nvrtcCreateProgram failed: %s", decl->name,
-                    nvrtc.error_string(rc));
-    return NULL;
-  }
-  g_autofree char *arch = g_strdup_printf("--gpu-architecture=sm_%d", cc);
-  g_autofree char *include = g_strdup_printf("--include-path=%s", "/usr/local/cuda/include");
-  const char *options[] = {arch, "--std=c++17", include};
-  rc = nvrtc.compile(prog, G_N_ELEMENTS(options), options);
+/* Compiles `src` (`len` bytes) to a cubin for sm_<cc>, through the NVRTC
+ * cache. Returns the cubin (g_free) or NULL with `error` set at the
+ * declaration (NVRTC missing: no location, as it is not the file's fault). */
+static char *compile_source(const DrKernelDecl *decl, const char *src, gsize len, int cc, GError **error) {
+  char arch[16];
+  g_snprintf(arch, sizeof arch, "sm_%d", cc);
   char *cubin = NULL;
-  if (rc != 0) {
-    size_t log_len = 0;
-    g_autofree char *log = NULL;
-    if (nvrtc.log_size(prog, &log_len) == 0 && log_len > 0) {
-      log = g_malloc0(log_len + 1);
-      if (nvrtc.log(prog, log) != 0) log[0] = '\0';
-    }
-    dr_set_error_at(error, DR_ERROR_INVALID, decl->loc, "kernel '%s': %s does not compile (NVRTC: %s):\n%s",
-                    decl->name, decl->source, nvrtc.error_string(rc), log ? g_strstrip(log) : "");
-  } else {
-    size_t size = 0;
-    if (nvrtc.cubin_size(prog, &size) == 0 && size > 0) {
-      cubin = g_malloc(size);
-      if (nvrtc.cubin(prog, cubin) != 0) g_clear_pointer(&cubin, g_free);
-    }
-    if (cubin == NULL)
-      dr_set_error_at(error, DR_ERROR_RUNTIME, decl->loc, "kernel '%s': NVRTC produced no cubin", decl->name);
-  }
-  nvrtc.destroy(&prog);
-  return cubin;
+  gsize cubin_len = 0;
+  g_autoptr(GError) local = NULL;
+  if (dr__nvrtc_compile_cached(decl->source, src, len, arch, NULL, &cubin, &cubin_len, NULL, &local)) return cubin;
+  if (local->code == DR_ERROR_UNAVAILABLE)
+    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE, "kernel '%s': %s", decl->name, local->message);
+  else
+    dr_set_error_at(error, (DrErrorCode)local->code, decl->loc, "kernel '%s': %s", decl->name, local->message);
+  return NULL;
 }
 
 /* Loads kernel declaration `k` into b->user_lib[k]/user_fn[k]. */
@@ -127,7 +53,7 @@ static gboolean load_kernel(DrBackend *b, DrId k, int cc, GError **error) {
   g_autofree char *cubin = NULL;
   const void *code = contents; /* PTX text is NUL-terminated by g_file_get_contents */
   if (decl->source) {
-    cubin = compile_source(decl, contents, cc, error);
+    cubin = compile_source(decl, contents, len, cc, error);
     if (cubin == NULL) return FALSE;
     code = cubin;
   }
