@@ -133,10 +133,14 @@ void dr__elem_format(DrElemType type, const void *data, guint64 index, GString *
 /* Bytes a copy or memset node moves (its destination slice), else 0. */
 guint64 dr__node_bytes(const DrGraph *graph, DrId node);
 
-/* Pointer to element `begin` of a buffer whose memory starts at `base`. */
+/* Pointer to element `begin` of a buffer whose memory starts at `base`;
+ * NULL while the buffer has no memory (a stream-ordered buffer before its
+ * alloc node ran: its users are re-pointed when they are issued). */
 static inline void *dr__slice_ptr(const DrGraph *graph, void *const *bases, const DrAccess *a) {
+  char *base = bases[a->buffer];
+  if (base == NULL) return NULL;
   const DrBuffer *b = dr_graph_buffer(graph, a->buffer);
-  return (char *)bases[a->buffer] + a->begin * (guint64)dr_elem_size(b->type);
+  return base + a->begin * (guint64)dr_elem_size(b->type);
 }
 
 /* The node's accesses, the i-th one. */

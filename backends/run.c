@@ -344,7 +344,11 @@ static void progress_end(Progress *p) {
   p->drawn = FALSE;
 }
 
-static gboolean stop_requested(const DrRunOptions *opts) { return opts->stop != NULL && *opts->stop != 0; }
+/* An atomic load: the flag may be set by a signal handler or by another
+ * thread (which must store it atomically too). */
+static gboolean stop_requested(const DrRunOptions *opts) {
+  return opts->stop != NULL && __atomic_load_n(opts->stop, __ATOMIC_RELAXED) != 0;
+}
 
 /* Opens `ops` on `plan`, sets up, runs warmup + iterations (timed into
  * `report` when non-NULL), reads the `save:` buffers into *saves when

@@ -105,7 +105,8 @@ typedef struct {
    * the run finishes the iteration in flight, releases everything and
    * returns the report of the timed iterations done so far, marked
    * `interrupted` (no --verify, no `save:` files). Set it from a signal
-   * handler (the CLI's SIGINT) or another thread. */
+   * handler (the CLI's SIGINT) or from another thread with an atomic
+   * store (g_atomic_int_set or __atomic_store_n). */
   const volatile sig_atomic_t *stop;
 } DrRunOptions;
 

@@ -402,7 +402,8 @@ typedef struct {
   /* When non-NULL, read before every iteration: once *stop is nonzero the
    * run finishes the iteration in flight, releases everything and returns
    * the report of the timed iterations done (dr_run_report_interrupted; no
-   * verify, no save files). Set it from a signal handler or a thread. */
+   * verify, no save files). Set it from a signal handler, or from another
+   * thread with an atomic store (g_atomic_int_set or __atomic_store_n). */
   const volatile sig_atomic_t *stop;
 } DrRunSettings;
 

@@ -1044,7 +1044,7 @@ typedef struct {
 
 static void stop_after_three(void *data) {
   Stopper *st = data;
-  if (g_atomic_int_add(&st->calls, 1) + 1 == 3) st->stop = 1;
+  if (g_atomic_int_add(&st->calls, 1) + 1 == 3) __atomic_store_n(&st->stop, 1, __ATOMIC_RELAXED);
 }
 
 /* DrRunSettings.stop ends a run after the iteration in flight. */

@@ -1450,7 +1450,7 @@ static volatile sig_atomic_t stop_flag;
 
 static gpointer raise_stop_later(gpointer data) {
   g_usleep(GPOINTER_TO_UINT(data));
-  stop_flag = 1;
+  __atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED); /* another thread: atomically */
   return NULL;
 }
 
