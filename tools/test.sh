@@ -7,6 +7,8 @@
 #   asan    the same under AddressSanitizer + UndefinedBehaviorSanitizer,
 #           leak checking on, IR invariants checked after every pass
 #   tsan    the threaded host backend's tests under ThreadSanitizer
+#   pkgconfig  the installed library used from outside Bazel: install into
+#           a temporary prefix, build examples/*.c with pkg-config, run them
 #   fuzz    each libFuzzer target for FUZZ_SECONDS (default 60)
 #
 # Cases are the TAP lines GLib's GTest (and the shell tests) write
@@ -15,12 +17,12 @@
 # timeout) counts as one failure, and so does a fuzz target that crashed.
 # Exit status: 0 only when nothing failed.
 #
-# Usage: tools/test.sh [plain] [asan] [tsan] [fuzz]
+# Usage: tools/test.sh [plain] [asan] [tsan] [pkgconfig] [fuzz]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(plain asan tsan fuzz)
+[ ${#suites[@]} -gt 0 ] || suites=(plain asan tsan pkgconfig fuzz)
 passed=0 failed=0 skipped=0
 
 all_cpu_tests() {
@@ -77,6 +79,18 @@ for suite in "${suites[@]}"; do
         --test_env=ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 --test_env=UBSAN_OPTIONS=print_stacktrace=1 ;;
     tsan) run_bazel_suite tsan "//tests/backends:backends" --config=tsan \
         --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ;;
+    pkgconfig)
+      log=$(mktemp)
+      bash tests/api/pkgconfig_test.sh >"$log" 2>&1
+      rc=$?
+      p=$(grep -cE '^ok [0-9]+ ' "$log")
+      f=$(grep -cE '^not ok [0-9]+ ' "$log")
+      if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+      [ "$f" -eq 0 ] || cat "$log" >&2
+      printf 'test[pkgconfig]: %-45s %4d passed %3d failed\n' tests/api/pkgconfig_test.sh "$p" "$f" >&2
+      passed=$((passed + p)) failed=$((failed + f))
+      rm -f "$log"
+      ;;
     fuzz)
       for t in fuzz_parser fuzz_plan; do
         if bash tools/fuzz.sh "${FUZZ_SECONDS:-60}" "$t" >&2; then
