@@ -14,6 +14,9 @@
 #   gpu/sanitize/NAME/MODE/{memcheck,racecheck,synccheck,initcheck}
 #                                   compute-sanitizer on
 #                                   each example, both modes, 1 iteration
+#   gpu/fault/{oob-kernel,huge-buffer,huge-alloc}/MODE   real device faults
+#                                   (tests/gpu/faults/): exit 70, the CUDA
+#                                   error named, no crash or hang
 #   gpu/timing/spin-chain/{streams,graph}   a chain of 10 spin nodes of
 #                                   200 µs: the sum of the reported node
 #                                   durations is within 5% of 2000 µs
@@ -148,6 +151,36 @@ assert len(nodes) == 10, "expected 10 nodes"
 assert abs(got - want) <= 0.05 * want, "sum of durations off by more than 5%"
 assert float(r["makespan_us"]) >= 0.95 * want, "makespan shorter than the chain"
 EOF
+done
+
+# ---- real device faults: clean errors, no crash, no hang ----
+# expect_fault NAME PATTERN FILE [MODE]: dagrun must exit 70 (not crash:
+# no exit over 128, not hang) and say PATTERN on stderr.
+expect_fault() {
+  local name=$1 pattern=$2 file=$3 mode=${4:-streams}
+  : >"$tmp/out"
+  if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
+  timeout -k 5 60 "$DAGRUN" --backend=cuda --mode="$mode" "$file" >"$tmp/out" 2>&1
+  local rc=$?
+  if [ $rc -eq 70 ] && grep -qE -- "$pattern" "$tmp/out"; then
+    pass "$name"
+    grep -m1 -E "error" "$tmp/out" | cut -c1-200 | sed 's/^/    /'
+  else
+    fail "$name" "exit $rc, want 70 and /$pattern/"
+  fi
+}
+faults_dir=$(dirname "$0")/faults
+[ -d "$faults_dir" ] || faults_dir=$DIST/tests/gpu/faults
+for mode in streams graph; do
+  expect_fault "gpu/fault/oob-kernel/$mode" "cudaErrorIllegalAddress|illegal" "$faults_dir/oob_kernel.yaml" $mode
+  expect_fault "gpu/fault/huge-buffer/$mode" "huge.*cudaErrorMemoryAllocation|cudaErrorMemoryAllocation.*huge" \
+    "$faults_dir/huge_buffer.yaml" $mode
+  # Eagerly the failing cudaMallocAsync belongs to node 'grab'; captured,
+  # the graph's allocation can only fail when it is instantiated or
+  # launched, which no single node owns.
+  want="grab.*cudaErrorMemoryAllocation"
+  [ $mode = graph ] && want="cudaErrorMemoryAllocation"
+  expect_fault "gpu/fault/huge-alloc/$mode" "$want" "$faults_dir/huge_alloc.yaml" $mode
 done
 
 # ---- compute-sanitizer on each example, both modes, one iteration ----
