@@ -13,25 +13,8 @@
 #include "backends/backend.h"
 #include "backends/verify.h"
 
-static const char *const backend_names[] = {
-#define DR_X(e, s) s,
-    DR_BACKEND_LIST(DR_X)
-#undef DR_X
-};
-
-const char *dr_backend_kind_name(DrBackendKind kind) {
-  g_return_val_if_fail((guint)kind < DR_N_BACKENDS, "?");
-  return backend_names[kind];
-}
-
-gboolean dr_backend_kind_from_name(const char *name, DrBackendKind *out) {
-  for (guint i = 0; i < DR_N_BACKENDS; i++)
-    if (strcmp(name, backend_names[i]) == 0) {
-      *out = (DrBackendKind)i;
-      return TRUE;
-    }
-  return FALSE;
-}
+DR_DEFINE_NAME_TABLE(DrBackendKind, DR_BACKEND_LIST, backend, DR_N_BACKENDS, dr_backend_kind_name,
+                     dr_backend_kind_from_name)
 
 const char *dr_mode_name(DrMode mode) { return mode == DR_MODE_GRAPH ? "graph" : "streams"; }
 
@@ -42,25 +25,8 @@ gboolean dr_mode_from_name(const char *name, DrMode *out) {
   return TRUE;
 }
 
-static const char *const timing_names[] = {
-#define DR_X(e, s) s,
-    DR_TIMING_LIST(DR_X)
-#undef DR_X
-};
-
-const char *dr_timing_mode_name(DrTimingMode mode) {
-  g_return_val_if_fail((guint)mode < DR_N_TIMINGS, "?");
-  return timing_names[mode];
-}
-
-gboolean dr_timing_mode_from_name(const char *name, DrTimingMode *out) {
-  for (guint i = 0; i < DR_N_TIMINGS; i++)
-    if (strcmp(name, timing_names[i]) == 0) {
-      *out = (DrTimingMode)i;
-      return TRUE;
-    }
-  return FALSE;
-}
+DR_DEFINE_NAME_TABLE(DrTimingMode, DR_TIMING_LIST, timing, DR_N_TIMINGS, dr_timing_mode_name,
+                     dr_timing_mode_from_name)
 
 void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
   memset(opts, 0, sizeof *opts);

@@ -48,26 +48,11 @@ const char *dr_access_mode_name(DrAccessMode mode) { return access_info[mode].na
 gboolean dr_access_reads(DrAccessMode mode) { return access_info[mode].reads; }
 gboolean dr_access_writes(DrAccessMode mode) { return access_info[mode].writes; }
 
-#define DEFINE_NAME_TABLE(Type, LIST, prefix, count, to_name, from_name) \
-  static const char *const prefix##_names[] = {LIST(DR_NAME_X)};        \
-  const char *to_name(Type v) {                                         \
-    g_return_val_if_fail((guint)v < (count), "?");                      \
-    return prefix##_names[v];                                           \
-  }                                                                     \
-  gboolean from_name(const char *name, Type *out) {                     \
-    for (guint i = 0; i < (count); i++)                                 \
-      if (strcmp(name, prefix##_names[i]) == 0) {                       \
-        *out = (Type)i;                                                 \
-        return TRUE;                                                    \
-      }                                                                 \
-    return FALSE;                                                       \
-  }
-#define DR_NAME_X(e, s) s,
 
-DEFINE_NAME_TABLE(DrOp, DR_OP_LIST, op, DR_N_OPS, dr_op_name, dr_op_from_name)
-DEFINE_NAME_TABLE(DrPriority, DR_PRIORITY_LIST, priority, DR_N_PRIORITIES, dr_priority_name,
+DR_DEFINE_NAME_TABLE(DrOp, DR_OP_LIST, op, DR_N_OPS, dr_op_name, dr_op_from_name)
+DR_DEFINE_NAME_TABLE(DrPriority, DR_PRIORITY_LIST, priority, DR_N_PRIORITIES, dr_priority_name,
                   dr_priority_from_name)
-DEFINE_NAME_TABLE(DrHostFn, DR_HOST_FN_LIST, host_fn, DR_N_HOST_FNS, dr_host_fn_name,
+DR_DEFINE_NAME_TABLE(DrHostFn, DR_HOST_FN_LIST, host_fn, DR_N_HOST_FNS, dr_host_fn_name,
                   dr_host_fn_from_name)
 
 static const char *const edge_kind_names[] = {DR_EDGE_KIND_LIST(DR_NAME_X)};

@@ -42,6 +42,26 @@ G_BEGIN_DECLS
 typedef guint32 DrId;
 #define DR_NONE G_MAXUINT32
 
+/* Defines `const char *to_name(Type)` and `gboolean from_name(const char *,
+ * Type *)` over an X-macro list whose entries are X(ENUM_SUFFIX, spelling):
+ * one table for both directions, so spellings cannot drift apart. Use it in
+ * a .c file that includes <string.h>. */
+#define DR_NAME_X(e, s) s,
+#define DR_DEFINE_NAME_TABLE(Type, LIST, prefix, count, to_name, from_name) \
+  static const char *const prefix##_names[] = {LIST(DR_NAME_X)};           \
+  const char *to_name(Type v) {                                            \
+    g_return_val_if_fail((guint)v < (count), "?");                         \
+    return prefix##_names[v];                                              \
+  }                                                                        \
+  gboolean from_name(const char *name, Type *out) {                        \
+    for (guint i = 0; i < (count); i++)                                    \
+      if (strcmp(name, prefix##_names[i]) == 0) {                          \
+        *out = (Type)i;                                                    \
+        return TRUE;                                                       \
+      }                                                                    \
+    return FALSE;                                                          \
+  }
+
 /* Size in bytes and YAML spelling of an element type. */
 guint dr_elem_size(DrElemType type);
 const char *dr_elem_name(DrElemType type);
