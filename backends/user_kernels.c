@@ -160,8 +160,8 @@ gboolean dr__user_kernel_launch(DrBackend *b, DrId id, cudaStream_t st, DrCudaSi
                                                : 1;
     grid.x = (unsigned)CLAMP((cover + block - 1) / block, 1, G_MAXINT32);
   }
+  cudaError_t rc = dr_cuda_api()->cudaLaunchKernel((const void *)b->user_fn[n->kernel], grid, blk, args, n->shared, st);
+  if (rc == cudaSuccess) return TRUE; /* the hot path: nothing to format */
   g_autofree char *what = g_strdup_printf("kernel launch (%s)", decl->name);
-  return dr__cuda_check(dr_cuda_api()->cudaLaunchKernel((const void *)b->user_fn[n->kernel], grid, blk, args,
-                                                        n->shared, st),
-                        what, site, error);
+  return dr__cuda_check(rc, what, site, error);
 }
