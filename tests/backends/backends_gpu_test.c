@@ -35,12 +35,6 @@ static DrRunOptions opts_for(const DrGraph *g, DrBackendKind backend, DrMode mod
   return o;
 }
 
-static const char *name(DrGraph *g, const char *prefix, guint i) {
-  char buf[64];
-  g_snprintf(buf, sizeof buf, "%s%u", prefix, i);
-  return dr_graph_intern(g, buf);
-}
-
 /* Chunked upload, scale, accumulate into acc, download; an alloc'd scratch
  * buffer per chunk pair; a checksum host node at the end. */
 static DrGraph *pipeline_graph(guint chunks, guint64 per, const char *save_path) {
@@ -55,12 +49,12 @@ static DrGraph *pipeline_graph(guint chunks, guint64 per, const char *save_path)
   tg_lifetime(g, "alloc_t", "t", TRUE);
   for (guint c = 0; c < chunks; c++) {
     guint64 b = c * per, e = (c + 1) * per;
-    tg_copy(g, name(g, "up", c), "xh", b, e, "x", b, e);
-    DrId s = tg_kernel_node(g, name(g, "scale", c), "scale_f32");
+    tg_copy(g, tg_name(g, "up", c), "xh", b, e, "x", b, e);
+    DrId s = tg_kernel_node(g, tg_name(g, "scale", c), "scale_f32");
     tg_arg_buf(g, s, "x", "x", b, e);
     tg_arg_f(g, s, "alpha", 2.0);
     tg_arg_buf(g, s, "y", "t", b, e);
-    DrId a = tg_kernel_node(g, name(g, "acc", c), "axpy_f32");
+    DrId a = tg_kernel_node(g, tg_name(g, "acc", c), "axpy_f32");
     tg_arg_f(g, a, "alpha", 0.5);
     tg_arg_buf(g, a, "x", "t", b, e);
     tg_arg_buf(g, a, "y", "acc", b, e);
@@ -257,7 +251,7 @@ static void test_wide_overlap(void) {
   gboolean user_set = g_getenv("CUDA_DEVICE_MAX_CONNECTIONS") != NULL;
   g_autoptr(DrGraph) g = dr_graph_new();
   for (guint i = 0; i < 16; i++) {
-    DrId n = tg_kernel_node(g, name(g, "spin", i), "spin");
+    DrId n = tg_kernel_node(g, tg_name(g, "spin", i), "spin");
     DrArg a = {.param = tg_param(g, n, "ns"), .kind = DR_ARG_INT, .v.i = 200000};
     dr_graph_add_arg(g, &a);
   }
@@ -302,7 +296,7 @@ static void test_timing_overhead(void) {
   tg_buffer(g, "a", DR_ELEM_F32, 256, DR_WHERE_DEVICE, DR_INIT_IOTA, 0);
   tg_buffer(g, "b", DR_ELEM_F32, 256, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
   for (guint i = 0; i < 500; i++) {
-    DrId n = tg_kernel_node(g, name(g, "k", i), "scale_f32");
+    DrId n = tg_kernel_node(g, tg_name(g, "k", i), "scale_f32");
     tg_arg_buf(g, n, "x", i % 2 ? "b" : "a", 0, 0);
     tg_arg_f(g, n, "alpha", 1.0);
     tg_arg_buf(g, n, "y", i % 2 ? "a" : "b", 0, 0);
@@ -356,13 +350,13 @@ static void test_timing_overhead(void) {
 static void test_stamps_vs_events(void) {
   g_autoptr(DrGraph) g = dr_graph_new();
   for (guint i = 0; i < 8; i++) {
-    DrId n = tg_kernel_node(g, name(g, "spin", i), "spin");
+    DrId n = tg_kernel_node(g, tg_name(g, "spin", i), "spin");
     DrArg a = {.param = tg_param(g, n, "ns"), .kind = DR_ARG_INT, .v.i = 100000 * (1 + i % 4)};
     dr_graph_add_arg(g, &a);
   }
   /* A chain: each spin after the previous one. */
   for (guint i = 1; i < 8; i++)
-    dr_graph_add_after(g, dr_graph_find_node(g, name(g, "spin", i - 1)), dr_graph_find_node(g, name(g, "spin", i)),
+    dr_graph_add_after(g, dr_graph_find_node(g, tg_name(g, "spin", i - 1)), dr_graph_find_node(g, tg_name(g, "spin", i)),
                        (DrLoc){0});
   g_autoptr(DrPlan) plan = tg_plan(g);
   g_assert_cmpuint(dr_plan_n_streams(plan), ==, 1); /* checked with or without a GPU */
@@ -438,7 +432,7 @@ static void test_graph_update(void) {
   tg_buffer(chain, "a", DR_ELEM_F32, 256, DR_WHERE_DEVICE, DR_INIT_IOTA, 0);
   tg_buffer(chain, "b", DR_ELEM_F32, 256, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
   for (guint i = 0; i < 500; i++) {
-    DrId n = tg_kernel_node(chain, name(chain, "k", i), "scale_f32");
+    DrId n = tg_kernel_node(chain, tg_name(chain, "k", i), "scale_f32");
     tg_arg_buf(chain, n, "x", i % 2 ? "b" : "a", 0, 0);
     tg_arg_f(chain, n, "alpha", 1.0);
     tg_arg_buf(chain, n, "y", i % 2 ? "a" : "b", 0, 0);

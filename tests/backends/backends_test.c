@@ -447,12 +447,6 @@ static void test_scale_axpy(void) {
   g_rmdir(dir);
 }
 
-static const char *name(DrGraph *g, const char *prefix, guint i) {
-  char buf[64];
-  g_snprintf(buf, sizeof buf, "%s%u", prefix, i);
-  return dr_graph_intern(g, buf);
-}
-
 /* Four chunks scaled independently, accumulated into acc by axpy chunks:
  * the planner spreads them over streams; verify under delays must pass and
  * the result must be the expected one. */
@@ -467,12 +461,12 @@ static DrGraph *chunks_graph(guint chunks, guint64 per, const char *save_path) {
   dr_graph_buffer(g, out)->save_path = save_path ? dr_graph_intern(g, save_path) : NULL;
   for (guint c = 0; c < chunks; c++) {
     guint64 b = c * per, e = (c + 1) * per;
-    tg_copy(g, name(g, "up", c), "xh", b, e, "x", b, e);
-    DrId s = tg_kernel_node(g, name(g, "scale", c), "scale_f32");
+    tg_copy(g, tg_name(g, "up", c), "xh", b, e, "x", b, e);
+    DrId s = tg_kernel_node(g, tg_name(g, "scale", c), "scale_f32");
     tg_arg_buf(g, s, "x", "x", b, e);
     tg_arg_f(g, s, "alpha", 2.0);
     tg_arg_buf(g, s, "y", "y", b, e);
-    DrId a = tg_kernel_node(g, name(g, "acc", c), "axpy_f32");
+    DrId a = tg_kernel_node(g, tg_name(g, "acc", c), "axpy_f32");
     tg_arg_f(g, a, "alpha", 1.0);
     tg_arg_buf(g, a, "x", "y", b, e);
     tg_arg_buf(g, a, "y", "acc", b, e);

@@ -48,6 +48,13 @@ static inline DrId tg_buffer(DrGraph *g, const char *name, DrElemType type, guin
   return id;
 }
 
+/* Returns "PREFIX<i>" interned in the graph: ids of numbered nodes. */
+static inline const char *tg_name(DrGraph *g, const char *prefix, guint i) {
+  char buf[64];
+  g_snprintf(buf, sizeof buf, "%s%u", prefix, i);
+  return dr_graph_intern(g, buf);
+}
+
 static inline DrId tg_node(DrGraph *g, const char *id, DrOp op) {
   DrNode n = {.op = op, .id = id, .device = -1, .priority = DR_PRIORITY_NORMAL, .kernel = DR_NONE,
               .buffer = DR_NONE};
