@@ -5,7 +5,8 @@
  * A backend is driven by run.c in this order: open (streams, threads,
  * events: no buffer yet), setup (allocate whole-run buffers, fill their
  * `init:`; graph mode also captures here), run_iteration once per warmup
- * and timed iteration, read_buffer to copy buffers back for --verify and
+ * and timed iteration (or launch_iteration/finish_iteration, keeping up
+ * to max_in_flight iterations in flight), read_buffer to copy buffers back for --verify and
  * `save:`, close. Everything but run_iteration is outside the timed region.
  * close is NULL-safe and tolerates a state that failed half-way through
  * open or setup. This file is not the public API: see run.h. */
@@ -43,6 +44,17 @@ typedef struct {
   /* Runs one whole iteration and waits for it to finish. `timing` may be
    * NULL (warmup, the verify reference run). */
   gboolean (*run_iteration)(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error);
+  /* Optional pipelining (all three or none; run.c uses run_iteration
+   * when NULL): launch_iteration enqueues an iteration without waiting
+   * (`timed`: its timing will be read), finish_iteration waits for the
+   * oldest one launched and not yet finished, which is `iteration`, and
+   * reads its timing (`timing` NULL: untimed). Iterations are launched and
+   * finished in order, at most max_in_flight(b) launched and unfinished at
+   * once; they must not overlap on the device, only the host's issuing of
+   * one with the device's running of the one before. */
+  gboolean (*launch_iteration)(DrBackend *b, guint32 iteration, gboolean timed, GError **error);
+  gboolean (*finish_iteration)(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error);
+  guint32 (*max_in_flight)(const DrBackend *b);
   /* Copies whole-run buffer `buffer` (all its bytes) into `dst`. */
   gboolean (*read_buffer)(DrBackend *b, DrId buffer, void *dst, GError **error);
   /* Releases everything; NULL-safe, tolerates half-built state. */

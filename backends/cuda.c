@@ -90,8 +90,8 @@ static void cuda_close(DrBackend *b) {
     if (freed_async) (void)api->cudaDeviceSynchronize();
   }
   destroy_events(b->node_done, b->n_nodes);
-  destroy_events(b->t_start, b->n_nodes);
-  destroy_events(b->t_end, b->n_nodes);
+  destroy_events(b->t_start, b->depth * b->n_nodes);
+  destroy_events(b->t_end, b->depth * b->n_nodes);
   if (b->stamps) (void)api->cudaFree(b->stamps);
   if (b->stamps_host) (void)api->cudaFreeHost(b->stamps_host);
   g_free(b->prev_on_stream);
@@ -103,8 +103,11 @@ static void cuda_close(DrBackend *b) {
   g_free(b->stamp_streams);
   destroy_events(b->join, b->n_streams);
   if (b->fork) (void)api->cudaEventDestroy(b->fork);
-  if (b->iter_start) (void)api->cudaEventDestroy(b->iter_start);
-  if (b->iter_end) (void)api->cudaEventDestroy(b->iter_end);
+  for (guint32 k = 0; k < DR_CUDA_MAX_IN_FLIGHT; k++) {
+    if (b->iter_start[k]) (void)api->cudaEventDestroy(b->iter_start[k]);
+    if (b->iter_end[k]) (void)api->cudaEventDestroy(b->iter_end[k]);
+    if (b->iter_done[k]) (void)api->cudaEventDestroy(b->iter_done[k]);
+  }
   if (b->streams)
     for (guint32 s = 0; s < b->n_streams; s++)
       if (b->streams[s]) (void)api->cudaStreamDestroy(b->streams[s]);
@@ -171,9 +174,12 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
    * where a stamp's extra launch costs more host time (eager). */
   if (b->timing == DR_TIMING_AUTO) b->timing = b->graph_mode ? DR_TIMING_STAMPS : DR_TIMING_EVENTS;
   if (b->timing == DR_TIMING_STAMPS && dr_cuda_api()->stamp_launch == NULL) b->timing = DR_TIMING_EVENTS;
+  /* Graph mode with events captures one set of event nodes, which the
+   * next replay would overwrite before this one is read: one in flight. */
+  b->depth = b->graph_mode && b->timing == DR_TIMING_EVENTS ? 1 : DR_CUDA_MAX_IN_FLIGHT;
   if (b->timing == DR_TIMING_EVENTS) {
-    b->t_start = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
-    b->t_end = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
+    b->t_start = g_new0(cudaEvent_t, MAX(b->depth * b->n_nodes, 1));
+    b->t_end = g_new0(cudaEvent_t, MAX(b->depth * b->n_nodes, 1));
   }
   if (b->timing == DR_TIMING_STAMPS) {
     b->prev_on_stream = g_new(DrId, MAX(b->n_nodes, 1));
@@ -212,23 +218,28 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
         !DR_CUDA(ss, cudaEventCreateWithFlags, &b->join[s], cudaEventDisableTiming))
       goto fail;
   }
-  if (!DR_CUDA(site, cudaEventCreateWithFlags, &b->fork, cudaEventDisableTiming) ||
-      !DR_CUDA(site, cudaEventCreateWithFlags, &b->iter_start, cudaEventDefault) ||
-      !DR_CUDA(site, cudaEventCreateWithFlags, &b->iter_end, cudaEventDefault))
-    goto fail;
+  if (!DR_CUDA(site, cudaEventCreateWithFlags, &b->fork, cudaEventDisableTiming)) goto fail;
+  for (guint32 k = 0; k < b->depth; k++)
+    if (!DR_CUDA(site, cudaEventCreateWithFlags, &b->iter_start[k], cudaEventDefault) ||
+        !DR_CUDA(site, cudaEventCreateWithFlags, &b->iter_end[k], cudaEventDefault) ||
+        !DR_CUDA(site, cudaEventCreateWithFlags, &b->iter_done[k], cudaEventDisableTiming))
+      goto fail;
   for (DrId i = 0; i < b->n_nodes; i++) {
     DrCudaSite ns = DR_SITE_NODE(dr_graph_node(g, i)->id, plan->node_stream[i]);
     if (plan->needs_event[i] && !DR_CUDA(ns, cudaEventCreateWithFlags, &b->node_done[i], cudaEventDisableTiming))
       goto fail;
-    if (b->timing == DR_TIMING_EVENTS && (!DR_CUDA(ns, cudaEventCreateWithFlags, &b->t_start[i], cudaEventDefault) ||
-                                          !DR_CUDA(ns, cudaEventCreateWithFlags, &b->t_end[i], cudaEventDefault)))
-      goto fail;
+    for (guint32 k = 0; b->timing == DR_TIMING_EVENTS && k < b->depth; k++) {
+      gsize e = (gsize)k * b->n_nodes + i;
+      if (!DR_CUDA(ns, cudaEventCreateWithFlags, &b->t_start[e], cudaEventDefault) ||
+          !DR_CUDA(ns, cudaEventCreateWithFlags, &b->t_end[e], cudaEventDefault))
+        goto fail;
+    }
   }
   if (b->timing == DR_TIMING_STAMPS) {
     gsize bytes = sizeof(unsigned long long) * (b->n_nodes + 1);
     DrCudaSite ts = DR_SITE_SETUP("timing stamps");
     if (!DR_CUDA(ts, cudaMalloc, (void **)&b->stamps, bytes) ||
-        !DR_CUDA(ts, cudaMallocHost, (void **)&b->stamps_host, bytes))
+        !DR_CUDA(ts, cudaMallocHost, (void **)&b->stamps_host, bytes * b->depth))
       goto fail;
   }
   for (guint32 s = 0; b->stamp_aside && s < b->n_streams; s++) {
@@ -506,10 +517,11 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
       if (!issue_kernel(b, api, &b->kcalls[k], NODE_SITE(v), error)) return FALSE;
     } else {
       DrCudaSite ns = NODE_SITE(v);
-      if (events && !record_timing(b, b->t_start[v], st, capturing, ns, error)) return FALSE;
+      gsize e = (gsize)b->slot * b->n_nodes + v;
+      if (events && !record_timing(b, b->t_start[e], st, capturing, ns, error)) return FALSE;
       if (k != DR_NONE ? !issue_kernel(b, api, &b->kcalls[k], ns, error) : !issue_work(b, v, st, ns, error))
         return FALSE;
-      if (events && !record_timing(b, b->t_end[v], st, capturing, ns, error)) return FALSE;
+      if (events && !record_timing(b, b->t_end[e], st, capturing, ns, error)) return FALSE;
     }
     if (stamps && b->stamp_aside) {
       /* DAG-free timing edge v -> v's stamp: the side stream of v's plan
@@ -561,15 +573,15 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
 /* Nanoseconds from stamp `t0` to `t`, in µs. */
 static double stamp_us(unsigned long long t, unsigned long long t0) { return (double)(gint64)(t - t0) / 1000.0; }
 
-/* Turns the copied-back stamps into node times: end = the node's stamp;
- * start = when it became ready, the latest of the iteration's start stamp,
- * the previous node on its stream's stamp and the stamps of the nodes it
- * waits on (its planned waits). */
-static void read_stamps(DrBackend *b, DrIterTiming *t) {
+/* Turns slot `k`'s copied-back stamps into node times: end = the node's
+ * stamp; start = when it became ready, the latest of the iteration's start
+ * stamp, the previous node on its stream's stamp and the stamps of the
+ * nodes it waits on (its planned waits). */
+static void read_stamps(DrBackend *b, guint32 k, DrIterTiming *t) {
   /* Stamps aside (graph mode) may run a launch latency after a successor
    * started; an end is clamped so that it never precedes its start. */
   const DrPlan *p = b->plan;
-  const unsigned long long *st = b->stamps_host;
+  const unsigned long long *st = b->stamps_host + (gsize)k * (b->n_nodes + 1);
   unsigned long long t0 = st[b->n_nodes];
   for (guint32 i = 0; i < p->steps->len; i++) {
     const DrPlanStep *step = dr_plan_step(p, i);
@@ -583,23 +595,24 @@ static void read_stamps(DrBackend *b, DrIterTiming *t) {
   }
 }
 
-/* Reads the iteration's timing (events, or the stamps copied back) once
- * the iteration has completed. */
-static gboolean read_timing(DrBackend *b, DrIterTiming *t, GError **error) {
+/* Reads slot `k`'s timing (events, or the stamps copied back) once its
+ * iteration has completed. */
+static gboolean read_timing(DrBackend *b, guint32 k, DrIterTiming *t, GError **error) {
   float ms = 0;
   DrCudaSite site = DR_SITE_SETUP("iteration timing");
-  if (!DR_CUDA(site, cudaEventElapsedTime, &ms, b->iter_start, b->iter_end)) return FALSE;
+  if (!DR_CUDA(site, cudaEventElapsedTime, &ms, b->iter_start[k], b->iter_end[k])) return FALSE;
   t->makespan_us = ms * 1000.0;
   if (b->timing == DR_TIMING_STAMPS) {
-    read_stamps(b, t);
+    read_stamps(b, k, t);
     return TRUE;
   }
   if (b->timing != DR_TIMING_EVENTS) return TRUE;
   for (DrId i = 0; i < b->n_nodes; i++) {
     float s = 0, e = 0;
+    gsize ev = (gsize)k * b->n_nodes + i;
     DrCudaSite ns = DR_SITE_NODE(dr_graph_node(b->graph, i)->id, b->plan->node_stream[i]);
-    if (!DR_CUDA(ns, cudaEventElapsedTime, &s, b->iter_start, b->t_start[i]) ||
-        !DR_CUDA(ns, cudaEventElapsedTime, &e, b->iter_start, b->t_end[i]))
+    if (!DR_CUDA(ns, cudaEventElapsedTime, &s, b->iter_start[k], b->t_start[ev]) ||
+        !DR_CUDA(ns, cudaEventElapsedTime, &e, b->iter_start[k], b->t_end[ev]))
       return FALSE;
     t->start_us[i] = s * 1000.0;
     t->end_us[i] = e * 1000.0;
@@ -607,34 +620,54 @@ static gboolean read_timing(DrBackend *b, DrIterTiming *t, GError **error) {
   return TRUE;
 }
 
-static gboolean cuda_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
+/* Enqueues iteration `iteration` on its slot without waiting for it. The
+ * iteration starts on origin, after the previous iteration's join (origin's
+ * order), and its fork holds back every stream until then: iterations never
+ * overlap on the device, only the host's issuing overlaps the device's
+ * running. */
+static gboolean cuda_launch_iteration(DrBackend *b, guint32 iteration, gboolean timed, GError **error) {
   DrCudaSite site = DR_SITE_SETUP("iteration");
+  guint32 k = iteration % b->depth;
+  b->slot = k;
   b->idle = FALSE;
-  if (!DR_CUDA(site, cudaEventRecord, b->iter_start, b->origin)) return FALSE;
+  b->in_flight++;
+  if (!DR_CUDA(site, cudaEventRecord, b->iter_start[k], b->origin)) return FALSE;
   if (b->graph_mode) {
     if (!dr__cuda_graph_launch(b, error)) return FALSE;
   } else if (!dr__cuda_issue_iteration(b, FALSE, error)) {
     return FALSE;
   }
-  if (!DR_CUDA(site, cudaEventRecord, b->iter_end, b->origin)) return FALSE;
-  if (timing != NULL && b->timing == DR_TIMING_STAMPS) {
-    /* One copy of every stamp per timed iteration, after iter_end: outside
-     * the measured makespan and after the join (every stamp written). */
-    if (!DR_CUDA(site, cudaMemcpyAsync, b->stamps_host, b->stamps, sizeof(unsigned long long) * (b->n_nodes + 1),
-                 cudaMemcpyDeviceToHost, b->origin) ||
-        !DR_CUDA(site, cudaStreamSynchronize, b->origin))
-      return FALSE;
-  } else if (!DR_CUDA(site, cudaEventSynchronize, b->iter_end)) {
+  if (!DR_CUDA(site, cudaEventRecord, b->iter_end[k], b->origin)) return FALSE;
+  /* One copy of every stamp per timed iteration, after iter_end: outside
+   * the measured makespan and after the join (every stamp written). */
+  if (timed && b->timing == DR_TIMING_STAMPS &&
+      !DR_CUDA(site, cudaMemcpyAsync, b->stamps_host + (gsize)k * (b->n_nodes + 1), b->stamps,
+               sizeof(unsigned long long) * (b->n_nodes + 1), cudaMemcpyDeviceToHost, b->origin))
     return FALSE;
-  }
+  return DR_CUDA(site, cudaEventRecord, b->iter_done[k], b->origin);
+}
+
+/* Waits for the oldest iteration in flight, `iteration`, and reads its
+ * timing into `timing` (NULL: untimed). */
+static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
+  guint32 k = iteration % b->depth;
+  if (!DR_CUDA(DR_SITE_SETUP("iteration"), cudaEventSynchronize, b->iter_done[k])) return FALSE;
   /* After the run's last iteration, drain the whole device and check it:
    * an error that arrives now is the run's to report (DR_ERROR_RUNTIME
    * naming cudaDeviceSynchronize), not close's to drop. */
   if (iteration + 1 == b->opts.warmup + b->opts.iterations &&
       !DR_CUDA(DR_SITE_SETUP("draining the device after the last iteration"), cudaDeviceSynchronize))
     return FALSE;
-  b->idle = TRUE;
-  return timing == NULL || read_timing(b, timing, error);
+  b->in_flight--;
+  b->idle = b->in_flight == 0;
+  return timing == NULL || read_timing(b, k, timing, error);
+}
+
+static guint32 cuda_max_in_flight(const DrBackend *b) { return b->depth; }
+
+static gboolean cuda_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
+  return cuda_launch_iteration(b, iteration, timing != NULL, error) &&
+         cuda_finish_iteration(b, iteration, timing, error);
 }
 
 static gboolean cuda_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **error) {
@@ -659,6 +692,9 @@ const DrBackendOps dr__cuda_backend = {
     .open = cuda_open,
     .setup = cuda_setup,
     .run_iteration = cuda_run_iteration,
+    .launch_iteration = cuda_launch_iteration,
+    .finish_iteration = cuda_finish_iteration,
+    .max_in_flight = cuda_max_in_flight,
     .read_buffer = cuda_read_buffer,
     .close = cuda_close,
     .mode_name = cuda_mode_name,

@@ -29,6 +29,9 @@ typedef struct {
   guint32 patch_first, patch_count;
 } DrBoundKernel;
 
+/* Iterations the CUDA backend keeps in flight at most. */
+#define DR_CUDA_MAX_IN_FLIGHT 2u
+
 struct DrBackend {
   const DrPlan *plan; /* borrowed */
   const DrGraph *graph;
@@ -41,11 +44,22 @@ struct DrBackend {
   /* The timing in effect: opts.node_timing, except that stamps become
    * events when the CUDA table has no stamp_launch (an older shim). */
   DrTimingMode timing;
-  cudaEvent_t *t_start;   /* [n_nodes]: timing events, when timing == EVENTS */
-  cudaEvent_t *t_end;     /* [n_nodes] */
+  /* Iterations in flight (see dr__cuda_backend's launch/finish): the host
+   * issues iteration i+1 while the device runs iteration i, so the launch
+   * latency of an eager iteration hides behind the one before it. Each of
+   * the `depth` slots (iteration % depth) has its own timing events and
+   * stamp copy, read when the iteration is finished. depth is 1 only in
+   * graph mode with events (the captured event nodes are one set). */
+  guint32 depth;
+  guint32 slot;      /* the slot of the iteration being issued */
+  guint32 in_flight; /* launched and not yet finished */
+  cudaEvent_t *t_start;   /* [depth * n_nodes]: timing events, when timing == EVENTS */
+  cudaEvent_t *t_end;     /* [depth * n_nodes] */
   /* timing == STAMPS: %globaltimer stamps, [n_nodes + 1]: slot v is node
-   * v's end, slot n_nodes the iteration's start; device memory and its
-   * pinned copy, filled once per timed iteration after the join. */
+   * v's end, slot n_nodes the iteration's start; device memory, and its
+   * pinned copies [depth * (n_nodes + 1)], one per slot, filled once per
+   * timed iteration after the join (in origin's order, before the next
+   * iteration's fork, so one device array serves every slot). */
   unsigned long long *stamps, *stamps_host;
   DrId *prev_on_stream; /* [n_nodes]: the node before it on its stream, or DR_NONE */
   /* Graph mode stamps off the critical path (stamp_aside): node v's stamp
@@ -58,7 +72,9 @@ struct DrBackend {
   cudaEvent_t *stamp_join;     /* [n_streams], no timing */
   cudaEvent_t fork;       /* no timing: origin -> every stream */
   cudaEvent_t *join;      /* [n_streams], no timing: every stream -> origin */
-  cudaEvent_t iter_start, iter_end; /* timing, on origin */
+  cudaEvent_t iter_start[DR_CUDA_MAX_IN_FLIGHT]; /* timing, on origin, per slot */
+  cudaEvent_t iter_end[DR_CUDA_MAX_IN_FLIGHT];
+  cudaEvent_t iter_done[DR_CUDA_MAX_IN_FLIGHT]; /* no timing: after the stamps' copy */
 
   void **bases;         /* [n_buffers]: device or pinned host memory */
   gboolean *pinned;     /* [n_buffers]: bases[i] is cudaMallocHost memory */

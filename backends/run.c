@@ -329,24 +329,40 @@ static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const 
   Progress progress = {.on = opts->progress && report != NULL, .t0 = g_get_monotonic_time()};
   guint32 total = opts->warmup + opts->iterations;
   gboolean stopped = FALSE;
-  for (guint32 i = 0; ok && i < opts->warmup; i++) {
-    if ((stopped = stop_requested(opts))) break;
-    ok = ops->run_iteration(b, i, NULL, error);
-    progress_show(&progress, i + 1, total);
-  }
   guint32 n = dr_graph_n_nodes(g);
   guint32 done = 0;
-  for (guint32 i = 0; ok && !stopped && i < opts->iterations; i++) {
-    if ((stopped = stop_requested(opts))) break;
-    DrIterTiming t = {NULL, NULL, NAN};
-    if (report) {
-      t.start_us = report->sample_start + (gsize)i * n;
-      t.end_us = report->sample_end + (gsize)i * n;
+  /* Iterations 0..warmup-1 are warmups, then the timed ones. A pipelining
+   * backend gets the next iteration launched while the one before runs
+   * (up to max_in_flight); a stop request stops the launching, and what is
+   * in flight is finished (and counted: it ran whole). */
+  gboolean pipelined = ops->launch_iteration != NULL;
+  guint32 depth = pipelined ? MAX(ops->max_in_flight(b), 1) : 1;
+  guint32 launched = 0, finished = 0;
+  while (ok) {
+    gboolean more = !stopped && launched < total;
+    if (more && (stopped = stop_requested(opts))) more = FALSE;
+    if (more && pipelined && launched - finished < depth) {
+      ok = ops->launch_iteration(b, launched, report != NULL && launched >= opts->warmup, error);
+      launched++;
+      continue;
     }
-    ok = ops->run_iteration(b, opts->warmup + i, report ? &t : NULL, error);
-    if (ok && report) report->iter_makespan_us[i] = t.makespan_us;
-    if (ok) done++;
-    progress_show(&progress, opts->warmup + i + 1, total);
+    if (!more && finished == launched) break; /* nothing left in flight */
+    guint32 i = finished;
+    DrIterTiming t = {NULL, NULL, NAN};
+    gboolean timed = report != NULL && i >= opts->warmup;
+    if (timed) {
+      t.start_us = report->sample_start + (gsize)(i - opts->warmup) * n;
+      t.end_us = report->sample_end + (gsize)(i - opts->warmup) * n;
+    }
+    if (pipelined) {
+      ok = ops->finish_iteration(b, i, timed ? &t : NULL, error);
+    } else {
+      ok = ops->run_iteration(b, i, timed ? &t : NULL, error);
+      launched++;
+    }
+    finished++;
+    if (ok && timed) report->iter_makespan_us[done++] = t.makespan_us;
+    progress_show(&progress, finished, total);
   }
   if (report) {
     report->iterations = done;

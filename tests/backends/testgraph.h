@@ -208,7 +208,7 @@ static DrPlan *tg_plan(DrGraph *g) {
 }
 
 /* Reads `path` as an array of floats. */
-static float *tg_read_floats(const char *path, gsize *n) {
+G_GNUC_UNUSED static float *tg_read_floats(const char *path, gsize *n) {
   char *data = NULL;
   gsize len = 0;
   g_autoptr(GError) error = NULL;

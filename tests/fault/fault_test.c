@@ -36,6 +36,7 @@
  * Problems are collected per sweep and reported together, so one run shows
  * every failing point. This test does not run device code. */
 #include <glib/gstdio.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -756,6 +757,69 @@ static void test_sync_fault_reported(gconstpointer data) {
   dr_fake_reset();
 }
 
+/* The CUDA backend keeps two iterations in flight: iteration i+1 is
+ * issued before the host waits for iteration i, never a third before i is
+ * finished, and every timed iteration is still read (its own timing slot).
+ * Graph mode with timing events keeps one (its event nodes are one set).
+ * The trace, reduced to "I" per iteration issued (a run of kernel launches
+ * or a graph launch) and "S" per wait, shows the order. */
+typedef struct {
+  DrMode mode;
+  DrTimingMode timing;
+  const char *expect;
+} PipelineCase;
+
+static void test_pipelined(gconstpointer data) {
+  const PipelineCase *c = data;
+  static const char yaml[] =
+      "dagrun: 1\n"
+      "name: pipelined\n"
+      "buffers:\n"
+      "  a: {type: f32, count: 1Ki, init: iota}\n"
+      "  b: {type: f32, count: 1Ki}\n"
+      "  c: {type: f32, count: 1Ki}\n"
+      "nodes:\n"
+      "  s1: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: b}}\n"
+      "  s2: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 3.0, y: c}}\n"
+      "  s3: {op: kernel, kernel: add_f32, args: {a: b, b: c, y: b}}\n";
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrGraph) g = dr_load_string("pipelined.yaml", yaml, strlen(yaml), diags, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  DrRunOptions opts;
+  dr_run_options_init(&opts, g);
+  opts.backend = DR_BACKEND_CUDA;
+  opts.mode = c->mode;
+  opts.node_timing = c->timing;
+  opts.warmup = 1;
+  opts.iterations = 3;
+  opts.host_output = devnull;
+  dr_fake_reset();
+  DrReport *r = dr_run(plan, &opts, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(r);
+  g_assert_cmpuint(r->iterations, ==, 3);
+  for (guint i = 0; i < 3; i++) g_assert_false(isnan(r->iter_makespan_us[i]));
+  for (guint i = 0; i < 3 * dr_graph_n_nodes(g); i++) g_assert_false(isnan(r->sample_end[i]));
+  dr_report_free(r);
+  g_autoptr(GString) order = g_string_new(NULL);
+  const GArray *trace = dr_fake_trace();
+  guint kernels = 0; /* streams mode: an iteration is three kernel launches */
+  for (guint i = 0; i < trace->len; i++) {
+    const char *name = g_array_index(trace, DrFakeCall, i).name;
+    if (c->mode == DR_MODE_GRAPH ? strcmp(name, "cudaGraphLaunch") == 0
+                                 : strcmp(name, "kernel_launch") == 0 && kernels++ % 3 == 0)
+      g_string_append_c(order, 'I');
+    if (strcmp(name, "cudaEventSynchronize") == 0) g_string_append_c(order, 'S');
+  }
+  g_assert_cmpstr(order->str, ==, c->expect);
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  dr_fake_reset();
+}
+
 /* A pipeline with a user kernel (`ptx:`, loaded with cudaLibraryLoadData,
  * launched with cudaLaunchKernel) beside a built-in: the library calls'
  * failure paths and the libraries' live count. */
@@ -948,6 +1012,17 @@ int main(int argc, char **argv) {
       g_test_add_data_func_full(path, c, test_user_kernel, g_free);
     }
   g_test_add_func("/fault/fake/data", test_fake_data);
+  static const PipelineCase pipelined[] = {
+      {DR_MODE_STREAMS, DR_TIMING_EVENTS, "IISISISS"},
+      {DR_MODE_STREAMS, DR_TIMING_STAMPS, "IISISISS"},
+      {DR_MODE_GRAPH, DR_TIMING_STAMPS, "IISISISS"},
+      {DR_MODE_GRAPH, DR_TIMING_EVENTS, "ISISISIS"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(pipelined); i++) {
+    g_autofree char *path = g_strdup_printf("/fault/fake/pipelined/%s/%s", dr_mode_name(pipelined[i].mode),
+                                            dr_timing_mode_name(pipelined[i].timing));
+    g_test_add_data_func(path, &pipelined[i], test_pipelined);
+  }
   /* Every timing mode the CUDA backend has: each makes different calls. */
   static const DrTimingMode timings[] = {DR_TIMING_STAMPS, DR_TIMING_EVENTS, DR_TIMING_OFF};
   for (guint i = 0; i < names->len; i++)
