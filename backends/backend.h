@@ -55,6 +55,12 @@ typedef struct {
   gboolean (*launch_iteration)(DrBackend *b, guint32 iteration, gboolean timed, GError **error);
   gboolean (*finish_iteration)(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error);
   guint32 (*max_in_flight)(const DrBackend *b);
+  /* The graph's scalar kernel arguments changed since setup (a session,
+   * run.h): makes the next iteration use them. Sets *how: "rebound" (the
+   * launches were bound again), "updated" (graph mode: the executable
+   * graph updated in place) or "re-instantiated". Only between runs (no
+   * iteration in flight). On failure the previous binding is kept. */
+  gboolean (*args_changed)(DrBackend *b, const char **how, GError **error);
   /* Copies whole-run buffer `buffer` (all its bytes) into `dst`. */
   gboolean (*read_buffer)(DrBackend *b, DrId buffer, void *dst, GError **error);
   /* Releases everything; NULL-safe, tolerates half-built state. */

@@ -685,6 +685,19 @@ static gboolean cuda_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **
   return b->idle;
 }
 
+static gboolean cuda_args_changed(DrBackend *b, const char **how, GError **error) {
+  g_return_val_if_fail(b->idle, FALSE);
+  if (b->graph_mode) return dr__cuda_graph_update(b, how, error);
+  /* User kernels read their arguments at each launch; built-ins are bound
+   * once, so bind them again, after checking every one in a scratch call
+   * (a failure keeps the previous binding whole). */
+  *how = "rebound";
+  DrKernelCall probe;
+  for (DrId i = 0; i < b->n_nodes; i++)
+    if (b->node_kcall[i] != DR_NONE && !dr__kernel_call_bind(b->graph, i, b->bases, &probe, error)) return FALSE;
+  return bind_kernels(b, error);
+}
+
 static const char *cuda_mode_name(const DrBackend *b) { return b->graph_mode ? "graph" : "streams"; }
 
 const DrBackendOps dr__cuda_backend = {
@@ -695,6 +708,7 @@ const DrBackendOps dr__cuda_backend = {
     .launch_iteration = cuda_launch_iteration,
     .finish_iteration = cuda_finish_iteration,
     .max_in_flight = cuda_max_in_flight,
+    .args_changed = cuda_args_changed,
     .read_buffer = cuda_read_buffer,
     .close = cuda_close,
     .mode_name = cuda_mode_name,

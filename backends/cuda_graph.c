@@ -62,14 +62,20 @@ gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error) {
   if (api->cudaGraphExecUpdate != NULL && b->cuda_graph_exec != NULL) {
     cudaGraphExecUpdateResultInfo info;
     memset(&info, 0, sizeof info);
-    if (api->cudaGraphExecUpdate(b->cuda_graph_exec, graph, &info) == cudaSuccess) {
+    cudaError_t rc = api->cudaGraphExecUpdate(b->cuda_graph_exec, graph, &info);
+    if (rc == cudaSuccess) {
       if (b->cuda_graph) (void)api->cudaGraphDestroy(b->cuda_graph);
       b->cuda_graph = graph;
       *how = "updated";
       return TRUE;
     }
-    /* Refused (cudaErrorGraphExecUpdateFailure: topology, node kinds or
-     * memory nodes differ): the executable is unchanged; instantiate. */
+    if (rc != cudaErrorGraphExecUpdateFailure) {
+      /* Not a refusal but a failure: report it, keep the old graph. */
+      (void)api->cudaGraphDestroy(graph);
+      return dr__cuda_check(rc, "cudaGraphExecUpdate", DR_SITE_SETUP("graph update"), error);
+    }
+    /* Refused (topology, node kinds or memory nodes differ): the
+     * executable is unchanged; instantiate. */
     (void)api->cudaGetLastError();
   }
   cudaGraphExec_t exec = NULL;

@@ -264,6 +264,21 @@ static gboolean host_setup(DrBackend *b, GError **error) {
   return TRUE;
 }
 
+static gboolean host_args_changed(DrBackend *b, const char **how, GError **error) {
+  const DrGraph *g = b->graph;
+  *how = "rebound";
+  /* Every node first into a scratch call, so that a failure keeps the
+   * previous binding whole (a call points into itself: bind in place). */
+  DrKernelCall probe;
+  for (DrId i = 0; i < b->n_nodes; i++)
+    if (dr_graph_node(g, i)->op == DR_OP_KERNEL && !dr__kernel_call_bind(g, i, b->bases, &probe, error))
+      return FALSE;
+  for (DrId i = 0; i < b->n_nodes; i++)
+    if (dr_graph_node(g, i)->op == DR_OP_KERNEL && !dr__kernel_call_bind(g, i, b->bases, &b->kcalls[i], error))
+      return FALSE;
+  return TRUE;
+}
+
 static gboolean host_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
   pthread_mutex_lock(&b->mu);
   b->timing = timing;
@@ -302,6 +317,7 @@ const DrBackendOps dr__host_backend = {
     .open = host_open,
     .setup = host_setup,
     .run_iteration = host_run_iteration,
+    .args_changed = host_args_changed,
     .read_buffer = host_read_buffer,
     .close = host_close,
     .mode_name = host_mode_name,

@@ -316,21 +316,16 @@ static gboolean stop_requested(const DrRunOptions *opts) {
   return opts->stop != NULL && __atomic_load_n(opts->stop, __ATOMIC_RELAXED) != 0;
 }
 
-/* Opens `ops` on `plan`, sets up, runs warmup + iterations (timed into
- * `report` when non-NULL), reads the `save:` buffers into *saves when
- * non-NULL, captures written buffers into *capture when non-NULL,
- * closes. */
-static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const DrRunOptions *opts,
-                             DrReport *report, GPtrArray **saves, GPtrArray **capture, GError **error) {
-  const DrGraph *g = plan->graph;
-  DrBackend *b = ops->open(plan, opts, error);
-  if (b == NULL) return FALSE;
-  gboolean ok = ops->setup(b, error);
+/* Runs warmup + iterations on `b` (open and set up), timed into `report`
+ * when non-NULL; *stopped tells whether a stop request cut the run short. */
+static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGraph *g, const DrRunOptions *opts,
+                               DrReport *report, gboolean *stopped, GError **error) {
+  gboolean ok = TRUE;
   Progress progress = {.on = opts->progress && report != NULL, .t0 = g_get_monotonic_time()};
   guint32 total = opts->warmup + opts->iterations;
-  gboolean stopped = FALSE;
   guint32 n = dr_graph_n_nodes(g);
   guint32 done = 0;
+  *stopped = FALSE;
   /* Iterations 0..warmup-1 are warmups, then the timed ones. A pipelining
    * backend gets the next iteration launched while the one before runs
    * (up to max_in_flight); a stop request stops the launching, and what is
@@ -339,8 +334,8 @@ static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const 
   guint32 depth = pipelined ? MAX(ops->max_in_flight(b), 1) : 1;
   guint32 launched = 0, finished = 0;
   while (ok) {
-    gboolean more = !stopped && launched < total;
-    if (more && (stopped = stop_requested(opts))) more = FALSE;
+    gboolean more = !*stopped && launched < total;
+    if (more && (*stopped = stop_requested(opts))) more = FALSE;
     if (more && pipelined && launched - finished < depth) {
       ok = ops->launch_iteration(b, launched, report != NULL && launched >= opts->warmup, error);
       launched++;
@@ -366,10 +361,24 @@ static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const 
   }
   if (report) {
     report->iterations = done;
-    report->interrupted = stopped;
+    report->interrupted = *stopped;
   }
   progress_end(&progress);
   if (ok && report) report->mode = ops->mode_name(b);
+  return ok;
+}
+
+/* Opens `ops` on `plan`, sets up, runs warmup + iterations (timed into
+ * `report` when non-NULL), reads the `save:` buffers into *saves when
+ * non-NULL, captures written buffers into *capture when non-NULL,
+ * closes. */
+static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const DrRunOptions *opts,
+                             DrReport *report, GPtrArray **saves, GPtrArray **capture, GError **error) {
+  const DrGraph *g = plan->graph;
+  DrBackend *b = ops->open(plan, opts, error);
+  if (b == NULL) return FALSE;
+  gboolean stopped = FALSE;
+  gboolean ok = ops->setup(b, error) && run_iterations(ops, b, g, opts, report, &stopped, error);
   /* An interrupted run's buffers hold a partial result: neither saved nor
    * verified. */
   if (ok && !stopped && saves) ok = (*saves = read_saves(ops, b, g, error)) != NULL;
@@ -388,6 +397,30 @@ static const DrBackendOps *choose_backend(const DrRunOptions *opts, GError **err
   }
   g_printerr("dagrun: no usable CUDA device (%s); running on the host backend\n", why);
   return &dr__host_backend;
+}
+
+/* Writes the --trace and --timeline files the options ask for. */
+static gboolean write_outputs(const DrReport *report, const DrPlan *plan, const DrRunOptions *opts,
+                              GError **error) {
+  if (opts->trace_path) {
+    g_autoptr(GString) trace = g_string_new(NULL);
+    dr_trace_write(report, trace);
+    g_autoptr(GError) local = NULL;
+    if (!g_file_set_contents(opts->trace_path, trace->str, (gssize)trace->len, &local)) {
+      g_set_error(error, DR_ERROR, DR_ERROR_IO, "--trace: %s", local->message);
+      return FALSE;
+    }
+  }
+  if (opts->timeline_path) {
+    g_autoptr(GString) svg = g_string_new(NULL);
+    dr_timeline_write_svg(report, plan, svg);
+    g_autoptr(GError) local = NULL;
+    if (!g_file_set_contents(opts->timeline_path, svg->str, (gssize)svg->len, &local)) {
+      g_set_error(error, DR_ERROR, DR_ERROR_IO, "--timeline: %s", local->message);
+      return FALSE;
+    }
+  }
+  return TRUE;
 }
 
 DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
@@ -417,25 +450,85 @@ DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error
     dr__verify_compare(plan->graph, reference, concurrent, report);
   }
 
-  if (opts.trace_path) {
-    g_autoptr(GString) trace = g_string_new(NULL);
-    dr_trace_write(report, trace);
-    g_autoptr(GError) local = NULL;
-    if (!g_file_set_contents(opts.trace_path, trace->str, (gssize)trace->len, &local)) {
-      g_set_error(error, DR_ERROR, DR_ERROR_IO, "--trace: %s", local->message);
-      return NULL;
-    }
-  }
-  if (opts.timeline_path) {
-    g_autoptr(GString) svg = g_string_new(NULL);
-    dr_timeline_write_svg(report, plan, svg);
-    g_autoptr(GError) local = NULL;
-    if (!g_file_set_contents(opts.timeline_path, svg->str, (gssize)svg->len, &local)) {
-      g_set_error(error, DR_ERROR, DR_ERROR_IO, "--timeline: %s", local->message);
-      return NULL;
-    }
-  }
+  if (!write_outputs(report, plan, &opts, error)) return NULL;
   /* Last, so that a run that failed anywhere leaves no save file. */
   if (!report->interrupted && !write_saves(plan->graph, saves, error)) return NULL;
   return g_steal_pointer(&report);
+}
+
+/* ---- sessions ------------------------------------------------------------ */
+
+struct DrSession {
+  const DrBackendOps *ops;
+  DrBackend *b;
+  const DrPlan *plan; /* borrowed */
+  DrRunOptions opts;
+};
+
+DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
+  g_return_val_if_fail(plan != NULL, NULL);
+  DrRunOptions opts;
+  if (opts_in) opts = *opts_in;
+  else dr_run_options_init(&opts, plan->graph);
+  if (opts.iterations == 0) opts.iterations = 1;
+  if (opts.verify) {
+    g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+                "verify applies to one-shot runs: a session's buffers carry over from run to run, so there is "
+                "no serial run from the same contents to compare with");
+    return NULL;
+  }
+  const DrBackendOps *ops = choose_backend(&opts, error);
+  if (ops == NULL) return NULL;
+  DrBackend *b = ops->open(plan, &opts, error);
+  if (b == NULL) return NULL;
+  if (!ops->setup(b, error)) {
+    ops->close(b);
+    return NULL;
+  }
+  DrSession *s = g_new0(DrSession, 1);
+  s->ops = ops;
+  s->b = b;
+  s->plan = plan;
+  s->opts = opts;
+  return s;
+}
+
+DrReport *dr_session_run(DrSession *s, GError **error) {
+  g_return_val_if_fail(s != NULL, NULL);
+  g_autoptr(DrReport) report = report_new(s->plan, &s->opts);
+  report->backend = s->ops->name;
+  gboolean stopped = FALSE;
+  if (!run_iterations(s->ops, s->b, s->plan->graph, &s->opts, report, &stopped, error)) return NULL;
+  report_summarise(report, s->plan);
+  if (!write_outputs(report, s->plan, &s->opts, error)) return NULL;
+  if (!stopped) {
+    g_autoptr(GPtrArray) saves = read_saves(s->ops, s->b, s->plan->graph, error);
+    if (saves == NULL || !write_saves(s->plan->graph, saves, error)) return NULL;
+  }
+  return g_steal_pointer(&report);
+}
+
+gboolean dr_session_args_changed(DrSession *s, const char **how, GError **error) {
+  g_return_val_if_fail(s != NULL && how != NULL, FALSE);
+  return s->ops->args_changed(s->b, how, error);
+}
+
+gboolean dr_session_read_buffer(DrSession *s, DrId buffer, void *dst, GError **error) {
+  g_return_val_if_fail(s != NULL && dst != NULL, FALSE);
+  g_return_val_if_fail(buffer < dr_graph_n_buffers(s->plan->graph), FALSE);
+  const DrBuffer *buf = dr_graph_buffer(s->plan->graph, buffer);
+  if (buf->alloc_node != DR_NONE) {
+    g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+                "buffer '%s' is stream-ordered (alloc/free nodes): it has no memory between runs", buf->name);
+    return FALSE;
+  }
+  return s->ops->read_buffer(s->b, buffer, dst, error);
+}
+
+const char *dr_session_backend(const DrSession *s) { return s->ops->name; }
+
+void dr_session_close(DrSession *s) {
+  if (s == NULL) return;
+  s->ops->close(s->b);
+  g_free(s);
 }

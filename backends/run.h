@@ -200,6 +200,30 @@ typedef struct {
 DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts, GError **error);
 
 void dr_report_free(DrReport *report);
+
+/* A session: a plan's backend opened and set up once (buffers allocated
+ * and initialised; graph mode captured and instantiated), then run as many
+ * times as wanted, each run `warmup` + `iterations` iterations with its own
+ * report. Buffers carry their contents over from run to run (their `init:`
+ * applies once, at open); `save:` files are written after every run that
+ * was not interrupted; trace and timeline options apply to every run. What
+ * the library's DrRunner wraps (dagrun.h).
+ *
+ * dr_session_open fails like dr_run (and DR_ERROR_USAGE for `verify`:
+ * there is no serial run from the same contents to compare with).
+ * dr_session_args_changed tells the backend that scalar kernel arguments
+ * of the plan's graph changed (the caller changed them): see
+ * DrBackendOps.args_changed for *how. dr_session_read_buffer copies a
+ * whole-run buffer (DR_ERROR_USAGE for a stream-ordered one). The plan
+ * must outlive the session. */
+typedef struct DrSession DrSession;
+DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts, GError **error);
+DrReport *dr_session_run(DrSession *session, GError **error);
+gboolean dr_session_args_changed(DrSession *session, const char **how, GError **error);
+gboolean dr_session_read_buffer(DrSession *session, DrId buffer, void *dst, GError **error);
+const char *dr_session_backend(const DrSession *session); /* "host" | "cuda" */
+void dr_session_close(DrSession *session);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrSession, dr_session_close)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrReport, dr_report_free)
 
 /* Returns FALSE and sets DR_ERROR_VERIFY (exit 1) naming the first

@@ -420,6 +420,45 @@ void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline);
 DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error);
 void dr_run_report_free(DrRunReport *report);
 
+/* ---- runners: set up once, run many times ------------------------------
+ * A runner opens the plan's backend and sets it up once (buffers allocated
+ * and filled from their `init:`; in graph mode the iteration is captured
+ * and instantiated), then runs it as often as asked, each run being
+ * `warmup` + `iterations` iterations with its own report. Buffers keep
+ * their contents from one run to the next. `save:` files are written after
+ * each run, and the trace and timeline paths are rewritten by each run.
+ * `verify` is refused (DR_ERROR_USAGE): there is no serial run from the
+ * same contents to compare with. The plan must outlive the runner.
+ *
+ * Between runs a kernel node's scalar arguments may change
+ * (dr_runner_set_int / dr_runner_set_float, by node id and parameter
+ * name). The change is made in the pipeline itself (dr_pipeline_write_yaml
+ * shows it) and takes effect at the next run: in graph mode the executable
+ * graph is updated in place (cudaGraphExecUpdate, about 3x cheaper than
+ * instantiating again; re-instantiated only if the runtime refuses);
+ * otherwise the launches are bound again. dr_runner_last_update says which
+ * ("none", "updated", "re-instantiated" or "rebound"). Only arguments the
+ * node was given can change (an optional one left out keeps its default),
+ * and the kernel's argument check must accept the new value; failures are
+ * DR_ERROR_INVALID and change nothing. */
+typedef struct DrRunner DrRunner;
+
+/* Opens and sets up a runner; fails like dr_stream_plan_run (nothing runs). */
+DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error);
+/* One run; fails like dr_stream_plan_run (DR_ERROR_RUNTIME also when a
+ * graph update failed; the runner then keeps the previous graph). */
+DrRunReport *dr_runner_run(DrRunner *runner, GError **error);
+gboolean dr_runner_set_int(DrRunner *runner, const char *node, const char *param, gint64 value, GError **error);
+/* Float parameters only (an integer parameter takes dr_runner_set_int). */
+gboolean dr_runner_set_float(DrRunner *runner, const char *node, const char *param, double value,
+                             GError **error);
+const char *dr_runner_last_update(const DrRunner *runner);
+const char *dr_runner_backend(const DrRunner *runner); /* "host" | "cuda" */
+/* Copies a whole-run buffer (all of it: `size` must be its byte size)
+ * into `dst`; DR_ERROR_USAGE for a stream-ordered buffer or a wrong size. */
+gboolean dr_runner_read_buffer(DrRunner *runner, const char *buffer, void *dst, gsize size, GError **error);
+void dr_runner_free(DrRunner *runner);
+
 /* The report as data. Nodes are in plan (issue) order; times are medians
  * over the timed iterations in µs, NAN where not measured. */
 const char *dr_run_report_backend(const DrRunReport *report); /* "host" | "cuda" */
@@ -465,6 +504,7 @@ void dr_run_report_write_timeline(const DrRunReport *report, const DrStreamPlan 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrPipeline, dr_pipeline_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrStreamPlan, dr_stream_plan_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrRunReport, dr_run_report_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrRunner, dr_runner_free)
 
 G_END_DECLS
 

@@ -1037,6 +1037,136 @@ static void test_callback_counts(void) {
   g_assert_cmpint(dr_run_report_verified(r2), ==, DR_VERIFIED_PASS);
 }
 
+/* x = iota, y = alpha * x (node "s"), z += x (node "acc"): a runner on
+ * the host backend. */
+static DrPipeline *runner_pipeline(void) {
+  g_autoptr(GError) error = NULL;
+  DrPipeline *p = dr_pipeline_new("runner");
+  g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, 64, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_buffer_init_iota(p, "x", &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "y", DR_ELEM_F32, 64, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "z", DR_ELEM_F32, 64, DR_WHERE_DEVICE, &error));
+  DrNamedArg sargs[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpha", 2.0), DR_NAMED_WHOLE("y", "y")};
+  g_assert_true(dr_pipeline_add_kernel_node(p, "s", "scale_f32", sargs, 3, &error));
+  DrNamedArg aargs[] = {DR_NAMED_FLOAT("alpha", 1.0), DR_NAMED_WHOLE("x", "x"), DR_NAMED_WHOLE("y", "z")};
+  g_assert_true(dr_pipeline_add_kernel_node(p, "acc", "axpy_f32", aargs, 3, &error));
+  g_assert_true(dr_pipeline_add_kernel_node(p, "wait", "spin", (DrNamedArg[]){DR_NAMED_INT("ns", 10)}, 1,
+                                            &error));
+  g_assert_no_error(error);
+  return p;
+}
+
+static void read_f32(DrRunner *r, const char *buffer, float *out) {
+  g_autoptr(GError) error = NULL;
+  g_assert_true(dr_runner_read_buffer(r, buffer, out, 64 * sizeof(float), &error));
+  g_assert_no_error(error);
+}
+
+/* One setup, many runs: buffers carry over (z accumulates), a changed
+ * scalar takes effect at the next run and is rebound once, and the change
+ * is in the pipeline (its YAML). */
+static void test_runner_host(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = runner_pipeline();
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  DrRunSettings rs = host_settings(p, 2, 1, FALSE);
+  g_autoptr(DrRunner) r = dr_runner_new(plan, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_runner_backend(r), ==, "host");
+  float y[64], z[64];
+  g_autoptr(DrRunReport) r1 = dr_runner_run(r, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_run_report_iterations(r1), ==, 2);
+  g_assert_cmpstr(dr_runner_last_update(r), ==, "none");
+  read_f32(r, "y", y);
+  read_f32(r, "z", z);
+  for (int i = 0; i < 64; i++) {
+    g_assert_cmpfloat(y[i], ==, 2.0f * i);
+    g_assert_cmpfloat(z[i], ==, 3.0f * i); /* three iterations, warmup included */
+  }
+  g_assert_true(dr_runner_set_float(r, "s", "alpha", 3.5, &error));
+  g_assert_true(dr_runner_set_int(r, "acc", "alpha", -1, &error)); /* an integer for a float parameter */
+  g_assert_true(dr_runner_set_int(r, "wait", "ns", 20, &error));
+  g_assert_no_error(error);
+  g_autoptr(DrRunReport) r2 = dr_runner_run(r, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_runner_last_update(r), ==, "rebound");
+  read_f32(r, "y", y);
+  read_f32(r, "z", z);
+  for (int i = 0; i < 64; i++) {
+    g_assert_cmpfloat(y[i], ==, 3.5f * i);
+    g_assert_cmpfloat(z[i], ==, 0.0f); /* 3i, then three times -i */
+  }
+  g_autoptr(DrRunReport) r3 = dr_runner_run(r, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_runner_last_update(r), ==, "none");
+  g_autoptr(GString) yaml = g_string_new(NULL);
+  g_assert_true(dr_pipeline_write_yaml(p, yaml, &error));
+  g_assert_nonnull(strstr(yaml->str, "\"alpha\": 3.5"));
+  g_assert_nonnull(strstr(yaml->str, "\"ns\": 20"));
+}
+
+/* Every refusal names what is wrong and changes nothing. */
+static void test_runner_errors(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = runner_pipeline();
+  g_assert_true(dr_pipeline_add_memset(p, "m", DR_WHOLE("y"), 0, &error));
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  DrRunSettings rs = host_settings(p, 1, 0, TRUE);
+  g_assert_null(dr_runner_new(plan, &rs, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+  g_assert_nonnull(strstr(error->message, "verify"));
+  g_clear_error(&error);
+  rs.verify = FALSE;
+  g_autoptr(DrRunner) r = dr_runner_new(plan, &rs, &error);
+  g_assert_no_error(error);
+  static const struct {
+    const char *node, *param;
+    gboolean is_int;
+    gint64 i;
+    double f;
+    const char *expect;
+  } cases[] = {
+      {"sx", "alpha", FALSE, 0, 1.0, "unknown node 'sx' (did you mean 's'?)"},
+      {"m", "value", TRUE, 1, 0, "node 'm' is a memset node: only kernel arguments can change"},
+      {"s", "alpa", FALSE, 0, 1.0, "node 's': kernel 'scale_f32' has no parameter 'alpa' (did you mean 'alpha'?)"},
+      {"s", "x", FALSE, 0, 1.0, "node 's': parameter 'x' is a buffer"},
+      {"s", "alpha", FALSE, 0, INFINITY, "node 's': parameter 'alpha': not a finite number"},
+      {"wait", "ns", FALSE, 0, 5.0, "node 'wait': parameter 'ns' (i64) needs an integer"},
+      {"wait", "ns", TRUE, -5, 0, "ns must be in 0..60000000000 (it is -5)"},
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
+    gboolean ok = cases[k].is_int ? dr_runner_set_int(r, cases[k].node, cases[k].param, cases[k].i, &error)
+                                  : dr_runner_set_float(r, cases[k].node, cases[k].param, cases[k].f, &error);
+    g_assert_false(ok);
+    g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+    if (strstr(error->message, cases[k].expect) == NULL)
+      g_error("case %u: '%s' does not contain '%s'", k, error->message, cases[k].expect);
+    g_clear_error(&error);
+  }
+  float y[64];
+  g_assert_false(dr_runner_read_buffer(r, "y", y, sizeof y - 1, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+  g_clear_error(&error);
+  g_assert_false(dr_runner_read_buffer(r, "q", y, sizeof y, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_clear_error(&error);
+  /* Nothing changed: the next run binds nothing; one iteration of
+   * z += 1 * x. */
+  g_autoptr(DrRunReport) rep = dr_runner_run(r, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_runner_last_update(r), ==, "none");
+  float z[64];
+  read_f32(r, "z", z);
+  for (int i = 0; i < 64; i++) g_assert_cmpfloat(z[i], ==, (float)i);
+  g_autoptr(GString) yaml = g_string_new(NULL);
+  g_assert_true(dr_pipeline_write_yaml(p, yaml, &error));
+  g_assert_nonnull(strstr(yaml->str, "\"alpha\": 2.0"));
+  g_assert_nonnull(strstr(yaml->str, "\"ns\": 10"));
+}
+
 typedef struct {
   gint calls;
   volatile sig_atomic_t stop;
@@ -1146,6 +1276,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/api/kernel/user", test_user_kernel);
   g_test_add_func("/api/kernel/no-host-twin", test_user_kernel_no_host_twin);
   g_test_add_func("/api/callback/counts", test_callback_counts);
+  g_test_add_func("/api/runner/host", test_runner_host);
+  g_test_add_func("/api/runner/errors", test_runner_errors);
   g_test_add_func("/api/callback/stop", test_callback_stop);
   g_test_add_func("/api/threads/distinct-pipelines", test_threads_distinct_pipelines);
   return g_test_run();

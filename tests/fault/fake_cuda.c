@@ -485,6 +485,19 @@ static cudaError_t fake_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t 
   return cudaSuccess;
 }
 
+/* Accepts every update of a live executable from a live graph (the fake
+ * records no graph contents to compare). */
+static cudaError_t fake_cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
+                                            cudaGraphExecUpdateResultInfo *info) {
+  GATE("cudaGraphExecUpdate", exec, FALSE, FALSE);
+  if (obj_find(exec, DR_FAKE_GRAPH_EXEC) == NULL || obj_find(graph, DR_FAKE_GRAPH) == NULL) {
+    misuse("cudaGraphExecUpdate: %p or %p is not live", (void *)exec, (void *)graph);
+    return finish(cudaErrorInvalidValue);
+  }
+  if (info) info->result = cudaGraphExecUpdateSuccess;
+  return cudaSuccess;
+}
+
 static cudaError_t fake_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   GATE("cudaGraphLaunch", stream, FALSE, FALSE);
   if (obj_find(exec, DR_FAKE_GRAPH_EXEC) == NULL) {
@@ -661,6 +674,7 @@ static const DrCudaApi fake_api = {
     .cudaGetErrorString = fake_cudaGetErrorString,
     .kernel_launch = fake_kernel_launch,
     .stamp_launch = fake_stamp_launch,
+    .cudaGraphExecUpdate = fake_cudaGraphExecUpdate,
 };
 
 const DrCudaApi *dr_fake_api(void) { return &fake_api; }

@@ -46,6 +46,7 @@
 #include "lib/load.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
+#include "include/dagrun/dagrun.h"
 
 #define MAX_POINTS 200 /* per pipeline, mode and fault kind */
 #define EDGE_POINTS 20 /* always tested at each end */
@@ -820,6 +821,68 @@ static void test_pipelined(gconstpointer data) {
   dr_fake_reset();
 }
 
+/* A library runner (dagrun.h) on the fake in each mode: the executable
+ * graph is updated in place after a scalar changed (rebound in streams
+ * mode), and then every fault point of that changed run, from the update
+ * on, fails cleanly: an error naming CUDA, the runner still usable for
+ * freeing, nothing leaked once it is freed. */
+static void test_runner(gconstpointer data) {
+  DrMode mode = (DrMode)GPOINTER_TO_INT(data);
+  guint64 total = 0;
+  for (guint64 fail_at = 0;; fail_at++) {
+    g_autoptr(GError) error = NULL;
+    dr_fake_reset();
+    g_autoptr(DrPipeline) p = dr_pipeline_new("runner");
+    g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, 256, DR_WHERE_DEVICE, &error));
+    g_assert_true(dr_pipeline_add_buffer(p, "y", DR_ELEM_F32, 256, DR_WHERE_DEVICE, &error));
+    DrNamedArg sargs[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpha", 2.0), DR_NAMED_WHOLE("y", "y")};
+    g_assert_true(dr_pipeline_add_kernel_node(p, "s", "scale_f32", sargs, 3, &error));
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_assert_no_error(error);
+    DrRunSettings rs;
+    dr_run_settings_init(&rs, p);
+    rs.backend = DR_BACKEND_CUDA;
+    rs.mode = mode;
+    rs.iterations = 2;
+    rs.warmup = 1;
+    DrRunner *r = dr_runner_new(plan, &rs, &error);
+    g_assert_no_error(error);
+    DrRunReport *rep = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    dr_run_report_free(rep);
+    g_assert_true(dr_runner_set_float(r, "s", "alpha", 5.0, &error));
+    guint64 before = dr_fake_points();
+    gboolean failed_release = FALSE; /* the fake then keeps the object */
+    if (fail_at > 0) dr_fake_arm(before + fail_at, DR_FAULT_LAUNCH);
+    rep = dr_runner_run(r, &error);
+    if (fail_at == 0) {
+      g_assert_no_error(error);
+      g_assert_nonnull(rep);
+      g_assert_cmpstr(dr_runner_last_update(r), ==, mode == DR_MODE_GRAPH ? "updated" : "rebound");
+      total = dr_fake_points() - before;
+      dr_run_report_free(rep);
+    } else if (rep != NULL) {
+      /* Only a failed release (a destroy, whose error has nothing to
+       * undo) may leave the run whole. */
+      gint64 at = dr_fake_fault_index();
+      g_assert_cmpint(at, >=, 0);
+      const DrFakeCall *fc = &g_array_index(dr_fake_trace(), DrFakeCall, at);
+      if (!fc->release) g_error("fault point %" G_GUINT64_FORMAT " (%s) was not reported", fail_at, fc->name);
+      failed_release = TRUE;
+      dr_run_report_free(rep);
+    } else {
+      g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+      g_assert_nonnull(strstr(error->message, "cudaErrorLaunchFailure"));
+    }
+    dr_runner_free(r);
+    if (!failed_release) g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+    g_assert_cmpstr(dr_fake_misuse(), ==, "");
+    if (fail_at == total) break;
+  }
+  g_assert_cmpuint(total, >, 3);
+  dr_fake_reset();
+}
+
 /* A pipeline with a user kernel (`ptx:`, loaded with cudaLibraryLoadData,
  * launched with cudaLaunchKernel) beside a built-in: the library calls'
  * failure paths and the libraries' live count. */
@@ -1012,6 +1075,8 @@ int main(int argc, char **argv) {
       g_test_add_data_func_full(path, c, test_user_kernel, g_free);
     }
   g_test_add_func("/fault/fake/data", test_fake_data);
+  g_test_add_data_func("/fault/fake/runner/streams", GINT_TO_POINTER(DR_MODE_STREAMS), test_runner);
+  g_test_add_data_func("/fault/fake/runner/graph", GINT_TO_POINTER(DR_MODE_GRAPH), test_runner);
   static const PipelineCase pipelined[] = {
       {DR_MODE_STREAMS, DR_TIMING_EVENTS, "IISISISS"},
       {DR_MODE_STREAMS, DR_TIMING_STAMPS, "IISISISS"},
