@@ -137,6 +137,35 @@ static int map_priority(DrPriority p, int least, int greatest) {
   }
 }
 
+/* The built-in behind kernel node `id`, or NULL (user kernels fail later,
+ * at binding, with the message dr__kernel_call_bind gives). */
+static const DrKernelDef *node_kernel_def(const DrGraph *g, DrId id) {
+  const DrKernelDecl *decl = dr_graph_kernel(g, dr_graph_node(g, id)->kernel);
+  if (decl->api_def != NULL) return decl->api_def; /* registered through the C API */
+  if (decl->origin != DR_KERNEL_BUILTIN || decl->builtin_index >= (guint32)dr_kernel_registry_len) return NULL;
+  return &dr_kernel_registry[decl->builtin_index];
+}
+
+/* Node `id` is a kernel whose launch writes its own end stamp
+ * (DR_KFLAG_STAMPS): eager stamps timing needs no stamp launch after it. */
+static gboolean self_stamping(const DrGraph *g, DrId id) {
+  if (dr_graph_node(g, id)->op != DR_OP_KERNEL) return FALSE;
+  const DrKernelDef *def = node_kernel_def(g, id);
+  return def != NULL && (def->flags & DR_KFLAG_STAMPS) != 0;
+}
+
+/* --timing=auto: stamps in a graph (a stamp node costs ~0.1 µs there).
+ * Eagerly, a self-stamping built-in costs no extra call while events cost
+ * ~1.7 µs of host time per node and a stamp launch ~4 µs per other node
+ * (BENCHMARKS.md §4): stamps unless more than 2 nodes in 5 need a stamp
+ * launch. */
+static DrTimingMode auto_timing(const DrGraph *g, gboolean graph_mode) {
+  if (graph_mode) return DR_TIMING_STAMPS;
+  guint32 n = dr_graph_n_nodes(g), launches = 0;
+  for (DrId i = 0; i < n; i++) launches += !self_stamping(g, i);
+  return (guint64)launches * 5 <= (guint64)n * 2 ? DR_TIMING_STAMPS : DR_TIMING_EVENTS;
+}
+
 static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
   const DrGraph *g = plan->graph;
   for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
@@ -170,9 +199,7 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   b->node_kcall = g_new(guint32, MAX(b->n_nodes, 1));
   for (guint32 i = 0; i < b->n_nodes; i++) b->node_kcall[i] = DR_NONE;
   b->timing = opts->node_timing;
-  /* auto: stamps where they are cheap (a graph: ~0.1 µs per node), events
-   * where a stamp's extra launch costs more host time (eager). */
-  if (b->timing == DR_TIMING_AUTO) b->timing = b->graph_mode ? DR_TIMING_STAMPS : DR_TIMING_EVENTS;
+  if (b->timing == DR_TIMING_AUTO) b->timing = auto_timing(g, b->graph_mode);
   if (b->timing == DR_TIMING_STAMPS && dr_cuda_api()->stamp_launch == NULL) b->timing = DR_TIMING_EVENTS;
   /* Graph mode with events captures one set of event nodes, which the
    * next replay would overwrite before this one is read: one in flight. */
@@ -238,7 +265,11 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   if (b->timing == DR_TIMING_STAMPS) {
     gsize bytes = sizeof(unsigned long long) * (b->n_nodes + 1);
     DrCudaSite ts = DR_SITE_SETUP("timing stamps");
+    /* Zeroed: self-stamping kernels raise their slot (atomicMax), which
+     * reads it first (compute-sanitizer's initcheck flagged the reads). */
     if (!DR_CUDA(ts, cudaMalloc, (void **)&b->stamps, bytes) ||
+        !DR_CUDA(ts, cudaMemsetAsync, b->stamps, 0, bytes, b->origin) ||
+        !DR_CUDA(ts, cudaStreamSynchronize, b->origin) ||
         !DR_CUDA(ts, cudaMallocHost, (void **)&b->stamps_host, bytes * b->depth))
       goto fail;
   }
@@ -261,15 +292,6 @@ fail:
 }
 
 /* ---- setup: buffers ----------------------------------------------------- */
-
-/* The built-in behind kernel node `id`, or NULL (user kernels fail later,
- * at binding, with the message dr__kernel_call_bind gives). */
-static const DrKernelDef *node_kernel_def(const DrGraph *g, DrId id) {
-  const DrKernelDecl *decl = dr_graph_kernel(g, dr_graph_node(g, id)->kernel);
-  if (decl->api_def != NULL) return decl->api_def; /* registered through the C API */
-  if (decl->origin != DR_KERNEL_BUILTIN || decl->builtin_index >= (guint32)dr_kernel_registry_len) return NULL;
-  return &dr_kernel_registry[decl->builtin_index];
-}
 
 /* Per-node scratch and the node's stream's cuBLAS context, made before the
  * timed region and before any capture. */
@@ -325,6 +347,11 @@ static gboolean bind_kernels(DrBackend *b, GError **error) {
     l->stream = b->streams[s];
     l->blas = (k->call.def->flags & DR_KFLAG_BLAS) ? b->blas[s] : NULL;
     l->scratch = b->scratch[i];
+    /* Eager stamps: a self-stamping built-in writes its own end stamp
+     * (graph mode keeps its stamp nodes aside, off the critical path). */
+    l->stamp = !b->graph_mode && b->timing == DR_TIMING_STAMPS && (k->call.def->flags & DR_KFLAG_STAMPS)
+                   ? (void *)&b->stamps[i]
+                   : NULL;
     k->patch_first = b->n_patches;
     for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
       const DrArg *arg = dr_graph_arg(g, a);
@@ -537,9 +564,11 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
           !DR_CUDA(sides, cudaStreamWaitEvent, side, b->stamp_ready[v], 0) ||
           !stamp(&b->stamps[v], side, sides, error))
         return FALSE;
-    } else if (stamps && !stamp(&b->stamps[v], st, NODE_SITE(v), error)) {
-      /* Inline (eager mode): v's end stamp goes before its completion
-       * event, so whoever waits on v also runs after the stamp. */
+    } else if (stamps && (k == DR_NONE || b->kcalls[k].call.launch.stamp == NULL) &&
+               !stamp(&b->stamps[v], st, NODE_SITE(v), error)) {
+      /* Inline (eager mode), for nodes that do not stamp themselves: v's
+       * end stamp goes before its completion event, so whoever waits on v
+       * also runs after the stamp. */
       return FALSE;
     }
     /* Source of the DAG edges v -> w for every later w on another stream

@@ -37,7 +37,8 @@ struct Conv<__half> {
  * bytes at a time (4 f32 or 8 bf16/f16) and the tail goes element by
  * element. in1 may alias out (axpy), so nothing is __restrict__. */
 template <class T, int NIN, class Op>
-__global__ void map_kernel(const T *in0, const T *in1, T *out, uint64_t n, bool vec, Op op) {
+__global__ void map_kernel(const T *in0, const T *in1, T *out, uint64_t n, bool vec, Op op,
+                           unsigned long long *stamp) {
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
   uint64_t done = 0;
@@ -77,6 +78,7 @@ __global__ void map_kernel(const T *in0, const T *in1, T *out, uint64_t n, bool 
     float b = NIN >= 2 ? Conv<T>::in(in1[i]) : 0.0f;
     out[i] = Conv<T>::out(op(a, b, i));
   }
+  drk::stamp_block_end(stamp);
 }
 
 template <class T, int NIN, class Op>
@@ -88,7 +90,8 @@ int map_launch(const DrKLaunch *l, const void *in0, const void *in1, void *out, 
   unsigned bt = drk::block_threads(l);
   unsigned g = drk::grid_blocks(l, drk::ceil_div(threads, bt));
   map_kernel<T, NIN, Op>
-      <<<g, bt, l->shared, drk::stream_of(l)>>>((const T *)in0, (const T *)in1, (T *)out, n, vec, op);
+      <<<g, bt, l->shared, drk::stream_of(l)>>>((const T *)in0, (const T *)in1, (T *)out, n, vec, op,
+                                                drk::stamp_of(l));
   return drk::launched();
 }
 

@@ -42,6 +42,27 @@ static inline int launched(void) { return (int)cudaGetLastError(); }
 
 static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
+/* The launch's timing stamp (DrKLaunch.stamp), typed. */
+static inline unsigned long long *stamp_of(const DrKLaunch *l) { return (unsigned long long *)l->stamp; }
+
+/* The GPU's nanosecond clock. */
+__device__ __forceinline__ unsigned long long globaltimer_ns(void) {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/* The last statement of every built-in kernel: once the whole block is
+ * done, its first thread raises *stamp to now, so that after the grid
+ * *stamp holds the time its last block finished (DR_KFLAG_STAMPS). One
+ * atomic per block; `stamp` is uniform, so the barrier is reached by all
+ * threads or none. Kernels calling this must not return early. */
+__device__ __forceinline__ void stamp_block_end(unsigned long long *stamp) {
+  if (stamp == nullptr) return;
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) atomicMax(stamp, globaltimer_ns());
+}
+
 }  // namespace drk
 
 /* Returns cudaErrorInvalidValue from the launcher when `fn` refuses the

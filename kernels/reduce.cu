@@ -64,12 +64,13 @@ __global__ void reduce_pass1(const T *x, uint64_t n, bool vec, double *partials)
 }
 
 template <class T>
-__global__ void reduce_pass2(const double *partials, unsigned n, T *y) {
+__global__ void reduce_pass2(const double *partials, unsigned n, T *y, unsigned long long *stamp) {
   __shared__ double sh[kPass2Threads];
   double s = 0.0;
   for (unsigned i = threadIdx.x; i < n; i += blockDim.x) s += partials[i];
   double total = block_tree(sh, s);
   if (threadIdx.x == 0) y[0] = (T)total;
+  drk::stamp_block_end(stamp); /* pass 2 ends the node */
 }
 
 template <class T>
@@ -97,7 +98,7 @@ int reduce_launch(const DrKLaunch *l) {
   reduce_pass1<T><<<g, bt, bt * sizeof(double) + l->shared, st>>>(x, n, vec, partials);
   int rc = drk::launched();
   if (rc == 0) {
-    reduce_pass2<T><<<1, kPass2Threads, 0, st>>>(partials, g, y);
+    reduce_pass2<T><<<1, kPass2Threads, 0, st>>>(partials, g, y, drk::stamp_of(l));
     rc = drk::launched();
   }
   if (l->scratch == nullptr) {
@@ -116,7 +117,8 @@ __device__ uint64_t mix(uint64_t v) {
   return m;
 }
 
-__global__ void checksum_kernel(const uint8_t *x, uint64_t n, bool vec, unsigned long long *y) {
+__global__ void checksum_kernel(const uint8_t *x, uint64_t n, bool vec, unsigned long long *y,
+                                unsigned long long *stamp) {
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
   uint64_t h = 0, done = 0;
@@ -135,6 +137,7 @@ __global__ void checksum_kernel(const uint8_t *x, uint64_t n, bool vec, unsigned
   for (uint64_t i = done + tid; i < n; i += stride) h += mix((i << 8) | x[i]);
   for (int off = 16; off > 0; off >>= 1) h += __shfl_xor_sync(0xffffffffu, h, off);
   if ((threadIdx.x & 31u) == 0 && h != 0) atomicAdd(y, (unsigned long long)h);
+  drk::stamp_block_end(stamp);
 }
 
 }  // namespace
@@ -160,6 +163,6 @@ extern "C" int dr__k_checksum_u8_launch(const DrKLaunch *l) {
   /* The warp shuffle needs whole warps. */
   unsigned bt = (drk::block_threads(l) + 31u) / 32u * 32u;
   unsigned g = drk::grid_blocks(l, drk::ceil_div(threads, bt));
-  checksum_kernel<<<g, bt, l->shared, st>>>(x, n, vec, y);
+  checksum_kernel<<<g, bt, l->shared, st>>>(x, n, vec, y, drk::stamp_of(l));
   return drk::launched();
 }

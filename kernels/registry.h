@@ -63,10 +63,17 @@ typedef struct {
   void *scratch; /* device memory of at least the kernel's scratch_bytes,
                     private to this node (launch only), or NULL: then
                     the launcher borrows it with cudaMallocAsync */
+  void *stamp;   /* unsigned long long* in device memory, or NULL: with
+                    DR_KFLAG_STAMPS the launch leaves it at least the
+                    %globaltimer value at which its last block finished
+                    (each block's thread 0 does an atomicMax after the
+                    block's work), so eager timing needs no stamp launch;
+                    launchers without the flag ignore it (launch only) */
 } DrKLaunch;
 
 /* DrKernelDef.flags */
-#define DR_KFLAG_BLAS 1u /* launch needs l->blas (cuBLAS); host does not */
+#define DR_KFLAG_BLAS 1u   /* launch needs l->blas (cuBLAS); host does not */
+#define DR_KFLAG_STAMPS 2u /* launch honours l->stamp */
 
 typedef struct {
   const char *name;

@@ -113,7 +113,7 @@ __device__ void do_row(const RowArgs &a, uint64_t r, uint64_t len, const G &g) {
 /* W lanes per row; the loop bound is uniform over each warp, so every lane
  * reaches every shuffle. */
 template <int W>
-__global__ void rows_subwarp(RowArgs a) {
+__global__ void rows_subwarp(RowArgs a, unsigned long long *stamp) {
   constexpr unsigned per_warp = 32 / W;
   uint64_t warp = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
   uint64_t nwarps = (uint64_t)gridDim.x * blockDim.x / 32;
@@ -124,12 +124,14 @@ __global__ void rows_subwarp(RowArgs a) {
     bool live = r < a.rows;
     do_row(a, live ? r : 0, live ? a.cols : 0, g);
   }
+  drk::stamp_block_end(stamp);
 }
 
-__global__ void rows_block(RowArgs a) {
+__global__ void rows_block(RowArgs a, unsigned long long *stamp) {
   __shared__ double sh[32];
   Block g(sh);
   for (uint64_t r = blockIdx.x; r < a.rows; r += gridDim.x) do_row(a, r, a.cols, g);
+  drk::stamp_block_end(stamp);
 }
 
 int rows_launch(const DrKLaunch *l, const RowArgs &a) {
@@ -141,7 +143,7 @@ int rows_launch(const DrKLaunch *l, const RowArgs &a) {
   if (a.cols > 1024) {
     if (a.cols >= 8192) bt = 1024;
     unsigned g = drk::grid_blocks(l, a.rows);
-    rows_block<<<g, bt, l->shared, st>>>(a);
+    rows_block<<<g, bt, l->shared, st>>>(a, drk::stamp_of(l));
     return drk::launched();
   }
   /* About 4 or more elements per lane before a row gets a whole warp:
@@ -151,16 +153,16 @@ int rows_launch(const DrKLaunch *l, const RowArgs &a) {
   unsigned g = drk::grid_blocks(l, drk::ceil_div(warps, bt / 32));
   switch (w) {
     case 4:
-      rows_subwarp<4><<<g, bt, l->shared, st>>>(a);
+      rows_subwarp<4><<<g, bt, l->shared, st>>>(a, drk::stamp_of(l));
       break;
     case 8:
-      rows_subwarp<8><<<g, bt, l->shared, st>>>(a);
+      rows_subwarp<8><<<g, bt, l->shared, st>>>(a, drk::stamp_of(l));
       break;
     case 16:
-      rows_subwarp<16><<<g, bt, l->shared, st>>>(a);
+      rows_subwarp<16><<<g, bt, l->shared, st>>>(a, drk::stamp_of(l));
       break;
     default:
-      rows_subwarp<32><<<g, bt, l->shared, st>>>(a);
+      rows_subwarp<32><<<g, bt, l->shared, st>>>(a, drk::stamp_of(l));
       break;
   }
   return drk::launched();

@@ -8,16 +8,11 @@
 
 namespace {
 
-__device__ uint64_t globaltimer(void) {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__global__ void spin_kernel(uint64_t ns) {
-  uint64_t start = globaltimer();
-  while (globaltimer() - start < ns) {
+__global__ void spin_kernel(uint64_t ns, unsigned long long *stamp) {
+  uint64_t start = drk::globaltimer_ns();
+  while (drk::globaltimer_ns() - start < ns) {
   }
+  drk::stamp_block_end(stamp);
 }
 
 }  // namespace
@@ -26,6 +21,6 @@ extern "C" int dr__k_spin_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_spin, l);
   unsigned bt = drk::block_threads(l);
   unsigned g = drk::grid_blocks(l, 0x7fffffffu);
-  spin_kernel<<<g, bt, l->shared, drk::stream_of(l)>>>((uint64_t)l->args[0].i);
+  spin_kernel<<<g, bt, l->shared, drk::stream_of(l)>>>((uint64_t)l->args[0].i, drk::stamp_of(l));
   return drk::launched();
 }

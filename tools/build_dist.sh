@@ -39,7 +39,7 @@ fi
 # convenience links, which this Bazel does not skip).
 mapfile -t gpu_tests < <("${BAZEL[@]}" query --keep_going 'attr(tags, "\bgpu\b", tests(//tests/...))' 2>/dev/null)
 echo "building $cli_target and ${#gpu_tests[@]} gpu test(s): ${gpu_tests[*]}"
-if ! "${BAZEL[@]}" build -c opt "$cli_target" "${gpu_tests[@]}"; then
+if ! "${BAZEL[@]}" build -c opt "$cli_target" //bench:graph_update_bench "${gpu_tests[@]}"; then
   echo "ERROR: bazel build failed" >&2
   exit 1
 fi
@@ -76,6 +76,7 @@ for d in graphs bench tests/gpu tests/golden; do
     cp -r "$d" "$dist/$d"
   fi
 done
+cp -L "$bin/bench/graph_update_bench" "$dist/bench/graph_update_bench"
 chmod -R u+w "$dist"
 strip --strip-debug "$dist/dagrun" 2>/dev/null || true
 find "$dist/tests" -type f -perm -u+x -not -name '*.sh' -not -name '*.py' -exec strip --strip-debug {} + 2>/dev/null || true

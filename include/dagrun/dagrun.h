@@ -130,9 +130,16 @@ typedef struct {
   void *stream;  /* cudaStream_t (launch only) */
   void *blas;    /* NULL for user kernels */
   void *scratch; /* device scratch of scratch_bytes, or NULL */
+  /* Timing (launch only): when non-NULL, a device unsigned long long that
+   * the launch should leave at least the %globaltimer value at which its
+   * last block finished (atomicMax), as dagrun's built-ins do. A launcher
+   * that ignores it is timed by a stamp kernel after it instead: set
+   * DR_KFLAG_STAMPS in flags to say that it honours it. */
+  void *stamp;
 } DrKLaunch;
 
 #define DR_KFLAG_BLAS 1u
+#define DR_KFLAG_STAMPS 2u
 
 /* A kernel: name, parameter declarations and two entry points. `launch`
  * enqueues the CUDA version on l->stream and returns a cudaError_t as int

@@ -27,6 +27,7 @@
   X(offsetof(DrKLaunch, stream)) \
   X(offsetof(DrKLaunch, blas)) \
   X(offsetof(DrKLaunch, scratch)) \
+  X(offsetof(DrKLaunch, stamp)) \
   X(sizeof(DrKernelDef)) \
   X(offsetof(DrKernelDef, summary)) \
   X(offsetof(DrKernelDef, params)) \
@@ -40,6 +41,7 @@
   X(offsetof(DrKernelDef, scratch_bytes)) \
   X(DR_KERR_SIZE) \
   X(DR_KFLAG_BLAS) \
+  X(DR_KFLAG_STAMPS) \
   X(DR_PRIORITY_LOW) \
   X(DR_PRIORITY_NORMAL) \
   X(DR_PRIORITY_HIGH) \

@@ -1030,7 +1030,7 @@ static struct {
   guint64 calls, fail_at;
   gint64 streams, events, mallocs, pinned, asyncs;
   gsize next_handle;
-  guint64 clock_ns, stamps; /* the stamp kernel's fake %globaltimer */
+  guint64 clock_ns, stamps, self_stamps; /* the fake %globaltimer, stamp launches, self-stamps */
   guint64 instantiations, updates;
 } fake;
 
@@ -1087,7 +1087,14 @@ static cudaError_t f_sync(void) { FAKE_FAIL(); return cudaSuccess; }
 static int f_kernel(const DrKernelDef *def, const DrKLaunch *l) {
   if (fake_tick()) return cudaErrorLaunchOutOfResources;
   char err[256];
-  return def->host(l, err) == 0 ? cudaSuccess : cudaErrorLaunchFailure;
+  if (def->host(l, err) != 0) return cudaErrorLaunchFailure;
+  if (l->stamp != NULL) { /* a self-stamping built-in: its end, like f_stamp */
+    g_assert_true(def->flags & DR_KFLAG_STAMPS);
+    fake.clock_ns += 1000;
+    *(unsigned long long *)l->stamp = 1000000000ull + fake.clock_ns;
+    fake.self_stamps++;
+  }
+  return cudaSuccess;
 }
 
 /* The stamp kernel: the fake clock advances 1 µs per stamp, so stamps
@@ -1210,8 +1217,13 @@ static void test_cuda_fake_stamps(void) {
   g_autoptr(DrReport) r = dr_run(plan, &o, &error);
   g_assert_no_error(error);
   g_assert_true(fake_balanced());
-  guint32 n = dr_graph_n_nodes(g);
-  g_assert_cmpuint(fake.stamps, ==, (guint64)(n + 1) * 3); /* warmup + 2 */
+  guint32 n = dr_graph_n_nodes(g), n_kernels = 0;
+  for (DrId i = 0; i < n; i++) n_kernels += dr_graph_node(g, i)->op == DR_OP_KERNEL;
+  g_assert_cmpuint(n_kernels, >, 0);
+  /* Built-in kernels stamp their own end; every other node and the
+   * iteration's start take a stamp launch. Warmup + 2 iterations. */
+  g_assert_cmpuint(fake.self_stamps, ==, (guint64)n_kernels * 3);
+  g_assert_cmpuint(fake.stamps, ==, (guint64)(n - n_kernels + 1) * 3);
   for (guint32 it = 0; it < 2; it++) {
     const double *st = r->sample_start + (gsize)it * n, *en = r->sample_end + (gsize)it * n;
     g_autofree double *last_end = g_new0(double, dr_plan_n_streams(plan));

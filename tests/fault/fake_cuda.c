@@ -627,6 +627,9 @@ static const char *fake_cudaGetErrorString(cudaError_t error) {
 
 /* ---- built-in kernels ------------------------------------------------------------ */
 
+/* The fake's %globaltimer: advances 1 µs per stamp written. */
+static unsigned long long clock_ns;
+
 static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
   GATE_RECORD("kernel_launch", l->stream, FALSE, FALSE, current()->what = def->name);
   if (!stream_ok("kernel_launch", l->stream)) return finish(cudaErrorInvalidResourceHandle);
@@ -639,6 +642,12 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
   }
   if (def->scratch_bytes && !mem_ok("kernel_launch scratch", l->scratch, def->scratch_bytes))
     return finish(cudaErrorInvalidValue);
+  if (l->stamp != NULL && !(def->flags & DR_KFLAG_STAMPS)) {
+    misuse("kernel_launch %s: a stamp for a kernel that does not write one", def->name);
+    return finish(cudaErrorInvalidValue);
+  }
+  if (l->stamp != NULL && !mem_ok("kernel_launch stamp", l->stamp, sizeof(unsigned long long)))
+    return finish(cudaErrorInvalidValue);
   if (fake.run_twins && !fake.dry && fake.capture_stream == NULL && def->host) {
     char err[DR_KERR_SIZE] = {0};
     if (def->host(l, err) != 0) {
@@ -646,13 +655,17 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
       return finish(cudaErrorInvalidValue);
     }
   }
+  /* A self-stamping built-in raises its stamp to its end (atomicMax). */
+  if (l->stamp != NULL && !fake.dry && fake.capture_stream == NULL) {
+    unsigned long long *slot = l->stamp;
+    clock_ns += 1000;
+    if (*slot < clock_ns) *slot = clock_ns;
+  }
   return cudaSuccess;
 }
 
-/* The stamp kernel: one thread writes %globaltimer into *slot. The fake
- * writes a clock that advances 1 µs per stamp. */
+/* The stamp kernel: one thread writes %globaltimer into *slot. */
 static int fake_stamp_launch(unsigned long long *slot, cudaStream_t stream) {
-  static unsigned long long clock_ns;
   GATE("stamp_launch", stream, FALSE, FALSE);
   if (!stream_ok("stamp_launch", stream)) return finish(cudaErrorInvalidResourceHandle);
   gboolean partial = FALSE;

@@ -229,6 +229,14 @@ static double run_case(const DrKernelDef *def, uint64_t n, const Variant *v, GRa
     CUDA_OK(cudaMalloc(&scratch, def->scratch_bytes));
     dl.scratch = scratch;
   }
+  /* Self-stamping built-ins (DR_KFLAG_STAMPS) raise the stamp to their
+   * end: written on every case, with the outputs below still exact. */
+  unsigned long long *dstamp = NULL;
+  if (def->flags & DR_KFLAG_STAMPS) {
+    CUDA_OK(cudaMalloc((void **)&dstamp, sizeof *dstamp));
+    CUDA_OK(cudaMemset(dstamp, 0, sizeof *dstamp));
+    dl.stamp = dstamp;
+  }
   cudaEvent_t e0, e1;
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
@@ -244,6 +252,12 @@ static double run_case(const DrKernelDef *def, uint64_t n, const Variant *v, GRa
   *us = ms * 1000.0;
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
+  if (dstamp) {
+    unsigned long long stamp = 0;
+    CUDA_OK(cudaMemcpy(&stamp, dstamp, sizeof stamp, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaFree(dstamp));
+    if (stamp == 0) g_error("%s (n %" G_GUINT64_FORMAT "): no end stamp written", def->name, (guint64)n);
+  }
 
   double worst = 0;
   *worst_abs = 0;
