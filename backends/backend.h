@@ -55,12 +55,14 @@ typedef struct {
   gboolean (*launch_iteration)(DrBackend *b, guint32 iteration, gboolean timed, GError **error);
   gboolean (*finish_iteration)(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error);
   guint32 (*max_in_flight)(const DrBackend *b);
-  /* The graph's scalar kernel arguments changed since setup (a session,
-   * run.h): makes the next iteration use them. Sets *how: "rebound" (the
-   * launches were bound again), "updated" (graph mode: the executable
-   * graph updated in place) or "re-instantiated". Only between runs (no
+  /* Scalar kernel arguments of the graph's nodes `nodes` [n] (NULL: of
+   * any node) changed since setup (a session, run.h): makes the next
+   * iteration use them. Sets *how: "rebound" (the launches were bound
+   * again), "updated-nodes" (graph mode: those nodes' parameters set on
+   * the executable), "updated" (graph mode: the executable updated in
+   * place from a re-capture) or "re-instantiated". Only between runs (no
    * iteration in flight). On failure the previous binding is kept. */
-  gboolean (*args_changed)(DrBackend *b, const char **how, GError **error);
+  gboolean (*args_changed)(DrBackend *b, const DrId *nodes, guint32 n, const char **how, GError **error);
   /* Copies whole-run buffer `buffer` (all its bytes) into `dst`. */
   gboolean (*read_buffer)(DrBackend *b, DrId buffer, void *dst, GError **error);
   /* Releases everything; NULL-safe, tolerates half-built state. */
@@ -136,8 +138,7 @@ typedef struct {
 } DrHostCall;
 
 /* Fills `call` for host node `node` given host base pointers per buffer. */
-void dr__host_call_bind(const DrGraph *graph, DrId node, void *const *bases, FILE *out,
-                        DrHostCall *call);
+void dr__host_call_bind(const DrGraph *graph, DrId node, void *const *bases, FILE *out, DrHostCall *call);
 
 /* Runs a host function: print writes "NODE: MESSAGE" plus up to the first
  * 8 elements of its buffer; sleep sleeps; checksum writes

@@ -82,9 +82,12 @@ static void cuda_close(DrBackend *b) {
     for (guint32 i = 0; i < b->n_buffers; i++) {
       if (b->bases[i] == NULL) continue;
       freed_async |= b->async_live[i];
-      if (b->async_live[i]) (void)api->cudaFreeAsync(b->bases[i], b->origin);
-      else if (b->pinned[i]) (void)api->cudaFreeHost(b->bases[i]);
-      else (void)api->cudaFree(b->bases[i]);
+      if (b->async_live[i])
+        (void)api->cudaFreeAsync(b->bases[i], b->origin);
+      else if (b->pinned[i])
+        (void)api->cudaFreeHost(b->bases[i]);
+      else
+        (void)api->cudaFree(b->bases[i]);
     }
     /* Only a failed iteration leaves stream-ordered memory live. */
     if (freed_async) (void)api->cudaDeviceSynchronize();
@@ -131,9 +134,12 @@ static void cuda_close(DrBackend *b) {
 
 static int map_priority(DrPriority p, int least, int greatest) {
   switch (p) {
-    case DR_PRIORITY_HIGH: return greatest;
-    case DR_PRIORITY_LOW: return least;
-    default: return (least + greatest) / 2;
+    case DR_PRIORITY_HIGH:
+      return greatest;
+    case DR_PRIORITY_LOW:
+      return least;
+    default:
+      return (least + greatest) / 2;
   }
 }
 
@@ -142,7 +148,8 @@ static int map_priority(DrPriority p, int least, int greatest) {
 static const DrKernelDef *node_kernel_def(const DrGraph *g, DrId id) {
   const DrKernelDecl *decl = dr_graph_kernel(g, dr_graph_node(g, id)->kernel);
   if (decl->api_def != NULL) return decl->api_def; /* registered through the C API */
-  if (decl->origin != DR_KERNEL_BUILTIN || decl->builtin_index >= (guint32)dr_kernel_registry_len) return NULL;
+  if (decl->origin != DR_KERNEL_BUILTIN || decl->builtin_index >= (guint32)dr_kernel_registry_len)
+    return NULL;
   return &dr_kernel_registry[decl->builtin_index];
 }
 
@@ -253,7 +260,8 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
       goto fail;
   for (DrId i = 0; i < b->n_nodes; i++) {
     DrCudaSite ns = DR_SITE_NODE(dr_graph_node(g, i)->id, plan->node_stream[i]);
-    if (plan->needs_event[i] && !DR_CUDA(ns, cudaEventCreateWithFlags, &b->node_done[i], cudaEventDisableTiming))
+    if (plan->needs_event[i] &&
+        !DR_CUDA(ns, cudaEventCreateWithFlags, &b->node_done[i], cudaEventDisableTiming))
       goto fail;
     for (guint32 k = 0; b->timing == DR_TIMING_EVENTS && k < b->depth; k++) {
       gsize e = (gsize)k * b->n_nodes + i;
@@ -302,8 +310,7 @@ static gboolean kernel_resources(DrBackend *b, DrId id, GError **error) {
   DrCudaSite site = DR_SITE_NODE(dr_graph_node(b->graph, id)->id, s);
   if (def->scratch_bytes && !DR_CUDA(site, cudaMalloc, &b->scratch[id], def->scratch_bytes)) return FALSE;
   if ((def->flags & DR_KFLAG_BLAS) && b->blas[s] == NULL) {
-    if (b->blas_ws[s] == NULL &&
-        !DR_CUDA(site, cudaMalloc, &b->blas_ws[s], DR_KBLAS_DEFAULT_WORKSPACE))
+    if (b->blas_ws[s] == NULL && !DR_CUDA(site, cudaMalloc, &b->blas_ws[s], DR_KBLAS_DEFAULT_WORKSPACE))
       return FALSE;
     char err[256] = {0};
     b->blas[s] = dr_kblas_new_with_workspace(b->blas_ws[s], DR_KBLAS_DEFAULT_WORKSPACE, err);
@@ -316,13 +323,14 @@ static gboolean kernel_resources(DrBackend *b, DrId id, GError **error) {
   return TRUE;
 }
 
-/* Binds every built-in kernel node's launch once (dr__kernel_call_bind
+/* dr__cuda_bind_kernels: binds every built-in kernel node's launch once
+ * (dr__kernel_call_bind
  * against `bases`, whose whole-run pointers are fixed from setup on), with
  * its stream, cuBLAS context and scratch, and records each pointer
  * argument into a stream-ordered buffer as a patch, refreshed from `bases`
  * before every launch. Replaces an earlier binding. Fails like
  * dr__kernel_call_bind (DR_ERROR_RUNTIME naming the node). */
-static gboolean bind_kernels(DrBackend *b, GError **error) {
+gboolean dr__cuda_bind_kernels(DrBackend *b, GError **error) {
   const DrGraph *g = b->graph;
   g_clear_pointer(&b->kcalls, g_free);
   g_clear_pointer(&b->patches, g_free);
@@ -359,8 +367,8 @@ static gboolean bind_kernels(DrBackend *b, GError **error) {
       const DrAccess *acc = dr_graph_access(g, arg->v.access);
       const DrBuffer *buf = dr_graph_buffer(g, acc->buffer);
       if (buf->alloc_node == DR_NONE) continue; /* whole-run: its pointer is final */
-      b->patches[b->n_patches++] = (DrKPatch){&k->call.args[arg->param], acc->buffer,
-                                              acc->begin * (guint64)dr_elem_size(buf->type)};
+      b->patches[b->n_patches++] =
+          (DrKPatch){&k->call.args[arg->param], acc->buffer, acc->begin * (guint64)dr_elem_size(buf->type)};
     }
     k->patch_count = b->n_patches - k->patch_first;
     b->node_kcall[i] = b->n_kcalls++;
@@ -416,7 +424,7 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
   if (!dr__user_kernels_load(b, error)) return FALSE;
   /* Graph mode binds when it captures (dr__cuda_issue_iteration). */
   if (b->graph_mode) return dr__cuda_graph_capture(b, error);
-  return bind_kernels(b, error);
+  return dr__cuda_bind_kernels(b, error);
 }
 
 /* ---- issuing ------------------------------------------------------------ */
@@ -426,15 +434,16 @@ static void CUDART_CB host_trampoline(void *data) {
   dr__host_call_run(data);
 }
 
-static gboolean record_timing(DrBackend *b, cudaEvent_t ev, cudaStream_t st, gboolean capturing, DrCudaSite site,
-                              GError **error) {
+static gboolean record_timing(DrBackend *b, cudaEvent_t ev, cudaStream_t st, gboolean capturing,
+                              DrCudaSite site, GError **error) {
   if (capturing) return DR_CUDA(site, cudaEventRecordWithFlags, ev, st, cudaEventRecordExternal);
   return DR_CUDA(site, cudaEventRecord, ev, st);
 }
 
 /* Enqueues the stamp kernel writing %globaltimer into `slot` on `st`. */
 static gboolean stamp(unsigned long long *slot, cudaStream_t st, DrCudaSite site, GError **error) {
-  return dr__cuda_check((cudaError_t)dr_cuda_api()->stamp_launch(slot, st), "stamp kernel launch", site, error);
+  return dr__cuda_check((cudaError_t)dr_cuda_api()->stamp_launch(slot, st), "stamp kernel launch", site,
+                        error);
 }
 
 /* Reports the failed launch of bound kernel `k` (not the hot path). */
@@ -470,8 +479,8 @@ static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite si
       const DrAccess *src, *dst;
       dr__copy_accesses(g, n, &src, &dst);
       gsize bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(g, dst->buffer)->type);
-      return DR_CUDA(site, cudaMemcpyAsync, dr__slice_ptr(g, b->bases, dst), dr__slice_ptr(g, b->bases, src), bytes,
-                     cudaMemcpyDefault, st);
+      return DR_CUDA(site, cudaMemcpyAsync, dr__slice_ptr(g, b->bases, dst), dr__slice_ptr(g, b->bases, src),
+                     bytes, cudaMemcpyDefault, st);
     }
     case DR_OP_MEMSET: {
       const DrAccess *dst = dr__node_access(g, n, 0);
@@ -480,7 +489,8 @@ static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite si
     }
     case DR_OP_ALLOC: {
       const DrBuffer *buf = dr_graph_buffer(g, n->buffer);
-      if (!DR_CUDA(site, cudaMallocAsync, &b->bases[n->buffer], MAX(dr_buffer_bytes(buf), 1), st)) return FALSE;
+      if (!DR_CUDA(site, cudaMallocAsync, &b->bases[n->buffer], MAX(dr_buffer_bytes(buf), 1), st))
+        return FALSE;
       b->async_live[n->buffer] = TRUE;
       return TRUE;
     }
@@ -491,9 +501,11 @@ static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite si
       b->async_live[n->buffer] = FALSE;
       return TRUE;
     }
-    case DR_OP_HOST: return DR_CUDA(site, cudaLaunchHostFunc, st, host_trampoline, &b->hcalls[id]);
+    case DR_OP_HOST:
+      return DR_CUDA(site, cudaLaunchHostFunc, st, host_trampoline, &b->hcalls[id]);
     case DR_OP_NOOP:
-    case DR_N_OPS: return TRUE;
+    case DR_N_OPS:
+      return TRUE;
   }
   return TRUE;
 }
@@ -516,7 +528,7 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
   /* A capture makes a graph that outlives this call: bind what the graph
    * holds now (a library user may have changed scalars since setup, see
    * dr__cuda_graph_update). */
-  if (capturing && !bind_kernels(b, error)) return FALSE;
+  if (capturing && !dr__cuda_bind_kernels(b, error)) return FALSE;
   DrCudaSite site = DR_SITE_SETUP("iteration fork");
   /* The iteration's start stamp goes before the fork, so the fork (and
    * through it every node) happens after it: no node can seem to start
@@ -539,6 +551,10 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
       if (!ISSUE_CUDA(NODE_SITE(v), cudaStreamWaitEvent, st, b->node_done[u], 0)) return FALSE;
     }
     guint32 k = b->node_kcall[v];
+    /* Capturing: which graph node a built-in's launch makes (per-node
+     * argument updates, cuda_graph.c). */
+    gboolean map = capturing && k != DR_NONE && b->graph_node != NULL;
+    gsize before = map ? dr__capture_count(b, st) : 0;
     if (G_LIKELY(!events && k != DR_NONE)) {
       /* The hot path: a bound built-in, nothing else around it. */
       if (!issue_kernel(b, api, &b->kcalls[k], NODE_SITE(v), error)) return FALSE;
@@ -550,6 +566,7 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
         return FALSE;
       if (events && !record_timing(b, b->t_end[e], st, capturing, ns, error)) return FALSE;
     }
+    if (map) dr__capture_note(b, v, st, before);
     if (stamps && b->stamp_aside) {
       /* DAG-free timing edge v -> v's stamp: the side stream of v's plan
        * stream waits for v and stamps; nothing but the join waits for the
@@ -600,7 +617,9 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
 }
 
 /* Nanoseconds from stamp `t0` to `t`, in µs. */
-static double stamp_us(unsigned long long t, unsigned long long t0) { return (double)(gint64)(t - t0) / 1000.0; }
+static double stamp_us(unsigned long long t, unsigned long long t0) {
+  return (double)(gint64)(t - t0) / 1000.0;
+}
 
 /* Turns slot `k`'s copied-back stamps into node times: end = the node's
  * stamp; start = when it became ready, the latest of the iteration's start
@@ -714,17 +733,19 @@ static gboolean cuda_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **
   return b->idle;
 }
 
-static gboolean cuda_args_changed(DrBackend *b, const char **how, GError **error) {
+static gboolean cuda_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
+                                  GError **error) {
   g_return_val_if_fail(b->idle, FALSE);
-  if (b->graph_mode) return dr__cuda_graph_update(b, how, error);
+  if (b->graph_mode) return dr__cuda_graph_update_nodes(b, nodes, n, how, error);
   /* User kernels read their arguments at each launch; built-ins are bound
    * once, so bind them again, after checking every one in a scratch call
    * (a failure keeps the previous binding whole). */
   *how = "rebound";
   DrKernelCall probe;
   for (DrId i = 0; i < b->n_nodes; i++)
-    if (b->node_kcall[i] != DR_NONE && !dr__kernel_call_bind(b->graph, i, b->bases, &probe, error)) return FALSE;
-  return bind_kernels(b, error);
+    if (b->node_kcall[i] != DR_NONE && !dr__kernel_call_bind(b->graph, i, b->bases, &probe, error))
+      return FALSE;
+  return dr__cuda_bind_kernels(b, error);
 }
 
 static const char *cuda_mode_name(const DrBackend *b) { return b->graph_mode ? "graph" : "streams"; }

@@ -18,6 +18,12 @@ static const DrCudaApi real_api = {
     .kernel_launch = real_kernel_launch,
     .stamp_launch = dr__stamp_launch,
     .cudaGraphExecUpdate = cudaGraphExecUpdate,
+    .cudaStreamGetCaptureInfo = cudaStreamGetCaptureInfo,
+    .cudaGraphGetNodes = cudaGraphGetNodes,
+    .cudaGraphNodeGetType = cudaGraphNodeGetType,
+    .cudaGraphKernelNodeGetParams = cudaGraphKernelNodeGetParams,
+    .cudaGraphKernelNodeSetParams = cudaGraphKernelNodeSetParams,
+    .cudaGraphExecKernelNodeSetParams = cudaGraphExecKernelNodeSetParams,
 };
 
 static const DrCudaApi *current = &real_api;
@@ -41,11 +47,13 @@ gboolean dr__cuda_check(cudaError_t rc, const char *call, DrCudaSite site, GErro
                  ? DR_ERROR_UNAVAILABLE
                  : DR_ERROR_RUNTIME;
   g_autoptr(GString) where = g_string_new(NULL);
-  if (site.node) g_string_append_printf(where, "node '%s'", site.node);
-  else g_string_append(where, "setup");
+  if (site.node)
+    g_string_append_printf(where, "node '%s'", site.node);
+  else
+    g_string_append(where, "setup");
   if (site.stream >= 0) g_string_append_printf(where, " (stream %" G_GINT64_FORMAT ")", site.stream);
   if (site.what) g_string_append_printf(where, ", %s", site.what);
-  g_set_error(error, DR_ERROR, code, "%s: %s failed: %s (%s)", where->str, call, current->cudaGetErrorName(rc),
-              current->cudaGetErrorString(rc));
+  g_set_error(error, DR_ERROR, code, "%s: %s failed: %s (%s)", where->str, call,
+              current->cudaGetErrorName(rc), current->cudaGetErrorString(rc));
   return FALSE;
 }

@@ -76,6 +76,19 @@ typedef struct {
   /* cudaGraphExecUpdate, outside the X-list for the same reason: NULL
    * makes dr__cuda_graph_update re-instantiate instead. */
   cudaError_t (*cudaGraphExecUpdate)(cudaGraphExec_t exec, cudaGraph_t graph, cudaGraphExecUpdateResultInfo *info);
+  /* Graph mode's per-node argument updates (cuda_graph.c), optional too:
+   * with any of them NULL, a changed argument takes the whole-graph path
+   * (re-capture and cudaGraphExecUpdate). */
+  cudaError_t (*cudaStreamGetCaptureInfo)(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
+                                          unsigned long long *id, cudaGraph_t *graph,
+                                          const cudaGraphNode_t **deps, const cudaGraphEdgeData **edge_data,
+                                          size_t *n_deps);
+  cudaError_t (*cudaGraphGetNodes)(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *n_nodes);
+  cudaError_t (*cudaGraphNodeGetType)(cudaGraphNode_t node, enum cudaGraphNodeType *type);
+  cudaError_t (*cudaGraphKernelNodeGetParams)(cudaGraphNode_t node, struct cudaKernelNodeParams *params);
+  cudaError_t (*cudaGraphKernelNodeSetParams)(cudaGraphNode_t node, const struct cudaKernelNodeParams *params);
+  cudaError_t (*cudaGraphExecKernelNodeSetParams)(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                  const struct cudaKernelNodeParams *params);
 } DrCudaApi;
 
 /* The table in use (the real runtime unless a shim was set). */

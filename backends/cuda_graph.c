@@ -16,11 +16,54 @@
 
 #include "backends/cuda_state.h"
 
-/* Captures one iteration into a new graph (*out, owned by the caller). */
-static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, GError **error) {
+/* The table has what per-node updates need. */
+static gboolean can_map(const DrCudaApi *api) {
+  return api->cudaStreamGetCaptureInfo && api->cudaGraphGetNodes && api->cudaGraphNodeGetType &&
+         api->cudaGraphKernelNodeGetParams && api->cudaGraphExecKernelNodeSetParams;
+}
+
+gsize dr__capture_count(const DrBackend *b, cudaStream_t st) {
+  const DrCudaApi *api = dr_cuda_api();
+  enum cudaStreamCaptureStatus status;
+  cudaGraph_t graph = NULL;
+  size_t n = 0;
+  if (api->cudaStreamGetCaptureInfo(st, &status, NULL, &graph, NULL, NULL, NULL) != cudaSuccess ||
+      status != cudaStreamCaptureStatusActive || api->cudaGraphGetNodes(graph, NULL, &n) != cudaSuccess) {
+    (void)api->cudaGetLastError();
+    return G_MAXSIZE;
+  }
+  return n;
+}
+
+void dr__capture_note(DrBackend *b, DrId v, cudaStream_t st, gsize before) {
+  const DrCudaApi *api = dr_cuda_api();
+  b->graph_node[v] = NULL;
+  if (before == G_MAXSIZE) return;
+  enum cudaStreamCaptureStatus status;
+  cudaGraph_t graph = NULL;
+  const cudaGraphNode_t *deps = NULL;
+  size_t n_deps = 0, n = 0;
+  enum cudaGraphNodeType type;
+  /* Exactly one node added, and the stream now ends at that kernel node:
+   * it is v's launch. */
+  if (api->cudaStreamGetCaptureInfo(st, &status, NULL, &graph, &deps, NULL, &n_deps) != cudaSuccess ||
+      status != cudaStreamCaptureStatusActive || n_deps != 1 ||
+      api->cudaGraphGetNodes(graph, NULL, &n) != cudaSuccess || n != before + 1 ||
+      api->cudaGraphNodeGetType(deps[0], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) {
+    (void)api->cudaGetLastError();
+    return;
+  }
+  b->graph_node[v] = deps[0];
+}
+
+/* Captures one iteration into a new graph (*out, owned by the caller).
+ * With `map`, b->graph_node maps node ids to the new graph's nodes. */
+static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, gboolean map, GError **error) {
   const DrCudaApi *api = dr_cuda_api();
   DrCudaSite site = DR_SITE_SETUP("graph capture");
   *out = NULL;
+  g_clear_pointer(&b->graph_node, g_free);
+  if (map && can_map(api)) b->graph_node = g_new0(cudaGraphNode_t, MAX(b->n_nodes, 1));
   if (!DR_CUDA(site, cudaStreamBeginCapture, b->origin, cudaStreamCaptureModeThreadLocal)) return FALSE;
   gboolean issued = dr__cuda_issue_iteration(b, TRUE, error);
   cudaGraph_t graph = NULL;
@@ -39,10 +82,12 @@ static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, GError **error
      * leaves every stream usable for cleanup. */
     (void)api->cudaGetLastError();
     if (graph) (void)api->cudaGraphDestroy(graph);
+    g_clear_pointer(&b->graph_node, g_free);
     return FALSE;
   }
   if (!dr__cuda_check(rc, "cudaStreamEndCapture", site, error)) {
     if (graph) (void)api->cudaGraphDestroy(graph);
+    g_clear_pointer(&b->graph_node, g_free);
     return FALSE;
   }
   *out = graph;
@@ -50,15 +95,18 @@ static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, GError **error
 }
 
 gboolean dr__cuda_graph_capture(DrBackend *b, GError **error) {
-  if (!capture_iteration(b, &b->cuda_graph, error)) return FALSE;
-  return DR_CUDA(DR_SITE_SETUP("graph instantiation"), cudaGraphInstantiate, &b->cuda_graph_exec, b->cuda_graph, 0);
+  if (!capture_iteration(b, &b->cuda_graph, TRUE, error)) return FALSE;
+  return DR_CUDA(DR_SITE_SETUP("graph instantiation"), cudaGraphInstantiate, &b->cuda_graph_exec,
+                 b->cuda_graph, 0);
 }
 
 gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error) {
   g_return_val_if_fail(b != NULL && b->graph_mode, FALSE);
   const DrCudaApi *api = dr_cuda_api();
   cudaGraph_t graph = NULL;
-  if (!capture_iteration(b, &graph, error)) return FALSE;
+  /* The new graph's node map is kept only if it is instantiated: after an
+   * in-place update the executable's nodes are the old graph's. */
+  if (!capture_iteration(b, &graph, TRUE, error)) return FALSE;
   if (api->cudaGraphExecUpdate != NULL && b->cuda_graph_exec != NULL) {
     cudaGraphExecUpdateResultInfo info;
     memset(&info, 0, sizeof info);
@@ -66,12 +114,14 @@ gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error) {
     if (rc == cudaSuccess) {
       if (b->cuda_graph) (void)api->cudaGraphDestroy(b->cuda_graph);
       b->cuda_graph = graph;
+      g_clear_pointer(&b->graph_node, g_free);
       *how = "updated";
       return TRUE;
     }
     if (rc != cudaErrorGraphExecUpdateFailure) {
       /* Not a refusal but a failure: report it, keep the old graph. */
       (void)api->cudaGraphDestroy(graph);
+      g_clear_pointer(&b->graph_node, g_free);
       return dr__cuda_check(rc, "cudaGraphExecUpdate", DR_SITE_SETUP("graph update"), error);
     }
     /* Refused (topology, node kinds or memory nodes differ): the
@@ -81,9 +131,12 @@ gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error) {
   cudaGraphExec_t exec = NULL;
   if (!DR_CUDA(DR_SITE_SETUP("graph re-instantiation"), cudaGraphInstantiate, &exec, graph, 0)) {
     (void)api->cudaGraphDestroy(graph);
+    g_clear_pointer(&b->graph_node, g_free);
     return FALSE;
   }
+  cudaGraphNode_t *map = g_steal_pointer(&b->graph_node);
   dr__cuda_graph_release(b);
+  b->graph_node = map;
   b->cuda_graph = graph;
   b->cuda_graph_exec = exec;
   *how = "re-instantiated";
@@ -100,4 +153,50 @@ void dr__cuda_graph_release(DrBackend *b) {
   if (b->cuda_graph) (void)api->cudaGraphDestroy(b->cuda_graph);
   b->cuda_graph_exec = NULL;
   b->cuda_graph = NULL;
+  g_clear_pointer(&b->graph_node, g_free);
+}
+
+/* Sets node v's parameters on the executable from a one-node capture of
+ * its launch (bound, with the new arguments) on origin. FALSE when that
+ * does not work out; the caller then updates the whole graph. */
+static gboolean set_node_params(DrBackend *b, DrId v) {
+  const DrCudaApi *api = dr_cuda_api();
+  guint32 k = b->node_kcall[v];
+  if (k == DR_NONE || b->graph_node == NULL || b->graph_node[v] == NULL || b->kcalls[k].patch_count > 0)
+    return FALSE;
+  DrKLaunch l = b->kcalls[k].call.launch;
+  l.stream = b->origin;
+  cudaGraph_t one = NULL;
+  if (api->cudaStreamBeginCapture(b->origin, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    (void)api->cudaGetLastError();
+    return FALSE;
+  }
+  int launched = api->kernel_launch(b->kcalls[k].call.def, &l);
+  cudaError_t ended = api->cudaStreamEndCapture(b->origin, &one);
+  cudaGraphNode_t node = NULL;
+  size_t n = 1;
+  struct cudaKernelNodeParams params;
+  gboolean ok =
+      launched == 0 && ended == cudaSuccess && one != NULL &&
+      api->cudaGraphGetNodes(one, &node, &n) == cudaSuccess && n == 1 &&
+      api->cudaGraphKernelNodeGetParams(node, &params) == cudaSuccess &&
+      api->cudaGraphExecKernelNodeSetParams(b->cuda_graph_exec, b->graph_node[v], &params) == cudaSuccess;
+  /* The template graph follows (not needed to run; kept true). */
+  if (ok && api->cudaGraphKernelNodeSetParams)
+    (void)api->cudaGraphKernelNodeSetParams(b->graph_node[v], &params);
+  if (one) (void)api->cudaGraphDestroy(one);
+  if (!ok) (void)api->cudaGetLastError();
+  return ok;
+}
+
+gboolean dr__cuda_graph_update_nodes(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
+                                     GError **error) {
+  g_return_val_if_fail(b != NULL && b->graph_mode, FALSE);
+  if (nodes == NULL || b->graph_node == NULL || b->cuda_graph_exec == NULL)
+    return dr__cuda_graph_update(b, how, error);
+  if (!dr__cuda_bind_kernels(b, error)) return FALSE;
+  for (guint32 i = 0; i < n; i++)
+    if (!set_node_params(b, nodes[i])) return dr__cuda_graph_update(b, how, error);
+  *how = "updated-nodes";
+  return TRUE;
 }

@@ -51,10 +51,10 @@ struct DrBackend {
    * stamp copy, read when the iteration is finished. depth is 1 only in
    * graph mode with events (the captured event nodes are one set). */
   guint32 depth;
-  guint32 slot;      /* the slot of the iteration being issued */
-  guint32 in_flight; /* launched and not yet finished */
-  cudaEvent_t *t_start;   /* [depth * n_nodes]: timing events, when timing == EVENTS */
-  cudaEvent_t *t_end;     /* [depth * n_nodes] */
+  guint32 slot;         /* the slot of the iteration being issued */
+  guint32 in_flight;    /* launched and not yet finished */
+  cudaEvent_t *t_start; /* [depth * n_nodes]: timing events, when timing == EVENTS */
+  cudaEvent_t *t_end;   /* [depth * n_nodes] */
   /* timing == STAMPS: %globaltimer stamps, [n_nodes + 1]: slot v is node
    * v's end, slot n_nodes the iteration's start; device memory, and its
    * pinned copies [depth * (n_nodes + 1)], one per slot, filled once per
@@ -67,11 +67,11 @@ struct DrBackend {
    * next node on v's stream does not wait for it; every side stream joins
    * origin at the end (stamp_join). Eager mode stamps inline. */
   gboolean stamp_aside;
-  cudaStream_t *stamp_streams; /* [n_streams] */
-  cudaEvent_t *stamp_ready;    /* [n_nodes], no timing */
-  cudaEvent_t *stamp_join;     /* [n_streams], no timing */
-  cudaEvent_t fork;       /* no timing: origin -> every stream */
-  cudaEvent_t *join;      /* [n_streams], no timing: every stream -> origin */
+  cudaStream_t *stamp_streams;                   /* [n_streams] */
+  cudaEvent_t *stamp_ready;                      /* [n_nodes], no timing */
+  cudaEvent_t *stamp_join;                       /* [n_streams], no timing */
+  cudaEvent_t fork;                              /* no timing: origin -> every stream */
+  cudaEvent_t *join;                             /* [n_streams], no timing: every stream -> origin */
   cudaEvent_t iter_start[DR_CUDA_MAX_IN_FLIGHT]; /* timing, on origin, per slot */
   cudaEvent_t iter_end[DR_CUDA_MAX_IN_FLIGHT];
   cudaEvent_t iter_done[DR_CUDA_MAX_IN_FLIGHT]; /* no timing: after the stamps' copy */
@@ -97,8 +97,8 @@ struct DrBackend {
    * read-back or device drain finished without an error. close drains the
    * device only when this is FALSE (after a failure). */
   gboolean idle;
-  DrKBlas **blas;       /* [n_streams]: cuBLAS context of streams running gemm */
-  void **blas_ws;       /* [n_streams]: blas[s]'s workspace (cudaMalloc through DR_CUDA) */
+  DrKBlas **blas; /* [n_streams]: cuBLAS context of streams running gemm */
+  void **blas_ws; /* [n_streams]: blas[s]'s workspace (cudaMalloc through DR_CUDA) */
   guint32 n_kernels;
   cudaLibrary_t *user_lib; /* [n_kernels]: loaded user kernels (user_kernels.c) */
   cudaKernel_t *user_fn;   /* [n_kernels]: their entry points */
@@ -107,6 +107,12 @@ struct DrBackend {
   gboolean graph_mode;
   cudaGraph_t cuda_graph;
   cudaGraphExec_t cuda_graph_exec;
+  /* [n_nodes] while capturing, then for the executable's graph: node v's
+   * one kernel node in cuda_graph when v is a built-in kernel whose launch
+   * made exactly that node, else NULL. NULL altogether when the table has
+   * no capture queries, or after a whole-graph update (the executable's
+   * nodes are then no longer cuda_graph's). See dr__cuda_graph_update. */
+  cudaGraphNode_t *graph_node;
 };
 
 /* Issues one whole iteration from `b->origin`: records the fork, lets every
@@ -135,6 +141,22 @@ gboolean dr__cuda_graph_launch(DrBackend *b, GError **error);
  * (no iteration in flight). On failure (DR_ERROR_RUNTIME: the capture or
  * the instantiation failed) the previous executable and graph are kept. */
 gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error);
+/* The same when only the scalar arguments of `nodes` [n] changed: each is
+ * re-launched alone into a one-node capture and its parameters set on the
+ * executable in place (cudaGraphExecKernelNodeSetParams; *how
+ * "updated-nodes"), with no re-capture of the iteration; a node that
+ * cannot (not mapped to one kernel node, a pointer into a stream-ordered
+ * buffer, a refused set) sends the whole change down
+ * dr__cuda_graph_update. */
+gboolean dr__cuda_graph_update_nodes(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
+                                     GError **error);
+/* While capturing: the number of nodes in the capture graph of `st`, or
+ * G_MAXSIZE when it cannot be asked; then, after node v's kernel launch on
+ * `st`, maps v to the node it added when it added exactly one kernel node. */
+gsize dr__capture_count(const DrBackend *b, cudaStream_t st);
+void dr__capture_note(DrBackend *b, DrId v, cudaStream_t st, gsize before);
+/* Binds every built-in kernel node's launch (cuda.c). */
+gboolean dr__cuda_bind_kernels(DrBackend *b, GError **error);
 /* Destroys the executable and the captured graph (NULL-safe fields). */
 void dr__cuda_graph_release(DrBackend *b);
 

@@ -29,11 +29,11 @@ struct DrBackend {
   const DrGraph *graph;
   DrRunOptions opts;
   guint32 n_nodes, n_buffers, n_streams;
-  void **bases;              /* [n_buffers], owned */
-  DrKernelCall *kcalls;      /* [n_nodes], bound at setup */
-  DrHostCall *hcalls;        /* [n_nodes], bound at setup */
-  guint32 *stream_first;     /* [n_streams + 1]: ranges of stream_steps */
-  guint32 *stream_steps;     /* step indices grouped by stream, issue order */
+  void **bases;          /* [n_buffers], owned */
+  DrKernelCall *kcalls;  /* [n_nodes], bound at setup */
+  DrHostCall *hcalls;    /* [n_nodes], bound at setup */
+  guint32 *stream_first; /* [n_streams + 1]: ranges of stream_steps */
+  guint32 *stream_steps; /* step indices grouped by stream, issue order */
 
   pthread_mutex_t mu;
   pthread_cond_t cond;
@@ -41,13 +41,13 @@ struct DrBackend {
   GThread **threads;   /* [n_streams]; n_threads actually started */
   guint32 n_threads;
   /* Under mu: */
-  guint32 epoch;       /* current iteration's epoch, from 1 */
-  guint32 iteration;   /* the caller's iteration number (delay seeding) */
+  guint32 epoch;     /* current iteration's epoch, from 1 */
+  guint32 iteration; /* the caller's iteration number (delay seeding) */
   gboolean quit;
   guint32 n_finished;  /* workers done with `epoch` */
   guint32 *node_epoch; /* [n_nodes]: last epoch the node completed */
   gboolean abort;
-  GError *error;       /* the first worker failure */
+  GError *error; /* the first worker failure */
   DrIterTiming *timing;
   gint64 t0_ns;
 };
@@ -65,8 +65,10 @@ static gint64 now_ns(void) {
 
 static void fail(DrBackend *b, GError *error) {
   pthread_mutex_lock(&b->mu);
-  if (b->error == NULL) b->error = error;
-  else g_error_free(error);
+  if (b->error == NULL)
+    b->error = error;
+  else
+    g_error_free(error);
   b->abort = TRUE;
   pthread_cond_broadcast(&b->cond);
   pthread_mutex_unlock(&b->mu);
@@ -86,8 +88,8 @@ static gboolean execute(DrBackend *b, guint32 stream, DrId id, GError **error) {
         return FALSE;
       }
       if (call->def->host(&call->launch, msg) != 0) {
-        g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u): kernel '%s' (host twin): %s", n->id,
-                    stream, call->def->name, msg[0] ? msg : "failed");
+        g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u): kernel '%s' (host twin): %s",
+                    n->id, stream, call->def->name, msg[0] ? msg : "failed");
         return FALSE;
       }
       return TRUE;
@@ -105,11 +107,14 @@ static gboolean execute(DrBackend *b, guint32 stream, DrId id, GError **error) {
       memset(dr__slice_ptr(g, b->bases, dst), n->memset_value, bytes);
       return TRUE;
     }
-    case DR_OP_HOST: dr__host_call_run(&b->hcalls[id]); return TRUE;
+    case DR_OP_HOST:
+      dr__host_call_run(&b->hcalls[id]);
+      return TRUE;
     case DR_OP_ALLOC: /* the buffer exists for the whole run here */
     case DR_OP_FREE:
     case DR_OP_NOOP:
-    case DR_N_OPS: return TRUE;
+    case DR_N_OPS:
+      return TRUE;
   }
   return TRUE;
 }
@@ -249,8 +254,8 @@ static gboolean host_setup(DrBackend *b, GError **error) {
     if (b->bases[i] == NULL) {
       b->bases[i] = g_try_malloc0(MAX(bytes, 1));
       if (b->bases[i] == NULL) {
-        g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "buffer '%s': out of host memory (%" G_GUINT64_FORMAT
-                    " bytes)", buf->name, bytes);
+        g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
+                    "buffer '%s': out of host memory (%" G_GUINT64_FORMAT " bytes)", buf->name, bytes);
         return FALSE;
       }
     }
@@ -264,7 +269,8 @@ static gboolean host_setup(DrBackend *b, GError **error) {
   return TRUE;
 }
 
-static gboolean host_args_changed(DrBackend *b, const char **how, GError **error) {
+static gboolean host_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
+                                  GError **error) {
   const DrGraph *g = b->graph;
   *how = "rebound";
   /* Every node first into a scratch call, so that a failure keeps the
@@ -274,7 +280,8 @@ static gboolean host_args_changed(DrBackend *b, const char **how, GError **error
     if (dr_graph_node(g, i)->op == DR_OP_KERNEL && !dr__kernel_call_bind(g, i, b->bases, &probe, error))
       return FALSE;
   for (DrId i = 0; i < b->n_nodes; i++)
-    if (dr_graph_node(g, i)->op == DR_OP_KERNEL && !dr__kernel_call_bind(g, i, b->bases, &b->kcalls[i], error))
+    if (dr_graph_node(g, i)->op == DR_OP_KERNEL &&
+        !dr__kernel_call_bind(g, i, b->bases, &b->kcalls[i], error))
       return FALSE;
   return TRUE;
 }

@@ -19,9 +19,12 @@ DR_DEFINE_NAME_TABLE(DrBackendKind, DR_BACKEND_LIST, backend, DR_N_BACKENDS, dr_
 const char *dr_mode_name(DrMode mode) { return mode == DR_MODE_GRAPH ? "graph" : "streams"; }
 
 gboolean dr_mode_from_name(const char *name, DrMode *out) {
-  if (strcmp(name, "streams") == 0) *out = DR_MODE_STREAMS;
-  else if (strcmp(name, "graph") == 0) *out = DR_MODE_GRAPH;
-  else return FALSE;
+  if (strcmp(name, "streams") == 0)
+    *out = DR_MODE_STREAMS;
+  else if (strcmp(name, "graph") == 0)
+    *out = DR_MODE_GRAPH;
+  else
+    return FALSE;
   return TRUE;
 }
 
@@ -318,8 +321,9 @@ static gboolean stop_requested(const DrRunOptions *opts) {
 
 /* Runs warmup + iterations on `b` (open and set up), timed into `report`
  * when non-NULL; *stopped tells whether a stop request cut the run short. */
-static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGraph *g, const DrRunOptions *opts,
-                               DrReport *report, gboolean *stopped, GError **error) {
+static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGraph *g,
+                               const DrRunOptions *opts, DrReport *report, gboolean *stopped,
+                               GError **error) {
   gboolean ok = TRUE;
   Progress progress = {.on = opts->progress && report != NULL, .t0 = g_get_monotonic_time()};
   guint32 total = opts->warmup + opts->iterations;
@@ -426,8 +430,10 @@ static gboolean write_outputs(const DrReport *report, const DrPlan *plan, const 
 DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
   g_return_val_if_fail(plan != NULL, NULL);
   DrRunOptions opts;
-  if (opts_in) opts = *opts_in;
-  else dr_run_options_init(&opts, plan->graph);
+  if (opts_in)
+    opts = *opts_in;
+  else
+    dr_run_options_init(&opts, plan->graph);
   if (opts.iterations == 0) opts.iterations = 1;
   const DrBackendOps *ops = choose_backend(&opts, error);
   if (ops == NULL) return NULL;
@@ -468,13 +474,16 @@ struct DrSession {
 DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
   g_return_val_if_fail(plan != NULL, NULL);
   DrRunOptions opts;
-  if (opts_in) opts = *opts_in;
-  else dr_run_options_init(&opts, plan->graph);
+  if (opts_in)
+    opts = *opts_in;
+  else
+    dr_run_options_init(&opts, plan->graph);
   if (opts.iterations == 0) opts.iterations = 1;
   if (opts.verify) {
-    g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
-                "verify applies to one-shot runs: a session's buffers carry over from run to run, so there is "
-                "no serial run from the same contents to compare with");
+    g_set_error(
+        error, DR_ERROR, DR_ERROR_USAGE,
+        "verify applies to one-shot runs: a session's buffers carry over from run to run, so there is "
+        "no serial run from the same contents to compare with");
     return NULL;
   }
   const DrBackendOps *ops = choose_backend(&opts, error);
@@ -508,9 +517,10 @@ DrReport *dr_session_run(DrSession *s, GError **error) {
   return g_steal_pointer(&report);
 }
 
-gboolean dr_session_args_changed(DrSession *s, const char **how, GError **error) {
+gboolean dr_session_args_changed(DrSession *s, const DrId *nodes, guint32 n, const char **how,
+                                 GError **error) {
   g_return_val_if_fail(s != NULL && how != NULL, FALSE);
-  return s->ops->args_changed(s->b, how, error);
+  return s->ops->args_changed(s->b, nodes, n, how, error);
 }
 
 gboolean dr_session_read_buffer(DrSession *s, DrId buffer, void *dst, GError **error) {

@@ -32,7 +32,7 @@ typedef enum {
 #define DR_X(e, s) DR_BACKEND_##e,
   DR_BACKEND_LIST(DR_X)
 #undef DR_X
-  DR_N_BACKENDS
+      DR_N_BACKENDS
 } DrBackendKind;
 
 const char *dr_backend_kind_name(DrBackendKind kind);
@@ -70,7 +70,7 @@ typedef enum {
 #define DR_X(e, s) DR_TIMING_##e,
   DR_TIMING_LIST(DR_X)
 #undef DR_X
-  DR_N_TIMINGS
+      DR_N_TIMINGS
 } DrTimingMode;
 
 const char *dr_timing_mode_name(DrTimingMode mode);
@@ -100,7 +100,7 @@ typedef struct {
    * takes more than half a second. The caller decides (the CLI: only when
    * stderr is a terminal), so tests and JSON output stay clean. */
   gboolean progress;
-  FILE *host_output;      /* print/checksum output; NULL: stdout */
+  FILE *host_output; /* print/checksum output; NULL: stdout */
   /* When non-NULL, checked before every iteration: once *stop is nonzero
    * the run finishes the iteration in flight, releases everything and
    * returns the report of the timed iterations done so far, marked
@@ -135,9 +135,9 @@ typedef struct {
 } DrReportFlow;
 
 typedef struct {
-  char *name;          /* the pipeline's name */
-  const char *backend; /* "host" | "cuda" */
-  const char *mode;    /* "streams" | "graph" (the host reports "streams") */
+  char *name;                 /* the pipeline's name */
+  const char *backend;        /* "host" | "cuda" */
+  const char *mode;           /* "streams" | "graph" (the host reports "streams") */
   guint32 iterations, warmup; /* iterations: timed iterations done */
   gboolean interrupted;       /* DrRunOptions.stop ended the run early */
   guint32 iterations_requested;
@@ -212,14 +212,16 @@ void dr_report_free(DrReport *report);
  * dr_session_open fails like dr_run (and DR_ERROR_USAGE for `verify`:
  * there is no serial run from the same contents to compare with).
  * dr_session_args_changed tells the backend that scalar kernel arguments
- * of the plan's graph changed (the caller changed them): see
- * DrBackendOps.args_changed for *how. dr_session_read_buffer copies a
+ * of the plan's graph changed (the caller changed them), those of `nodes`
+ * [n] or, with NULL, of any node: see DrBackendOps.args_changed for
+ * *how. dr_session_read_buffer copies a
  * whole-run buffer (DR_ERROR_USAGE for a stream-ordered one). The plan
  * must outlive the session. */
 typedef struct DrSession DrSession;
 DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts, GError **error);
 DrReport *dr_session_run(DrSession *session, GError **error);
-gboolean dr_session_args_changed(DrSession *session, const char **how, GError **error);
+gboolean dr_session_args_changed(DrSession *session, const DrId *nodes, guint32 n, const char **how,
+                                 GError **error);
 gboolean dr_session_read_buffer(DrSession *session, DrId buffer, void *dst, GError **error);
 const char *dr_session_backend(const DrSession *session); /* "host" | "cuda" */
 void dr_session_close(DrSession *session);

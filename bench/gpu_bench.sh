@@ -34,7 +34,7 @@ DIST=${DIST:-dist}
 DAGRUN=$DIST/dagrun
 ITERATIONS=${ITERATIONS:-20}
 WARMUP=${WARMUP:-3}
-CASES=${CASES:-"chain2000 spin32 chunked chunked1 fanout8 fanout32 layered400"}
+CASES=${CASES:-"chain2000 spin32 spin8x8 chunked chunked1 fanout8 fanout32 layered400"}
 read -r -a dagrun_flags <<<"${DAGRUN_FLAGS:-}"
 NVCC=${NVCC:-nvcc}
 command -v "$NVCC" >/dev/null 2>&1 || NVCC=/usr/local/cuda/bin/nvcc
@@ -77,6 +77,7 @@ program_of() {
     chunked | chunked1) echo chunked ;;
     fanout8 | fanout32) echo fanout ;;
     layered400) echo layered400 ;;
+    spin8x8) echo spin8x8 ;;
     *) echo "" ;;
   esac
 }

@@ -1010,8 +1010,9 @@ DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *s
 struct DrRunner {
   const DrStreamPlan *plan; /* borrowed */
   DrSession *session;
-  gboolean changed;    /* scalar arguments changed since the last binding */
-  const char *update;  /* static: how the last run applied them */
+  GArray *changed;      /* DrId: nodes whose scalars changed since the last run */
+  gboolean *is_changed; /* [n_nodes]: in `changed` */
+  const char *update;   /* static: how the last run applied them */
 };
 
 DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error) {
@@ -1025,6 +1026,8 @@ DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings,
   r->plan = plan;
   r->session = session;
   r->update = "none";
+  r->changed = g_array_new(FALSE, FALSE, sizeof(DrId));
+  r->is_changed = g_new0(gboolean, MAX(dr_graph_n_nodes(plan->pipeline->graph), 1));
   return r;
 }
 
@@ -1032,9 +1035,13 @@ DrRunReport *dr_runner_run(DrRunner *runner, GError **error) {
   g_return_val_if_fail(runner != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   runner->update = "none";
-  if (runner->changed) {
-    if (!dr_session_args_changed(runner->session, &runner->update, error)) return NULL;
-    runner->changed = FALSE;
+  if (runner->changed->len > 0) {
+    if (!dr_session_args_changed(runner->session, (const DrId *)(void *)runner->changed->data,
+                                 runner->changed->len, &runner->update, error))
+      return NULL;
+    for (guint i = 0; i < runner->changed->len; i++)
+      runner->is_changed[g_array_index(runner->changed, DrId, i)] = FALSE;
+    g_array_set_size(runner->changed, 0);
   }
   DrReport *r = dr_session_run(runner->session, error);
   return r ? wrap_report(r, runner->plan->plan) : NULL;
@@ -1095,8 +1102,10 @@ static gboolean runner_set(DrRunner *runner, const char *node, const char *param
     gint64 lo = pd->type == DR_ELEM_I32 ? G_MININT32 : G_MININT64;
     gint64 hi = pd->type == DR_ELEM_I32 ? G_MAXINT32 : G_MAXINT64;
     if (!is_int || i < lo || i > hi) {
-      g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "node '%s': parameter '%s' (%s) needs an integer in %"
-                  G_GINT64_FORMAT "..%" G_GINT64_FORMAT, node, param, dr_elem_name(pd->type), lo, hi);
+      g_set_error(error, DR_ERROR, DR_ERROR_INVALID,
+                  "node '%s': parameter '%s' (%s) needs an integer in %" G_GINT64_FORMAT
+                  "..%" G_GINT64_FORMAT,
+                  node, param, dr_elem_name(pd->type), lo, hi);
       return FALSE;
     }
     arg->v.i = i;
@@ -1121,11 +1130,15 @@ static gboolean runner_set(DrRunner *runner, const char *node, const char *param
       return FALSE;
     }
   }
-  runner->changed = TRUE;
+  if (!runner->is_changed[v]) {
+    runner->is_changed[v] = TRUE;
+    g_array_append_val(runner->changed, v);
+  }
   return TRUE;
 }
 
-gboolean dr_runner_set_int(DrRunner *runner, const char *node, const char *param, gint64 value, GError **error) {
+gboolean dr_runner_set_int(DrRunner *runner, const char *node, const char *param, gint64 value,
+                           GError **error) {
   return runner_set(runner, node, param, TRUE, value, 0, error);
 }
 
@@ -1154,8 +1167,8 @@ gboolean dr_runner_read_buffer(DrRunner *runner, const char *buffer, void *dst, 
   }
   gsize bytes = dr_buffer_bytes(dr_graph_buffer(g, b));
   if (size != bytes) {
-    g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "buffer '%s' holds %" G_GSIZE_FORMAT " bytes, not %" G_GSIZE_FORMAT,
-                buffer, bytes, size);
+    g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+                "buffer '%s' holds %" G_GSIZE_FORMAT " bytes, not %" G_GSIZE_FORMAT, buffer, bytes, size);
     return FALSE;
   }
   return dr_session_read_buffer(runner->session, b, dst, error);
@@ -1164,6 +1177,8 @@ gboolean dr_runner_read_buffer(DrRunner *runner, const char *buffer, void *dst, 
 void dr_runner_free(DrRunner *runner) {
   if (runner == NULL) return;
   dr_session_close(runner->session);
+  g_array_unref(runner->changed);
+  g_free(runner->is_changed);
   g_free(runner);
 }
 

@@ -440,11 +440,14 @@ void dr_run_report_free(DrRunReport *report);
  * Between runs a kernel node's scalar arguments may change
  * (dr_runner_set_int / dr_runner_set_float, by node id and parameter
  * name). The change is made in the pipeline itself (dr_pipeline_write_yaml
- * shows it) and takes effect at the next run: in graph mode the executable
- * graph is updated in place (cudaGraphExecUpdate, about 3x cheaper than
- * instantiating again; re-instantiated only if the runtime refuses);
- * otherwise the launches are bound again. dr_runner_last_update says which
- * ("none", "updated", "re-instantiated" or "rebound"). Only arguments the
+ * shows it) and takes effect at the next run. In graph mode the executable
+ * graph is updated in place: the changed nodes alone when each is a
+ * built-in kernel that captured as one kernel node with no pointer into a
+ * stream-ordered buffer (cudaGraphExecKernelNodeSetParams, "updated-nodes"),
+ * else the whole graph from a re-capture (cudaGraphExecUpdate, "updated";
+ * "re-instantiated" only if the runtime refuses). Otherwise the launches
+ * are bound again ("rebound"). dr_runner_last_update says which, or
+ * "none". Only arguments the
  * node was given can change (an optional one left out keeps its default),
  * and the kernel's argument check must accept the new value; failures are
  * DR_ERROR_INVALID and change nothing. */
@@ -455,7 +458,8 @@ DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings,
 /* One run; fails like dr_stream_plan_run (DR_ERROR_RUNTIME also when a
  * graph update failed; the runner then keeps the previous graph). */
 DrRunReport *dr_runner_run(DrRunner *runner, GError **error);
-gboolean dr_runner_set_int(DrRunner *runner, const char *node, const char *param, gint64 value, GError **error);
+gboolean dr_runner_set_int(DrRunner *runner, const char *node, const char *param, gint64 value,
+                           GError **error);
 /* Float parameters only (an integer parameter takes dr_runner_set_int). */
 gboolean dr_runner_set_float(DrRunner *runner, const char *node, const char *param, double value,
                              GError **error);

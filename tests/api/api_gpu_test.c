@@ -120,11 +120,15 @@ static void test_yaml_user_kernel(void) {
 }
 
 /* A runner on the CUDA backend: x = random, y = alpha * x (built-in
- * scale_f32, node "s"), then a spin of `ns` (node "wait"). Changing alpha
- * and ns between runs updates the executable graph in place in graph mode
- * ("updated") and rebinds the launches in streams mode ("rebound"); the
- * next run computes with the new alpha (read back) and spins for the new
- * time (the makespan follows it). */
+ * scale_f32, node "s"), then a spin of `ns` (node "wait"), and beside them
+ * z = beta * x through a stream-ordered buffer t (node "s2" writes t).
+ * Changing alpha and ns between runs sets those two nodes' parameters on
+ * the executable in graph mode ("updated-nodes") and rebinds the launches
+ * in streams mode ("rebound"); the next run computes with the new alpha
+ * (read back) and spins for the new time (the makespan follows it).
+ * Changing s2's beta, whose output is stream-ordered memory, takes the
+ * whole-graph update ("updated"), after which the per-node path stays off
+ * until a re-instantiation. */
 static void test_runner_cuda(gconstpointer data) {
   DrMode mode = (DrMode)GPOINTER_TO_INT(data);
   enum { M = 1 << 16 };
@@ -135,9 +139,17 @@ static void test_runner_cuda(gconstpointer data) {
   g_assert_true(dr_pipeline_add_buffer(p, "y", DR_ELEM_F32, M, DR_WHERE_DEVICE, &error));
   DrNamedArg sargs[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpha", 2.0), DR_NAMED_WHOLE("y", "y")};
   g_assert_true(dr_pipeline_add_kernel_node(p, "s", "scale_f32", sargs, 3, &error));
-  g_assert_true(dr_pipeline_add_kernel_node(p, "wait", "spin", (DrNamedArg[]){DR_NAMED_INT("ns", 50000)}, 1,
-                                            &error));
+  g_assert_true(
+      dr_pipeline_add_kernel_node(p, "wait", "spin", (DrNamedArg[]){DR_NAMED_INT("ns", 50000)}, 1, &error));
   g_assert_true(dr_pipeline_node_after(p, "wait", "s", &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "t", DR_ELEM_F32, M, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "z", DR_ELEM_F32, M, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_alloc(p, "alloc_t", "t", &error));
+  DrNamedArg s2args[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpha", 4.0), DR_NAMED_WHOLE("y", "t")};
+  g_assert_true(dr_pipeline_add_kernel_node(p, "s2", "scale_f32", s2args, 3, &error));
+  DrNamedArg s3args[] = {DR_NAMED_WHOLE("x", "t"), DR_NAMED_FLOAT("alpha", 1.0), DR_NAMED_WHOLE("y", "z")};
+  g_assert_true(dr_pipeline_add_kernel_node(p, "s3", "scale_f32", s3args, 3, &error));
+  g_assert_true(dr_pipeline_add_free(p, "free_t", "t", &error));
   g_assert_no_error(error);
   g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
   g_assert_no_error(error);
@@ -163,17 +175,33 @@ static void test_runner_cuda(gconstpointer data) {
   g_assert_true(dr_runner_set_int(r, "wait", "ns", 400000, &error));
   g_autoptr(DrRunReport) r2 = dr_runner_run(r, &error);
   g_assert_no_error(error);
-  g_assert_cmpstr(dr_runner_last_update(r), ==, mode == DR_MODE_GRAPH ? "updated" : "rebound");
+  g_assert_cmpstr(dr_runner_last_update(r), ==, mode == DR_MODE_GRAPH ? "updated-nodes" : "rebound");
   g_assert_true(dr_runner_read_buffer(r, "y", y, M * sizeof(float), &error));
   for (int i = 0; i < M; i++) g_assert_cmpfloat(y[i], ==, -0.25f * x[i]);
   double m2 = dr_run_report_makespan_us(r2);
-  g_test_message("%s: makespan %.1f us with a 50 us spin, %.1f us with 400 us", dr_run_report_mode(r2), m1, m2);
+  g_test_message("%s: makespan %.1f us with a 50 us spin, %.1f us with 400 us", dr_run_report_mode(r2), m1,
+                 m2);
   g_assert_cmpfloat(m2, >=, 400.0);
   g_assert_cmpfloat(m2, <, m1 + 400.0);
   g_autoptr(DrRunReport) r3 = dr_runner_run(r, &error);
   g_assert_no_error(error);
   g_assert_cmpstr(dr_runner_last_update(r), ==, "none");
   g_assert_cmpfloat(dr_run_report_makespan_us(r3), >=, 400.0);
+  /* s2 writes stream-ordered memory: the whole graph is updated. */
+  g_assert_true(dr_runner_set_float(r, "s2", "alpha", 0.5, &error));
+  g_autoptr(DrRunReport) r4 = dr_runner_run(r, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_runner_last_update(r), ==, mode == DR_MODE_GRAPH ? "updated" : "rebound");
+  g_autofree float *z = g_new(float, M);
+  g_assert_true(dr_runner_read_buffer(r, "z", z, M * sizeof(float), &error));
+  for (int i = 0; i < M; i++) g_assert_cmpfloat(z[i], ==, 0.5f * x[i]);
+  /* And now s alone again: after a whole-graph update, whole again. */
+  g_assert_true(dr_runner_set_float(r, "s", "alpha", 8.0, &error));
+  g_autoptr(DrRunReport) r5 = dr_runner_run(r, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_runner_last_update(r), ==, mode == DR_MODE_GRAPH ? "updated" : "rebound");
+  g_assert_true(dr_runner_read_buffer(r, "y", y, M * sizeof(float), &error));
+  for (int i = 0; i < M; i++) g_assert_cmpfloat(y[i], ==, 8.0f * x[i]);
 }
 
 int main(int argc, char **argv) {
