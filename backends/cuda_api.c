@@ -20,6 +20,7 @@ static const DrCudaApi real_api = {
     .cudaGraphExecUpdate = cudaGraphExecUpdate,
     .cudaStreamGetCaptureInfo = cudaStreamGetCaptureInfo,
     .cudaGraphGetNodes = cudaGraphGetNodes,
+    .cudaGraphNodeGetDependencies = cudaGraphNodeGetDependencies,
     .cudaGraphNodeGetType = cudaGraphNodeGetType,
     .cudaGraphKernelNodeGetParams = cudaGraphKernelNodeGetParams,
     .cudaGraphKernelNodeSetParams = cudaGraphKernelNodeSetParams,

@@ -84,6 +84,8 @@ typedef struct {
                                           const cudaGraphNode_t **deps, const cudaGraphEdgeData **edge_data,
                                           size_t *n_deps);
   cudaError_t (*cudaGraphGetNodes)(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *n_nodes);
+  cudaError_t (*cudaGraphNodeGetDependencies)(cudaGraphNode_t node, cudaGraphNode_t *deps,
+                                              cudaGraphEdgeData *edge_data, size_t *n_deps);
   cudaError_t (*cudaGraphNodeGetType)(cudaGraphNode_t node, enum cudaGraphNodeType *type);
   cudaError_t (*cudaGraphKernelNodeGetParams)(cudaGraphNode_t node, struct cudaKernelNodeParams *params);
   cudaError_t (*cudaGraphKernelNodeSetParams)(cudaGraphNode_t node, const struct cudaKernelNodeParams *params);

@@ -19,41 +19,63 @@
 /* The table has what per-node updates need. */
 static gboolean can_map(const DrCudaApi *api) {
   return api->cudaStreamGetCaptureInfo && api->cudaGraphGetNodes && api->cudaGraphNodeGetType &&
-         api->cudaGraphKernelNodeGetParams && api->cudaGraphExecKernelNodeSetParams;
+         api->cudaGraphNodeGetDependencies && api->cudaGraphKernelNodeGetParams &&
+         api->cudaGraphExecKernelNodeSetParams;
 }
 
-gsize dr__capture_count(const DrBackend *b, cudaStream_t st) {
+cudaGraphNode_t *dr__capture_before(cudaStream_t st, gsize *n) {
   const DrCudaApi *api = dr_cuda_api();
   enum cudaStreamCaptureStatus status;
-  cudaGraph_t graph = NULL;
-  size_t n = 0;
-  if (api->cudaStreamGetCaptureInfo(st, &status, NULL, &graph, NULL, NULL, NULL) != cudaSuccess ||
-      status != cudaStreamCaptureStatusActive || api->cudaGraphGetNodes(graph, NULL, &n) != cudaSuccess) {
-    (void)api->cudaGetLastError();
-    return G_MAXSIZE;
-  }
-  return n;
-}
-
-void dr__capture_note(DrBackend *b, DrId v, cudaStream_t st, gsize before) {
-  const DrCudaApi *api = dr_cuda_api();
-  b->graph_node[v] = NULL;
-  if (before == G_MAXSIZE) return;
-  enum cudaStreamCaptureStatus status;
-  cudaGraph_t graph = NULL;
   const cudaGraphNode_t *deps = NULL;
-  size_t n_deps = 0, n = 0;
+  size_t n_deps = 0;
+  if (api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, NULL, &n_deps) != cudaSuccess ||
+      status != cudaStreamCaptureStatusActive) {
+    (void)api->cudaGetLastError();
+    *n = G_MAXSIZE;
+    return NULL;
+  }
+  *n = n_deps;
+  return n_deps ? g_memdup2(deps, n_deps * sizeof *deps) : NULL;
+}
+
+/* The same nodes, in any order (a and b hold no duplicates). */
+static gboolean same_nodes(const cudaGraphNode_t *a, const cudaGraphNode_t *b, gsize n) {
+  for (gsize i = 0; i < n; i++) {
+    gsize j = 0;
+    while (j < n && b[j] != a[i]) j++;
+    if (j == n) return FALSE;
+  }
+  return TRUE;
+}
+
+void dr__capture_note(DrBackend *b, DrId v, cudaStream_t st, cudaGraphNode_t *before, gsize n_before) {
+  const DrCudaApi *api = dr_cuda_api();
+  g_autofree cudaGraphNode_t *owned = before;
+  b->graph_node[v] = NULL;
+  if (n_before == G_MAXSIZE) return;
+  enum cudaStreamCaptureStatus status;
+  const cudaGraphNode_t *deps = NULL;
+  size_t n_deps = 0, n_in = 0;
   enum cudaGraphNodeType type;
-  /* Exactly one node added, and the stream now ends at that kernel node:
-   * it is v's launch. */
-  if (api->cudaStreamGetCaptureInfo(st, &status, NULL, &graph, &deps, NULL, &n_deps) != cudaSuccess ||
+  /* The stream now ends at one kernel node whose dependencies are exactly
+   * what the stream depended on before the launch: the launch added that
+   * one node (a launcher of two kernels, or of a memset and a kernel,
+   * ends at a node that depends on its own first node). */
+  if (api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, NULL, &n_deps) != cudaSuccess ||
       status != cudaStreamCaptureStatusActive || n_deps != 1 ||
-      api->cudaGraphGetNodes(graph, NULL, &n) != cudaSuccess || n != before + 1 ||
-      api->cudaGraphNodeGetType(deps[0], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) {
+      api->cudaGraphNodeGetType(deps[0], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel ||
+      api->cudaGraphNodeGetDependencies(deps[0], NULL, NULL, &n_in) != cudaSuccess || n_in != n_before) {
     (void)api->cudaGetLastError();
     return;
   }
-  b->graph_node[v] = deps[0];
+  cudaGraphNode_t node = deps[0];
+  g_autofree cudaGraphNode_t *in = g_new(cudaGraphNode_t, MAX(n_in, 1));
+  if (n_in && (api->cudaGraphNodeGetDependencies(node, in, NULL, &n_in) != cudaSuccess || n_in != n_before ||
+               !same_nodes(in, before, n_in))) {
+    (void)api->cudaGetLastError();
+    return;
+  }
+  b->graph_node[v] = node;
 }
 
 /* Captures one iteration into a new graph (*out, owned by the caller).

@@ -48,8 +48,8 @@ struct DrBackend {
    * issues iteration i+1 while the device runs iteration i, so the launch
    * latency of an eager iteration hides behind the one before it. Each of
    * the `depth` slots (iteration % depth) has its own timing events and
-   * stamp copy, read when the iteration is finished. depth is 1 only in
-   * graph mode with events (the captured event nodes are one set). */
+   * stamp copy, read when the iteration is finished. depth is 1 in graph
+   * mode (see cuda_open). */
   guint32 depth;
   guint32 slot;         /* the slot of the iteration being issued */
   guint32 in_flight;    /* launched and not yet finished */
@@ -150,11 +150,13 @@ gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error);
  * dr__cuda_graph_update. */
 gboolean dr__cuda_graph_update_nodes(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
                                      GError **error);
-/* While capturing: the number of nodes in the capture graph of `st`, or
- * G_MAXSIZE when it cannot be asked; then, after node v's kernel launch on
- * `st`, maps v to the node it added when it added exactly one kernel node. */
-gsize dr__capture_count(const DrBackend *b, cudaStream_t st);
-void dr__capture_note(DrBackend *b, DrId v, cudaStream_t st, gsize before);
+/* While capturing, before node v's kernel launch on `st`: what the next
+ * node captured on `st` will depend on (a copy, *n of them; NULL and
+ * *n = G_MAXSIZE when it cannot be asked). After the launch,
+ * dr__capture_note maps v to the node the launch added when it added
+ * exactly one kernel node, and frees `before`. */
+cudaGraphNode_t *dr__capture_before(cudaStream_t st, gsize *n);
+void dr__capture_note(DrBackend *b, DrId v, cudaStream_t st, cudaGraphNode_t *before, gsize n_before);
 /* Binds every built-in kernel node's launch (cuda.c). */
 gboolean dr__cuda_bind_kernels(DrBackend *b, GError **error);
 /* Destroys the executable and the captured graph (NULL-safe fields). */
