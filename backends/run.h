@@ -44,9 +44,12 @@ gboolean dr_mode_from_name(const char *name, DrMode *out);
  * and STAMPS 1 so that code written when this was a gboolean (TRUE: time
  * every node) keeps its meaning and gets the cheap default.
  *   off:    the makespan only; node times are NAN.
- *   stamps: after each node a one-thread kernel writes %globaltimer into
- *           the node's slot of a device array (copied back once per
- *           iteration, after the join). A node's end is its stamp; its
+ *   stamps: each node's end lands as a %globaltimer value in its slot of a
+ *           device array (copied back once per iteration, after the
+ *           join): eagerly, a built-in kernel writes it itself (its last
+ *           block, DR_KFLAG_STAMPS, no extra launch) and other nodes get a
+ *           one-thread stamp kernel after them; in a graph every node gets
+ *           a stamp node on a side stream. A node's end is its stamp; its
  *           start is when it became ready: the latest of the iteration's
  *           start stamp, the end stamp of the previous node on its stream
  *           and the end stamps of the nodes it waits on. That
@@ -54,11 +57,13 @@ gboolean dr_mode_from_name(const char *name, DrMode *out);
  *           work. %globaltimer ticks in ns but may advance in ~1 µs steps.
  *   events: two timing events around each node, exact (the reference
  *           mode) but ~3-3.6 µs of GPU time per node on an H200.
- *   auto:   (the default) stamps in graph mode, events in streams mode.
- *           Measured on an H200 (tests/backends, 500-kernel chain): in a
- *           graph stamps cost 0.11 µs per node against 3.6 for events;
- *           eagerly each stamp is one more launch (~5 µs of host time per
- *           node) while events cost ~2.2 µs, so events win there.
+ *   auto:   (the default) stamps in graph mode; in streams mode stamps
+ *           unless more than 2 nodes in 5 would need a stamp launch (not
+ *           self-stamping built-ins), else events. Measured on an H200
+ *           (tests/backends, 500-kernel chain): stamps cost 0.12 µs per
+ *           node in a graph and nothing measurable eagerly (-0.11 µs),
+ *           events 3.8 and 2.1-3.0 µs; a stamp launch costs ~4 µs of host
+ *           time eagerly.
  * The host backend times every node with host clocks whatever the mode. */
 #define DR_TIMING_LIST(X) \
   X(OFF, "off")           \

@@ -278,9 +278,9 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
       {"dump-after", 0, 0, G_OPTION_ARG_STRING, &o.dump_after, "Print the IR after a stage and exit",
        "parse|passes"},
       {"timing", 0, 0, G_OPTION_ARG_STRING, &o.timing,
-       "Per-node timing on CUDA: auto (default: stamps in graph mode, events in streams mode), stamps (a clock "
-       "stamp after each node; start = when ready), events (two timing events per node, exact) or off (makespan "
-       "only)",
+       "Per-node timing on CUDA: auto (default: stamps, or events in streams mode when most nodes are not "
+       "built-in kernels), stamps (a clock stamp at each node's end, written by built-in kernels themselves; "
+       "start = when ready), events (two timing events per node, exact) or off (makespan only)",
        "auto|stamps|events|off"},
       {"delay-seed", 0, 0, G_OPTION_ARG_INT64, &o.delay_seed,
        "Host backend: random delays before each node, seeded (0: off); with --verify, shakes out races",
