@@ -28,7 +28,7 @@ grep_log() { # NAME PATTERN: the last command's output must match
   if grep -q -- "$2" "$tmp/log"; then ok "$1"; else not_ok "$1: no '$2' in the output"; fi
 }
 
-echo "1..17"
+echo "1..21"
 check "install" "$root/tools/install.sh" "$prefix"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "pkg-config knows dagrun" pkg-config --exists dagrun
@@ -44,11 +44,11 @@ public_only() { # the shared object's exported functions are the public API
   local all other
   all=$(nm -D --defined-only "$prefix/lib/libdagrun.so" | awk '$2 == "T" {print $3}')
   echo "$all" | grep -qx dr_pipeline_new && echo "$all" | grep -qx dr_stream_plan_run || return 1
-  other=$(echo "$all" | grep -v -E '^(dr_pipeline_.*|dr_stream_plan_.*|dr_run_report_.*|dr_run_settings_init|dr_version|dagrun_version|dr_error_quark|dr_error_exit_code)$')
+  other=$(echo "$all" | grep -v -E '^(dr_pipeline_.*|dr_stream_plan_.*|dr_run_report_.*|dr_runner_.*|dr_run_settings_init|dr_version|dagrun_version|dr_error_quark|dr_error_exit_code)$')
   [ -z "$other" ] || { echo "also exported: $other"; return 1; }
 }
 check "libdagrun.so exports the public API only" public_only
-for ex in pipelined custom_kernel; do
+for ex in pipelined custom_kernel runner; do
   # shellcheck disable=SC2046
   check "build examples/$ex.c" $cc -std=c11 -Wall -Wextra -Werror -o "$tmp/$ex" "$root/examples/$ex.c" \
     $(pkg-config --cflags --libs dagrun)
@@ -61,9 +61,12 @@ grep_log "pipelined reports the critical path" "^critical path [0-9.]* us throug
 check "pipelined writes an SVG timeline" grep -q "</svg>" "$tmp/timeline.svg"
 check "run custom_kernel (shared)" "$tmp/custom_kernel" "$tmp/out.bin"
 grep_log "custom_kernel checks its results" "custom kernel OK on the host backend"
+check "run runner (shared)" "$tmp/runner" host
+grep_log "runner's first run binds nothing" "^run 1 on host: alpha 1.0, y\[1\] = 1.0, change applied: none$"
+grep_log "runner's changed alpha takes effect" "^run 3 on host: alpha 3.0, y\[1\] = 3.0, change applied: rebound$"
 # shellcheck disable=SC2046
 check "static: pipelined against libdagrun.a" sh -c "$cc -std=c11 -o '$tmp/pipelined_static' '$root/examples/pipelined.c' \
   $(pkg-config --cflags dagrun) '$prefix/lib/libdagrun.a' $(pkg-config --static --libs dagrun | sed 's/-ldagrun//') &&
   ! ldd '$tmp/pipelined_static' | grep -q libdagrun && '$tmp/pipelined_static' 2"
-[ "$cases" -eq 17 ] || { echo "# planned 17 cases, ran $cases"; failed=$((failed + 1)); }
+[ "$cases" -eq 21 ] || { echo "# planned 21 cases, ran $cases"; failed=$((failed + 1)); }
 [ $failed -eq 0 ]
