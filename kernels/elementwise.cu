@@ -39,6 +39,7 @@ struct Conv<__half> {
 template <class T, int NIN, class Op>
 __global__ void map_kernel(const T *in0, const T *in1, T *out, uint64_t n, bool vec, Op op,
                            unsigned long long *stamp) {
+  drk::wait_prior_grid();
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
   uint64_t done = 0;
@@ -89,10 +90,8 @@ int map_launch(const DrKLaunch *l, const void *in0, const void *in1, void *out, 
   uint64_t threads = vec ? (n / per > 0 ? n / per : 1) : n;
   unsigned bt = drk::block_threads(l);
   unsigned g = drk::grid_blocks(l, drk::ceil_div(threads, bt));
-  map_kernel<T, NIN, Op>
-      <<<g, bt, l->shared, drk::stream_of(l)>>>((const T *)in0, (const T *)in1, (T *)out, n, vec, op,
-                                                drk::stamp_of(l));
-  return drk::launched();
+  return drk::launch(l->pdl != 0, map_kernel<T, NIN, Op>, g, bt, l->shared, drk::stream_of(l), (const T *)in0,
+                     (const T *)in1, (T *)out, n, vec, op, drk::stamp_of(l));
 }
 
 struct Fill {

@@ -42,6 +42,40 @@ static inline int launched(void) { return (int)cudaGetLastError(); }
 
 static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
+/* The first statement of every built-in kernel: when launched with
+ * programmatic dependent launch (DrKLaunch.pdl) the grid may start before
+ * the previous kernel on its stream has finished; this waits until that
+ * grid has completed and its memory operations are visible. A no-op for a
+ * normal launch. */
+__device__ __forceinline__ void wait_prior_grid(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/* Launches `kernel` like <<<grid, block, shared, stream>>>(args...), with
+ * programmatic stream serialization when `pdl` (the kernel must begin with
+ * wait_prior_grid). Returns the launch's error as int. */
+template <typename... Params, typename... Args>
+static inline int launch(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
+                         cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = shared;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  if (pdl) {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  cudaError_t rc = cudaLaunchKernelEx(&cfg, kernel, ((Params)args)...);
+  if (rc != cudaSuccess) cudaGetLastError(); /* clear it, like launched() */
+  return (int)rc;
+}
+
 /* The launch's timing stamp (DrKLaunch.stamp), typed. */
 static inline unsigned long long *stamp_of(const DrKLaunch *l) { return (unsigned long long *)l->stamp; }
 

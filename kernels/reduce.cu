@@ -40,6 +40,7 @@ __device__ double block_tree(double *sh, double v) {
 
 template <class T>
 __global__ void reduce_pass1(const T *x, uint64_t n, bool vec, double *partials) {
+  drk::wait_prior_grid();
   extern __shared__ double sh[];
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -66,6 +67,7 @@ __global__ void reduce_pass1(const T *x, uint64_t n, bool vec, double *partials)
 template <class T>
 __global__ void reduce_pass2(const double *partials, unsigned n, T *y, unsigned long long *stamp) {
   __shared__ double sh[kPass2Threads];
+  drk::wait_prior_grid(); /* launched normally: a no-op */
   double s = 0.0;
   for (unsigned i = threadIdx.x; i < n; i += blockDim.x) s += partials[i];
   double total = block_tree(sh, s);
@@ -95,8 +97,10 @@ int reduce_launch(const DrKLaunch *l) {
       return (int)ce;
     }
   }
-  reduce_pass1<T><<<g, bt, bt * sizeof(double) + l->shared, st>>>(x, n, vec, partials);
-  int rc = drk::launched();
+  /* Early launch only when nothing of ours (a borrowed scratch) comes
+   * between the previous kernel and pass 1. */
+  int rc = drk::launch(l->pdl != 0 && l->scratch != nullptr, reduce_pass1<T>, g, bt, bt * sizeof(double) + l->shared,
+                       st, x, n, vec, partials);
   if (rc == 0) {
     reduce_pass2<T><<<1, kPass2Threads, 0, st>>>(partials, g, y, drk::stamp_of(l));
     rc = drk::launched();
@@ -119,6 +123,7 @@ __device__ uint64_t mix(uint64_t v) {
 
 __global__ void checksum_kernel(const uint8_t *x, uint64_t n, bool vec, unsigned long long *y,
                                 unsigned long long *stamp) {
+  drk::wait_prior_grid(); /* launched normally (after a memset): a no-op */
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
   uint64_t h = 0, done = 0;

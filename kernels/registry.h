@@ -69,6 +69,14 @@ typedef struct {
                     (each block's thread 0 does an atomicMax after the
                     block's work), so eager timing needs no stamp launch;
                     launchers without the flag ignore it (launch only) */
+  int pdl;       /* nonzero: the previous operation on `stream` is a kernel,
+                    and this launch may start early with programmatic
+                    dependent launch (launch only). The built-ins do: each
+                    kernel's first statement is drk::wait_prior_grid
+                    (griddepcontrol.wait), so nothing runs before the
+                    previous grid has finished and its writes are visible;
+                    only its launch latency overlaps. Launchers that ignore
+                    it launch normally. */
 } DrKLaunch;
 
 /* DrKernelDef.flags */

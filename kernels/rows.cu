@@ -114,6 +114,7 @@ __device__ void do_row(const RowArgs &a, uint64_t r, uint64_t len, const G &g) {
  * reaches every shuffle. */
 template <int W>
 __global__ void rows_subwarp(RowArgs a, unsigned long long *stamp) {
+  drk::wait_prior_grid();
   constexpr unsigned per_warp = 32 / W;
   uint64_t warp = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
   uint64_t nwarps = (uint64_t)gridDim.x * blockDim.x / 32;
@@ -129,6 +130,7 @@ __global__ void rows_subwarp(RowArgs a, unsigned long long *stamp) {
 
 __global__ void rows_block(RowArgs a, unsigned long long *stamp) {
   __shared__ double sh[32];
+  drk::wait_prior_grid();
   Block g(sh);
   for (uint64_t r = blockIdx.x; r < a.rows; r += gridDim.x) do_row(a, r, a.cols, g);
   drk::stamp_block_end(stamp);
@@ -143,8 +145,7 @@ int rows_launch(const DrKLaunch *l, const RowArgs &a) {
   if (a.cols > 1024) {
     if (a.cols >= 8192) bt = 1024;
     unsigned g = drk::grid_blocks(l, a.rows);
-    rows_block<<<g, bt, l->shared, st>>>(a, drk::stamp_of(l));
-    return drk::launched();
+    return drk::launch(l->pdl != 0, rows_block, g, bt, l->shared, st, a, drk::stamp_of(l));
   }
   /* About 4 or more elements per lane before a row gets a whole warp:
    * short rows are bound by the reductions' latency, not by bandwidth. */
@@ -153,19 +154,14 @@ int rows_launch(const DrKLaunch *l, const RowArgs &a) {
   unsigned g = drk::grid_blocks(l, drk::ceil_div(warps, bt / 32));
   switch (w) {
     case 4:
-      rows_subwarp<4><<<g, bt, l->shared, st>>>(a, drk::stamp_of(l));
-      break;
+      return drk::launch(l->pdl != 0, rows_subwarp<4>, g, bt, l->shared, st, a, drk::stamp_of(l));
     case 8:
-      rows_subwarp<8><<<g, bt, l->shared, st>>>(a, drk::stamp_of(l));
-      break;
+      return drk::launch(l->pdl != 0, rows_subwarp<8>, g, bt, l->shared, st, a, drk::stamp_of(l));
     case 16:
-      rows_subwarp<16><<<g, bt, l->shared, st>>>(a, drk::stamp_of(l));
-      break;
+      return drk::launch(l->pdl != 0, rows_subwarp<16>, g, bt, l->shared, st, a, drk::stamp_of(l));
     default:
-      rows_subwarp<32><<<g, bt, l->shared, st>>>(a, drk::stamp_of(l));
-      break;
+      return drk::launch(l->pdl != 0, rows_subwarp<32>, g, bt, l->shared, st, a, drk::stamp_of(l));
   }
-  return drk::launched();
 }
 
 }  // namespace

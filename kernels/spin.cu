@@ -9,6 +9,7 @@
 namespace {
 
 __global__ void spin_kernel(uint64_t ns, unsigned long long *stamp) {
+  drk::wait_prior_grid();
   uint64_t start = drk::globaltimer_ns();
   while (drk::globaltimer_ns() - start < ns) {
   }
@@ -21,6 +22,6 @@ extern "C" int dr__k_spin_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_spin, l);
   unsigned bt = drk::block_threads(l);
   unsigned g = drk::grid_blocks(l, 0x7fffffffu);
-  spin_kernel<<<g, bt, l->shared, drk::stream_of(l)>>>((uint64_t)l->args[0].i, drk::stamp_of(l));
-  return drk::launched();
+  return drk::launch(l->pdl != 0, spin_kernel, g, bt, l->shared, drk::stream_of(l), (uint64_t)l->args[0].i,
+                     drk::stamp_of(l));
 }

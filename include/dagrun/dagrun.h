@@ -136,6 +136,12 @@ typedef struct {
    * that ignores it is timed by a stamp kernel after it instead: set
    * DR_KFLAG_STAMPS in flags to say that it honours it. */
   void *stamp;
+  /* Launch only: nonzero when the launch may use programmatic dependent
+   * launch (cudaLaunchAttributeProgrammaticStreamSerialization) against the
+   * kernel before it on the stream. Only a launcher whose kernels wait for
+   * the previous grid first (griddepcontrol.wait) may honour it; others
+   * ignore it and launch normally. */
+  int pdl;
 } DrKLaunch;
 
 #define DR_KFLAG_BLAS 1u

@@ -28,6 +28,7 @@
   X(offsetof(DrKLaunch, blas)) \
   X(offsetof(DrKLaunch, scratch)) \
   X(offsetof(DrKLaunch, stamp)) \
+  X(offsetof(DrKLaunch, pdl)) \
   X(sizeof(DrKernelDef)) \
   X(offsetof(DrKernelDef, summary)) \
   X(offsetof(DrKernelDef, params)) \

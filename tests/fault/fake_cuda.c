@@ -629,6 +629,8 @@ static const char *fake_cudaGetErrorString(cudaError_t error) {
 
 /* The fake's %globaltimer: advances 1 µs per stamp written. */
 static unsigned long long clock_ns;
+/* Kernel launches since the reset, and those that asked for PDL. */
+static guint pdl_launches, kernel_launches;
 
 static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
   GATE_RECORD("kernel_launch", l->stream, FALSE, FALSE, current()->what = def->name);
@@ -642,6 +644,8 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
   }
   if (def->scratch_bytes && !mem_ok("kernel_launch scratch", l->scratch, def->scratch_bytes))
     return finish(cudaErrorInvalidValue);
+  kernel_launches++;
+  pdl_launches += l->pdl != 0;
   if (l->stamp != NULL && !(def->flags & DR_KFLAG_STAMPS)) {
     misuse("kernel_launch %s: a stamp for a kernel that does not write one", def->name);
     return finish(cudaErrorInvalidValue);
@@ -692,7 +696,11 @@ static const DrCudaApi fake_api = {
 
 const DrCudaApi *dr_fake_api(void) { return &fake_api; }
 
+guint dr_fake_pdl_launches(void) { return pdl_launches; }
+guint dr_fake_kernel_launches(void) { return kernel_launches; }
+
 void dr_fake_reset(void) {
+  pdl_launches = kernel_launches = 0;
   objects_init();
   /* Graphs first: they release the allocations captured into them. */
   for (int pass = 0; pass < 2; pass++) {

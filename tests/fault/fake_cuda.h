@@ -122,6 +122,11 @@ void dr_fake_describe_live(GString *out);
  * TRUE and *obj set; else FALSE. */
 gboolean dr_fake_only_live(gconstpointer *obj);
 
+/* Kernel launches since the reset that asked for programmatic dependent
+ * launch (DrKLaunch.pdl), and those made in all. */
+guint dr_fake_pdl_launches(void);
+guint dr_fake_kernel_launches(void);
+
 /* Fault points counted so far (after a fault-free run: the run's C). */
 guint64 dr_fake_points(void);
 /* Every call since the reset, in order (DrFakeCall). Borrowed. */

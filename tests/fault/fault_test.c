@@ -883,6 +883,62 @@ static void test_runner(gconstpointer data) {
   dr_fake_reset();
 }
 
+/* Programmatic dependent launch is asked for exactly where nothing but
+ * the previous built-in kernel precedes a launch on its stream: eagerly,
+ * without timing events. Two chains of three kernels, the second chain's
+ * head b1 waiting on the first chain's head a1 (a cross-stream wait): PDL
+ * for a3, b2 and b3 (3). Not for the heads (first on their streams; b1
+ * also waits on a1), and not for a2, since a1 records the event b1 waits
+ * on between them. None in graph mode, with events, or with
+ * DAGRUN_PDL=0. */
+typedef struct {
+  DrMode mode;
+  DrTimingMode timing;
+  const char *env;
+  guint expect;
+} PdlCase;
+
+static void test_pdl(gconstpointer data) {
+  const PdlCase *c = data;
+  static const char yaml[] =
+      "dagrun: 1\n"
+      "name: pdl\n"
+      "buffers:\n"
+      "  a: {type: f32, count: 1Ki, init: iota}\n"
+      "  b: {type: f32, count: 1Ki}\n"
+      "nodes:\n"
+      "  a1: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: a}}\n"
+      "  a2: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: a}}\n"
+      "  a3: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: a}}\n"
+      "  b1: {op: kernel, kernel: spin, args: {ns: 10}, after: [a1]}\n"
+      "  b2: {op: kernel, kernel: fill_f32, args: {y: b, value: 1.0}, after: [b1]}\n"
+      "  b3: {op: kernel, kernel: scale_f32, args: {x: b, alpha: 3.0, y: b}}\n";
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrGraph) g = dr_load_string("pdl.yaml", yaml, strlen(yaml), diags, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_plan_n_streams(plan), ==, 2);
+  DrRunOptions opts;
+  dr_run_options_init(&opts, g);
+  opts.backend = DR_BACKEND_CUDA;
+  opts.mode = c->mode;
+  opts.node_timing = c->timing;
+  opts.warmup = 0;
+  opts.iterations = 1;
+  opts.host_output = devnull;
+  if (c->env) g_setenv("DAGRUN_PDL", c->env, TRUE);
+  dr_fake_reset();
+  DrReport *r = dr_run(plan, &opts, &error);
+  g_unsetenv("DAGRUN_PDL");
+  g_assert_no_error(error);
+  dr_report_free(r);
+  g_assert_cmpuint(dr_fake_kernel_launches(), >=, 6);
+  g_assert_cmpuint(dr_fake_pdl_launches(), ==, c->expect);
+  dr_fake_reset();
+}
+
 /* A pipeline with a user kernel (`ptx:`, loaded with cudaLibraryLoadData,
  * launched with cudaLaunchKernel) beside a built-in: the library calls'
  * failure paths and the libraries' live count. */
@@ -1075,6 +1131,17 @@ int main(int argc, char **argv) {
       g_test_add_data_func_full(path, c, test_user_kernel, g_free);
     }
   g_test_add_func("/fault/fake/data", test_fake_data);
+  static const PdlCase pdl[] = {
+      {DR_MODE_STREAMS, DR_TIMING_OFF, NULL, 3},    {DR_MODE_STREAMS, DR_TIMING_STAMPS, NULL, 3},
+      {DR_MODE_STREAMS, DR_TIMING_AUTO, NULL, 3},   {DR_MODE_STREAMS, DR_TIMING_EVENTS, NULL, 0},
+      {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, 0},   {DR_MODE_STREAMS, DR_TIMING_OFF, "0", 0},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(pdl); i++) {
+    g_autofree char *path =
+        g_strdup_printf("/fault/fake/pdl/%s/%s%s", dr_mode_name(pdl[i].mode), dr_timing_mode_name(pdl[i].timing),
+                        pdl[i].env ? "/DAGRUN_PDL=0" : "");
+    g_test_add_data_func(path, &pdl[i], test_pdl);
+  }
   g_test_add_data_func("/fault/fake/runner/streams", GINT_TO_POINTER(DR_MODE_STREAMS), test_runner);
   g_test_add_data_func("/fault/fake/runner/graph", GINT_TO_POINTER(DR_MODE_GRAPH), test_runner);
   static const PipelineCase pipelined[] = {
