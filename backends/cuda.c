@@ -190,6 +190,7 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   b->graph = g;
   b->opts = *opts;
   b->graph_mode = opts->mode == DR_MODE_GRAPH;
+  b->uncapturable = DR_NONE;
   b->n_nodes = dr_graph_n_nodes(g);
   b->n_buffers = dr_graph_n_buffers(g);
   b->n_streams = dr_plan_n_streams(plan);
@@ -461,7 +462,19 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
   }
   if (!dr__user_kernels_load(b, error)) return FALSE;
   /* Graph mode binds when it captures (dr__cuda_issue_iteration). */
-  if (b->graph_mode) return dr__cuda_graph_capture(b, error);
+  if (b->graph_mode) {
+    g_autoptr(GError) local = NULL;
+    if (dr__cuda_graph_capture(b, &local)) return TRUE;
+    if (b->uncapturable == DR_NONE || !b->opts.graph_fallback) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return FALSE;
+    }
+    /* run.fallback: streams. The plan stays (graph mode's, uncapped), one
+     * iteration in flight, stamps inline. */
+    g_printerr("dagrun: warning: %s; running in streams mode instead (run.fallback: streams)\n", local->message);
+    b->graph_mode = FALSE;
+    b->stamp_aside = FALSE;
+  }
   return dr__cuda_bind_kernels(b, error);
 }
 
@@ -557,6 +570,33 @@ static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite si
 /* The site of node v's calls. */
 #define NODE_SITE(v) DR_SITE_NODE(dr_graph_node(g, (v))->id, p->node_stream[(v)])
 
+/* Capturing, after node v's work on `st` (`ok`: it was issued without an
+ * error): checks that the capture survived it. Work that makes a call
+ * stream capture does not allow (a synchronous copy, an allocation, a
+ * synchronization: a library kernel's launcher might) invalidates the
+ * capture; then v is to blame: b->uncapturable = v, and the error names
+ * it and says why. Returns FALSE when !ok or the capture is gone. */
+static gboolean capture_check(DrBackend *b, DrId v, cudaStream_t st, gboolean ok, GError **error) {
+  const DrCudaApi *api = dr_cuda_api();
+  enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
+  if (api->cudaStreamGetCaptureInfo &&
+      api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, NULL, NULL, NULL) != cudaSuccess)
+    status = cudaStreamCaptureStatusInvalidated; /* not capturing any more */
+  if (status == cudaStreamCaptureStatusActive) return ok;
+  (void)api->cudaGetLastError();
+  b->uncapturable = v;
+  const char *why =
+      "its work made a call that stream capture does not allow (a synchronous copy, an allocation or a "
+      "synchronization), which invalidated the capture";
+  if (ok)
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u) cannot be captured into a CUDA graph: %s",
+                dr_graph_node(b->graph, v)->id, b->plan->node_stream[v], why);
+  else
+    g_prefix_error(error, "node '%s' cannot be captured into a CUDA graph (%s): ", dr_graph_node(b->graph, v)->id,
+                   why);
+  return FALSE;
+}
+
 gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **error) {
   const DrPlan *p = b->plan;
   const DrGraph *g = b->graph;
@@ -593,19 +633,21 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
      * argument updates, cuda_graph.c). */
     gboolean map = capturing && k != DR_NONE && b->graph_node != NULL;
     gsize n_before = 0;
-    cudaGraphNode_t *before = map ? dr__capture_before(st, &n_before) : NULL;
+    g_autofree cudaGraphNode_t *before = map ? dr__capture_before(st, &n_before) : NULL;
     if (G_LIKELY(!events && k != DR_NONE)) {
       /* The hot path: a bound built-in, nothing else around it. */
-      if (!issue_kernel(b, api, &b->kcalls[k], NODE_SITE(v), error)) return FALSE;
+      if (!issue_kernel(b, api, &b->kcalls[k], NODE_SITE(v), error))
+        return capturing && capture_check(b, v, st, FALSE, error);
     } else {
       DrCudaSite ns = NODE_SITE(v);
       gsize e = (gsize)b->slot * b->n_nodes + v;
       if (events && !record_timing(b, b->t_start[e], st, capturing, ns, error)) return FALSE;
       if (k != DR_NONE ? !issue_kernel(b, api, &b->kcalls[k], ns, error) : !issue_work(b, v, st, ns, error))
-        return FALSE;
+        return capturing && capture_check(b, v, st, FALSE, error);
       if (events && !record_timing(b, b->t_end[e], st, capturing, ns, error)) return FALSE;
     }
-    if (map) dr__capture_note(b, v, st, before, n_before);
+    if (capturing && !capture_check(b, v, st, TRUE, error)) return FALSE;
+    if (map) dr__capture_note(b, v, st, g_steal_pointer(&before), n_before);
     if (stamps && b->stamp_aside) {
       /* DAG-free timing edge v -> v's stamp: the side stream of v's plan
        * stream waits for v and stamps; nothing but the join waits for the

@@ -113,6 +113,8 @@ struct DrBackend {
    * no capture queries, or after a whole-graph update (the executable's
    * nodes are then no longer cuda_graph's). See dr__cuda_graph_update. */
   cudaGraphNode_t *graph_node;
+  /* The node whose work broke the last capture (DR_NONE: none did). */
+  DrId uncapturable;
 };
 
 /* Issues one whole iteration from `b->origin`: records the fork, lets every

@@ -38,6 +38,7 @@ void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
   opts->iterations = graph->run.iterations;
   opts->warmup = graph->run.warmup;
   opts->device = graph->run.device;
+  opts->graph_fallback = graph->run.fallback_streams;
   opts->node_timing = DR_TIMING_AUTO;
 }
 

@@ -113,6 +113,10 @@ typedef struct {
    * handler (the CLI's SIGINT) or from another thread with an atomic
    * store (g_atomic_int_set or __atomic_store_n). */
   const volatile sig_atomic_t *stop;
+  /* Graph mode: when the iteration cannot be captured because a node's
+   * launch broke the capture, run eagerly (streams) instead of failing,
+   * with a one-line warning on stderr naming the node and why. */
+  gboolean graph_fallback;
 } DrRunOptions;
 
 /* Fills `opts` with the graph's `run:` settings (mode, iterations, warmup,

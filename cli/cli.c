@@ -21,6 +21,7 @@ typedef struct {
   char *format, *dot, *trace, *backend, *mode, *dump_after, *profile, *timeline;
   gint64 delay_seed;
   char *timing;
+  char *fallback;
   gint iterations, warmup, max_streams, device;
   char **files;
 } Options;
@@ -35,6 +36,7 @@ static void options_clear(Options *o) {
   g_free(o->profile);
   g_free(o->timeline);
   g_free(o->timing);
+  g_free(o->fallback);
   g_strfreev(o->files);
 }
 
@@ -116,6 +118,8 @@ static int validate(const Options *o, GString *err) {
   DrTimingMode timing;
   if (o->timing && !dr_timing_mode_from_name(o->timing, &timing))
     return usage_error(err, "--timing must be auto, stamps, events or off, not '%s'", o->timing);
+  if (o->fallback && strcmp(o->fallback, "none") != 0 && strcmp(o->fallback, "streams") != 0)
+    return usage_error(err, "--fallback must be none or streams, not '%s'", o->fallback);
   return 0;
 }
 
@@ -129,6 +133,7 @@ static void apply_overrides(const Options *o, DrGraph *g) {
     g->run.max_streams_set = TRUE;
   }
   if (o->device >= 0) g->run.device = o->device;
+  if (o->fallback) g->run.fallback_streams = strcmp(o->fallback, "streams") == 0;
 }
 
 /* Set by SIGINT while a pipeline runs (dr_run polls it between
@@ -277,6 +282,10 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
       {"version", 0, 0, G_OPTION_ARG_NONE, &o.version, "Print the version", NULL},
       {"dump-after", 0, 0, G_OPTION_ARG_STRING, &o.dump_after, "Print the IR after a stage and exit",
        "parse|passes"},
+      {"fallback", 0, 0, G_OPTION_ARG_STRING, &o.fallback,
+       "Graph mode: when a node's launch breaks the capture, run in streams mode instead of failing (streams), "
+       "or fail (none, the default)",
+       "none|streams"},
       {"timing", 0, 0, G_OPTION_ARG_STRING, &o.timing,
        "Per-node timing on CUDA: auto (default: stamps, or events in streams mode when most nodes are not "
        "built-in kernels), stamps (a clock stamp at each node's end, written by built-in kernels themselves; "

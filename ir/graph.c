@@ -376,6 +376,7 @@ void dr_graph_dump(const DrGraph *graph, GString *out) {
                          r->max_streams, r->max_streams_set ? "" : "(default)", r->device);
   if (r->release_threshold_set)
     g_string_append_printf(out, " release_threshold=%" G_GUINT64_FORMAT, r->release_threshold);
+  if (r->fallback_streams) g_string_append(out, " fallback=streams");
   g_string_append_c(out, '\n');
   for (guint i = 0; i < graph->buffers->len; i++) {
     const DrBuffer *b = dr_graph_buffer(graph, i);

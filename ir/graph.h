@@ -306,6 +306,10 @@ typedef struct {
   gint32 device;            /* default 0 */
   guint64 release_threshold;
   gboolean release_threshold_set; /* else: keep everything (UINT64_MAX) */
+  /* run.fallback: streams: a graph-mode run whose iteration cannot be
+   * captured (a node's launch breaks the capture) runs eagerly instead of
+   * failing. Default FALSE (none). */
+  gboolean fallback_streams;
 } DrRunConfig;
 
 typedef struct {

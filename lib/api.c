@@ -174,6 +174,13 @@ gboolean dr_pipeline_set_max_streams(DrPipeline *pipeline, guint max_streams, GE
   return TRUE;
 }
 
+gboolean dr_pipeline_set_graph_fallback(DrPipeline *pipeline, gboolean fallback, GError **error) {
+  CHECK_ARGS(pipeline, error);
+  if (!check_open(pipeline, "change run settings", error)) return FALSE;
+  pipeline->graph->run.fallback_streams = fallback != FALSE;
+  return TRUE;
+}
+
 gboolean dr_pipeline_set_device(DrPipeline *pipeline, gint device, GError **error) {
   CHECK_ARGS(pipeline, error);
   g_return_val_if_fail(device >= 0, FALSE);
@@ -943,7 +950,8 @@ void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline) {
                               .trace_path = o.trace_path,
                               .host_output = o.host_output,
                               .delay_seed = o.delay_seed,
-                              .delay_max_us = o.delay_max_us};
+                              .delay_max_us = o.delay_max_us,
+                              .graph_fallback = o.graph_fallback};
 }
 
 /* The run options of `settings` (NULL: dr_run_settings_init's) for `plan`;
@@ -976,7 +984,8 @@ static gboolean settings_to_options(const DrStreamPlan *plan, const DrRunSetting
                       .progress = s.progress,
                       .stop = s.stop,
                       .trace_path = s.trace_path,
-                      .host_output = s.host_output};
+                      .host_output = s.host_output,
+                      .graph_fallback = s.graph_fallback};
   return TRUE;
 }
 

@@ -286,6 +286,7 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
   g_string_append_printf(out, "\nrun: {mode: %s, iterations: %u, warmup: %u, device: %d",
                          r->mode == DR_MODE_GRAPH ? "graph" : "streams", r->iterations, r->warmup, r->device);
   if (r->max_streams_set) g_string_append_printf(out, ", max_streams: %u", r->max_streams);
+  if (r->fallback_streams) g_string_append(out, ", fallback: streams");
   g_string_append(out, "}\n");
   if (r->release_threshold_set)
     g_string_append_printf(out, "memory: {release_threshold: %" G_GUINT64_FORMAT "}\n", r->release_threshold);

@@ -167,7 +167,8 @@ static gboolean valid_name(const char *s) {
   X(ITERATIONS, "iterations") \
   X(WARMUP, "warmup")   \
   X(MAX_STREAMS, "max_streams") \
-  X(DEVICE, "device")
+  X(DEVICE, "device")   \
+  X(FALLBACK, "fallback")
 
 enum {
 #define X(e, s) RUN_##e,
@@ -204,6 +205,14 @@ static void parse_run(DrParse *p, const DrYNode *v) {
     r->max_streams_set = TRUE;
   }
   if (s[RUN_DEVICE] && dr__parse_int(p, "run", "device", s[RUN_DEVICE], NULL, 0, 1023, &i)) r->device = (gint32)i;
+  if (s[RUN_FALLBACK] != NULL) {
+    g_autofree char *f = NULL;
+    if (dr__parse_string(p, "run", "fallback", s[RUN_FALLBACK], NULL, &f)) {
+      if (strcmp(f, "none") == 0) r->fallback_streams = FALSE;
+      else if (strcmp(f, "streams") == 0) r->fallback_streams = TRUE;
+      else error_at(p, s[RUN_FALLBACK], "run", "fallback", "expected 'none' or 'streams'");
+    }
+  }
 }
 
 static const char *const memory_keys[] = {"release_threshold"};

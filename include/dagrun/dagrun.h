@@ -230,6 +230,8 @@ gboolean dr_pipeline_set_run(DrPipeline *pipeline, DrMode mode, guint iterations
                              GError **error);
 /* max_streams 0: back to the default (the device's queue count). */
 gboolean dr_pipeline_set_max_streams(DrPipeline *pipeline, guint max_streams, GError **error);
+/* run.fallback: TRUE for `streams` (see DrRunSettings.graph_fallback). */
+gboolean dr_pipeline_set_graph_fallback(DrPipeline *pipeline, gboolean fallback, GError **error);
 gboolean dr_pipeline_set_device(DrPipeline *pipeline, gint device, GError **error);
 gboolean dr_pipeline_set_release_threshold(DrPipeline *pipeline, guint64 bytes, GError **error);
 
@@ -418,10 +420,13 @@ typedef struct {
    * verify, no save files). Set it from a signal handler, or from another
    * thread with an atomic store (g_atomic_int_set or __atomic_store_n). */
   const volatile sig_atomic_t *stop;
+  /* Graph mode: when a node's launch breaks the capture, run eagerly
+   * instead of failing (warning on stderr). The pipeline's run.fallback. */
+  gboolean graph_fallback;
 } DrRunSettings;
 
 /* Fills `settings` from the pipeline's run settings: its mode, iterations,
- * warmup and device, backend auto, stamp timing, the rest off. */
+ * warmup, device and fallback, backend auto, stamp timing, the rest off. */
 void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline);
 
 /* Runs `plan` (settings NULL: dr_run_settings_init's). Returns the report,

@@ -1333,6 +1333,84 @@ static void test_cuda_fake_graph_update(void) {
   dr_cuda_api_set(NULL);
 }
 
+/* A node whose launch breaks the capture (here: the fake marks the
+ * capture invalidated when axpy_f32 is launched while capturing, as a
+ * library kernel making a synchronous call would). Graph mode fails naming
+ * that node; with run.fallback: streams the run goes on eagerly, reports
+ * streams mode and computes the right result. Nothing leaks either way. */
+static struct {
+  gboolean capturing, broken;
+} cap;
+static cudaError_t f_begin_capture(cudaStream_t s, enum cudaStreamCaptureMode m) {
+  if (fake_tick()) return cudaErrorUnknown;
+  cap.capturing = TRUE;
+  cap.broken = FALSE;
+  return cudaSuccess;
+}
+static cudaError_t f_end_capture_breakable(cudaStream_t s, cudaGraph_t *g) {
+  cap.capturing = FALSE;
+  if (cap.broken) return cudaErrorStreamCaptureInvalidated;
+  *g = (cudaGraph_t)GSIZE_TO_POINTER(++fake.next_handle);
+  return cudaSuccess;
+}
+static int f_kernel_breaking(const DrKernelDef *def, const DrKLaunch *l) {
+  if (cap.capturing && strcmp(def->name, "axpy_f32") == 0) {
+    cap.broken = TRUE; /* "returns success", like a launcher that ignores the error */
+    return cudaSuccess;
+  }
+  return f_kernel(def, l);
+}
+static cudaError_t f_capture_info(cudaStream_t s, enum cudaStreamCaptureStatus *status, unsigned long long *id,
+                                  cudaGraph_t *graph, const cudaGraphNode_t **deps,
+                                  const cudaGraphEdgeData **edge_data, size_t *n_deps) {
+  *status = !cap.capturing ? cudaStreamCaptureStatusNone
+            : cap.broken   ? cudaStreamCaptureStatusInvalidated
+                           : cudaStreamCaptureStatusActive;
+  if (n_deps) *n_deps = 0;
+  return cudaSuccess;
+}
+
+static void test_cuda_fake_uncapturable(void) {
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "yh.bin", NULL);
+  g_autoptr(DrGraph) g = scale_axpy_graph(64, path);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrCudaApi api = fake_api();
+  api.cudaStreamBeginCapture = f_begin_capture;
+  api.cudaStreamEndCapture = f_end_capture_breakable;
+  api.cudaGraphInstantiate = f_instantiate;
+  api.cudaStreamGetCaptureInfo = f_capture_info;
+  api.kernel_launch = f_kernel_breaking;
+  dr_cuda_api_set(&api);
+  for (int fallback = 0; fallback < 2; fallback++) {
+    memset(&fake, 0, sizeof fake);
+    DrRunOptions o = host_opts(g, 2, 1);
+    o.backend = DR_BACKEND_CUDA;
+    o.mode = DR_MODE_GRAPH;
+    o.graph_fallback = fallback;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_true(fake_balanced());
+    if (!fallback) {
+      g_assert_null(r);
+      g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+      g_assert_nonnull(strstr(error->message, "node 'axpy' (stream "));
+      g_assert_nonnull(strstr(error->message, "cannot be captured into a CUDA graph"));
+      g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+      continue;
+    }
+    g_assert_no_error(error);
+    g_assert_cmpstr(r->mode, ==, "streams");
+    gsize n;
+    g_autofree float *got = tg_read_floats(path, &n);
+    g_assert_cmpuint(n, ==, 64);
+    for (gsize i = 0; i < n; i++) g_assert_cmpfloat(got[i], ==, 5.0f * (float)i);
+  }
+  dr_cuda_api_set(NULL);
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 /* Fails every call of a clean run in turn: each failure is an error that
  * names the call (or the device probe), and nothing leaks. */
 static void test_cuda_fake_faults(void) {
@@ -1538,5 +1616,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/cuda-fake/faults", test_cuda_fake_faults);
   g_test_add_func("/backends/cuda-fake/stamps", test_cuda_fake_stamps);
   g_test_add_func("/backends/cuda-fake/graph-update", test_cuda_fake_graph_update);
+  g_test_add_func("/backends/cuda-fake/uncapturable", test_cuda_fake_uncapturable);
   return g_test_run();
 }
