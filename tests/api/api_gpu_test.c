@@ -8,7 +8,8 @@
 
 #include "include/dagrun/dagrun.h"
 
-int dr_test_scale_launch(const void *launch); /* gpu_forward.c */
+int dr_test_scale_launch(const void *launch);      /* gpu_forward.c */
+int dr_test_sync_scale_launch(const void *launch); /* gpu_forward.c: synchronizes first */
 
 static int my_scale_launch(const DrKLaunch *l) { return dr_test_scale_launch(l); }
 
@@ -204,6 +205,54 @@ static void test_runner_cuda(gconstpointer data) {
   for (int i = 0; i < M; i++) g_assert_cmpfloat(y[i], ==, 8.0f * x[i]);
 }
 
+static int sync_scale_launch(const DrKLaunch *l) { return dr_test_sync_scale_launch(l); }
+
+static const DrKernelDef sync_scale = {.name = "sync_scale",
+                                       .params = my_params,
+                                       .n_params = 3,
+                                       .grid_over = 0,
+                                       .block = 256,
+                                       .launch = sync_scale_launch,
+                                       .host = my_scale_host};
+
+/* A registered kernel whose launcher synchronizes its stream cannot be
+ * captured: graph mode fails naming its node; with graph_fallback the run
+ * goes on in streams mode and verifies. */
+static void test_uncapturable(void) {
+  enum { M = 4096 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new("uncapturable");
+  g_assert_true(dr_pipeline_register_kernel(p, &sync_scale, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, M, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_buffer_init_random(p, "x", 5, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "y", DR_ELEM_F32, M, DR_WHERE_DEVICE, &error));
+  DrNamedArg a1[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpha", 2.0), DR_NAMED_WHOLE("y", "y")};
+  g_assert_true(dr_pipeline_add_kernel_node(p, "fine", "scale_f32", a1, 3, &error));
+  DrNamedArg a2[] = {DR_NAMED_WHOLE("x", "y"), DR_NAMED_FLOAT("alpha", 3.0), DR_NAMED_WHOLE("y", "x")};
+  g_assert_true(dr_pipeline_add_kernel_node(p, "careless", "sync_scale", a2, 3, &error));
+  g_assert_no_error(error);
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  DrRunSettings rs;
+  dr_run_settings_init(&rs, p);
+  rs.backend = DR_BACKEND_CUDA;
+  rs.mode = DR_MODE_GRAPH;
+  rs.iterations = 2;
+  rs.warmup = 1;
+  g_assert_null(dr_stream_plan_run(plan, &rs, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+  g_test_message("%s", error->message);
+  g_assert_nonnull(strstr(error->message, "node 'careless'"));
+  g_assert_nonnull(strstr(error->message, "cannot be captured into a CUDA graph"));
+  g_clear_error(&error);
+  rs.graph_fallback = TRUE;
+  rs.verify = TRUE;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_run_report_mode(r), ==, "streams");
+  g_assert_cmpint(dr_run_report_verified(r), ==, DR_VERIFIED_PASS);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_data_func("/api/gpu/user-kernel/streams", GINT_TO_POINTER(DR_MODE_STREAMS),
@@ -212,5 +261,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/api/gpu/yaml-user-kernel", test_yaml_user_kernel);
   g_test_add_data_func("/api/gpu/runner/streams", GINT_TO_POINTER(DR_MODE_STREAMS), test_runner_cuda);
   g_test_add_data_func("/api/gpu/runner/graph", GINT_TO_POINTER(DR_MODE_GRAPH), test_runner_cuda);
+  g_test_add_func("/api/gpu/uncapturable", test_uncapturable);
   return g_test_run();
 }
