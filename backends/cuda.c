@@ -588,12 +588,15 @@ static gboolean capture_check(DrBackend *b, DrId v, cudaStream_t st, gboolean ok
   const char *why =
       "its work made a call that stream capture does not allow (a synchronous copy, an allocation or a "
       "synchronization), which invalidated the capture";
-  if (ok)
-    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u) cannot be captured into a CUDA graph: %s",
-                dr_graph_node(b->graph, v)->id, b->plan->node_stream[v], why);
-  else
-    g_prefix_error(error, "node '%s' cannot be captured into a CUDA graph (%s): ", dr_graph_node(b->graph, v)->id,
-                   why);
+  /* The failed call's own error (the launch after the capture broke), if
+   * any, goes last, in parentheses. */
+  g_autofree char *then = NULL;
+  if (!ok && error && *error) {
+    then = g_strdup_printf(" (then: %s)", (*error)->message);
+    g_clear_error(error);
+  }
+  g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u) cannot be captured into a CUDA graph: %s%s",
+              dr_graph_node(b->graph, v)->id, b->plan->node_stream[v], why, then ? then : "");
   return FALSE;
 }
 

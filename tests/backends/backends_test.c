@@ -1340,6 +1340,7 @@ static void test_cuda_fake_graph_update(void) {
  * streams mode and computes the right result. Nothing leaks either way. */
 static struct {
   gboolean capturing, broken;
+  gboolean launch_fails; /* the breaking launch also returns the error */
 } cap;
 static cudaError_t f_begin_capture(cudaStream_t s, enum cudaStreamCaptureMode m) {
   if (fake_tick()) return cudaErrorUnknown;
@@ -1355,8 +1356,8 @@ static cudaError_t f_end_capture_breakable(cudaStream_t s, cudaGraph_t *g) {
 }
 static int f_kernel_breaking(const DrKernelDef *def, const DrKLaunch *l) {
   if (cap.capturing && strcmp(def->name, "axpy_f32") == 0) {
-    cap.broken = TRUE; /* "returns success", like a launcher that ignores the error */
-    return cudaSuccess;
+    cap.broken = TRUE; /* by default "returns success", like a launcher that ignores the error */
+    return cap.launch_fails ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
   }
   return f_kernel(def, l);
 }
@@ -1382,7 +1383,9 @@ static void test_cuda_fake_uncapturable(void) {
   api.cudaStreamGetCaptureInfo = f_capture_info;
   api.kernel_launch = f_kernel_breaking;
   dr_cuda_api_set(&api);
-  for (int fallback = 0; fallback < 2; fallback++) {
+  for (int k = 0; k < 3; k++) {
+    gboolean fallback = k == 1;
+    cap.launch_fails = k == 2;
     memset(&fake, 0, sizeof fake);
     DrRunOptions o = host_opts(g, 2, 1);
     o.backend = DR_BACKEND_CUDA;
@@ -1396,6 +1399,8 @@ static void test_cuda_fake_uncapturable(void) {
       g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
       g_assert_nonnull(strstr(error->message, "node 'axpy' (stream "));
       g_assert_nonnull(strstr(error->message, "cannot be captured into a CUDA graph"));
+      /* A launch that failed too: its own error follows. */
+      g_assert_true((strstr(error->message, "(then: node 'axpy'") != NULL) == cap.launch_fails);
       g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
       continue;
     }
@@ -1405,7 +1410,9 @@ static void test_cuda_fake_uncapturable(void) {
     g_autofree float *got = tg_read_floats(path, &n);
     g_assert_cmpuint(n, ==, 64);
     for (gsize i = 0; i < n; i++) g_assert_cmpfloat(got[i], ==, 5.0f * (float)i);
+    g_remove(path);
   }
+  cap.launch_fails = FALSE;
   dr_cuda_api_set(NULL);
   g_remove(path);
   g_rmdir(dir);
