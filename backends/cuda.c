@@ -105,6 +105,8 @@ static void cuda_close(DrBackend *b) {
       if (b->stamp_streams[s]) (void)api->cudaStreamDestroy(b->stamp_streams[s]);
   g_free(b->stamp_streams);
   destroy_events(b->join, b->n_streams);
+  g_free(b->needs_fork);
+  g_free(b->needs_join);
   if (b->fork) (void)api->cudaEventDestroy(b->fork);
   for (guint32 k = 0; k < DR_CUDA_MAX_IN_FLIGHT; k++) {
     if (b->iter_start[k]) (void)api->cudaEventDestroy(b->iter_start[k]);
@@ -196,6 +198,24 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   b->n_streams = dr_plan_n_streams(plan);
   b->streams = g_new0(cudaStream_t, MAX(b->n_streams, 1));
   b->join = g_new0(cudaEvent_t, MAX(b->n_streams, 1));
+  b->needs_fork = g_new(gboolean, MAX(b->n_streams, 1));
+  b->needs_join = g_new(gboolean, MAX(b->n_streams, 1));
+  for (guint32 s = 0; s < b->n_streams; s++) b->needs_fork[s] = b->needs_join[s] = TRUE;
+  if (!b->graph_mode) {
+    /* Plan order: a stream's first step decides its fork, its last its join
+     * (needs_event: a later node on another stream waits on it). */
+    g_autofree DrId *last = g_new(DrId, MAX(b->n_streams, 1));
+    g_autofree gboolean *seen = g_new0(gboolean, MAX(b->n_streams, 1));
+    for (guint32 s = 0; s < b->n_streams; s++) last[s] = DR_NONE;
+    for (guint32 i = 0; i < plan->steps->len; i++) {
+      const DrPlanStep *step = dr_plan_step(plan, i);
+      if (!seen[step->stream]) b->needs_fork[step->stream] = step->wait_count == 0;
+      seen[step->stream] = TRUE;
+      last[step->stream] = step->node;
+    }
+    for (guint32 s = 0; s < b->n_streams; s++)
+      b->needs_join[s] = last[s] == DR_NONE || !plan->needs_event[last[s]];
+  }
   b->node_done = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
   b->bases = g_new0(void *, MAX(b->n_buffers, 1));
   b->pinned = g_new0(gboolean, MAX(b->n_buffers, 1));
@@ -618,7 +638,7 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
   /* Fork: the iteration's start happens before every stream's first node. */
   if (!DR_CUDA(site, cudaEventRecord, b->fork, b->origin)) return FALSE;
   for (guint32 s = 0; s < b->n_streams; s++)
-    if (!DR_CUDA(site, cudaStreamWaitEvent, b->streams[s], b->fork, 0)) return FALSE;
+    if (b->needs_fork[s] && !DR_CUDA(site, cudaStreamWaitEvent, b->streams[s], b->fork, 0)) return FALSE;
 
   const DrPlanStep *steps = (const DrPlanStep *)(void *)p->steps->data;
   for (guint32 i = 0, n_steps = p->steps->len; i < n_steps; i++) {
@@ -685,9 +705,10 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
     for (guint32 i = 0; i < p->steps->len; i++) side_used[dr_plan_step(p, i)->stream] = TRUE;
   }
   for (guint32 s = 0; s < b->n_streams; s++) {
-    /* Join: every stream's last node happens before the iteration's end. */
-    if (!DR_CUDA(site, cudaEventRecord, b->join[s], b->streams[s]) ||
-        !DR_CUDA(site, cudaStreamWaitEvent, b->origin, b->join[s], 0))
+    /* Join: every stream's last node happens before the iteration's end
+     * (directly, or through a stream that waits on it: needs_join). */
+    if (b->needs_join[s] && (!DR_CUDA(site, cudaEventRecord, b->join[s], b->streams[s]) ||
+                             !DR_CUDA(site, cudaStreamWaitEvent, b->origin, b->join[s], 0)))
       return FALSE;
     /* Join of the stamps: every stamp happens before the iteration's end
      * (and before the stamps are copied back). A side stream that stamped

@@ -72,6 +72,13 @@ struct DrBackend {
   cudaEvent_t *stamp_join;                       /* [n_streams], no timing */
   cudaEvent_t fork;                              /* no timing: origin -> every stream */
   cudaEvent_t *join;                             /* [n_streams], no timing: every stream -> origin */
+  /* [n_streams]: the stream waits on the fork / joins origin. Eagerly, a
+   * stream whose first node waits on another stream's node already starts
+   * after the fork, and one whose last node another stream waits on is
+   * already joined through that stream: neither needs its own (fewer host
+   * calls per iteration). A capture keeps them all (every stream forked in
+   * is joined back explicitly). */
+  gboolean *needs_fork, *needs_join;
   cudaEvent_t iter_start[DR_CUDA_MAX_IN_FLIGHT]; /* timing, on origin, per slot */
   cudaEvent_t iter_end[DR_CUDA_MAX_IN_FLIGHT];
   cudaEvent_t iter_done[DR_CUDA_MAX_IN_FLIGHT]; /* no timing: after the stamps' copy */

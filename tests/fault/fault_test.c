@@ -936,6 +936,15 @@ static void test_pdl(gconstpointer data) {
   dr_report_free(r);
   g_assert_cmpuint(dr_fake_kernel_launches(), >=, 6);
   g_assert_cmpuint(dr_fake_pdl_launches(), ==, c->expect);
+  /* Eagerly, the stream of b1 needs no fork wait (b1 waits on a1, after
+   * the fork): the waits are b1's on a1, one fork wait and the two joins. */
+  if (c->mode == DR_MODE_STREAMS) {
+    guint waits = 0;
+    const GArray *trace = dr_fake_trace();
+    for (guint i = 0; i < trace->len; i++)
+      waits += strcmp(g_array_index(trace, DrFakeCall, i).name, "cudaStreamWaitEvent") == 0;
+    g_assert_cmpuint(waits, ==, 4);
+  }
   dr_fake_reset();
 }
 
