@@ -200,21 +200,24 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   b->join = g_new0(cudaEvent_t, MAX(b->n_streams, 1));
   b->needs_fork = g_new(gboolean, MAX(b->n_streams, 1));
   b->needs_join = g_new(gboolean, MAX(b->n_streams, 1));
-  for (guint32 s = 0; s < b->n_streams; s++) b->needs_fork[s] = b->needs_join[s] = TRUE;
-  if (!b->graph_mode) {
-    /* Plan order: a stream's first step decides its fork, its last its join
-     * (needs_event: a later node on another stream waits on it). */
+  b->prev_on_stream = g_new(DrId, MAX(b->n_nodes, 1));
+  {
+    /* Plan order: each node's predecessor on its stream; a stream's first
+     * step decides its fork, its last its join (needs_event: a later node
+     * on another stream waits on it). A capture keeps every fork and
+     * join. */
     g_autofree DrId *last = g_new(DrId, MAX(b->n_streams, 1));
-    g_autofree gboolean *seen = g_new0(gboolean, MAX(b->n_streams, 1));
     for (guint32 s = 0; s < b->n_streams; s++) last[s] = DR_NONE;
     for (guint32 i = 0; i < plan->steps->len; i++) {
       const DrPlanStep *step = dr_plan_step(plan, i);
-      if (!seen[step->stream]) b->needs_fork[step->stream] = step->wait_count == 0;
-      seen[step->stream] = TRUE;
+      if (last[step->stream] == DR_NONE) b->needs_fork[step->stream] = b->graph_mode || step->wait_count == 0;
+      b->prev_on_stream[step->node] = last[step->stream];
       last[step->stream] = step->node;
     }
-    for (guint32 s = 0; s < b->n_streams; s++)
-      b->needs_join[s] = last[s] == DR_NONE || !plan->needs_event[last[s]];
+    for (guint32 s = 0; s < b->n_streams; s++) {
+      if (last[s] == DR_NONE) b->needs_fork[s] = TRUE;
+      b->needs_join[s] = b->graph_mode || last[s] == DR_NONE || !plan->needs_event[last[s]];
+    }
   }
   b->node_done = g_new0(cudaEvent_t, MAX(b->n_nodes, 1));
   b->bases = g_new0(void *, MAX(b->n_buffers, 1));
@@ -241,14 +244,6 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
     b->t_end = g_new0(cudaEvent_t, MAX(b->depth * b->n_nodes, 1));
   }
   if (b->timing == DR_TIMING_STAMPS) {
-    b->prev_on_stream = g_new(DrId, MAX(b->n_nodes, 1));
-    g_autofree DrId *last = g_new(DrId, MAX(b->n_streams, 1));
-    for (guint32 s = 0; s < b->n_streams; s++) last[s] = DR_NONE;
-    for (guint32 i = 0; i < plan->steps->len; i++) {
-      const DrPlanStep *step = dr_plan_step(plan, i);
-      b->prev_on_stream[step->node] = last[step->stream];
-      last[step->stream] = step->node;
-    }
     const char *inline_env = g_getenv("DAGRUN_STAMPS_INLINE");
     b->stamp_aside = b->graph_mode && !(inline_env && strcmp(inline_env, "1") == 0);
   }
@@ -363,12 +358,9 @@ static gboolean *early_launches(const DrBackend *b) {
   const DrPlan *p = b->plan;
   const DrGraph *g = b->graph;
   gboolean *ok = g_new0(gboolean, MAX(b->n_nodes, 1));
-  g_autofree DrId *last = g_new(DrId, MAX(b->n_streams, 1));
-  for (guint32 s = 0; s < b->n_streams; s++) last[s] = DR_NONE;
   for (guint32 i = 0; i < p->steps->len; i++) {
     const DrPlanStep *step = dr_plan_step(p, i);
-    DrId v = step->node, u = last[step->stream];
-    last[step->stream] = v;
+    DrId v = step->node, u = b->prev_on_stream[v];
     if (u == DR_NONE || step->wait_count > 0 || p->needs_event[u]) continue;
     const DrKernelDef *du = self_stamping(g, u) ? node_kernel_def(g, u) : NULL;
     const DrKernelDef *dv = dr_graph_node(g, v)->op == DR_OP_KERNEL ? node_kernel_def(g, v) : NULL;
@@ -635,7 +627,8 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
    * through it every node) happens after it: no node can seem to start
    * before the iteration did. */
   if (stamps && !stamp(&b->stamps[b->n_nodes], b->origin, site, error)) return FALSE;
-  /* Fork: the iteration's start happens before every stream's first node. */
+  /* Fork: the iteration's start happens before every stream's first node
+   * (directly, or through the node it waits on: needs_fork). */
   if (!DR_CUDA(site, cudaEventRecord, b->fork, b->origin)) return FALSE;
   for (guint32 s = 0; s < b->n_streams; s++)
     if (b->needs_fork[s] && !DR_CUDA(site, cudaStreamWaitEvent, b->streams[s], b->fork, 0)) return FALSE;

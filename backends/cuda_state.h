@@ -61,7 +61,6 @@ struct DrBackend {
    * timed iteration after the join (in origin's order, before the next
    * iteration's fork, so one device array serves every slot). */
   unsigned long long *stamps, *stamps_host;
-  DrId *prev_on_stream; /* [n_nodes]: the node before it on its stream, or DR_NONE */
   /* Graph mode stamps off the critical path (stamp_aside): node v's stamp
    * runs on its plan stream's side stream after v (stamp_ready[v]), so the
    * next node on v's stream does not wait for it; every side stream joins
@@ -79,6 +78,9 @@ struct DrBackend {
    * calls per iteration). A capture keeps them all (every stream forked in
    * is joined back explicitly). */
   gboolean *needs_fork, *needs_join;
+  /* [n_nodes]: the node before it on its stream in plan order, or DR_NONE
+   * (stamps' ready times, early launches). */
+  DrId *prev_on_stream;
   cudaEvent_t iter_start[DR_CUDA_MAX_IN_FLIGHT]; /* timing, on origin, per slot */
   cudaEvent_t iter_end[DR_CUDA_MAX_IN_FLIGHT];
   cudaEvent_t iter_done[DR_CUDA_MAX_IN_FLIGHT]; /* no timing: after the stamps' copy */
