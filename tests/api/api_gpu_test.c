@@ -69,18 +69,26 @@ static DrPipeline *build(const char *save, gint *calls) {
   return g_steal_pointer(&p);
 }
 
+/* The pipeline's run settings on `backend` in `mode`, `warmup` +
+ * `iterations` iterations. */
+static DrRunSettings settings(const DrPipeline *p, DrBackendKind backend, DrMode mode, guint warmup,
+                              guint iterations) {
+  DrRunSettings rs;
+  dr_run_settings_init(&rs, p);
+  rs.backend = backend;
+  rs.mode = mode;
+  rs.warmup = warmup;
+  rs.iterations = iterations;
+  return rs;
+}
+
 static char *run_and_read(DrBackendKind backend, DrMode mode, gint *calls) {
   g_autoptr(GError) error = NULL;
   g_autofree char *save = g_build_filename(g_get_tmp_dir(), "api_gpu_out.bin", NULL);
   g_autoptr(DrPipeline) p = build(save, calls);
   g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
   g_assert_no_error(error);
-  DrRunSettings rs;
-  dr_run_settings_init(&rs, p);
-  rs.backend = backend;
-  rs.mode = mode;
-  rs.iterations = 4;
-  rs.warmup = 1;
+  DrRunSettings rs = settings(p, backend, mode, 1, 4);
   rs.verify = TRUE;
   g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
   g_assert_no_error(error);
@@ -154,12 +162,7 @@ static void test_runner_cuda(gconstpointer data) {
   g_assert_no_error(error);
   g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
   g_assert_no_error(error);
-  DrRunSettings rs;
-  dr_run_settings_init(&rs, p);
-  rs.backend = DR_BACKEND_CUDA;
-  rs.mode = mode;
-  rs.iterations = 5;
-  rs.warmup = 1;
+  DrRunSettings rs = settings(p, DR_BACKEND_CUDA, mode, 1, 5);
   g_autoptr(DrRunner) r = dr_runner_new(plan, &rs, &error);
   g_assert_no_error(error);
   g_autofree float *x = g_new(float, M);
@@ -233,12 +236,7 @@ static void test_uncapturable(void) {
   g_assert_no_error(error);
   g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
   g_assert_no_error(error);
-  DrRunSettings rs;
-  dr_run_settings_init(&rs, p);
-  rs.backend = DR_BACKEND_CUDA;
-  rs.mode = DR_MODE_GRAPH;
-  rs.iterations = 2;
-  rs.warmup = 1;
+  DrRunSettings rs = settings(p, DR_BACKEND_CUDA, DR_MODE_GRAPH, 1, 2);
   g_assert_null(dr_stream_plan_run(plan, &rs, &error));
   g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
   g_test_message("%s", error->message);

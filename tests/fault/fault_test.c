@@ -648,6 +648,31 @@ static void test_sweep(gconstpointer data) {
   sweep(s, c->fault);
 }
 
+/* Loads pipeline text `yaml` as the file `name`; it must load. */
+static DrGraph *load_yaml(const char *name, const char *yaml) {
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(GError) error = NULL;
+  DrGraph *g = dr_load_string(name, yaml, strlen(yaml), diags, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(g);
+  return g;
+}
+
+/* Options for a run of `g` on the fake: the CUDA backend in `mode` with
+ * `timing`, `warmup` + `iterations` iterations, host output discarded. */
+static DrRunOptions fake_run_options(const DrGraph *g, DrMode mode, DrTimingMode timing, guint32 warmup,
+                                     guint32 iterations) {
+  DrRunOptions opts;
+  dr_run_options_init(&opts, g);
+  opts.backend = DR_BACKEND_CUDA;
+  opts.mode = mode;
+  opts.node_timing = timing;
+  opts.warmup = warmup;
+  opts.iterations = iterations;
+  opts.host_output = devnull;
+  return opts;
+}
+
 /* The `save:` pipeline: x (iota) scaled into y on the device, copied to
  * the host buffer back; y and back are saved under TEST_TMPDIR. */
 static DrGraph *save_graph(char **dev_path, char **host_path) {
@@ -666,12 +691,7 @@ static DrGraph *save_graph(char **dev_path, char **host_path) {
       "  scale: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: y}}\n"
       "  down:  {op: copy, src: y, dst: back}\n",
       *dev_path, *host_path);
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(GError) error = NULL;
-  DrGraph *g = dr_load_string("save.yaml", yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
-  return g;
+  return load_yaml("save.yaml", yaml);
 }
 
 /* A faulted run of the `save:` pipeline must leave none of its files
@@ -718,14 +738,8 @@ static void test_sync_fault_reported(gconstpointer data) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = c->mode;
-  opts.iterations = 2;
-  opts.warmup = 1;
+  DrRunOptions opts = fake_run_options(g, c->mode, DR_TIMING_AUTO, 1, 2);
   opts.verify = TRUE;
-  opts.host_output = devnull;
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -783,20 +797,11 @@ static void test_pipelined(gconstpointer data) {
       "  s1: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: b}}\n"
       "  s2: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 3.0, y: c}}\n"
       "  s3: {op: kernel, kernel: add_f32, args: {a: b, b: c, y: b}}\n";
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(DrGraph) g = load_yaml("pipelined.yaml", yaml);
   g_autoptr(GError) error = NULL;
-  g_autoptr(DrGraph) g = dr_load_string("pipelined.yaml", yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = c->mode;
-  opts.node_timing = c->timing;
-  opts.warmup = 1;
-  opts.iterations = 3;
-  opts.host_output = devnull;
+  DrRunOptions opts = fake_run_options(g, c->mode, c->timing, 1, 3);
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -913,21 +918,12 @@ static void test_pdl(gconstpointer data) {
       "  b1: {op: kernel, kernel: spin, args: {ns: 10}, after: [a1]}\n"
       "  b2: {op: kernel, kernel: fill_f32, args: {y: b, value: 1.0}, after: [b1]}\n"
       "  b3: {op: kernel, kernel: scale_f32, args: {x: b, alpha: 3.0, y: b}}\n";
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(DrGraph) g = load_yaml("pdl.yaml", yaml);
   g_autoptr(GError) error = NULL;
-  g_autoptr(DrGraph) g = dr_load_string("pdl.yaml", yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(dr_plan_n_streams(plan), ==, 2);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = c->mode;
-  opts.node_timing = c->timing;
-  opts.warmup = 0;
-  opts.iterations = 1;
-  opts.host_output = devnull;
+  DrRunOptions opts = fake_run_options(g, c->mode, c->timing, 0, 1);
   if (c->env) g_setenv("DAGRUN_PDL", c->env, TRUE);
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
@@ -975,11 +971,7 @@ static void test_user_kernel(gconstpointer data) {
       "  t1: {op: kernel, kernel: touch, args: {buf: 'a[2Ki:4Ki]', n: 2048}}\n"
       "  s:  {op: kernel, kernel: scale_f32, args: {x: a, alpha: 3.0, y: b}}\n",
       ptx);
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(GError) error = NULL;
-  DrGraph *g = dr_load_string("user-kernel.yaml", yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
+  DrGraph *g = load_yaml("user-kernel.yaml", yaml);
   g_autoptr(Subject) s = subject_new("user-kernel", g, c->mode, c->timing);
   /* The run loaded the library and launched it twice. */
   guint loads = 0, launches = 0;
