@@ -582,36 +582,6 @@ static gboolean issue_work(DrBackend *b, DrId id, cudaStream_t st, DrCudaSite si
 /* The site of node v's calls. */
 #define NODE_SITE(v) DR_SITE_NODE(dr_graph_node(g, (v))->id, p->node_stream[(v)])
 
-/* Capturing, after node v's work on `st` (`ok`: it was issued without an
- * error): checks that the capture survived it. Work that makes a call
- * stream capture does not allow (a synchronous copy, an allocation, a
- * synchronization: a library kernel's launcher might) invalidates the
- * capture; then v is to blame: b->uncapturable = v, and the error names
- * it and says why. Returns FALSE when !ok or the capture is gone. */
-static gboolean capture_check(DrBackend *b, DrId v, cudaStream_t st, gboolean ok, GError **error) {
-  const DrCudaApi *api = dr_cuda_api();
-  enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
-  if (api->cudaStreamGetCaptureInfo &&
-      api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, NULL, NULL, NULL) != cudaSuccess)
-    status = cudaStreamCaptureStatusInvalidated; /* not capturing any more */
-  if (status == cudaStreamCaptureStatusActive) return ok;
-  (void)api->cudaGetLastError();
-  b->uncapturable = v;
-  const char *why =
-      "its work made a call that stream capture does not allow (a synchronous copy, an allocation or a "
-      "synchronization), which invalidated the capture";
-  /* The failed call's own error (the launch after the capture broke), if
-   * any, goes last, in parentheses. */
-  g_autofree char *then = NULL;
-  if (!ok && error && *error) {
-    then = g_strdup_printf(" (then: %s)", (*error)->message);
-    g_clear_error(error);
-  }
-  g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u) cannot be captured into a CUDA graph: %s%s",
-              dr_graph_node(b->graph, v)->id, b->plan->node_stream[v], why, then ? then : "");
-  return FALSE;
-}
-
 gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **error) {
   const DrPlan *p = b->plan;
   const DrGraph *g = b->graph;
@@ -647,23 +617,22 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, gboolean capturing, GError **err
     guint32 k = b->node_kcall[v];
     /* Capturing: which graph node a built-in's launch makes (per-node
      * argument updates, cuda_graph.c). */
-    gboolean map = capturing && k != DR_NONE && b->graph_node != NULL;
-    gsize n_before = 0;
-    g_autofree cudaGraphNode_t *before = map ? dr__capture_before(st, &n_before) : NULL;
+    gsize n_before = G_MAXSIZE;
+    g_autofree cudaGraphNode_t *before =
+        capturing && k != DR_NONE && b->graph_node != NULL ? dr__capture_before(st, &n_before) : NULL;
     if (G_LIKELY(!events && k != DR_NONE)) {
       /* The hot path: a bound built-in, nothing else around it. */
       if (!issue_kernel(b, api, &b->kcalls[k], NODE_SITE(v), error))
-        return capturing && capture_check(b, v, st, FALSE, error);
+        return capturing && dr__capture_after(b, v, st, FALSE, NULL, G_MAXSIZE, error);
     } else {
       DrCudaSite ns = NODE_SITE(v);
       gsize e = (gsize)b->slot * b->n_nodes + v;
       if (events && !record_timing(b, b->t_start[e], st, capturing, ns, error)) return FALSE;
       if (k != DR_NONE ? !issue_kernel(b, api, &b->kcalls[k], ns, error) : !issue_work(b, v, st, ns, error))
-        return capturing && capture_check(b, v, st, FALSE, error);
+        return capturing && dr__capture_after(b, v, st, FALSE, NULL, G_MAXSIZE, error);
       if (events && !record_timing(b, b->t_end[e], st, capturing, ns, error)) return FALSE;
     }
-    if (capturing && !capture_check(b, v, st, TRUE, error)) return FALSE;
-    if (map) dr__capture_note(b, v, st, g_steal_pointer(&before), n_before);
+    if (capturing && !dr__capture_after(b, v, st, TRUE, before, n_before, error)) return FALSE;
     if (stamps && b->stamp_aside) {
       /* DAG-free timing edge v -> v's stamp: the side stream of v's plan
        * stream waits for v and stamps; nothing but the join waits for the

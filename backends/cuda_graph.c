@@ -48,22 +48,16 @@ static gboolean same_nodes(const cudaGraphNode_t *a, const cudaGraphNode_t *b, g
   return TRUE;
 }
 
-void dr__capture_note(DrBackend *b, DrId v, cudaStream_t st, cudaGraphNode_t *before, gsize n_before) {
+/* Maps v to deps[0] when that is one kernel node whose dependencies are
+ * exactly `before`: the launch added that one node (a launcher of two
+ * kernels, or of a memset and a kernel, ends at a node that depends on
+ * its own first node). */
+static void note_node(DrBackend *b, DrId v, const cudaGraphNode_t *deps, size_t n_deps,
+                      const cudaGraphNode_t *before, gsize n_before) {
   const DrCudaApi *api = dr_cuda_api();
-  g_autofree cudaGraphNode_t *owned = before;
-  b->graph_node[v] = NULL;
-  if (n_before == G_MAXSIZE) return;
-  enum cudaStreamCaptureStatus status;
-  const cudaGraphNode_t *deps = NULL;
-  size_t n_deps = 0, n_in = 0;
   enum cudaGraphNodeType type;
-  /* The stream now ends at one kernel node whose dependencies are exactly
-   * what the stream depended on before the launch: the launch added that
-   * one node (a launcher of two kernels, or of a memset and a kernel,
-   * ends at a node that depends on its own first node). */
-  if (api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, NULL, &n_deps) != cudaSuccess ||
-      status != cudaStreamCaptureStatusActive || n_deps != 1 ||
-      api->cudaGraphNodeGetType(deps[0], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel ||
+  size_t n_in = 0;
+  if (n_deps != 1 || api->cudaGraphNodeGetType(deps[0], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel ||
       api->cudaGraphNodeGetDependencies(deps[0], NULL, NULL, &n_in) != cudaSuccess || n_in != n_before) {
     (void)api->cudaGetLastError();
     return;
@@ -76,6 +70,36 @@ void dr__capture_note(DrBackend *b, DrId v, cudaStream_t st, cudaGraphNode_t *be
     return;
   }
   b->graph_node[v] = node;
+}
+
+gboolean dr__capture_after(DrBackend *b, DrId v, cudaStream_t st, gboolean ok, const cudaGraphNode_t *before,
+                           gsize n_before, GError **error) {
+  const DrCudaApi *api = dr_cuda_api();
+  enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
+  const cudaGraphNode_t *deps = NULL;
+  size_t n_deps = 0;
+  if (api->cudaStreamGetCaptureInfo &&
+      api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, NULL, &n_deps) != cudaSuccess)
+    status = cudaStreamCaptureStatusInvalidated; /* not capturing any more */
+  if (status == cudaStreamCaptureStatusActive) {
+    if (ok && n_before != G_MAXSIZE && b->graph_node != NULL) note_node(b, v, deps, n_deps, before, n_before);
+    return ok;
+  }
+  (void)api->cudaGetLastError();
+  b->uncapturable = v;
+  const char *why =
+      "its work made a call that stream capture does not allow (a synchronous copy, an allocation or a "
+      "synchronization), which invalidated the capture";
+  /* The failed call's own error (the launch after the capture broke), if
+   * any, goes last, in parentheses. */
+  g_autofree char *then = NULL;
+  if (!ok && error && *error) {
+    then = g_strdup_printf(" (then: %s)", (*error)->message);
+    g_clear_error(error);
+  }
+  g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u) cannot be captured into a CUDA graph: %s%s",
+              dr_graph_node(b->graph, v)->id, b->plan->node_stream[v], why, then ? then : "");
+  return FALSE;
 }
 
 /* Captures one iteration into a new graph (*out, owned by the caller).

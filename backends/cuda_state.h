@@ -162,12 +162,23 @@ gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error);
 gboolean dr__cuda_graph_update_nodes(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
                                      GError **error);
 /* While capturing, before node v's kernel launch on `st`: what the next
- * node captured on `st` will depend on (a copy, *n of them; NULL and
- * *n = G_MAXSIZE when it cannot be asked). After the launch,
- * dr__capture_note maps v to the node the launch added when it added
- * exactly one kernel node, and frees `before`. */
+ * node captured on `st` will depend on (a copy, *n of them, for the
+ * caller to free; NULL and *n = G_MAXSIZE when it cannot be asked). */
 cudaGraphNode_t *dr__capture_before(cudaStream_t st, gsize *n);
-void dr__capture_note(DrBackend *b, DrId v, cudaStream_t st, cudaGraphNode_t *before, gsize n_before);
+/* While capturing, after node v's work on `st` (`ok`: it was issued
+ * without an error), with one query of the stream's capture state:
+ *  - when the work broke the capture (it made a call capture does not
+ *    allow: a synchronous copy, an allocation, a synchronization; a
+ *    library kernel's launcher might), v is to blame: b->uncapturable = v
+ *    and the error names it and says why (any error of the work itself
+ *    follows in parentheses); FALSE;
+ *  - else FALSE when !ok;
+ *  - else, given what the stream depended on before a built-in's launch
+ *    (`before`, n_before; G_MAXSIZE: not asked), maps v in b->graph_node
+ *    to the one kernel node the launch added, if it added exactly one;
+ *    TRUE. */
+gboolean dr__capture_after(DrBackend *b, DrId v, cudaStream_t st, gboolean ok, const cudaGraphNode_t *before,
+                           gsize n_before, GError **error);
 /* Binds every built-in kernel node's launch (cuda.c). */
 gboolean dr__cuda_bind_kernels(DrBackend *b, GError **error);
 /* Destroys the executable and the captured graph (NULL-safe fields). */
