@@ -483,7 +483,8 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
     }
     /* run.fallback: streams. The plan stays (graph mode's, uncapped), one
      * iteration in flight, stamps inline. */
-    g_printerr("dagrun: warning: %s; running in streams mode instead (run.fallback: streams)\n", local->message);
+    g_printerr("dagrun: warning: %s; running in streams mode instead (run.fallback: streams)\n",
+               local->message);
     b->graph_mode = FALSE;
     b->stamp_aside = FALSE;
   }

@@ -57,7 +57,8 @@ static void note_node(DrBackend *b, DrId v, const cudaGraphNode_t *deps, size_t 
   const DrCudaApi *api = dr_cuda_api();
   enum cudaGraphNodeType type;
   size_t n_in = 0;
-  if (n_deps != 1 || api->cudaGraphNodeGetType(deps[0], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel ||
+  if (n_deps != 1 || api->cudaGraphNodeGetType(deps[0], &type) != cudaSuccess ||
+      type != cudaGraphNodeTypeKernel ||
       api->cudaGraphNodeGetDependencies(deps[0], NULL, NULL, &n_in) != cudaSuccess || n_in != n_before) {
     (void)api->cudaGetLastError();
     return;
@@ -97,7 +98,8 @@ gboolean dr__capture_after(DrBackend *b, DrId v, cudaStream_t st, gboolean ok, c
     then = g_strdup_printf(" (then: %s)", (*error)->message);
     g_clear_error(error);
   }
-  g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u) cannot be captured into a CUDA graph: %s%s",
+  g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
+              "node '%s' (stream %u) cannot be captured into a CUDA graph: %s%s",
               dr_graph_node(b->graph, v)->id, b->plan->node_stream[v], why, then ? then : "");
   return FALSE;
 }

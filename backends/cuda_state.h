@@ -66,11 +66,11 @@ struct DrBackend {
    * next node on v's stream does not wait for it; every side stream joins
    * origin at the end (stamp_join). Eager mode stamps inline. */
   gboolean stamp_aside;
-  cudaStream_t *stamp_streams;                   /* [n_streams] */
-  cudaEvent_t *stamp_ready;                      /* [n_nodes], no timing */
-  cudaEvent_t *stamp_join;                       /* [n_streams], no timing */
-  cudaEvent_t fork;                              /* no timing: origin -> every stream */
-  cudaEvent_t *join;                             /* [n_streams], no timing: every stream -> origin */
+  cudaStream_t *stamp_streams; /* [n_streams] */
+  cudaEvent_t *stamp_ready;    /* [n_nodes], no timing */
+  cudaEvent_t *stamp_join;     /* [n_streams], no timing */
+  cudaEvent_t fork;            /* no timing: origin -> every stream */
+  cudaEvent_t *join;           /* [n_streams], no timing: every stream -> origin */
   /* [n_streams]: the stream waits on the fork / joins origin. Eagerly, a
    * stream whose first node waits on another stream's node already starts
    * after the fork, and one whose last node another stream waits on is
