@@ -117,7 +117,7 @@ typedef struct {
  * else the registry's default (dr_kernel_default_shape; a node's block
  * alone keeps the covered thread count). stream, blas and scratch are left
  * NULL for the backend. Fails (DR_ERROR_RUNTIME) for user kernels (the CUDA
- * backend launches those itself, user_kernels.c), unknown built-ins and
+ * backend launches those itself, cuda/user_kernels.c), unknown built-ins and
  * failed checks. */
 gboolean dr__kernel_call_bind(const DrGraph *graph, DrId node, void *const *bases, DrKernelCall *call,
                               GError **error);
