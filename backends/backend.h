@@ -72,6 +72,9 @@ typedef struct {
 } DrBackendOps;
 
 extern const DrBackendOps dr__host_backend;
+/* backends/cuda/: one entry for both modes; what differs between streams
+ * and graph mode is each mode's own table of operations over the
+ * backend's parts (cuda/cuda.h), picked at open from opts->mode. */
 extern const DrBackendOps dr__cuda_backend;
 
 /* Returns TRUE when the CUDA runtime reports at least one device; else
