@@ -72,6 +72,9 @@ typedef struct {
 } DrBackendOps;
 
 extern const DrBackendOps dr__host_backend;
+/* backends/cuda/: one entry for both modes; what differs between streams
+ * and graph mode is each mode's own table of operations over the
+ * backend's parts (cuda/cuda.h), picked at open from opts->mode. */
 extern const DrBackendOps dr__cuda_backend;
 
 /* Returns TRUE when the CUDA runtime reports at least one device; else
@@ -117,7 +120,7 @@ typedef struct {
  * else the registry's default (dr_kernel_default_shape; a node's block
  * alone keeps the covered thread count). stream, blas and scratch are left
  * NULL for the backend. Fails (DR_ERROR_RUNTIME) for user kernels (the CUDA
- * backend launches those itself, user_kernels.c), unknown built-ins and
+ * backend launches those itself, cuda/user_kernels.c), unknown built-ins and
  * failed checks. */
 gboolean dr__kernel_call_bind(const DrGraph *graph, DrId node, void *const *bases, DrKernelCall *call,
                               GError **error);

@@ -1,11 +1,12 @@
 /* cuda_api.h: the one table through which the CUDA backends call the CUDA
  * runtime, and the one macro that turns a failed call into a GError.
  *
- * Every runtime call of cuda.c and cuda_graph.c goes through DrCudaApi, so
- * a fault-injection shim can swap the table (dr_cuda_api_set) and fail the
- * Nth call to prove every failure path releases everything. Built-in kernel
- * launches go through the table's `kernel_launch` entry for the same
- * reason. This file does not own any CUDA handle: see cuda_state.h. */
+ * Every runtime call of the CUDA backend (backends/cuda/) goes through
+ * DrCudaApi, so a fault-injection shim can swap the table (dr_cuda_api_set)
+ * and fail the Nth call to prove every failure path releases everything.
+ * Built-in kernel launches go through the table's `kernel_launch` entry
+ * for the same reason. This file does not own any CUDA handle: the parts
+ * of backends/cuda/ do (cuda/cuda.h). */
 #ifndef DAGRUN_BACKENDS_CUDA_API_H
 #define DAGRUN_BACKENDS_CUDA_API_H
 
@@ -20,6 +21,7 @@ G_BEGIN_DECLS
 /* X(name, (parameter list), (argument names)): the runtime functions dagrun
  * calls, all of which return cudaError_t. The argument names let a shim
  * forward a call generically. */
+/* clang-format off */
 #define DR_CUDA_API_LIST(X)                                                                                                                      \
   X(cudaGetDeviceCount, (int *count), (count))                                                                                                   \
   X(cudaSetDevice, (int device), (device))                                                                                                       \
@@ -58,6 +60,7 @@ G_BEGIN_DECLS
   X(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t shared, cudaStream_t stream), (func, grid, block, args, shared, stream)) \
   X(cudaDeviceSynchronize, (void), ())                                                                                                           \
   X(cudaGetLastError, (void), ())
+/* clang-format on */
 
 typedef struct {
 #define DR_X(name, params, args) cudaError_t(*name) params;
@@ -71,12 +74,13 @@ typedef struct {
    * (ns) into *slot, device memory, on `stream`; a cudaError_t as int.
    * Outside the X-list so that tables written before it existed still
    * compile: a table that leaves it NULL gets event timing where stamps
-   * were asked (cuda.c). */
+   * were asked (cuda/timing.c). */
   int (*stamp_launch)(unsigned long long *slot, cudaStream_t stream);
   /* cudaGraphExecUpdate, outside the X-list for the same reason: NULL
-   * makes dr__cuda_graph_update re-instantiate instead. */
-  cudaError_t (*cudaGraphExecUpdate)(cudaGraphExec_t exec, cudaGraph_t graph, cudaGraphExecUpdateResultInfo *info);
-  /* Graph mode's per-node argument updates (cuda_graph.c), optional too:
+   * makes dr__cuda_graph_update (cuda/graph.c) re-instantiate instead. */
+  cudaError_t (*cudaGraphExecUpdate)(cudaGraphExec_t exec, cudaGraph_t graph,
+                                     cudaGraphExecUpdateResultInfo *info);
+  /* Graph mode's per-node argument updates (cuda/graph.c), optional too:
    * with any of them NULL, a changed argument takes the whole-graph path
    * (re-capture and cudaGraphExecUpdate). */
   cudaError_t (*cudaStreamGetCaptureInfo)(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
@@ -88,7 +92,8 @@ typedef struct {
                                               cudaGraphEdgeData *edge_data, size_t *n_deps);
   cudaError_t (*cudaGraphNodeGetType)(cudaGraphNode_t node, enum cudaGraphNodeType *type);
   cudaError_t (*cudaGraphKernelNodeGetParams)(cudaGraphNode_t node, struct cudaKernelNodeParams *params);
-  cudaError_t (*cudaGraphKernelNodeSetParams)(cudaGraphNode_t node, const struct cudaKernelNodeParams *params);
+  cudaError_t (*cudaGraphKernelNodeSetParams)(cudaGraphNode_t node,
+                                              const struct cudaKernelNodeParams *params);
   cudaError_t (*cudaGraphExecKernelNodeSetParams)(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                   const struct cudaKernelNodeParams *params);
 } DrCudaApi;
@@ -120,6 +125,12 @@ gboolean dr__cuda_check(cudaError_t rc, const char *call, DrCudaSite site, GErro
  * evaluates to TRUE on success, FALSE with *error set. Expects a
  * `GError **error` in scope. */
 #define DR_CUDA(site, fn, ...) dr__cuda_check(dr_cuda_api()->fn(__VA_ARGS__), #fn, (site), error)
+
+/* DR_CUDA for the per-node calls of an iteration's issue: the table
+ * fetched once (`api`), the site (an expression) built only when the call
+ * failed. Expects `cudaError_t rc_` and `GError **error` in scope. */
+#define DR_CUDA_HOT(api, site_expr, fn, ...) \
+  (G_LIKELY((rc_ = (api)->fn(__VA_ARGS__)) == cudaSuccess) || dr__cuda_check(rc_, #fn, (site_expr), error))
 
 #define DR_SITE_SETUP(what) ((DrCudaSite){NULL, -1, (what)})
 #define DR_SITE_NODE(id, stream) ((DrCudaSite){(id), (gint64)(stream), NULL})

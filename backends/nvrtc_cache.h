@@ -1,7 +1,7 @@
 /* nvrtc_cache.h: internal to backends/: compile CUDA C++ source to a cubin
  * with NVRTC, through an on-disk cache. It is CPU-only (NVRTC compiles on the
  * host), so it runs and is tested on a machine without a GPU; it is not the
- * loader (user_kernels.c turns the cubin into a cudaLibrary_t).
+ * loader (cuda/user_kernels.c turns the cubin into a cudaLibrary_t).
  *
  * The cache key is the SHA-256 of: a cache format version, the source bytes,
  * the target architecture, the full NVRTC option list and the identity of the

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "backends/cuda_api.h"
-#include "backends/cuda_state.h"
+#include "backends/cuda/graph.h"
 #include "tests/backends/testgraph.h"
 
 static gboolean have_gpu(void) {

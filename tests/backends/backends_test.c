@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "backends/cuda_api.h"
-#include "backends/cuda_state.h"
+#include "backends/cuda/graph.h"
 #include "cli/cli.h"
 #include "lib/load.h"
 #include "tests/backends/testgraph.h"
@@ -1022,10 +1022,10 @@ static void test_timeline_large(void) {
 /* A synchronous CPU stand-in for the CUDA runtime, swapped in through
  * DrCudaApi: memory is host memory, copies and memsets happen at once,
  * kernels run their host twins, host functions are called in place, events
- * and streams are counted tokens. It runs cuda.c's eager path (issue order,
- * waits, alloc/free, init, read-back, verify) on machines without a GPU,
- * and with `fail_at` fails the Nth call to check every failure path
- * releases everything. Graph capture is not emulated. */
+ * and streams are counted tokens. It runs the CUDA backend's eager path
+ * (issue order, waits, alloc/free, init, read-back, verify) on machines
+ * without a GPU, and with `fail_at` fails the Nth call to check every
+ * failure path releases everything. Graph capture is not emulated. */
 static struct {
   guint64 calls, fail_at;
   gint64 streams, events, mallocs, pinned, asyncs;

@@ -1,0 +1,124 @@
+/* backend.c: the CUDA backend's entry in the backend vtable (backend.h):
+ * it opens and closes the parts (cuda.h) in order, keeps iterations in
+ * flight, and hands what differs between streams and graph mode to the
+ * mode in effect (DrCudaMode).
+ *
+ * Open: the streams and their events (streams.c), then timing (timing.c);
+ * buffers and launches only get their host arrays. Setup: buffers
+ * (memory.c), launch resources and user kernels (launch.c), then the mode
+ * (bind; or capture and instantiate). Each iteration takes a timing slot
+ * (iteration % depth): its start event on origin, the mode's enqueueing,
+ * its end event, the stamps' copy and its done event; finishing waits for
+ * the slot and reads its timing. Close releases in the opposite order, and
+ * first drains the device when something may still be in flight. This file
+ * makes no decision of its own about streams, memory, launches or timing:
+ * each part's file owns those. */
+#include "backends/cuda/cuda.h"
+
+static void cuda_close(DrBackend *b) {
+  if (b == NULL) return;
+  const DrCudaApi *api = dr_cuda_api();
+  /* Work may still be in flight after a failure (host functions read the
+   * host calls): let it drain before anything is released. After a clean
+   * run nothing is (the last iteration drained the device, checked), so
+   * close makes only releases and has no error to lose. */
+  if (!b->idle) (void)api->cudaDeviceSynchronize();
+  dr__cuda_graph_release(&b->cuda_graph);
+  dr__cuda_launch_close(&b->launch);
+  dr__cuda_memory_close(&b->memory, b->streams.origin);
+  dr__cuda_timing_close(&b->timing);
+  dr__cuda_streams_close(&b->streams);
+  (void)api->cudaGetLastError();
+  g_free(b);
+}
+
+static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
+  if (!dr__cuda_streams_check(plan, opts->device, error)) return NULL;
+  DrBackend *b = g_new0(DrBackend, 1);
+  b->plan = plan;
+  b->graph = plan->graph;
+  b->opts = *opts;
+  b->n_nodes = dr_graph_n_nodes(plan->graph);
+  b->mode = opts->mode == DR_MODE_GRAPH ? &dr__cuda_graph_mode : &dr__cuda_streams_mode;
+  b->cuda_graph.uncapturable = DR_NONE;
+  dr__cuda_memory_open(&b->memory, plan->graph);
+  dr__cuda_launch_open(&b->launch, plan);
+  DrCudaTimingAsk ask = {b->mode->depth, b->mode->stamps_by_default, b->mode->stamps_aside};
+  if (dr__cuda_streams_open(&b->streams, plan, opts->device, b->mode->keep_fork_join, error) &&
+      dr__cuda_timing_open(&b->timing, plan, &b->streams, opts->node_timing, &ask, error))
+    return b;
+  cuda_close(b);
+  return NULL;
+}
+
+static gboolean cuda_setup(DrBackend *b, GError **error) {
+  return dr__cuda_memory_setup(&b->memory, &b->streams, error) &&
+         dr__cuda_launch_setup(&b->launch, &b->streams, &b->memory, b->opts.host_output, error) &&
+         b->mode->prepare(b, error);
+}
+
+/* Enqueues iteration `iteration` on its slot without waiting for it. The
+ * iteration starts on origin, after the previous iteration's join (origin's
+ * order), and its fork holds back every stream until then: iterations never
+ * overlap on the device, only the host's issuing overlaps the device's
+ * running. */
+static gboolean cuda_launch_iteration(DrBackend *b, guint32 iteration, gboolean timed, GError **error) {
+  guint32 k = iteration % b->timing.depth;
+  b->slot = k;
+  b->idle = FALSE;
+  b->in_flight++;
+  return dr__cuda_timing_begin(&b->timing, k, b->streams.origin, error) && b->mode->issue(b, error) &&
+         dr__cuda_timing_end(&b->timing, k, b->streams.origin, timed, error);
+}
+
+/* Waits for the oldest iteration in flight, `iteration`, and reads its
+ * timing into `timing` (NULL: untimed). */
+static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
+  guint32 k = iteration % b->timing.depth;
+  if (!dr__cuda_timing_wait(&b->timing, k, error)) return FALSE;
+  /* After the run's last iteration, drain the whole device and check it:
+   * an error that arrives now is the run's to report (DR_ERROR_RUNTIME
+   * naming cudaDeviceSynchronize), not close's to drop. */
+  if (iteration + 1 == b->opts.warmup + b->opts.iterations &&
+      !DR_CUDA(DR_SITE_SETUP("draining the device after the last iteration"), cudaDeviceSynchronize))
+    return FALSE;
+  b->in_flight--;
+  b->idle = b->in_flight == 0;
+  return timing == NULL || dr__cuda_timing_read(&b->timing, k, b->streams.prev_on_stream, timing, error);
+}
+
+static guint32 cuda_max_in_flight(const DrBackend *b) { return b->timing.depth; }
+
+static gboolean cuda_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
+  return cuda_launch_iteration(b, iteration, timing != NULL, error) &&
+         cuda_finish_iteration(b, iteration, timing, error);
+}
+
+static gboolean cuda_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **error) {
+  if (!dr__cuda_memory_readable(&b->memory, buffer, error)) return FALSE;
+  b->idle = FALSE;
+  b->idle = dr__cuda_memory_read(&b->memory, buffer, dst, b->streams.origin, error);
+  return b->idle;
+}
+
+static gboolean cuda_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
+                                  GError **error) {
+  g_return_val_if_fail(b->idle, FALSE);
+  return b->mode->args_changed(b, nodes, n, how, error);
+}
+
+static const char *cuda_mode_name(const DrBackend *b) { return b->mode->name; }
+
+const DrBackendOps dr__cuda_backend = {
+    .name = "cuda",
+    .open = cuda_open,
+    .setup = cuda_setup,
+    .run_iteration = cuda_run_iteration,
+    .launch_iteration = cuda_launch_iteration,
+    .finish_iteration = cuda_finish_iteration,
+    .max_in_flight = cuda_max_in_flight,
+    .args_changed = cuda_args_changed,
+    .read_buffer = cuda_read_buffer,
+    .close = cuda_close,
+    .mode_name = cuda_mode_name,
+};

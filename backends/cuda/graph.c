@@ -1,0 +1,320 @@
+/* graph.c: graph mode, the CUDA backend's second set of operations over
+ * the shared parts: capture one whole iteration once and replay it.
+ *
+ * Capture starts on the origin stream in thread-local mode; the fork event
+ * pulls every plan stream into the capture, the plan is issued exactly as
+ * in eager mode (dr__cuda_issue_iteration, with this file's capture
+ * hooks), so stream order and the planned
+ * waits become the graph's edges and capture adds no edge the DAG does not
+ * imply beyond stream order itself; the join events bring every stream back
+ * to origin before EndCapture. alloc/free nodes become graph memory nodes,
+ * host nodes host nodes, timing events external event-record nodes. The
+ * graph is instantiated once at setup (outside the timed region) and each
+ * iteration is one cudaGraphLaunch between the origin's timing events.
+ * dr__cuda_graph_update re-captures after a library user changed scalar
+ * arguments and updates the executable in place (cudaGraphExecUpdate),
+ * re-instantiating only when the runtime refuses; when only scalars of
+ * mapped kernel nodes changed, each node's parameters are set on the
+ * executable instead. A node whose work breaks the capture is named, and
+ * with run.fallback: streams the backend goes on in streams mode. This
+ * file owns the graph, the executable and the node map (graph.h); it
+ * issues nothing itself. */
+#include <string.h>
+
+#include "backends/cuda/cuda.h"
+
+/* The table has what per-node updates need. */
+static gboolean can_map(const DrCudaApi *api) {
+  return api->cudaStreamGetCaptureInfo && api->cudaGraphGetNodes && api->cudaGraphNodeGetType &&
+         api->cudaGraphNodeGetDependencies && api->cudaGraphKernelNodeGetParams &&
+         api->cudaGraphExecKernelNodeSetParams;
+}
+
+/* DrCudaCapture.before: asked only while the node map is kept. */
+static cudaGraphNode_t *capture_before(DrBackend *b, cudaStream_t st, gsize *n) {
+  const DrCudaApi *api = dr_cuda_api();
+  *n = G_MAXSIZE;
+  if (b->cuda_graph.node == NULL) return NULL;
+  enum cudaStreamCaptureStatus status;
+  const cudaGraphNode_t *deps = NULL;
+  size_t n_deps = 0;
+  if (api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, NULL, &n_deps) != cudaSuccess ||
+      status != cudaStreamCaptureStatusActive) {
+    (void)api->cudaGetLastError();
+    return NULL;
+  }
+  *n = n_deps;
+  return n_deps ? g_memdup2(deps, n_deps * sizeof *deps) : NULL;
+}
+
+/* The same nodes, in any order (a and b hold no duplicates). */
+static gboolean same_nodes(const cudaGraphNode_t *a, const cudaGraphNode_t *b, gsize n) {
+  for (gsize i = 0; i < n; i++) {
+    gsize j = 0;
+    while (j < n && b[j] != a[i]) j++;
+    if (j == n) return FALSE;
+  }
+  return TRUE;
+}
+
+/* Maps v to deps[0] when that is one kernel node whose dependencies are
+ * exactly `before`: the launch added that one node (a launcher of two
+ * kernels, or of a memset and a kernel, ends at a node that depends on
+ * its own first node). */
+static void note_node(DrCudaGraphState *cg, DrId v, const cudaGraphNode_t *deps, size_t n_deps,
+                      const cudaGraphNode_t *before, gsize n_before) {
+  const DrCudaApi *api = dr_cuda_api();
+  enum cudaGraphNodeType type;
+  size_t n_in = 0;
+  if (n_deps != 1 || api->cudaGraphNodeGetType(deps[0], &type) != cudaSuccess ||
+      type != cudaGraphNodeTypeKernel ||
+      api->cudaGraphNodeGetDependencies(deps[0], NULL, NULL, &n_in) != cudaSuccess || n_in != n_before) {
+    (void)api->cudaGetLastError();
+    return;
+  }
+  cudaGraphNode_t node = deps[0];
+  g_autofree cudaGraphNode_t *in = g_new(cudaGraphNode_t, MAX(n_in, 1));
+  if (n_in && (api->cudaGraphNodeGetDependencies(node, in, NULL, &n_in) != cudaSuccess || n_in != n_before ||
+               !same_nodes(in, before, n_in))) {
+    (void)api->cudaGetLastError();
+    return;
+  }
+  cg->node[v] = node;
+}
+
+/* DrCudaCapture.after, with one query of the stream's capture state:
+ *  - when the work broke the capture (it made a call capture does not
+ *    allow: a synchronous copy, an allocation, a synchronization; a
+ *    library kernel's launcher might), v is to blame: uncapturable = v and
+ *    the error names it and says why (any error of the work itself follows
+ *    in parentheses); FALSE;
+ *  - else FALSE when !ok;
+ *  - else, given what the stream depended on before a built-in's launch,
+ *    maps v to the one kernel node the launch added, if it added exactly
+ *    one; TRUE. */
+static gboolean capture_after(DrBackend *b, DrId v, cudaStream_t st, gboolean ok,
+                              const cudaGraphNode_t *before, gsize n_before, GError **error) {
+  DrCudaGraphState *cg = &b->cuda_graph;
+  const DrCudaApi *api = dr_cuda_api();
+  enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
+  const cudaGraphNode_t *deps = NULL;
+  size_t n_deps = 0;
+  if (api->cudaStreamGetCaptureInfo &&
+      api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, NULL, &n_deps) != cudaSuccess)
+    status = cudaStreamCaptureStatusInvalidated; /* not capturing any more */
+  if (status == cudaStreamCaptureStatusActive) {
+    if (ok && n_before != G_MAXSIZE && cg->node != NULL) note_node(cg, v, deps, n_deps, before, n_before);
+    return ok;
+  }
+  (void)api->cudaGetLastError();
+  cg->uncapturable = v;
+  const char *why =
+      "its work made a call that stream capture does not allow (a synchronous copy, an allocation or a "
+      "synchronization), which invalidated the capture";
+  /* The failed call's own error (the launch after the capture broke), if
+   * any, goes last, in parentheses. */
+  g_autofree char *then = NULL;
+  if (!ok && error && *error) {
+    then = g_strdup_printf(" (then: %s)", (*error)->message);
+    g_clear_error(error);
+  }
+  g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
+              "node '%s' (stream %u) cannot be captured into a CUDA graph: %s%s",
+              dr_graph_node(b->graph, v)->id, b->plan->node_stream[v], why, then ? then : "");
+  return FALSE;
+}
+
+static const DrCudaCapture capture_hooks = {capture_before, capture_after};
+
+/* Captures one iteration into a new graph (*out, owned by the caller).
+ * With `map`, the node map maps node ids to the new graph's nodes. */
+static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, gboolean map, GError **error) {
+  const DrCudaApi *api = dr_cuda_api();
+  DrCudaGraphState *cg = &b->cuda_graph;
+  cudaStream_t origin = b->streams.origin;
+  DrCudaSite site = DR_SITE_SETUP("graph capture");
+  *out = NULL;
+  g_clear_pointer(&cg->node, g_free);
+  if (map && can_map(api)) cg->node = g_new0(cudaGraphNode_t, MAX(b->n_nodes, 1));
+  if (!DR_CUDA(site, cudaStreamBeginCapture, origin, cudaStreamCaptureModeThreadLocal)) return FALSE;
+  /* A capture makes a graph that outlives this call: bind what the graph
+   * holds now (a library user may have changed scalars since setup, see
+   * dr__cuda_graph_update). */
+  gboolean issued = dr__cuda_bind(b, error) && dr__cuda_issue_iteration(b, &capture_hooks, error);
+  cudaGraph_t graph = NULL;
+  cudaError_t rc = api->cudaStreamEndCapture(origin, &graph);
+  /* The pointers cudaMallocAsync returned while capturing belong to the
+   * graph's memory nodes now, valid only while the graph runs; when the
+   * capture failed they went with it. Either way close must not free
+   * them. */
+  dr__cuda_memory_forget_async(&b->memory);
+  if (!issued) {
+    /* The issue error is the one to report; ending the capture only
+     * leaves every stream usable for cleanup. */
+    (void)api->cudaGetLastError();
+    if (graph) (void)api->cudaGraphDestroy(graph);
+    g_clear_pointer(&cg->node, g_free);
+    return FALSE;
+  }
+  if (!dr__cuda_check(rc, "cudaStreamEndCapture", site, error)) {
+    if (graph) (void)api->cudaGraphDestroy(graph);
+    g_clear_pointer(&cg->node, g_free);
+    return FALSE;
+  }
+  *out = graph;
+  return TRUE;
+}
+
+/* Captures one iteration and instantiates it. */
+static gboolean capture_and_instantiate(DrBackend *b, GError **error) {
+  DrCudaGraphState *cg = &b->cuda_graph;
+  if (!capture_iteration(b, &cg->graph, TRUE, error)) return FALSE;
+  return DR_CUDA(DR_SITE_SETUP("graph instantiation"), cudaGraphInstantiate, &cg->exec, cg->graph, 0);
+}
+
+/* DrCudaMode.prepare: the capture, outside the timed region. When a node
+ * broke it and the run allows (run.fallback: streams), the backend goes on
+ * in streams mode: the plan stays (graph mode's, uncapped), one iteration
+ * in flight, stamps inline. */
+static gboolean graph_prepare(DrBackend *b, GError **error) {
+  g_autoptr(GError) local = NULL;
+  if (capture_and_instantiate(b, &local)) return TRUE;
+  if (b->cuda_graph.uncapturable == DR_NONE || !b->opts.graph_fallback) {
+    g_propagate_error(error, g_steal_pointer(&local));
+    return FALSE;
+  }
+  g_printerr("dagrun: warning: %s; running in streams mode instead (run.fallback: streams)\n",
+             local->message);
+  b->mode = &dr__cuda_streams_mode;
+  dr__cuda_timing_inline(&b->timing);
+  return b->mode->prepare(b, error);
+}
+
+gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error) {
+  g_return_val_if_fail(b != NULL && b->mode == &dr__cuda_graph_mode, FALSE);
+  const DrCudaApi *api = dr_cuda_api();
+  DrCudaGraphState *cg = &b->cuda_graph;
+  cudaGraph_t graph = NULL;
+  /* The new graph's node map is kept only if it is instantiated: after an
+   * in-place update the executable's nodes are the old graph's. */
+  if (!capture_iteration(b, &graph, TRUE, error)) return FALSE;
+  if (api->cudaGraphExecUpdate != NULL && cg->exec != NULL) {
+    cudaGraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    cudaError_t rc = api->cudaGraphExecUpdate(cg->exec, graph, &info);
+    if (rc == cudaSuccess) {
+      if (cg->graph) (void)api->cudaGraphDestroy(cg->graph);
+      cg->graph = graph;
+      g_clear_pointer(&cg->node, g_free);
+      *how = "updated";
+      return TRUE;
+    }
+    if (rc != cudaErrorGraphExecUpdateFailure) {
+      /* Not a refusal but a failure: report it, keep the old graph. */
+      (void)api->cudaGraphDestroy(graph);
+      g_clear_pointer(&cg->node, g_free);
+      return dr__cuda_check(rc, "cudaGraphExecUpdate", DR_SITE_SETUP("graph update"), error);
+    }
+    /* Refused (topology, node kinds or memory nodes differ): the
+     * executable is unchanged; instantiate. */
+    (void)api->cudaGetLastError();
+  }
+  cudaGraphExec_t exec = NULL;
+  if (!DR_CUDA(DR_SITE_SETUP("graph re-instantiation"), cudaGraphInstantiate, &exec, graph, 0)) {
+    (void)api->cudaGraphDestroy(graph);
+    g_clear_pointer(&cg->node, g_free);
+    return FALSE;
+  }
+  cudaGraphNode_t *map = g_steal_pointer(&cg->node);
+  dr__cuda_graph_release(cg);
+  cg->node = map;
+  cg->graph = graph;
+  cg->exec = exec;
+  *how = "re-instantiated";
+  return TRUE;
+}
+
+void dr__cuda_graph_release(DrCudaGraphState *cg) {
+  const DrCudaApi *api = dr_cuda_api();
+  if (cg->exec) (void)api->cudaGraphExecDestroy(cg->exec);
+  if (cg->graph) (void)api->cudaGraphDestroy(cg->graph);
+  cg->exec = NULL;
+  cg->graph = NULL;
+  g_clear_pointer(&cg->node, g_free);
+}
+
+/* Sets node v's parameters on the executable from a one-node capture of
+ * its launch (bound, with the new arguments) on origin. FALSE when that
+ * does not work out; the caller then updates the whole graph. */
+static gboolean set_node_params(DrBackend *b, DrId v) {
+  const DrCudaApi *api = dr_cuda_api();
+  const DrCudaGraphState *cg = &b->cuda_graph;
+  const DrCudaLaunch *ln = &b->launch;
+  cudaStream_t origin = b->streams.origin;
+  guint32 k = ln->node_kcall[v];
+  if (k == DR_NONE || cg->node == NULL || cg->node[v] == NULL || ln->kcalls[k].patch_count > 0) return FALSE;
+  DrKLaunch l = ln->kcalls[k].call.launch;
+  l.stream = origin;
+  cudaGraph_t one = NULL;
+  if (api->cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    (void)api->cudaGetLastError();
+    return FALSE;
+  }
+  int launched = api->kernel_launch(ln->kcalls[k].call.def, &l);
+  cudaError_t ended = api->cudaStreamEndCapture(origin, &one);
+  cudaGraphNode_t node = NULL;
+  size_t n = 1;
+  struct cudaKernelNodeParams params;
+  gboolean ok = launched == 0 && ended == cudaSuccess && one != NULL &&
+                api->cudaGraphGetNodes(one, &node, &n) == cudaSuccess && n == 1 &&
+                api->cudaGraphKernelNodeGetParams(node, &params) == cudaSuccess &&
+                api->cudaGraphExecKernelNodeSetParams(cg->exec, cg->node[v], &params) == cudaSuccess;
+  /* The template graph follows (not needed to run; kept true). */
+  if (ok && api->cudaGraphKernelNodeSetParams) (void)api->cudaGraphKernelNodeSetParams(cg->node[v], &params);
+  if (one) (void)api->cudaGraphDestroy(one);
+  if (!ok) (void)api->cudaGetLastError();
+  return ok;
+}
+
+/* DrCudaMode.args_changed: when only the scalar arguments of `nodes` [n]
+ * changed, each is re-launched alone into a one-node capture and its
+ * parameters set on the executable in place
+ * (cudaGraphExecKernelNodeSetParams; *how "updated-nodes"), with no
+ * re-capture of the iteration; a node that cannot (not mapped to one
+ * kernel node, a pointer into a stream-ordered buffer, a refused set), or
+ * NULL `nodes`, sends the whole change down dr__cuda_graph_update. */
+static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
+                                   GError **error) {
+  if (nodes == NULL || b->cuda_graph.node == NULL || b->cuda_graph.exec == NULL)
+    return dr__cuda_graph_update(b, how, error);
+  if (!dr__cuda_bind(b, error)) return FALSE;
+  for (guint32 i = 0; i < n; i++)
+    if (!set_node_params(b, nodes[i])) return dr__cuda_graph_update(b, how, error);
+  *how = "updated-nodes";
+  return TRUE;
+}
+
+/* DrCudaMode.issue: one replay of the executable on origin. */
+static gboolean graph_issue(DrBackend *b, GError **error) {
+  return DR_CUDA(DR_SITE_SETUP("graph launch"), cudaGraphLaunch, b->cuda_graph.exec, b->streams.origin);
+}
+
+const DrCudaMode dr__cuda_graph_mode = {
+    .name = "graph",
+    /* One iteration in flight. Measured on the H200 with two: launching
+     * the executable again while its previous launch ran made replays
+     * slower, not faster (32 parallel 100 us spins: 236 us against 129;
+     * the width-546 layered DAG: a median of 17.3 ms against 1.46 ms), as
+     * if the second launch waited on the host for the first. A graph
+     * launch costs the host a few µs, so there is little to hide anyway. */
+    .depth = 1,
+    .keep_fork_join = TRUE,
+    /* A stamp node costs ~0.1 µs in a graph. */
+    .stamps_by_default = TRUE,
+    .stamps_aside = TRUE,
+    .kernel_stamps = FALSE,
+    .early_launch = FALSE,
+    .prepare = graph_prepare,
+    .issue = graph_issue,
+    .args_changed = graph_args_changed,
+};

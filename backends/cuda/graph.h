@@ -1,0 +1,47 @@
+/* graph.h: internal to backends/cuda/ (and its tests): graph mode's state
+ * and the updates a session asks of it (graph.c).
+ *
+ * Graph mode is the CUDA backend's second set of operations over the
+ * shared parts (dr__cuda_graph_mode, cuda.h): it captures one iteration's
+ * issue (issue.c) into a CUDA graph once at setup, instantiates it, and
+ * replays it per iteration. This part owns the captured graph, its
+ * executable and the map from nodes to the graph's kernel nodes. */
+#ifndef DAGRUN_BACKENDS_CUDA_GRAPH_H
+#define DAGRUN_BACKENDS_CUDA_GRAPH_H
+
+#include "backends/backend.h"
+#include "backends/cuda_api.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  cudaGraph_t graph;    /* the captured iteration */
+  cudaGraphExec_t exec; /* its executable */
+  /* [n_nodes] while capturing, then for the executable's graph: node v's
+   * one kernel node in `graph` when v is a built-in kernel whose launch
+   * made exactly that node, else NULL. NULL altogether when the table has
+   * no capture queries, or after a whole-graph update (the executable's
+   * nodes are then no longer `graph`'s). See dr__cuda_graph_update. */
+  cudaGraphNode_t *node;
+  /* The node whose work broke the last capture (DR_NONE: none did). */
+  DrId uncapturable;
+} DrCudaGraphState;
+
+/* Makes the executable run the graph's current arguments (a library user
+ * changed scalar arguments of nodes since setup): re-captures one
+ * iteration, then tries cudaGraphExecUpdate (about 3x cheaper than
+ * instantiating, GPU-NOTES.md) and falls back to a fresh instantiation
+ * when the table has no update entry or the runtime refuses the update
+ * (a changed topology, memory nodes). Sets *how to "updated" or
+ * "re-instantiated". The backend must be in graph mode, set up and idle
+ * (no iteration in flight). On failure (DR_ERROR_RUNTIME: the capture or
+ * the instantiation failed) the previous executable and graph are kept. */
+gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error);
+
+/* Destroys the executable and the captured graph, and drops the node map
+ * (NULL-safe fields). */
+void dr__cuda_graph_release(DrCudaGraphState *cg);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,146 @@
+/* issue.c: one iteration's issue, shared by both modes, and streams mode's
+ * operations (issue the iteration again each time).
+ *
+ * One iteration, from the origin stream: the start stamp (stamps) and the
+ * fork, which every plan stream that needs it waits on; then the steps in
+ * the plan's interleaved order, each with its waits on other streams'
+ * completion events, its timing events (events), its work, its stamp
+ * (stamps: inline, or aside in graph mode) and its completion event when a
+ * later step of another stream waits on it; then every stream joins origin.
+ * The walk decides the order and which part does each piece: the waits and
+ * events are streams.c's, the timing timing.c's, copies, memsets and
+ * stream-ordered allocations memory.c's, launches launch.c's. A capture
+ * (graph.c) runs the same walk with its hooks. This file owns no CUDA
+ * handle. */
+#include "backends/cuda/cuda.h"
+
+/* Enqueues node `v`'s work on `st`: bound built-in `k` (DR_NONE: none), or
+ * the work of its op. */
+static gboolean issue_work(DrBackend *b, const DrCudaApi *api, DrId v, guint32 k, cudaStream_t st,
+                           GError **error) {
+  DrCudaSite site = dr__cuda_node_site(b->plan, v);
+  if (G_LIKELY(k != DR_NONE))
+    return dr__cuda_launch_kernel(&b->launch, api, b->memory.bases, &b->launch.kcalls[k], site, error);
+  const DrNode *n = dr_graph_node(b->graph, v);
+  switch (n->op) {
+    case DR_OP_KERNEL: /* built-ins take the bound path */
+      return dr__user_kernel_launch(&b->launch, b->memory.bases, v, st, site, error);
+    case DR_OP_COPY:
+      return dr__cuda_memory_copy(&b->memory, n, st, site, error);
+    case DR_OP_MEMSET:
+      return dr__cuda_memory_set(&b->memory, n, st, site, error);
+    case DR_OP_ALLOC:
+      return dr__cuda_memory_alloc(&b->memory, n->buffer, st, site, error);
+    case DR_OP_FREE:
+      return dr__cuda_memory_free(&b->memory, n->buffer, st, site, error);
+    case DR_OP_HOST:
+      return dr__cuda_launch_host(&b->launch, v, st, site, error);
+    case DR_OP_NOOP:
+    case DR_N_OPS:
+      return TRUE;
+  }
+  return TRUE;
+}
+
+/* One walk: what stays the same for every step, read once. */
+typedef struct {
+  DrBackend *b;
+  const DrCudaApi *api;
+  const DrCudaCapture *cap;     /* NULL: eager */
+  gboolean events;              /* timing events around each node */
+  cudaEvent_t *t_start, *t_end; /* this slot's, when events */
+} Walk;
+
+/* Node v's work with its timing events around it (events), and what the
+ * capture makes of it. A failed work call goes through the capture's
+ * `after` (which blames the node when the work broke the capture). */
+static gboolean issue_timed(const Walk *w, DrId v, guint32 k, cudaStream_t st, GError **error) {
+  DrBackend *b = w->b;
+  /* Capturing: which graph node a built-in's launch makes (per-node
+   * argument updates, graph.c). */
+  gsize n_before = G_MAXSIZE;
+  g_autofree cudaGraphNode_t *before = w->cap && k != DR_NONE ? w->cap->before(b, st, &n_before) : NULL;
+  gboolean capturing = w->cap != NULL;
+  if (w->events &&
+      !dr__cuda_timing_event(w->t_start[v], st, capturing, dr__cuda_node_site(b->plan, v), error))
+    return FALSE;
+  if (!issue_work(b, w->api, v, k, st, error))
+    return capturing && w->cap->after(b, v, st, FALSE, NULL, G_MAXSIZE, error);
+  if (w->events && !dr__cuda_timing_event(w->t_end[v], st, capturing, dr__cuda_node_site(b->plan, v), error))
+    return FALSE;
+  return !capturing || w->cap->after(b, v, st, TRUE, before, n_before, error);
+}
+
+/* Issues step `step`: its waits, its work, its stamp, its completion
+ * event. */
+static gboolean issue_step(const Walk *w, const DrPlanStep *step, GError **error) {
+  DrBackend *b = w->b;
+  DrId v = step->node;
+  cudaStream_t st = b->streams.stream[step->stream];
+  if (!dr__cuda_streams_wait(&b->streams, w->api, step, error)) return FALSE;
+  guint32 k = b->launch.node_kcall[v];
+  if (G_LIKELY(k != DR_NONE && !w->events && w->cap == NULL)) {
+    /* The hot path: a bound built-in, nothing else around it. */
+    if (!issue_work(b, w->api, v, k, st, error)) return FALSE;
+  } else if (!issue_timed(w, v, k, st, error)) {
+    return FALSE;
+  }
+  gboolean self_stamped = k != DR_NONE && b->launch.kcalls[k].call.launch.stamp != NULL;
+  return dr__cuda_timing_node_stamp(&b->timing, v, step->stream, st, self_stamped, error) &&
+         dr__cuda_streams_done(&b->streams, w->api, v, st, error);
+}
+
+gboolean dr__cuda_issue_iteration(DrBackend *b, const DrCudaCapture *capture, GError **error) {
+  const DrCudaStreams *s = &b->streams;
+  const DrCudaTiming *t = &b->timing;
+  gsize slot = (gsize)b->slot * b->n_nodes;
+  Walk w = {b, dr_cuda_api(), capture, t->mode == DR_TIMING_EVENTS, NULL, NULL};
+  if (w.events) {
+    w.t_start = t->t_start + slot;
+    w.t_end = t->t_end + slot;
+  }
+  if (!dr__cuda_timing_start_stamp(t, s->origin, error) || !dr__cuda_streams_fork(s, error)) return FALSE;
+  const DrPlanStep *steps = (const DrPlanStep *)(void *)b->plan->steps->data;
+  for (guint32 i = 0, n_steps = b->plan->steps->len; i < n_steps; i++)
+    if (!issue_step(&w, &steps[i], error)) return FALSE;
+  for (guint32 k = 0; k < s->n_streams; k++)
+    if (!dr__cuda_streams_join(s, k, error) || !dr__cuda_timing_join(t, k, s->origin, error)) return FALSE;
+  return TRUE;
+}
+
+gboolean dr__cuda_bind(DrBackend *b, GError **error) {
+  const DrCudaTiming *t = &b->timing;
+  DrCudaBindHow how = {
+      .stamps = b->mode->kernel_stamps && t->mode == DR_TIMING_STAMPS ? t->stamps : NULL,
+      .early = b->mode->early_launch && t->mode != DR_TIMING_EVENTS,
+  };
+  return dr__cuda_launch_bind(&b->launch, &b->streams, &b->memory, &how, error);
+}
+
+/* ---- streams mode ------------------------------------------------------- */
+
+static gboolean streams_issue(DrBackend *b, GError **error) {
+  return dr__cuda_issue_iteration(b, NULL, error);
+}
+
+static gboolean streams_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
+                                     GError **error) {
+  /* User kernels read their arguments at each launch; built-ins are bound
+   * once, so bind them again, after checking every one in a scratch call
+   * (a failure keeps the previous binding whole). */
+  *how = "rebound";
+  return dr__cuda_launch_probe(&b->launch, &b->memory, error) && dr__cuda_bind(b, error);
+}
+
+const DrCudaMode dr__cuda_streams_mode = {
+    .name = "streams",
+    .depth = DR_CUDA_MAX_IN_FLIGHT,
+    .keep_fork_join = FALSE,
+    .stamps_by_default = FALSE,
+    .stamps_aside = FALSE,
+    .kernel_stamps = TRUE,
+    .early_launch = TRUE,
+    .prepare = dr__cuda_bind,
+    .issue = streams_issue,
+    .args_changed = streams_args_changed,
+};

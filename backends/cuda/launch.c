@@ -1,0 +1,208 @@
+/* launch.c: the CUDA backend's launches and their binding: per-node
+ * scratch and per-stream cuBLAS contexts made at setup, every built-in
+ * kernel node's launch bound once (so that issuing one is a launch and
+ * nothing else), programmatic dependent launch where the stream allows it,
+ * and host functions through cudaLaunchHostFunc.
+ *
+ * A binding is complete but for the pointers into stream-ordered buffers,
+ * which exist only from their alloc node on: each such argument is a patch,
+ * refreshed from the bases right before the launch (dr__cuda_launch_kernel,
+ * launch.h). Bindings are made again when scalar arguments change (a
+ * session) and at every capture. User kernels are loaded and launched by
+ * user_kernels.c. This file does not decide when a node runs (issue.c). */
+#include <string.h>
+
+#include "backends/cuda/launch.h"
+
+const DrKernelDef *dr__cuda_kernel_def(const DrGraph *g, DrId id) {
+  const DrKernelDecl *decl = dr_graph_kernel(g, dr_graph_node(g, id)->kernel);
+  if (decl->api_def != NULL) return decl->api_def; /* registered through the C API */
+  if (decl->origin != DR_KERNEL_BUILTIN || decl->builtin_index >= (guint32)dr_kernel_registry_len)
+    return NULL;
+  return &dr_kernel_registry[decl->builtin_index];
+}
+
+gboolean dr__cuda_self_stamping(const DrGraph *g, DrId id) {
+  if (dr_graph_node(g, id)->op != DR_OP_KERNEL) return FALSE;
+  const DrKernelDef *def = dr__cuda_kernel_def(g, id);
+  return def != NULL && (def->flags & DR_KFLAG_STAMPS) != 0;
+}
+
+void dr__cuda_launch_open(DrCudaLaunch *l, const DrPlan *plan) {
+  l->plan = plan;
+  l->graph = plan->graph;
+  l->n_nodes = dr_graph_n_nodes(plan->graph);
+  l->n_streams = dr_plan_n_streams(plan);
+  l->hcalls = g_new0(DrHostCall, MAX(l->n_nodes, 1));
+  l->scratch = g_new0(void *, MAX(l->n_nodes, 1));
+  l->blas = g_new0(DrKBlas *, MAX(l->n_streams, 1));
+  l->blas_ws = g_new0(void *, MAX(l->n_streams, 1));
+  l->node_kcall = g_new(guint32, MAX(l->n_nodes, 1));
+  for (guint32 i = 0; i < l->n_nodes; i++) l->node_kcall[i] = DR_NONE;
+}
+
+/* Per-node scratch and the node's stream's cuBLAS context, made before the
+ * timed region and before any capture. */
+static gboolean kernel_resources(DrCudaLaunch *l, const DrCudaStreams *s, DrId id, GError **error) {
+  const DrKernelDef *def = dr__cuda_kernel_def(l->graph, id);
+  if (def == NULL) return TRUE;
+  guint32 k = l->plan->node_stream[id];
+  DrCudaSite site = DR_SITE_NODE(dr_graph_node(l->graph, id)->id, k);
+  if (def->scratch_bytes && !DR_CUDA(site, cudaMalloc, &l->scratch[id], def->scratch_bytes)) return FALSE;
+  if (!(def->flags & DR_KFLAG_BLAS) || l->blas[k] != NULL) return TRUE;
+  if (l->blas_ws[k] == NULL && !DR_CUDA(site, cudaMalloc, &l->blas_ws[k], DR_KBLAS_DEFAULT_WORKSPACE))
+    return FALSE;
+  char err[256] = {0};
+  l->blas[k] = dr_kblas_new_with_workspace(l->blas_ws[k], DR_KBLAS_DEFAULT_WORKSPACE, err);
+  if (l->blas[k] == NULL || dr_kblas_bind(l->blas[k], s->stream[k], err) != 0) {
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u): cuBLAS: %s",
+                dr_graph_node(l->graph, id)->id, k, err);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean dr__cuda_launch_setup(DrCudaLaunch *l, const DrCudaStreams *s, const DrCudaMemory *m,
+                               FILE *host_output, GError **error) {
+  const DrGraph *g = l->graph;
+  for (DrId i = 0; i < l->n_nodes; i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (n->op == DR_OP_HOST) dr__host_call_bind(g, i, m->bases, host_output, &l->hcalls[i]);
+    if (n->op == DR_OP_KERNEL && !kernel_resources(l, s, i, error)) return FALSE;
+  }
+  return dr__user_kernels_load(l, s->devices[0].ordinal, error);
+}
+
+/* Which built-in kernel nodes may launch early with programmatic dependent
+ * launch (DrKLaunch.pdl): those whose stream's previous operation in the
+ * iteration is another built-in's kernel, with nothing in between: the
+ * node waits on no other stream, the previous node records no completion
+ * event and is not a cuBLAS call. The launch latency then overlaps the
+ * previous kernel (on the H200 a queued eager launch starts ~3 µs after
+ * its predecessor ends, against ~0.8 µs in a graph). NULL when none may:
+ * `early` FALSE (graph mode, events timing), or DAGRUN_PDL=0 in the
+ * environment (for A/B measurements). */
+static gboolean *early_launches(const DrCudaLaunch *l, const DrCudaStreams *s, gboolean early) {
+  const char *env = g_getenv("DAGRUN_PDL");
+  if (!early || (env && strcmp(env, "0") == 0)) return NULL;
+  const DrPlan *p = l->plan;
+  const DrGraph *g = l->graph;
+  gboolean *ok = g_new0(gboolean, MAX(l->n_nodes, 1));
+  for (guint32 i = 0; i < p->steps->len; i++) {
+    const DrPlanStep *step = dr_plan_step(p, i);
+    DrId v = step->node, u = s->prev_on_stream[v];
+    if (u == DR_NONE || step->wait_count > 0 || p->needs_event[u]) continue;
+    const DrKernelDef *du = dr__cuda_self_stamping(g, u) ? dr__cuda_kernel_def(g, u) : NULL;
+    const DrKernelDef *dv = dr_graph_node(g, v)->op == DR_OP_KERNEL ? dr__cuda_kernel_def(g, v) : NULL;
+    /* Built-ins end with their own kernel (self-stamping ones: all but
+     * the cuBLAS calls); v must be a built-in too (it waits first). */
+    ok[v] = du != NULL && dv != NULL && dr_graph_kernel(g, dr_graph_node(g, v)->kernel)->api_def == NULL &&
+            dr_graph_kernel(g, dr_graph_node(g, u)->kernel)->api_def == NULL;
+  }
+  return ok;
+}
+
+/* Node `n` is a built-in kernel: bound at setup, not launched from its
+ * arguments at each issue. */
+static gboolean is_bound(const DrGraph *g, const DrNode *n) {
+  return n->op == DR_OP_KERNEL && dr_graph_kernel(g, n->kernel)->origin != DR_KERNEL_USER;
+}
+
+/* Records the pointer arguments of bound kernel `k` (node `n`) into
+ * stream-ordered buffers as patches. */
+static void add_patches(DrCudaLaunch *l, const DrNode *n, DrBoundKernel *k) {
+  const DrGraph *g = l->graph;
+  k->patch_first = l->n_patches;
+  for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
+    const DrArg *arg = dr_graph_arg(g, a);
+    if (arg->kind != DR_ARG_BUFFER || arg->param >= (guint32)k->call.def->n_params) continue;
+    const DrAccess *acc = dr_graph_access(g, arg->v.access);
+    const DrBuffer *buf = dr_graph_buffer(g, acc->buffer);
+    if (buf->alloc_node == DR_NONE) continue; /* whole-run: its pointer is final */
+    l->patches[l->n_patches++] =
+        (DrKPatch){&k->call.args[arg->param], acc->buffer, acc->begin * (guint64)dr_elem_size(buf->type)};
+  }
+  k->patch_count = l->n_patches - k->patch_first;
+}
+
+gboolean dr__cuda_launch_bind(DrCudaLaunch *l, const DrCudaStreams *s, const DrCudaMemory *m,
+                              const DrCudaBindHow *how, GError **error) {
+  const DrGraph *g = l->graph;
+  g_clear_pointer(&l->kcalls, g_free);
+  g_clear_pointer(&l->patches, g_free);
+  l->n_kcalls = l->n_patches = 0;
+  guint32 n_calls = 0, n_patches = 0;
+  for (DrId i = 0; i < l->n_nodes; i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    l->node_kcall[i] = DR_NONE;
+    if (!is_bound(g, n)) continue;
+    n_calls++;
+    n_patches += n->arg_count;
+  }
+  l->kcalls = g_new0(DrBoundKernel, MAX(n_calls, 1));
+  l->patches = g_new0(DrKPatch, MAX(n_patches, 1));
+  g_autofree gboolean *pdl = early_launches(l, s, how->early);
+  for (DrId i = 0; i < l->n_nodes; i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (!is_bound(g, n)) continue;
+    DrBoundKernel *k = &l->kcalls[l->n_kcalls];
+    if (!dr__kernel_call_bind(g, i, m->bases, &k->call, error)) return FALSE;
+    guint32 st = l->plan->node_stream[i];
+    DrKLaunch *kl = &k->call.launch;
+    kl->stream = s->stream[st];
+    kl->blas = (k->call.def->flags & DR_KFLAG_BLAS) ? l->blas[st] : NULL;
+    kl->scratch = l->scratch[i];
+    kl->stamp = how->stamps && (k->call.def->flags & DR_KFLAG_STAMPS) ? (void *)&how->stamps[i] : NULL;
+    kl->pdl = pdl != NULL && pdl[i];
+    add_patches(l, n, k);
+    l->node_kcall[i] = l->n_kcalls++;
+  }
+  return TRUE;
+}
+
+gboolean dr__cuda_launch_probe(const DrCudaLaunch *l, const DrCudaMemory *m, GError **error) {
+  DrKernelCall probe;
+  for (DrId i = 0; i < l->n_nodes; i++)
+    if (l->node_kcall[i] != DR_NONE && !dr__kernel_call_bind(l->graph, i, m->bases, &probe, error))
+      return FALSE;
+  return TRUE;
+}
+
+gboolean dr__cuda_launch_failed(const DrBoundKernel *k, int rc, DrCudaSite site, GError **error) {
+  const DrKLaunch *l = &k->call.launch;
+  const char *blas_err = l->blas ? dr_kblas_last_error(l->blas) : "";
+  g_autofree char *what =
+      g_strdup_printf("kernel launch (%s%s%s)", k->call.def->name, blas_err[0] ? ": " : "", blas_err);
+  return dr__cuda_check((cudaError_t)rc, what, site, error);
+}
+
+static void CUDART_CB host_trampoline(void *data) {
+  /* Runs on a CUDA-owned thread: must not call CUDA. */
+  dr__host_call_run(data);
+}
+
+gboolean dr__cuda_launch_host(DrCudaLaunch *l, DrId id, cudaStream_t st, DrCudaSite site, GError **error) {
+  return DR_CUDA(site, cudaLaunchHostFunc, st, host_trampoline, &l->hcalls[id]);
+}
+
+void dr__cuda_launch_close(DrCudaLaunch *l) {
+  const DrCudaApi *api = dr_cuda_api();
+  if (l->blas)
+    for (guint32 k = 0; k < l->n_streams; k++) dr_kblas_free(l->blas[k]);
+  /* After the handles that use them. */
+  if (l->blas_ws)
+    for (guint32 k = 0; k < l->n_streams; k++)
+      if (l->blas_ws[k]) (void)api->cudaFree(l->blas_ws[k]);
+  if (l->scratch)
+    for (guint32 i = 0; i < l->n_nodes; i++)
+      if (l->scratch[i]) (void)api->cudaFree(l->scratch[i]);
+  dr__user_kernels_release(l);
+  g_free(l->hcalls);
+  g_free(l->scratch);
+  g_free(l->blas);
+  g_free(l->blas_ws);
+  g_free(l->kcalls);
+  g_free(l->node_kcall);
+  g_free(l->patches);
+  memset(l, 0, sizeof *l);
+}

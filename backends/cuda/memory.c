@@ -1,0 +1,150 @@
+/* memory.c: the CUDA backend's buffers: whole-run device and pinned host
+ * buffers with their init contents, the default pool's release threshold,
+ * the stream-ordered allocations of alloc/free nodes, the copies and
+ * memsets of copy/memset nodes, and reading a buffer back.
+ *
+ * Whole-run pointers are fixed from setup on, so launches bind them once
+ * (launch.c); a stream-ordered buffer's pointer exists only from its alloc
+ * node on, and launches into it are patched just before they run. Every
+ * CUDA call goes through DR_CUDA. This file does not decide when a node
+ * runs (issue.c) nor on which stream (streams.c). */
+#include "backends/cuda/memory.h"
+
+#include "backends/backend.h"
+
+void dr__cuda_memory_open(DrCudaMemory *m, const DrGraph *graph) {
+  m->graph = graph;
+  m->n_buffers = dr_graph_n_buffers(graph);
+  m->bases = g_new0(void *, MAX(m->n_buffers, 1));
+  m->pinned = g_new0(gboolean, MAX(m->n_buffers, 1));
+  m->async_live = g_new0(gboolean, MAX(m->n_buffers, 1));
+}
+
+/* Allocates whole-run buffer `i` and fills it with its init contents. */
+static gboolean whole_run_buffer(DrCudaMemory *m, DrId i, cudaStream_t origin, GError **error) {
+  const DrGraph *g = m->graph;
+  const DrBuffer *buf = dr_graph_buffer(g, i);
+  g_autofree char *what = g_strdup_printf("buffer '%s'", buf->name);
+  DrCudaSite site = DR_SITE_SETUP(what);
+  gsize bytes = MAX(dr_buffer_bytes(buf), 1);
+  if (buf->where == DR_WHERE_HOST) {
+    if (!DR_CUDA(site, cudaMallocHost, &m->bases[i], bytes)) return FALSE;
+    m->pinned[i] = TRUE;
+    return dr__buffer_init(g, i, m->bases[i], error);
+  }
+  if (!DR_CUDA(site, cudaMalloc, &m->bases[i], bytes)) return FALSE;
+  g_autofree void *tmp = g_try_malloc(bytes);
+  if (tmp == NULL) {
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "%s: out of host memory for its init", what);
+    return FALSE;
+  }
+  /* On origin, never the legacy default stream; synchronized before tmp
+   * goes away. */
+  return dr__buffer_init(g, i, tmp, error) &&
+         DR_CUDA(site, cudaMemcpyAsync, m->bases[i], tmp, dr_buffer_bytes(buf), cudaMemcpyHostToDevice,
+                 origin) &&
+         DR_CUDA(site, cudaStreamSynchronize, origin);
+}
+
+gboolean dr__cuda_memory_setup(DrCudaMemory *m, const DrCudaStreams *s, GError **error) {
+  const DrGraph *g = m->graph;
+  gboolean any_alloc = FALSE;
+  for (DrId i = 0; i < m->n_buffers; i++) {
+    if (dr_graph_buffer(g, i)->alloc_node != DR_NONE)
+      any_alloc = TRUE; /* lives from its alloc node to its free node */
+    else if (!whole_run_buffer(m, i, s->origin, error))
+      return FALSE;
+  }
+  if (!any_alloc) return TRUE;
+  cudaMemPool_t pool = NULL;
+  guint64 threshold = g->run.release_threshold_set ? g->run.release_threshold : G_MAXUINT64;
+  DrCudaSite site = DR_SITE_SETUP("the device's default memory pool");
+  return DR_CUDA(site, cudaDeviceGetDefaultMemPool, &pool, s->devices[0].ordinal) &&
+         DR_CUDA(site, cudaMemPoolSetAttribute, pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+}
+
+gboolean dr__cuda_memory_alloc(DrCudaMemory *m, DrId buffer, cudaStream_t st, DrCudaSite site,
+                               GError **error) {
+  const DrBuffer *buf = dr_graph_buffer(m->graph, buffer);
+  if (!DR_CUDA(site, cudaMallocAsync, &m->bases[buffer], MAX(dr_buffer_bytes(buf), 1), st)) return FALSE;
+  m->async_live[buffer] = TRUE;
+  return TRUE;
+}
+
+gboolean dr__cuda_memory_free(DrCudaMemory *m, DrId buffer, cudaStream_t st, DrCudaSite site,
+                              GError **error) {
+  if (m->bases[buffer] == NULL) return TRUE;
+  if (!DR_CUDA(site, cudaFreeAsync, m->bases[buffer], st)) return FALSE;
+  m->bases[buffer] = NULL;
+  m->async_live[buffer] = FALSE;
+  return TRUE;
+}
+
+/* Bytes of access `a`'s slice. */
+static gsize slice_bytes(const DrGraph *g, const DrAccess *a) {
+  return (a->end - a->begin) * dr_elem_size(dr_graph_buffer(g, a->buffer)->type);
+}
+
+gboolean dr__cuda_memory_copy(const DrCudaMemory *m, const DrNode *node, cudaStream_t st, DrCudaSite site,
+                              GError **error) {
+  const DrGraph *g = m->graph;
+  const DrAccess *src, *dst;
+  dr__copy_accesses(g, node, &src, &dst);
+  return DR_CUDA(site, cudaMemcpyAsync, dr__slice_ptr(g, m->bases, dst), dr__slice_ptr(g, m->bases, src),
+                 slice_bytes(g, dst), cudaMemcpyDefault, st);
+}
+
+gboolean dr__cuda_memory_set(const DrCudaMemory *m, const DrNode *node, cudaStream_t st, DrCudaSite site,
+                             GError **error) {
+  const DrGraph *g = m->graph;
+  const DrAccess *dst = dr__node_access(g, node, 0);
+  return DR_CUDA(site, cudaMemsetAsync, dr__slice_ptr(g, m->bases, dst), node->memset_value,
+                 slice_bytes(g, dst), st);
+}
+
+void dr__cuda_memory_forget_async(DrCudaMemory *m) {
+  for (guint32 i = 0; i < m->n_buffers; i++)
+    if (m->async_live[i]) {
+      m->async_live[i] = FALSE;
+      m->bases[i] = NULL;
+    }
+}
+
+gboolean dr__cuda_memory_readable(const DrCudaMemory *m, DrId buffer, GError **error) {
+  if (m->bases[buffer] != NULL) return TRUE;
+  g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "buffer '%s' is not live after the run",
+              dr_graph_buffer(m->graph, buffer)->name);
+  return FALSE;
+}
+
+gboolean dr__cuda_memory_read(const DrCudaMemory *m, DrId buffer, void *dst, cudaStream_t origin,
+                              GError **error) {
+  const DrBuffer *buf = dr_graph_buffer(m->graph, buffer);
+  g_autofree char *what = g_strdup_printf("reading back buffer '%s'", buf->name);
+  DrCudaSite site = DR_SITE_SETUP(what);
+  return DR_CUDA(site, cudaMemcpyAsync, dst, m->bases[buffer], dr_buffer_bytes(buf), cudaMemcpyDefault,
+                 origin) &&
+         DR_CUDA(site, cudaStreamSynchronize, origin);
+}
+
+void dr__cuda_memory_close(DrCudaMemory *m, cudaStream_t origin) {
+  const DrCudaApi *api = dr_cuda_api();
+  gboolean freed_async = FALSE;
+  for (guint32 i = 0; m->bases && i < m->n_buffers; i++) {
+    if (m->bases[i] == NULL) continue;
+    freed_async |= m->async_live[i];
+    if (m->async_live[i])
+      (void)api->cudaFreeAsync(m->bases[i], origin);
+    else if (m->pinned[i])
+      (void)api->cudaFreeHost(m->bases[i]);
+    else
+      (void)api->cudaFree(m->bases[i]);
+  }
+  /* Only a failed iteration leaves stream-ordered memory live. */
+  if (freed_async) (void)api->cudaDeviceSynchronize();
+  g_free(m->bases);
+  g_free(m->pinned);
+  g_free(m->async_live);
+  m->bases = NULL;
+  m->pinned = m->async_live = NULL;
+}

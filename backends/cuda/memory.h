@@ -1,0 +1,73 @@
+/* memory.h: internal to backends/cuda/: the CUDA backend's buffers
+ * (memory.c).
+ *
+ * This part owns every buffer's memory: whole-run device buffers
+ * (cudaMalloc), host buffers (cudaMallocHost, pinned), both filled with
+ * their `init:` before the first iteration, and stream-ordered buffers,
+ * which alloc and free nodes get from and give back to the device's
+ * default pool (cudaMallocAsync, cudaFreeAsync) on the node's stream.
+ * It also does the work of copy and memset nodes. It owns no stream: the
+ * caller names the one to use. */
+#ifndef DAGRUN_BACKENDS_CUDA_MEMORY_H
+#define DAGRUN_BACKENDS_CUDA_MEMORY_H
+
+#include "backends/cuda/streams.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const DrGraph *graph; /* borrowed */
+  guint32 n_buffers;
+  void **bases;         /* [n_buffers]: device or pinned host memory, NULL: none (yet) */
+  gboolean *pinned;     /* [n_buffers]: bases[i] is cudaMallocHost memory */
+  gboolean *async_live; /* [n_buffers]: bases[i] came from cudaMallocAsync */
+} DrCudaMemory;
+
+/* Prepares `m` for `graph`'s buffers; no memory yet, no CUDA call. */
+void dr__cuda_memory_open(DrCudaMemory *m, const DrGraph *graph);
+
+/* Allocates every whole-run buffer and fills it with its init contents
+ * (device buffers through a host copy on `s`'s origin), then sets the
+ * release threshold of the default pool of `s`'s device when a buffer is
+ * stream-ordered (memory.release_threshold; default: keep everything, so
+ * steady-state allocations cost ~1.5 µs, see GPU-NOTES.md). Fails as
+ * DR_CUDA and dr__buffer_init do. */
+gboolean dr__cuda_memory_setup(DrCudaMemory *m, const DrCudaStreams *s, GError **error);
+
+/* Alloc node: buffer `buffer` from the default pool, ordered on `st`. */
+gboolean dr__cuda_memory_alloc(DrCudaMemory *m, DrId buffer, cudaStream_t st, DrCudaSite site,
+                               GError **error);
+
+/* Free node: buffer `buffer` back to the pool, ordered on `st` (nothing
+ * when it has no memory). */
+gboolean dr__cuda_memory_free(DrCudaMemory *m, DrId buffer, cudaStream_t st, DrCudaSite site, GError **error);
+
+/* Copy node `node`: its destination slice from its source, on `st`. */
+gboolean dr__cuda_memory_copy(const DrCudaMemory *m, const DrNode *node, cudaStream_t st, DrCudaSite site,
+                              GError **error);
+
+/* Memset node `node`: its slice set to its byte value, on `st`. */
+gboolean dr__cuda_memory_set(const DrCudaMemory *m, const DrNode *node, cudaStream_t st, DrCudaSite site,
+                             GError **error);
+
+/* After a capture, which made the graph's memory nodes the owners of what
+ * cudaMallocAsync returned while capturing (or lost it with a failed
+ * capture): forgets those pointers, so close does not free them. */
+void dr__cuda_memory_forget_async(DrCudaMemory *m);
+
+/* TRUE when buffer `buffer` has memory to read back; else FALSE with
+ * DR_ERROR_RUNTIME (no CUDA call). */
+gboolean dr__cuda_memory_readable(const DrCudaMemory *m, DrId buffer, GError **error);
+
+/* Copies readable buffer `buffer` (all its bytes) into `dst` through
+ * `origin` and waits for it. Fails as DR_CUDA does. */
+gboolean dr__cuda_memory_read(const DrCudaMemory *m, DrId buffer, void *dst, cudaStream_t origin,
+                              GError **error);
+
+/* Releases every buffer; stream-ordered ones still live (after a failed
+ * iteration) are freed on `origin` and drained. */
+void dr__cuda_memory_close(DrCudaMemory *m, cudaStream_t origin);
+
+G_END_DECLS
+
+#endif
