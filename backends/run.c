@@ -4,7 +4,7 @@
  * run the serial plan the same way and compare, write the trace and the
  * timeline, and save buffers last, once everything else succeeded. The
  * backends themselves live in host.c, cuda.c, cuda_graph.c; the report's
- * renderings in report.c and timeline.c. */
+ * model and renderings in report/. */
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdio.h>
@@ -40,32 +40,6 @@ void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
   opts->device = graph->run.device;
   opts->graph_fallback = graph->run.fallback_streams;
   opts->node_timing = DR_TIMING_AUTO;
-}
-
-void dr_report_free(DrReport *r) {
-  if (r == NULL) return;
-  g_free(r->name);
-  g_free(r->diff_buffer);
-  g_free(r->diff_serial);
-  g_free(r->diff_concurrent);
-  if (r->nodes) g_array_unref(r->nodes);
-  g_free(r->sample_start);
-  g_free(r->sample_end);
-  g_free(r->iter_start_us);
-  g_free(r->iter_makespan_us);
-  if (r->stream_priorities) g_array_unref(r->stream_priorities);
-  if (r->flows) g_array_unref(r->flows);
-  if (r->critical_nodes) g_array_unref(r->critical_nodes);
-  g_free(r);
-}
-
-gboolean dr_report_check_verified(const DrReport *r, GError **error) {
-  if (r->verified != DR_VERIFIED_FAIL) return TRUE;
-  g_set_error(error, DR_ERROR, DR_ERROR_VERIFY,
-              "verify: buffer '%s' differs from the serial run at element %" G_GUINT64_FORMAT
-              ": serial %s, concurrent %s",
-              r->diff_buffer, r->diff_index, r->diff_serial, r->diff_concurrent);
-  return FALSE;
 }
 
 /* ---- statistics ------------------------------------------------------- */
