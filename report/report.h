@@ -10,7 +10,8 @@
  * output escapes and separates the same way. docs/report.md documents the
  * JSON outputs and docs/report.schema.json is their schema.
  *
- * Not here: running (backends/ fills the report, run.c), planning
+ * Not here: running (backends/run.c fills the report's samples; stats.c
+ * here turns them into medians and the critical path), planning
  * (scheduler/ builds the plan), the public API's report accessors
  * (lib/api.c). This package depends on ir/ and GLib only. */
 #ifndef DAGRUN_REPORT_REPORT_H
@@ -88,6 +89,20 @@ typedef struct {
   guint32 streams_used; /* plan streams with at least one node */
   double overlap_streams, overlap_critical;
 } DrReport;
+
+/* A new report for a run of `plan` (stats.c): named after the plan's
+ * graph, verdict not run, every sample NAN, room for `iterations` (at
+ * least 1) iterations of samples, and the plan's stream priorities and
+ * waits copied. The backend then fills sample_start/sample_end and
+ * iter_makespan_us (and `backend`, `mode`); free with dr_report_free. */
+DrReport *dr_report_new(const DrPlan *plan, guint32 iterations, guint32 warmup);
+
+/* Computes everything the writers print from the samples (stats.c): each
+ * node's median start and median/min/max duration (NaN samples ignored;
+ * NAN when none), bytes and GB/s, in plan order; the makespan statistics;
+ * the iterations' trace offsets; the critical path and overlap figures.
+ * Call once, after the samples are in; `plan` is the report's. */
+void dr_report_summarise(DrReport *report, const DrPlan *plan);
 
 /* Frees a report and everything it owns (NULL-safe). */
 void dr_report_free(DrReport *report);
