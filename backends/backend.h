@@ -152,9 +152,6 @@ void dr__host_call_run(const DrHostCall *call);
 /* Writes element `index` of `data` (of `type`) to `out` as text. */
 void dr__elem_format(DrElemType type, const void *data, guint64 index, GString *out);
 
-/* Bytes a copy or memset node moves (its destination slice), else 0. */
-guint64 dr__node_bytes(const DrGraph *graph, DrId node);
-
 /* Pointer to element `begin` of a buffer whose memory starts at `base`;
  * NULL while the buffer has no memory (a stream-ordered buffer before its
  * alloc node ran: its users are re-pointed when they are issued). */

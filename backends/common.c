@@ -92,6 +92,14 @@ static void store_elem(DrElemType type, void *dst, guint64 i, double v, gint64 i
   }
 }
 
+/* g_snprintf(buf, size, format, v) in the C locale (g_ascii_formatd
+ * allocates nothing). */
+static int float_snprint(char *buf, size_t size, const char *format, double v) {
+  if (size == 0) return 0;
+  g_ascii_formatd(buf, (gint)size, format, v);
+  return (int)strlen(buf);
+}
+
 /* Writes element i as text into buf (snprintf semantics). No GLib
  * allocation: host functions call this on worker and CUDA callback threads. */
 static int elem_snprint(char *buf, size_t size, DrElemType type, const void *data, guint64 i) {
@@ -99,10 +107,16 @@ static int elem_snprint(char *buf, size_t size, DrElemType type, const void *dat
     case DR_ELEM_U8: return g_snprintf(buf, size, "%u", ((const guint8 *)data)[i]);
     case DR_ELEM_I32: return g_snprintf(buf, size, "%d", ((const gint32 *)data)[i]);
     case DR_ELEM_I64: return g_snprintf(buf, size, "%" G_GINT64_FORMAT, ((const gint64 *)data)[i]);
-    case DR_ELEM_F16: return g_snprintf(buf, size, "%.9g", f16_to_float(((const guint16 *)data)[i]));
-    case DR_ELEM_BF16: return g_snprintf(buf, size, "%.9g", bf16_to_float(((const guint16 *)data)[i]));
-    case DR_ELEM_F32: return g_snprintf(buf, size, "%.9g", ((const float *)data)[i]);
-    case DR_ELEM_F64: return g_snprintf(buf, size, "%.17g", ((const double *)data)[i]);
+    /* The C locale's digits whatever setlocale said: these values land in
+     * the run report's "difference" and in host print output. */
+    case DR_ELEM_F16:
+      return float_snprint(buf, size, "%.9g", f16_to_float(((const guint16 *)data)[i]));
+    case DR_ELEM_BF16:
+      return float_snprint(buf, size, "%.9g", bf16_to_float(((const guint16 *)data)[i]));
+    case DR_ELEM_F32:
+      return float_snprint(buf, size, "%.9g", ((const float *)data)[i]);
+    case DR_ELEM_F64:
+      return float_snprint(buf, size, "%.17g", ((const double *)data)[i]);
     case DR_ELEM_N_TYPES: break;
   }
   return g_snprintf(buf, size, "?");
@@ -172,17 +186,6 @@ void dr__copy_accesses(const DrGraph *graph, const DrNode *node, const DrAccess 
     if (a->mode == DR_ACCESS_READ && *src == NULL) *src = a;
     else if (dr_access_writes(a->mode) && *dst == NULL) *dst = a;
   }
-}
-
-guint64 dr__node_bytes(const DrGraph *graph, DrId id) {
-  const DrNode *n = dr_graph_node(graph, id);
-  if (n->op != DR_OP_COPY && n->op != DR_OP_MEMSET) return 0;
-  for (guint32 i = 0; i < n->access_count; i++) {
-    const DrAccess *a = dr__node_access(graph, n, i);
-    if (dr_access_writes(a->mode))
-      return (a->end - a->begin) * dr_elem_size(dr_graph_buffer(graph, a->buffer)->type);
-  }
-  return 0;
 }
 
 static gboolean elem_is_float(DrElemType t) {

@@ -1,10 +1,11 @@
 /* run.c: dr_run, the driver every backend shares: choose the backend, run
  * warmup and timed iterations (with a progress bar when asked), gather
- * per-node samples into the report with its critical path, for --verify
- * run the serial plan the same way and compare, write the trace and the
- * timeline, and save buffers last, once everything else succeeded. The
- * backends themselves live in host.c, cuda.c, cuda_graph.c; the report's
- * renderings in report.c and timeline.c. */
+ * per-node samples into the report (report/stats.c turns them into
+ * medians and the critical path), for --verify run the serial plan the
+ * same way and compare, write the trace and the timeline, and save buffers
+ * last, once everything else succeeded. The backends themselves live in
+ * host.c and cuda/ (cuda/cuda.h says which part owns what); the report's model and renderings in
+ * report/. */
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdio.h>
@@ -40,196 +41,6 @@ void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
   opts->device = graph->run.device;
   opts->graph_fallback = graph->run.fallback_streams;
   opts->node_timing = DR_TIMING_AUTO;
-}
-
-void dr_report_free(DrReport *r) {
-  if (r == NULL) return;
-  g_free(r->name);
-  g_free(r->diff_buffer);
-  g_free(r->diff_serial);
-  g_free(r->diff_concurrent);
-  if (r->nodes) g_array_unref(r->nodes);
-  g_free(r->sample_start);
-  g_free(r->sample_end);
-  g_free(r->iter_start_us);
-  g_free(r->iter_makespan_us);
-  if (r->stream_priorities) g_array_unref(r->stream_priorities);
-  if (r->flows) g_array_unref(r->flows);
-  if (r->critical_nodes) g_array_unref(r->critical_nodes);
-  g_free(r);
-}
-
-gboolean dr_report_check_verified(const DrReport *r, GError **error) {
-  if (r->verified != DR_VERIFIED_FAIL) return TRUE;
-  g_set_error(error, DR_ERROR, DR_ERROR_VERIFY,
-              "verify: buffer '%s' differs from the serial run at element %" G_GUINT64_FORMAT
-              ": serial %s, concurrent %s",
-              r->diff_buffer, r->diff_index, r->diff_serial, r->diff_concurrent);
-  return FALSE;
-}
-
-/* ---- statistics ------------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Median, min and max of the non-NaN values; NAN when there are none. */
-static void stats(const double *v, guint n, double *median, double *min, double *max) {
-  g_autofree double *s = g_new(double, MAX(n, 1));
-  guint k = 0;
-  for (guint i = 0; i < n; i++)
-    if (!isnan(v[i])) s[k++] = v[i];
-  if (k == 0) {
-    *median = *min = *max = NAN;
-    return;
-  }
-  qsort(s, k, sizeof(double), cmp_double);
-  *median = k % 2 ? s[k / 2] : (s[k / 2 - 1] + s[k / 2]) / 2;
-  if (min) *min = s[0];
-  if (max) *max = s[k - 1];
-}
-
-/* The longest path of the DAG weighted by median node durations (an
- * unmeasured node weighs 0), over the graph's dependency edges, by dynamic
- * programming in a topological order (Kahn's, ties in plan order). O(V +
- * E). Fills critical_path_us and critical_nodes, then the overlap
- * figures. */
-static void report_critical_path(DrReport *r, const DrPlan *plan) {
-  const DrGraph *g = plan->graph;
-  guint32 n = r->n_graph_nodes, m = g->edges->len;
-  g_autofree double *dur = g_new0(double, MAX(n, 1));
-  g_autofree double *finish = g_new0(double, MAX(n, 1));
-  g_autofree DrId *pred = g_new(DrId, MAX(n, 1));
-  g_autofree guint32 *indeg = g_new0(guint32, MAX(n, 1));
-  g_autofree guint32 *out_first = g_new0(guint32, n + 1);
-  g_autofree DrId *out_to = g_new(DrId, MAX(m, 1));
-  g_autofree DrId *queue = g_new(DrId, MAX(n, 1));
-  gboolean any = FALSE;
-  double sum = 0;
-  for (guint i = 0; i < r->nodes->len; i++) {
-    const DrNodeReport *nr = &g_array_index(r->nodes, DrNodeReport, i);
-    if (isnan(nr->duration_us)) continue;
-    dur[nr->node] = MAX(nr->duration_us, 0.0);
-    sum += dur[nr->node];
-    any = TRUE;
-  }
-  /* Outgoing edges grouped by source (a counting sort). */
-  for (guint32 e = 0; e < m; e++) {
-    out_first[dr_graph_edge(g, e)->from + 1]++;
-    indeg[dr_graph_edge(g, e)->to]++;
-  }
-  for (guint32 v = 0; v < n; v++) out_first[v + 1] += out_first[v];
-  {
-    g_autofree guint32 *fill = g_memdup2(out_first, sizeof(guint32) * (n + 1));
-    for (guint32 e = 0; e < m; e++) out_to[fill[dr_graph_edge(g, e)->from]++] = dr_graph_edge(g, e)->to;
-  }
-  guint32 head = 0, tail = 0;
-  for (guint32 s = 0; s < plan->steps->len; s++) {
-    DrId v = dr_plan_step(plan, s)->node;
-    pred[v] = DR_NONE;
-    if (indeg[v] == 0) queue[tail++] = v;
-  }
-  DrId last = DR_NONE;
-  double best = 0;
-  while (head < tail) {
-    DrId u = queue[head++];
-    finish[u] += dur[u]; /* finish[u] held its ready time until now */
-    if (last == DR_NONE || finish[u] > best) {
-      best = finish[u];
-      last = u;
-    }
-    for (guint32 k = out_first[u]; k < out_first[u + 1]; k++) {
-      DrId v = out_to[k];
-      if (pred[v] == DR_NONE || finish[u] > finish[v]) {
-        finish[v] = finish[u];
-        pred[v] = u;
-      }
-      if (--indeg[v] == 0) queue[tail++] = v;
-    }
-  }
-  r->critical_nodes = g_array_new(FALSE, FALSE, sizeof(DrId));
-  for (DrId v = last; v != DR_NONE; v = pred[v]) g_array_prepend_val(r->critical_nodes, v);
-  /* Streams used, counted from the steps (hand-made plans may leave
-   * DrStream.n_nodes unset). */
-  g_autofree gboolean *used = g_new0(gboolean, MAX(dr_plan_n_streams(plan), 1));
-  r->streams_used = 0;
-  for (guint32 s = 0; s < plan->steps->len; s++) {
-    guint32 st = dr_plan_step(plan, s)->stream;
-    if (!used[st]) r->streams_used++;
-    used[st] = TRUE;
-  }
-  if (!any) {
-    r->critical_path_us = r->overlap_streams = r->overlap_critical = NAN;
-    return;
-  }
-  r->critical_path_us = best;
-  gboolean span = !isnan(r->makespan_us) && r->makespan_us > 0;
-  r->overlap_streams = span && r->streams_used ? sum / (r->makespan_us * r->streams_used) : NAN;
-  r->overlap_critical = span ? best / r->makespan_us : NAN;
-}
-
-static void report_summarise(DrReport *r, const DrPlan *plan) {
-  const DrGraph *g = plan->graph;
-  guint32 n = r->n_graph_nodes, it = r->iterations;
-  g_autofree double *start = g_new(double, MAX(it, 1));
-  g_autofree double *dur = g_new(double, MAX(it, 1));
-  for (guint32 s = 0; s < plan->steps->len; s++) {
-    DrId id = dr_plan_step(plan, s)->node;
-    const DrNode *node = dr_graph_node(g, id);
-    for (guint32 i = 0; i < it; i++) {
-      start[i] = r->sample_start[(gsize)i * n + id];
-      dur[i] = r->sample_end[(gsize)i * n + id] - start[i];
-    }
-    DrNodeReport nr = {.node = id, .id = node->id, .op = node->op, .stream = dr_plan_step(plan, s)->stream};
-    double smin, smax;
-    stats(start, it, &nr.start_us, &smin, &smax);
-    stats(dur, it, &nr.duration_us, &nr.duration_min_us, &nr.duration_max_us);
-    nr.bytes = dr__node_bytes(g, id);
-    nr.gbps = nr.bytes && nr.duration_us > 0 ? (double)nr.bytes / (nr.duration_us * 1e3) : NAN;
-    g_array_append_val(r->nodes, nr);
-  }
-  stats(r->iter_makespan_us, it, &r->makespan_us, &r->makespan_min_us, &r->makespan_max_us);
-  double t = 0;
-  for (guint32 i = 0; i < it; i++) {
-    r->iter_start_us[i] = t;
-    /* Iterations run back to back; the trace lays them out by makespan
-     * plus a small gap so they read apart. */
-    t += (isnan(r->iter_makespan_us[i]) ? 0 : r->iter_makespan_us[i]) + 1.0;
-  }
-  report_critical_path(r, plan);
-}
-
-static DrReport *report_new(const DrPlan *plan, const DrRunOptions *opts) {
-  const DrGraph *g = plan->graph;
-  DrReport *r = g_new0(DrReport, 1);
-  r->name = g_strdup(g->name ? g->name : "pipeline");
-  r->iterations = opts->iterations;
-  r->iterations_requested = opts->iterations;
-  r->warmup = opts->warmup;
-  r->n_graph_nodes = dr_graph_n_nodes(g);
-  gsize samples = (gsize)MAX(opts->iterations, 1) * MAX(r->n_graph_nodes, 1);
-  r->sample_start = g_new(double, samples);
-  r->sample_end = g_new(double, samples);
-  for (gsize i = 0; i < samples; i++) r->sample_start[i] = r->sample_end[i] = NAN;
-  r->iter_start_us = g_new0(double, MAX(opts->iterations, 1));
-  r->iter_makespan_us = g_new(double, MAX(opts->iterations, 1));
-  for (guint32 i = 0; i < MAX(opts->iterations, 1); i++) r->iter_makespan_us[i] = NAN;
-  r->nodes = g_array_new(FALSE, TRUE, sizeof(DrNodeReport));
-  r->stream_priorities = g_array_new(FALSE, TRUE, sizeof(DrPriority));
-  for (guint32 s = 0; s < dr_plan_n_streams(plan); s++)
-    g_array_append_val(r->stream_priorities, g_array_index(plan->streams, DrStream, s).priority);
-  r->flows = g_array_new(FALSE, TRUE, sizeof(DrReportFlow));
-  for (guint32 s = 0; s < plan->steps->len; s++) {
-    const DrPlanStep *step = dr_plan_step(plan, s);
-    for (guint32 w = step->wait_first; w < step->wait_first + step->wait_count; w++) {
-      DrReportFlow f = {dr_plan_wait(plan, w), step->node};
-      g_array_append_val(r->flows, f);
-    }
-  }
-  r->verified = DR_VERIFIED_NOT_RUN;
-  return r;
 }
 
 /* ---- running one pipeline --------------------------------------------- */
@@ -439,12 +250,12 @@ DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error
   const DrBackendOps *ops = choose_backend(&opts, error);
   if (ops == NULL) return NULL;
 
-  g_autoptr(DrReport) report = report_new(plan, &opts);
+  g_autoptr(DrReport) report = dr_report_new(plan, opts.iterations, opts.warmup);
   report->backend = ops->name;
   g_autoptr(GPtrArray) concurrent = NULL;
   g_autoptr(GPtrArray) saves = NULL;
   if (!run_pipeline(ops, plan, &opts, report, &saves, opts.verify ? &concurrent : NULL, error)) return NULL;
-  report_summarise(report, plan);
+  dr_report_summarise(report, plan);
 
   if (opts.verify && !report->interrupted) {
     g_autoptr(DrPlan) serial = dr_plan_new_serial(plan->graph);
@@ -505,11 +316,11 @@ DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts_in, GErr
 
 DrReport *dr_session_run(DrSession *s, GError **error) {
   g_return_val_if_fail(s != NULL, NULL);
-  g_autoptr(DrReport) report = report_new(s->plan, &s->opts);
+  g_autoptr(DrReport) report = dr_report_new(s->plan, s->opts.iterations, s->opts.warmup);
   report->backend = s->ops->name;
   gboolean stopped = FALSE;
   if (!run_iterations(s->ops, s->b, s->plan->graph, &s->opts, report, &stopped, error)) return NULL;
-  report_summarise(report, s->plan);
+  dr_report_summarise(report, s->plan);
   if (!write_outputs(report, s->plan, &s->opts, error)) return NULL;
   if (!stopped) {
     g_autoptr(GPtrArray) saves = read_saves(s->ops, s->b, s->plan->graph, error);

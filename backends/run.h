@@ -1,15 +1,18 @@
-/* run.h: running a DrPlan and reporting what happened: the options, the
- * run report (per-node timing medians, makespan, --verify's verdict) and its
- * three renderings (a text table, JSON, a Chrome/Perfetto trace).
+/* run.h: running a DrPlan and reporting what happened: the options and
+ * dr_run, which fills the run report (per-node timing medians, makespan,
+ * --verify's verdict). The report model and its renderings (text, JSON,
+ * Chrome/Perfetto trace, SVG timeline) are the report package's
+ * (report/report.h, included here).
  *
  * dr_run picks a backend (host threads, CUDA streams or a captured CUDA
  * graph, see backend.h), sets up every buffer outside the timed region, runs
  * `warmup` untimed and `iterations` timed iterations, saves buffers that ask
  * for it, and with `verify` re-runs the serial plan on the same backend from
  * the same initial contents and compares every written buffer byte for byte.
- * This file does not plan (scheduler/) and does not print to the terminal
- * except the host functions' output (print, checksum) and the one-line
- * notice when `auto` falls back to the host. */
+ * This file does not plan (scheduler/) nor render reports (report/), and
+ * does not print to the terminal except the host functions' output
+ * (print, checksum) and the one-line notice when `auto` falls back to the
+ * host. */
 #ifndef DAGRUN_BACKENDS_RUN_H
 #define DAGRUN_BACKENDS_RUN_H
 
@@ -19,6 +22,7 @@
 
 #include "ir/graph.h"
 #include "ir/plan.h"
+#include "report/report.h"
 
 G_BEGIN_DECLS
 
@@ -123,67 +127,6 @@ typedef struct {
  * device), backend auto, stamp timing, everything else off. */
 void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph);
 
-typedef enum { DR_VERIFIED_NOT_RUN, DR_VERIFIED_PASS, DR_VERIFIED_FAIL } DrVerified;
-
-/* One node's timing over the timed iterations. Times are µs relative to
- * the iteration's start; NAN where the backend did not measure. */
-typedef struct {
-  DrId node;
-  const char *id; /* borrowed from the graph */
-  DrOp op;
-  guint32 stream;
-  double start_us;    /* median */
-  double duration_us; /* median */
-  double duration_min_us, duration_max_us;
-  guint64 bytes; /* copies and memsets: bytes moved; else 0 */
-  double gbps;   /* bytes / median duration; NAN when not timed or no bytes */
-} DrNodeReport;
-
-typedef struct {
-  DrId from, to; /* graph node ids: `to` waits for `from` */
-} DrReportFlow;
-
-typedef struct {
-  char *name;                 /* the pipeline's name */
-  const char *backend;        /* "host" | "cuda" */
-  const char *mode;           /* "streams" | "graph" (the host reports "streams") */
-  guint32 iterations, warmup; /* iterations: timed iterations done */
-  gboolean interrupted;       /* DrRunOptions.stop ended the run early */
-  guint32 iterations_requested;
-  double makespan_us; /* median over the timed iterations */
-  double makespan_min_us, makespan_max_us;
-  DrVerified verified;
-  /* When verified == DR_VERIFIED_FAIL: the first buffer (in buffer order)
-   * and element that differ, and both values printed by type. */
-  char *diff_buffer;
-  guint64 diff_index;
-  char *diff_serial;     /* the serial (reference) run's value */
-  char *diff_concurrent; /* the concurrent run's value */
-  GArray *nodes;         /* DrNodeReport, in plan (issue) order */
-
-  /* Raw samples for the trace: [iterations][n_graph_nodes], µs relative
-   * to each iteration's start (NAN when not measured), and each timed
-   * iteration's start relative to the first's. */
-  guint32 n_graph_nodes;
-  double *sample_start, *sample_end;
-  double *iter_start_us;
-  double *iter_makespan_us;
-  /* Plan facts the trace needs, copied so the report stands alone. */
-  GArray *stream_priorities; /* DrPriority per plan stream */
-  GArray *flows;             /* DrReportFlow: one per planned wait */
-
-  /* Whole-run figures from the node medians (NAN when nodes were not
-   * timed): the critical path is the longest path of the DAG (the graph's
-   * dependency edges) weighted by median durations; `critical_nodes` lists
-   * its nodes (DrId) from first to last. overlap_streams = sum of median
-   * durations / (makespan × streams used); overlap_critical = critical
-   * path / makespan (1.0: the run is as short as its dependencies allow). */
-  double critical_path_us;
-  GArray *critical_nodes;
-  guint32 streams_used; /* plan streams with at least one node */
-  double overlap_streams, overlap_critical;
-} DrReport;
-
 /* Hardware queues: the CUDA backend runs a plan's streams eagerly on the
  * device's hardware work queues, 8 by default; with more streams than
  * queues, streams share queues and serialize falsely (GPU-NOTES.md). The
@@ -207,8 +150,6 @@ typedef struct {
  * A --verify difference is not an error: the report says DR_VERIFIED_FAIL
  * (see dr_report_check_verified). */
 DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts, GError **error);
-
-void dr_report_free(DrReport *report);
 
 /* A session: a plan's backend opened and set up once (buffers allocated
  * and initialised; graph mode captured and instantiated), then run as many
@@ -235,44 +176,6 @@ gboolean dr_session_read_buffer(DrSession *session, DrId buffer, void *dst, GErr
 const char *dr_session_backend(const DrSession *session); /* "host" | "cuda" */
 void dr_session_close(DrSession *session);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrSession, dr_session_close)
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrReport, dr_report_free)
-
-/* Returns FALSE and sets DR_ERROR_VERIFY (exit 1) naming the first
- * difference when the report's verification failed; TRUE otherwise. */
-gboolean dr_report_check_verified(const DrReport *report, GError **error);
-
-/* Appends a readable per-node table (plan order: id, op, stream, start,
- * median/min/max duration, GB/s), the makespan, the critical path and
- * overlap efficiency, and the verdict to `out`. */
-void dr_report_write_text(const DrReport *report, GString *out);
-
-/* Appends one JSON object: "name", "backend", "mode", "iterations",
- * "warmup", "makespan_us", "makespan_min_us", "makespan_max_us",
- * "verified" (true/false/null), "difference" (object or null),
- * "critical_path_us", "critical_path" (node ids), "overlap":
- * {"streams_used", "efficiency", "critical_over_makespan"}, "nodes":
- * [{"id","op","stream","start_us","duration_us","duration_min_us",
- * "duration_max_us","bytes","gbps"}]. Unmeasured numbers are null. */
-void dr_report_write_json(const DrReport *report, GString *out);
-
-/* Appends a Chrome trace event JSON object (Perfetto, chrome://tracing):
- * one "X" event per node and timed iteration, a track (tid) per plan stream
- * named by thread_name metadata with its priority, and a flow arrow
- * ("s"/"f" pair) per planned cross-stream wait and iteration. Nodes that
- * were not timed are left out. */
-void dr_trace_write(const DrReport *report, GString *out);
-
-/* Appends a self-contained SVG timeline of the median iteration (the timed
- * iteration whose makespan is closest to the median; timeline.c): a lane
- * per plan stream labelled with its number and priority, a bar per timed
- * node at its start with its duration, coloured by op (with a legend) and
- * labelled with its id where it fits, a <title> tooltip per node (id, op,
- * stream, start, duration, and the median/min/max duration over all
- * iterations), an arrow per planned wait from the waited node's end to the
- * waiting node's start, and a time axis. `plan` must be the plan the
- * report was made from. Nodes that were not timed get no bar, only their
- * <title>. */
-void dr_timeline_write_svg(const DrReport *report, const DrPlan *plan, GString *out);
 
 G_END_DECLS
 

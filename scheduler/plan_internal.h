@@ -75,16 +75,6 @@ void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams);
  * waits imply every edge, and sets needs_event. */
 void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan);
 
-/* plan_text.c: appends a short description of what node `id` does: its
- * op and kernel, host function, buffer or byte count ("kernel scale_f32",
- * "copy 4.0 MiB", "alloc x"). Shared by the text and DOT writers. */
-void dr__plan_node_detail(const DrGraph *graph, DrId id, GString *out);
-
-/* plan_text.c: the steps grouped by stream, each group in stream order:
- * the steps of stream s are bucket[start[s] .. start[s + 1]). Returns
- * `bucket` (n steps) and sets *start (n_streams + 1); free both. */
-guint32 *dr__plan_steps_by_stream(const DrPlan *plan, guint32 **start);
-
 G_END_DECLS
 
 #endif

@@ -4,9 +4,9 @@
  * dr_plan_build runs the planning passes (scheduler/planner.c lists them):
  * the cost model, the issue order, a minimum chain cover per priority class
  * (streams = the DAG's width), the stream cap, and the fewest cross-stream
- * waits. The writers print the result as text (--plan), JSON (--plan
- * --format=json) and Graphviz DOT (--dot). This file does not run anything:
- * backends/ executes plans. */
+ * waits. This file does not run anything (backends/ executes plans) nor
+ * write anything: the plan's writers (text for --plan, JSON for --plan
+ * --format=json, Graphviz DOT for --dot) are in report/report.h. */
 #ifndef DAGRUN_SCHEDULER_PLANNER_H
 #define DAGRUN_SCHEDULER_PLANNER_H
 
@@ -30,21 +30,6 @@ typedef struct {
  * NULL with `error` set (DR_ERROR_INVALID for unsorted edges or a cycle,
  * DR_ERROR_IO for an unreadable or malformed profile). */
 DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **error);
-
-/* Appends the human-readable plan (--plan): summary, the cap and what it
- * costs when it binds, the antichain, each stream's nodes, then every step
- * in issue order with its waits. Stable text: the golden-test format. */
-void dr_plan_write_text(const DrPlan *plan, GString *out);
-
-/* Appends the plan as one JSON object (--plan --format=json): streams,
- * width, events, edges, cap, cap_binds, critical_path_us, planned_path_us,
- * antichain and nodes (id, op, stream, priority, waits) in plan order. */
-void dr_plan_write_json(const DrPlan *plan, GString *out);
-
-/* Appends the plan as a Graphviz digraph (--dot): one cluster per stream,
- * nodes coloured by stream and labelled with their op, dependency edges
- * solid, event waits dashed red. */
-void dr_plan_write_dot(const DrPlan *plan, GString *out);
 
 G_END_DECLS
 

@@ -10,6 +10,7 @@ packages=(
   bazel-bootstrap bazel-rules-java bazel-rules-proto bazel-platforms
   libglib2.0-dev libyaml-dev libpcre2-dev pkg-config
   graphviz python3 clang libclang-rt-14-dev time
+  locales python3-jsonschema
 )
 
 missing=()
@@ -23,6 +24,17 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# A comma-decimal locale for the report writers' locale test
+# (//tests/report): generated once, from Debian's locales package.
+if ! locale -a 2>/dev/null | grep -qi '^de_DE\.utf-\?8$'; then
+  echo "setup: generating the de_DE.UTF-8 locale" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" sed -i 's/^# *\(de_DE\.UTF-8 UTF-8\)/\1/' /etc/locale.gen
+  grep -q '^de_DE\.UTF-8 UTF-8' /etc/locale.gen || echo 'de_DE.UTF-8 UTF-8' | "${sudo_cmd[@]}" tee -a /etc/locale.gen >/dev/null
+  "${sudo_cmd[@]}" locale-gen >/dev/null
 fi
 
 if [ ! -x /usr/local/cuda/bin/nvcc ]; then

@@ -6,6 +6,7 @@
 #include "ir/diag.h"
 #include "ir/plan.h"
 #include "lib/load.h"
+#include "report/report.h"
 #include "scheduler/planner.h"
 
 int LLVMFuzzerTestOneInput(const guint8 *data, size_t size);

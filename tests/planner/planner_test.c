@@ -14,6 +14,7 @@
 
 #include "ir/graph.h"
 #include "ir/plan.h"
+#include "report/report.h"
 #include "scheduler/planner.h"
 
 /* ---- graph building ----------------------------------------------------- */

@@ -6,9 +6,8 @@
  * colour and labelled with id and what they do; dependency edges solid
  * (grey when stream order or another path already implies them), event
  * waits dashed red. Ids are quoted and escaped. O(V + E). */
-#include "scheduler/planner.h"
-
-#include "scheduler/plan_internal.h"
+#include "report/plan_common.h"
+#include "report/report.h"
 
 /* Fill and border colours, cycled by stream number. */
 static const char *const fills[] = {"#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5",
@@ -75,8 +74,7 @@ void dr_plan_write_dot(const DrPlan *plan, GString *out) {
       g_array_append_val(keys, key);
     }
   }
-  for (guint32 k = 0; k < keys->len; k++)
-    g_hash_table_add(waited, &g_array_index(keys, gint64, k));
+  for (guint32 k = 0; k < keys->len; k++) g_hash_table_add(waited, &g_array_index(keys, gint64, k));
   for (guint32 e = 0; e < g->edges->len; e++) {
     const DrEdge *ed = dr_graph_edge(g, e);
     gint64 key = ((gint64)ed->from << 32) | ed->to;

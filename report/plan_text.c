@@ -1,14 +1,17 @@
 /* plan_text.c: the --plan text writer, the human-readable plan and the
- * planner's golden-test format. Not JSON (plan_json.c) nor DOT (dot.c).
+ * planner's golden-test format. Not JSON (plan_json.c) nor DOT (dot.c),
+ * though the node details and the per-stream grouping here are shared
+ * with dot.c (plan_common.h).
  *
  * Layout: a summary (width with its antichain certificate, streams and the
  * cap, what the cap costs when it binds, waits against cross-stream edges,
  * critical and planned paths), then each stream's nodes in stream order,
  * then every step in issue order with its waits. Only ids, counts and
- * rounded estimates: no addresses, so the text is stable. O(V + E). */
-#include "scheduler/planner.h"
-
-#include "scheduler/plan_internal.h"
+ * rounded estimates (num.h: '.' decimals and English sizes whatever the
+ * locale): no addresses, so the text is stable. O(V + E). */
+#include "report/num.h"
+#include "report/plan_common.h"
+#include "report/report.h"
 
 /* At most this many antichain ids are printed. */
 #define ANTICHAIN_SHOWN 32u
@@ -32,12 +35,10 @@ void dr__plan_node_detail(const DrGraph *g, DrId id, GString *out) {
         g_string_append_printf(out, " %s", dr_graph_kernel(g, node->kernel)->name);
       break;
     case DR_OP_COPY:
-    case DR_OP_MEMSET: {
-      g_autofree char *size =
-          g_format_size_full(node_bytes(g, node, node->op == DR_OP_COPY), G_FORMAT_SIZE_IEC_UNITS);
-      g_string_append_printf(out, " %s", size);
+    case DR_OP_MEMSET:
+      g_string_append_c(out, ' ');
+      dr__num_size_iec(out, node_bytes(g, node, node->op == DR_OP_COPY));
       break;
-    }
     case DR_OP_HOST:
       /* A C-API callback leaves host_fn at its zero value (print). */
       g_string_append_printf(out, " %s", node->callback != 0 ? "callback" : dr_host_fn_name(node->host_fn));
@@ -71,39 +72,34 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
   const DrGraph *g = plan->graph;
   guint32 n = g->nodes->len, n_streams = plan->streams->len, cross = 0;
   for (guint32 e = 0; e < g->edges->len; e++)
-    cross += plan->node_stream[dr_graph_edge(g, e)->from] !=
-             plan->node_stream[dr_graph_edge(g, e)->to];
+    cross += plan->node_stream[dr_graph_edge(g, e)->from] != plan->node_stream[dr_graph_edge(g, e)->to];
 
   g_string_append_printf(out, "plan %s: %u nodes, %u edges\n", g->name ? g->name : "(unnamed)", n,
                          plan->n_edges);
   g_string_append_printf(out, "width %u, antichain:", plan->width);
   for (guint32 i = 0; i < MIN(plan->antichain->len, ANTICHAIN_SHOWN); i++)
-    g_string_append_printf(out, " %s",
-                           dr_graph_node(g, g_array_index(plan->antichain, DrId, i))->id);
+    g_string_append_printf(out, " %s", dr_graph_node(g, g_array_index(plan->antichain, DrId, i))->id);
   if (plan->antichain->len > ANTICHAIN_SHOWN)
     g_string_append_printf(out, " ... (%u more)", plan->antichain->len - ANTICHAIN_SHOWN);
   g_string_append_printf(out, "\nstreams %u, cap %u", n_streams, plan->cap);
   if (plan->cap_binds) {
-    double pct = plan->critical_path_us > 0
-                     ? 100.0 * (plan->planned_path_us / plan->critical_path_us - 1.0)
-                     : 0.0;
-    g_string_append_printf(out,
-                           " (binds: chains merged onto %u streams cost %.1f us of critical "
-                           "path, +%.1f%%)",
-                           n_streams, plan->planned_path_us - plan->critical_path_us, pct);
+    double pct =
+        plan->critical_path_us > 0 ? 100.0 * (plan->planned_path_us / plan->critical_path_us - 1.0) : 0.0;
+    dr__num_appendf(out, " (binds: chains merged onto %u streams cost %.1f us of critical path, +%.1f%%)",
+                    n_streams, plan->planned_path_us - plan->critical_path_us, pct);
   } else {
     g_string_append(out, " (does not bind)");
   }
   g_string_append_printf(out, "\nevents %u (for %u cross-stream edges)\n", plan->waits->len, cross);
-  g_string_append_printf(out, "critical path %.1f us, planned path %.1f us\n",
-                         plan->critical_path_us, plan->planned_path_us);
+  dr__num_appendf(out, "critical path %.1f us, planned path %.1f us\n", plan->critical_path_us,
+                  plan->planned_path_us);
 
   guint32 *start = NULL;
   guint32 *bucket = dr__plan_steps_by_stream(plan, &start);
   for (guint32 s = 0; s < n_streams; s++) {
     const DrStream *st = &g_array_index(plan->streams, DrStream, s);
-    g_string_append_printf(out, "stream %u (%s, %u node%s):", s, dr_priority_name(st->priority),
-                           st->n_nodes, st->n_nodes == 1 ? "" : "s");
+    g_string_append_printf(out, "stream %u (%s, %u node%s):", s, dr_priority_name(st->priority), st->n_nodes,
+                           st->n_nodes == 1 ? "" : "s");
     for (guint32 k = start[s]; k < start[s + 1]; k++)
       g_string_append_printf(out, " %s", dr_graph_node(g, dr_plan_step(plan, bucket[k])->node)->id);
     g_string_append_c(out, '\n');

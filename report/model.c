@@ -1,0 +1,30 @@
+/* model.c: the run report model's lifetime and verdict (report.h). The
+ * report is filled by the run driver (backends/run.c); this file only
+ * frees it and turns a failed --verify into an error. */
+#include "report/report.h"
+
+void dr_report_free(DrReport *r) {
+  if (r == NULL) return;
+  g_free(r->name);
+  g_free(r->diff_buffer);
+  g_free(r->diff_serial);
+  g_free(r->diff_concurrent);
+  if (r->nodes) g_array_unref(r->nodes);
+  g_free(r->sample_start);
+  g_free(r->sample_end);
+  g_free(r->iter_start_us);
+  g_free(r->iter_makespan_us);
+  if (r->stream_priorities) g_array_unref(r->stream_priorities);
+  if (r->flows) g_array_unref(r->flows);
+  if (r->critical_nodes) g_array_unref(r->critical_nodes);
+  g_free(r);
+}
+
+gboolean dr_report_check_verified(const DrReport *r, GError **error) {
+  if (r->verified != DR_VERIFIED_FAIL) return TRUE;
+  g_set_error(error, DR_ERROR, DR_ERROR_VERIFY,
+              "verify: buffer '%s' differs from the serial run at element %" G_GUINT64_FORMAT
+              ": serial %s, concurrent %s",
+              r->diff_buffer, r->diff_index, r->diff_serial, r->diff_concurrent);
+  return FALSE;
+}

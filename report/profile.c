@@ -1,0 +1,90 @@
+/* profile.c: the profile reader (--profile=FILE): measured node durations
+ * from a previous run's JSON report, for the planner's cost model
+ * (scheduler/cost.c). It sits beside the writer (run_report.c) and reads
+ * through the same package's JSON reader, so it accepts everything the
+ * writer writes: "duration_us": null for a node that was not timed, the
+ * nested "difference" and "overlap" objects, escaped strings.
+ *
+ * It walks the top-level object, refuses a "schema" newer than the one
+ * this dagrun writes, and from each element of "nodes" takes "id" and
+ * "duration_us", skipping every other member; a null or negative duration
+ * and an id the graph lacks leave that node's estimate alone. Text after
+ * the object is an error. O(profile size + nodes named). */
+#include <math.h>
+#include <string.h>
+
+#include "report/json.h"
+#include "report/report.h"
+
+/* Reads one element of "nodes" and applies its duration. */
+static gboolean read_node(DrJsonReader *r, const DrGraph *graph, double *dur) {
+  g_autofree char *id = NULL;
+  double d = NAN;
+  if (!dr__json_enter(r, '{')) return FALSE;
+  for (guint i = 0; dr__json_next(r, '}', &i);) {
+    g_autofree char *key = dr__json_read_key(r);
+    if (key == NULL) return FALSE;
+    if (strcmp(key, "id") == 0 && dr__json_peek(r) == '"') {
+      g_free(id);
+      if ((id = dr__json_read_string(r)) == NULL) return FALSE;
+    } else if (strcmp(key, "duration_us") == 0) {
+      if (!dr__json_read_number_or_null(r, &d)) return FALSE;
+    } else if (!dr__json_skip(r)) {
+      return FALSE;
+    }
+  }
+  if (r->bad) return FALSE;
+  if (id != NULL && isfinite(d) && d >= 0) {
+    DrId v = dr_graph_find_node(graph, id);
+    if (v != DR_NONE) dur[v] = d;
+  }
+  return TRUE;
+}
+
+gboolean dr_profile_read(const char *path, const DrGraph *graph, double *dur, GError **error) {
+  g_return_val_if_fail(path != NULL && graph != NULL && dur != NULL, FALSE);
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(path, &text, &len, &local)) {
+    g_set_error(error, DR_ERROR, DR_ERROR_IO, "cannot read profile: %s", local->message);
+    return FALSE;
+  }
+  DrJsonReader r;
+  dr__json_reader_init(&r, text, len);
+  gboolean seen_nodes = FALSE;
+  if (!dr__json_enter(&r, '{')) goto bad;
+  for (guint i = 0; dr__json_next(&r, '}', &i);) {
+    g_autofree char *key = dr__json_read_key(&r);
+    if (key == NULL) goto bad;
+    if (strcmp(key, "nodes") == 0) {
+      seen_nodes = TRUE;
+      if (!dr__json_enter(&r, '[')) goto bad;
+      for (guint k = 0; dr__json_next(&r, ']', &k);)
+        if (!read_node(&r, graph, dur)) goto bad;
+      if (r.bad) goto bad;
+    } else if (strcmp(key, "schema") == 0 && g_ascii_isdigit(dr__json_peek(&r))) {
+      double schema = 0;
+      if (!dr__json_read_number_or_null(&r, &schema)) goto bad;
+      if (schema > DR_REPORT_SCHEMA) {
+        g_set_error(error, DR_ERROR, DR_ERROR_IO,
+                    "%s: profile has report schema %" G_GUINT64_FORMAT
+                    "; this dagrun reads schema %d and older",
+                    path, (guint64)MIN(schema, 1e18), DR_REPORT_SCHEMA);
+        return FALSE;
+      }
+    } else if (!dr__json_skip(&r)) {
+      goto bad;
+    }
+  }
+  if (r.bad || !dr__json_at_end(&r)) goto bad;
+  if (!seen_nodes) {
+    g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: profile has no \"nodes\" array", path);
+    return FALSE;
+  }
+  return TRUE;
+bad:
+  g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: malformed JSON near byte %" G_GSIZE_FORMAT, path,
+              dr__json_reader_pos(&r));
+  return FALSE;
+}

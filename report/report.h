@@ -1,0 +1,187 @@
+/* report.h: the report package: the run report model (DrReport: per-node
+ * timing medians, makespan, critical path, --verify's verdict) and every
+ * writer of what dagrun tells the user about a plan or a run: the run
+ * report as a text table and as JSON, the Chrome/Perfetto trace, the SVG
+ * timeline, the plan as text, JSON and Graphviz DOT, and the reader of the
+ * JSON run report (--profile).
+ *
+ * All writers share one JSON writer and one number formatter (json.h,
+ * num.h), so no output depends on the process's locale and every JSON
+ * output escapes and separates the same way. docs/report.md documents the
+ * JSON outputs and docs/report.schema.json is their schema.
+ *
+ * Not here: running (backends/run.c fills the report's samples; stats.c
+ * here turns them into medians and the critical path), planning
+ * (scheduler/ builds the plan), the public API's report accessors
+ * (lib/api.c). This package depends on ir/ and GLib only. */
+#ifndef DAGRUN_REPORT_REPORT_H
+#define DAGRUN_REPORT_REPORT_H
+
+#include <glib.h>
+#include <stdio.h>
+
+#include "ir/graph.h"
+#include "ir/plan.h"
+
+G_BEGIN_DECLS
+
+/* The run report JSON's "schema": raised on any incompatible change to a
+ * JSON output (a key removed or renamed, a meaning changed). */
+#define DR_REPORT_SCHEMA 1
+
+typedef enum { DR_VERIFIED_NOT_RUN, DR_VERIFIED_PASS, DR_VERIFIED_FAIL } DrVerified;
+
+/* One node's timing over the timed iterations. Times are µs relative to
+ * the iteration's start; NAN where the backend did not measure. */
+typedef struct {
+  DrId node;
+  const char *id; /* borrowed from the graph */
+  DrOp op;
+  guint32 stream;
+  double start_us;    /* median */
+  double duration_us; /* median */
+  double duration_min_us, duration_max_us;
+  guint64 bytes; /* copies and memsets: bytes moved; else 0 */
+  double gbps;   /* bytes / median duration; NAN when not timed or no bytes */
+} DrNodeReport;
+
+typedef struct {
+  DrId from, to; /* graph node ids: `to` waits for `from` */
+} DrReportFlow;
+
+typedef struct {
+  char *name;                 /* the pipeline's name */
+  const char *backend;        /* "host" | "cuda" */
+  const char *mode;           /* "streams" | "graph" (the host reports "streams") */
+  guint32 iterations, warmup; /* iterations: timed iterations done */
+  gboolean interrupted;       /* DrRunOptions.stop ended the run early */
+  guint32 iterations_requested;
+  double makespan_us; /* median over the timed iterations */
+  double makespan_min_us, makespan_max_us;
+  DrVerified verified;
+  /* When verified == DR_VERIFIED_FAIL: the first buffer (in buffer order)
+   * and element that differ, and both values printed by type. */
+  char *diff_buffer;
+  guint64 diff_index;
+  char *diff_serial;     /* the serial (reference) run's value */
+  char *diff_concurrent; /* the concurrent run's value */
+  GArray *nodes;         /* DrNodeReport, in plan (issue) order */
+
+  /* Raw samples for the trace: [iterations][n_graph_nodes], µs relative
+   * to each iteration's start (NAN when not measured), and each timed
+   * iteration's start relative to the first's. */
+  guint32 n_graph_nodes;
+  double *sample_start, *sample_end;
+  double *iter_start_us;
+  double *iter_makespan_us;
+  /* Plan facts the trace needs, copied so the report stands alone. */
+  GArray *stream_priorities; /* DrPriority per plan stream */
+  GArray *flows;             /* DrReportFlow: one per planned wait */
+
+  /* Whole-run figures from the node medians (NAN when nodes were not
+   * timed): the critical path is the longest path of the DAG (the graph's
+   * dependency edges) weighted by median durations; `critical_nodes` lists
+   * its nodes (DrId) from first to last. overlap_streams = sum of median
+   * durations / (makespan × streams used); overlap_critical = critical
+   * path / makespan (1.0: the run is as short as its dependencies allow). */
+  double critical_path_us;
+  GArray *critical_nodes;
+  guint32 streams_used; /* plan streams with at least one node */
+  double overlap_streams, overlap_critical;
+} DrReport;
+
+/* A new report for a run of `plan` (stats.c): named after the plan's
+ * graph, verdict not run, every sample NAN, room for `iterations` (at
+ * least 1) iterations of samples, and the plan's stream priorities and
+ * waits copied. The backend then fills sample_start/sample_end and
+ * iter_makespan_us (and `backend`, `mode`); free with dr_report_free. */
+DrReport *dr_report_new(const DrPlan *plan, guint32 iterations, guint32 warmup);
+
+/* Computes everything the writers print from the samples (stats.c): each
+ * node's median start and median/min/max duration (NaN samples ignored;
+ * NAN when none), bytes and GB/s, in plan order; the makespan statistics;
+ * the iterations' trace offsets; the critical path and overlap figures.
+ * Call once, after the samples are in; `plan` is the report's. */
+void dr_report_summarise(DrReport *report, const DrPlan *plan);
+
+/* Frees a report and everything it owns (NULL-safe). */
+void dr_report_free(DrReport *report);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrReport, dr_report_free)
+
+/* Returns FALSE and sets DR_ERROR_VERIFY (exit 1) naming the first
+ * difference when the report's verification failed; TRUE otherwise. */
+gboolean dr_report_check_verified(const DrReport *report, GError **error);
+
+/* ---- the run report (run_report.c, trace.c, timeline.c) ---------------- */
+
+/* Appends a readable per-node table (plan order: id, op, stream, start,
+ * median/min/max duration, GB/s), the makespan, the critical path and
+ * overlap efficiency, and the verdict to `out`. */
+void dr_report_write_text(const DrReport *report, GString *out);
+
+/* Appends one JSON object and a newline: "schema" (DR_REPORT_SCHEMA),
+ * "name", "backend", "mode", "iterations", "warmup", "interrupted",
+ * "makespan_us", "makespan_min_us", "makespan_max_us", "verified"
+ * (true/false/null), "difference" (object or null), "critical_path_us",
+ * "critical_path" (node ids), "overlap": {"streams_used", "efficiency",
+ * "critical_over_makespan"}, "nodes": [{"id", "op", "stream", "start_us",
+ * "duration_us", "duration_min_us", "duration_max_us", "bytes", "gbps"}].
+ * Unmeasured numbers are null. docs/report.md has the details. */
+void dr_report_write_json(const DrReport *report, GString *out);
+
+/* Appends a Chrome trace event JSON object (Perfetto, chrome://tracing):
+ * one "X" event per node and timed iteration, a track (tid) per plan stream
+ * named by thread_name metadata with its priority, and a flow arrow
+ * ("s"/"f" pair) per planned cross-stream wait and iteration. Nodes that
+ * were not timed are left out. */
+void dr_trace_write(const DrReport *report, GString *out);
+
+/* Appends a self-contained SVG timeline of the median iteration (the timed
+ * iteration whose makespan is closest to the median; timeline.c): a lane
+ * per plan stream labelled with its number and priority, a bar per timed
+ * node at its start with its duration, coloured by op (with a legend) and
+ * labelled with its id where it fits, a <title> tooltip per node (id, op,
+ * stream, start, duration, and the median/min/max duration over all
+ * iterations), an arrow per planned wait from the waited node's end to the
+ * waiting node's start, and a time axis. `plan` must be the plan the
+ * report was made from. Nodes that were not timed get no bar, only their
+ * <title>. */
+void dr_timeline_write_svg(const DrReport *report, const DrPlan *plan, GString *out);
+
+/* ---- the plan (plan_text.c, plan_json.c, dot.c) ------------------------ */
+
+/* Appends the human-readable plan (--plan): summary, the cap and what it
+ * costs when it binds, the antichain, each stream's nodes, then every step
+ * in issue order with its waits. Stable text: the golden-test format. */
+void dr_plan_write_text(const DrPlan *plan, GString *out);
+
+/* Appends the plan as one JSON object and a newline (--plan
+ * --format=json): streams, width, events, edges, cap, cap_binds,
+ * critical_path_us, planned_path_us, antichain, stream_priorities and
+ * nodes (id, op, stream, priority, waits) in plan order. */
+void dr_plan_write_json(const DrPlan *plan, GString *out);
+
+/* The same bytes as dr_plan_write_json, written to `file` as they are
+ * made (a few tens of KiB in memory, whatever the plan's size). FALSE
+ * with DR_ERROR_IO (naming `what`, e.g. the path) when a write fails. */
+gboolean dr_plan_write_json_file(const DrPlan *plan, FILE *file, const char *what, GError **error);
+
+/* Appends the plan as a Graphviz digraph (--dot): one cluster per stream,
+ * nodes coloured by stream and labelled with their op, dependency edges
+ * solid, event waits dashed red. */
+void dr_plan_write_dot(const DrPlan *plan, GString *out);
+
+/* ---- the profile reader (profile.c) ------------------------------------ */
+
+/* Reads the JSON run report at `path` (what dr_report_write_json writes,
+ * or any JSON object with a "nodes" array of {"id", "duration_us"}) and
+ * sets dur[v] (indexed by DrId of `graph`) to the measured median of each
+ * node it names with a finite, non-negative duration; other nodes (null:
+ * not timed; unknown ids) keep their value. FALSE with DR_ERROR_IO when the
+ * file cannot be read, is not such JSON (naming the byte), has no "nodes"
+ * array or a "schema" newer than DR_REPORT_SCHEMA. */
+gboolean dr_profile_read(const char *path, const DrGraph *graph, double *dur, GError **error);
+
+G_END_DECLS
+
+#endif

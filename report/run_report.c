@@ -1,0 +1,179 @@
+/* run_report.c: the run report's two renderings: a readable per-node table
+ * and the JSON object of the spec (docs/report.md). Building the report is
+ * the run driver's job (backends/run.c); nothing here runs anything. The
+ * trace and the timeline are trace.c and timeline.c. Every number goes
+ * through num.h and the JSON through json.h, so the locale never shows. */
+#include <math.h>
+#include <string.h>
+
+#include "report/json.h"
+#include "report/num.h"
+#include "report/report.h"
+
+static const char *verified_name(DrVerified v) {
+  switch (v) {
+    case DR_VERIFIED_PASS:
+      return "passed";
+    case DR_VERIFIED_FAIL:
+      return "FAILED";
+    case DR_VERIFIED_NOT_RUN:
+      break;
+  }
+  return "not run";
+}
+
+/* " %*.1f", or "-" in the same width when unmeasured. */
+static void text_number(GString *out, double v, guint width) {
+  g_string_append_c(out, ' ');
+  if (isnan(v))
+    g_string_append_printf(out, "%*s", (int)width, "-");
+  else
+    dr__num_fixed(out, v, 1, width);
+}
+
+static void text_number3(GString *out, double v) {
+  g_string_append_c(out, ' ');
+  if (isnan(v))
+    g_string_append(out, "-");
+  else
+    dr__num_fixed(out, v, 3, 0);
+}
+
+/* The id of graph node `v` (from the report's node list). */
+static const char *node_id(const DrReport *r, DrId v) {
+  for (guint i = 0; i < r->nodes->len; i++)
+    if (g_array_index(r->nodes, DrNodeReport, i).node == v)
+      return g_array_index(r->nodes, DrNodeReport, i).id;
+  return "?";
+}
+
+void dr_report_write_text(const DrReport *r, GString *out) {
+  g_string_append_printf(out, "%s: backend %s, mode %s, %u iterations (%u warmup)\n", r->name, r->backend,
+                         r->mode ? r->mode : "?", r->iterations, r->warmup);
+  if (r->interrupted)
+    g_string_append_printf(out, "interrupted after %u of %u timed iterations: figures cover those only\n",
+                           r->iterations, r->iterations_requested);
+  int idw = 4;
+  for (guint i = 0; i < r->nodes->len; i++)
+    idw = MAX(idw, (int)strlen(g_array_index(r->nodes, DrNodeReport, i).id));
+  g_string_append_printf(out, "%-*s %-6s %6s %10s %10s %10s %10s %8s\n", idw, "node", "op", "stream",
+                         "start_us", "median_us", "min_us", "max_us", "GB/s");
+  for (guint i = 0; i < r->nodes->len; i++) {
+    const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, i);
+    g_string_append_printf(out, "%-*s %-6s %6u", idw, n->id, dr_op_name(n->op), n->stream);
+    text_number(out, n->start_us, 10);
+    text_number(out, n->duration_us, 10);
+    text_number(out, n->duration_min_us, 10);
+    text_number(out, n->duration_max_us, 10);
+    g_string_append_c(out, ' ');
+    if (isnan(n->gbps))
+      g_string_append_printf(out, "%8s", "");
+    else
+      dr__num_fixed(out, n->gbps, 2, 8);
+    g_string_append_c(out, '\n');
+  }
+  g_string_append(out, "makespan_us: median");
+  text_number(out, r->makespan_us, 0);
+  g_string_append(out, ", min");
+  text_number(out, r->makespan_min_us, 0);
+  g_string_append(out, ", max");
+  text_number(out, r->makespan_max_us, 0);
+  g_string_append_c(out, '\n');
+  if (!isnan(r->critical_path_us)) {
+    g_string_append(out, "critical_path_us: ");
+    dr__num_fixed(out, r->critical_path_us, 1, 0);
+    g_string_append_printf(out, " (%u nodes:", r->critical_nodes->len);
+    /* The whole path would drown a big DAG's table: its ends suffice. */
+    guint len = r->critical_nodes->len;
+    for (guint i = 0; i < len; i++) {
+      if (len > 8 && i == 4) {
+        g_string_append_printf(out, " ... %u more ...", len - 8);
+        i = len - 4;
+      }
+      DrId v = g_array_index(r->critical_nodes, DrId, i);
+      g_string_append_printf(out, " %s", node_id(r, v));
+    }
+    g_string_append(out, ")\n");
+    g_string_append_printf(out, "overlap: %u streams used, efficiency", r->streams_used);
+    text_number3(out, r->overlap_streams);
+    g_string_append(out, " (sum of durations / (makespan x streams)), critical path / makespan");
+    text_number3(out, r->overlap_critical);
+    g_string_append_c(out, '\n');
+  }
+  g_string_append_printf(out, "verify: %s", verified_name(r->verified));
+  if (r->verified == DR_VERIFIED_FAIL)
+    g_string_append_printf(out, ": buffer '%s' element %" G_GUINT64_FORMAT ": serial %s, concurrent %s",
+                           r->diff_buffer, r->diff_index, r->diff_serial, r->diff_concurrent);
+  g_string_append_c(out, '\n');
+}
+
+void dr_report_write_json(const DrReport *r, GString *out) {
+  DrJsonWriter w;
+  dr__json_init(&w, out, NULL);
+  dr__json_begin_object(&w);
+  dr__json_member_uint(&w, "schema", DR_REPORT_SCHEMA);
+  dr__json_member_string(&w, "name", r->name);
+  dr__json_member_string(&w, "backend", r->backend);
+  dr__json_member_string(&w, "mode", r->mode);
+  dr__json_member_uint(&w, "iterations", r->iterations);
+  dr__json_member_uint(&w, "warmup", r->warmup);
+  dr__json_member_bool(&w, "interrupted", r->interrupted);
+  dr__json_member_double(&w, "makespan_us", r->makespan_us, 3);
+  dr__json_member_double(&w, "makespan_min_us", r->makespan_min_us, 3);
+  dr__json_member_double(&w, "makespan_max_us", r->makespan_max_us, 3);
+  dr__json_key(&w, "verified");
+  if (r->verified == DR_VERIFIED_NOT_RUN)
+    dr__json_null(&w);
+  else
+    dr__json_bool(&w, r->verified == DR_VERIFIED_PASS);
+  dr__json_key(&w, "difference");
+  if (r->verified == DR_VERIFIED_FAIL) {
+    dr__json_begin_object(&w);
+    dr__json_member_string(&w, "buffer", r->diff_buffer);
+    dr__json_member_uint(&w, "index", r->diff_index);
+    dr__json_member_string(&w, "serial", r->diff_serial);
+    dr__json_member_string(&w, "concurrent", r->diff_concurrent);
+    dr__json_end_object(&w);
+  } else {
+    dr__json_null(&w);
+  }
+  dr__json_member_double(&w, "critical_path_us", r->critical_path_us, 3);
+  dr__json_key(&w, "critical_path");
+  dr__json_begin_array(&w);
+  if (!isnan(r->critical_path_us)) {
+    g_autofree const char **ids = g_new0(const char *, MAX(r->n_graph_nodes, 1));
+    for (guint i = 0; i < r->nodes->len; i++) {
+      const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, i);
+      ids[n->node] = n->id;
+    }
+    for (guint i = 0; i < r->critical_nodes->len; i++)
+      dr__json_string(&w, ids[g_array_index(r->critical_nodes, DrId, i)]);
+  }
+  dr__json_end_array(&w);
+  dr__json_key(&w, "overlap");
+  dr__json_begin_object(&w);
+  dr__json_member_uint(&w, "streams_used", r->streams_used);
+  dr__json_member_double(&w, "efficiency", r->overlap_streams, 3);
+  dr__json_member_double(&w, "critical_over_makespan", r->overlap_critical, 3);
+  dr__json_end_object(&w);
+  dr__json_key(&w, "nodes");
+  dr__json_begin_array(&w);
+  for (guint i = 0; i < r->nodes->len; i++) {
+    const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, i);
+    dr__json_begin_object(&w);
+    dr__json_member_string(&w, "id", n->id);
+    dr__json_member_string(&w, "op", dr_op_name(n->op));
+    dr__json_member_uint(&w, "stream", n->stream);
+    dr__json_member_double(&w, "start_us", n->start_us, 3);
+    dr__json_member_double(&w, "duration_us", n->duration_us, 3);
+    dr__json_member_double(&w, "duration_min_us", n->duration_min_us, 3);
+    dr__json_member_double(&w, "duration_max_us", n->duration_max_us, 3);
+    dr__json_member_uint(&w, "bytes", n->bytes);
+    dr__json_member_double(&w, "gbps", n->gbps, 3);
+    dr__json_end_object(&w);
+  }
+  dr__json_end_array(&w);
+  dr__json_end_object(&w);
+  dr__json_finish(&w);
+  g_string_append_c(out, '\n');
+}
