@@ -194,7 +194,7 @@ gboolean dr__kernel_call_bind(const DrGraph *graph, DrId id, void *const *bases,
   const DrNode *n = dr_graph_node(graph, id);
   memset(call, 0, sizeof *call);
   const DrKernelDecl *decl = dr_graph_kernel(graph, n->kernel);
-  /* Kernels registered through the C API (lib/api.c) carry their own
+  /* Kernels registered through the C API (lib/nodes.c) carry their own
    * definition in decl->api_def instead of a registry index. */
   const DrKernelDef *def = decl->api_def;
   if (def == NULL && decl->origin != DR_KERNEL_BUILTIN) {
@@ -318,7 +318,7 @@ void dr__host_call_run(const DrHostCall *call) {
    * callback thread, where no allocator state should be shared. */
   const DrNode *n = dr_graph_node(call->graph, call->node);
   if (n->callback) {
-    /* A C function added through the C API (lib/api.c). */
+    /* A C function added through the C API (lib/nodes.c). */
     const DrCallback *cb = &g_array_index(call->graph->callbacks, DrCallback, n->callback - 1);
     cb->fn(cb->user_data);
     return;

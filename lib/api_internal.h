@@ -1,0 +1,79 @@
+/* api_internal.h: what the files of lib/ share behind the public header:
+ * the public types' definitions and the pipeline helpers nodes.c needs.
+ * Not installed; nothing outside lib/ includes it.
+ *
+ * A DrPipeline wraps a DrGraph with the state the public contract needs:
+ * a reference count (plans keep their pipeline alive), whether it is frozen
+ * (validated: the passes ran and added the dependency edges, so nothing may
+ * be added any more), a remembered validation failure, and the location
+ * given by dr_pipeline_set_loc. Adding a node checks everything the YAML
+ * parser checks for one node (parser/nodes.c), with the same messages, and
+ * adds nothing when a check fails; validation then runs the same passes as
+ * `dagrun --check` (scheduler/passes.h). lib/ is glue: it makes no
+ * scheduling decision and runs nothing itself. */
+#ifndef DAGRUN_LIB_API_INTERNAL_H
+#define DAGRUN_LIB_API_INTERNAL_H
+
+#include <math.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/run.h"
+#include "ir/diag.h"
+#include "ir/graph.h"
+#include "ir/plan.h"
+#include "kernels/registry.h"
+#include "lib/load.h"
+#include "lib/yaml_writer.h"
+#include "parser/suggest.h"
+#include "scheduler/passes.h"
+#include "scheduler/planner.h"
+/* After the internal headers: its copies of their types are then skipped. */
+#include "include/dagrun/dagrun.h"
+
+#define MAX_PARAMS 32
+
+struct DrPipeline {
+  int refs;
+  DrGraph *graph;
+  gboolean frozen;
+  GError *failed;       /* validation's error, kept: a failed pipeline stays failed */
+  const char *loc_file; /* interned in the graph; NULL: synthetic locations */
+  guint loc_line, loc_col;
+};
+
+struct DrStreamPlan {
+  DrPipeline *pipeline; /* a reference */
+  DrPlan *plan;
+};
+
+struct DrRunReport {
+  DrReport *report;
+  GStringChunk *ids;  /* the nodes' ids, copied: the report outlives the graph */
+  const DrPlan *plan; /* the plan run, for identity checks only (may be gone) */
+};
+
+#define CHECK_ARGS(p, error)                \
+  g_return_val_if_fail((p) != NULL, FALSE); \
+  g_return_val_if_fail((error) == NULL || *(error) == NULL, FALSE)
+
+/* Drops one reference to `p`; frees it with its graph at the last. */
+void dr__pipeline_unref(DrPipeline *p);
+
+/* The location of the next node (or buffer, `buffers` TRUE). */
+DrLoc dr__pipeline_next_loc(const DrPipeline *p, gboolean buffers);
+
+/* FALSE with DR_ERROR_USAGE when the pipeline may not change any more. */
+gboolean dr__pipeline_check_open(const DrPipeline *p, const char *what, GError **error);
+
+/* Whether `s` is a valid buffer or kernel name. */
+gboolean dr__valid_name(const char *s);
+
+/* A " (did you mean 'X'?)" hint for an unknown buffer `name` (newly
+ * allocated, possibly ""). */
+char *dr__buffer_hint(const DrGraph *g, const char *name);
+
+/* The buffer named `name`, or NULL with an error saying `what` names it. */
+DrBuffer *dr__pipeline_find_buffer(DrPipeline *p, const char *name, const char *what, GError **error);
+
+#endif

@@ -1,0 +1,140 @@
+/* plan.c: the public library's validation and stream plans: the same passes
+ * as `dagrun --check` (scheduler/passes.h), then the planner, and the
+ * plan's accessors and writers. */
+#include <math.h>
+#include <string.h>
+
+#include "lib/api_internal.h"
+
+/* The parser's check that init/save buffers live for the whole run
+ * (parser/parser.c does it for YAML once all nodes are known). */
+static void check_whole_run_buffers(const DrGraph *g, DrDiags *diags) {
+  for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
+    const DrBuffer *b = dr_graph_buffer(g, i);
+    DrId life = b->alloc_node != DR_NONE ? b->alloc_node : b->free_node;
+    if (life == DR_NONE || (b->init == DR_INIT_NONE && b->save_path == NULL)) continue;
+    const DrNode *n = dr_graph_node(g, life);
+    dr_diags_error(diags, b->loc,
+                   "buffer '%s': '%s' needs a buffer that lives for the whole run, but node '%s' %s it",
+                   b->name, b->init != DR_INIT_NONE ? "init" : "save", n->id,
+                   n->op == DR_OP_ALLOC ? "allocates" : "frees");
+    dr_diags_note(diags, n->loc, "node '%s' is here", n->id);
+  }
+}
+
+gboolean dr_pipeline_validate(DrPipeline *pipeline, GError **error) {
+  CHECK_ARGS(pipeline, error);
+  if (pipeline->failed != NULL) {
+    g_propagate_error(error, g_error_copy(pipeline->failed));
+    return FALSE;
+  }
+  if (pipeline->frozen) return TRUE;
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  check_whole_run_buffers(pipeline->graph, diags);
+  if (dr_diags_n_errors(diags) == 0) dr_passes_run(pipeline->graph, diags);
+  if (!dr_diags_to_error(diags, &pipeline->failed)) {
+    g_propagate_error(error, g_error_copy(pipeline->failed));
+    return FALSE;
+  }
+  DR_GRAPH_CHECK(pipeline->graph);
+  pipeline->frozen = TRUE;
+  return TRUE;
+}
+
+DrStreamPlan *dr_pipeline_plan(DrPipeline *pipeline, const DrPlanSettings *settings, GError **error) {
+  g_return_val_if_fail(pipeline != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  if (!dr_pipeline_validate(pipeline, error)) return NULL;
+  DrPlanOptions opts = {0};
+  if (settings) {
+    opts.max_streams = settings->max_streams;
+    opts.profile_path = settings->profile_path;
+  }
+  DrPlan *plan = dr_plan_build(pipeline->graph, &opts, error);
+  if (plan == NULL) return NULL;
+  DrStreamPlan *sp = g_new0(DrStreamPlan, 1);
+  sp->plan = plan;
+  sp->pipeline = pipeline;
+  pipeline->refs++;
+  return sp;
+}
+
+void dr_stream_plan_free(DrStreamPlan *plan) {
+  if (plan == NULL) return;
+  dr_plan_free(plan->plan);
+  dr__pipeline_unref(plan->pipeline);
+  g_free(plan);
+}
+
+guint dr_stream_plan_n_streams(const DrStreamPlan *plan) {
+  g_return_val_if_fail(plan != NULL, 0);
+  return dr_plan_n_streams(plan->plan);
+}
+
+DrPriority dr_stream_plan_stream_priority(const DrStreamPlan *plan, guint stream) {
+  g_return_val_if_fail(plan != NULL && stream < dr_plan_n_streams(plan->plan), DR_PRIORITY_NORMAL);
+  return g_array_index(plan->plan->streams, DrStream, stream).priority;
+}
+
+guint dr_stream_plan_width(const DrStreamPlan *plan) {
+  g_return_val_if_fail(plan != NULL, 0);
+  return plan->plan->width;
+}
+
+guint dr_stream_plan_n_edges(const DrStreamPlan *plan) {
+  g_return_val_if_fail(plan != NULL, 0);
+  return plan->plan->n_edges;
+}
+
+guint dr_stream_plan_n_waits(const DrStreamPlan *plan) {
+  g_return_val_if_fail(plan != NULL, 0);
+  return plan->plan->waits->len;
+}
+
+guint dr_stream_plan_n_steps(const DrStreamPlan *plan) {
+  g_return_val_if_fail(plan != NULL, 0);
+  return plan->plan->steps->len;
+}
+
+const char *dr_stream_plan_step_node(const DrStreamPlan *plan, guint step) {
+  g_return_val_if_fail(plan != NULL && step < plan->plan->steps->len, NULL);
+  return dr_graph_node(plan->pipeline->graph, dr_plan_step(plan->plan, step)->node)->id;
+}
+
+guint dr_stream_plan_step_stream(const DrStreamPlan *plan, guint step) {
+  g_return_val_if_fail(plan != NULL && step < plan->plan->steps->len, 0);
+  return dr_plan_step(plan->plan, step)->stream;
+}
+
+guint dr_stream_plan_step_n_waits(const DrStreamPlan *plan, guint step) {
+  g_return_val_if_fail(plan != NULL && step < plan->plan->steps->len, 0);
+  return dr_plan_step(plan->plan, step)->wait_count;
+}
+
+const char *dr_stream_plan_step_wait(const DrStreamPlan *plan, guint step, guint wait) {
+  g_return_val_if_fail(plan != NULL && step < plan->plan->steps->len, NULL);
+  const DrPlanStep *s = dr_plan_step(plan->plan, step);
+  g_return_val_if_fail(wait < s->wait_count, NULL);
+  return dr_graph_node(plan->pipeline->graph, dr_plan_wait(plan->plan, s->wait_first + wait))->id;
+}
+
+gint dr_stream_plan_node_stream(const DrStreamPlan *plan, const char *id) {
+  g_return_val_if_fail(plan != NULL && id != NULL, -1);
+  DrId n = dr_graph_find_node(plan->pipeline->graph, id);
+  return n == DR_NONE ? -1 : (gint)plan->plan->node_stream[n];
+}
+
+void dr_stream_plan_write_text(const DrStreamPlan *plan, GString *out) {
+  g_return_if_fail(plan != NULL && out != NULL);
+  dr_plan_write_text(plan->plan, out);
+}
+
+void dr_stream_plan_write_json(const DrStreamPlan *plan, GString *out) {
+  g_return_if_fail(plan != NULL && out != NULL);
+  dr_plan_write_json(plan->plan, out);
+}
+
+void dr_stream_plan_write_dot(const DrStreamPlan *plan, GString *out) {
+  g_return_if_fail(plan != NULL && out != NULL);
+  dr_plan_write_dot(plan->plan, out);
+}

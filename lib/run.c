@@ -1,0 +1,266 @@
+/* run.c: the public library's runs and runners: run settings turned into
+ * backend options, one-shot runs and DrRunner sessions run many times. */
+#include <math.h>
+#include <string.h>
+
+#include "lib/api_internal.h"
+
+/* ---- running -------------------------------------------------------------- */
+
+void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline) {
+  g_return_if_fail(settings != NULL && pipeline != NULL);
+  DrRunOptions o;
+  dr_run_options_init(&o, pipeline->graph);
+  *settings = (DrRunSettings){.backend = o.backend,
+                              .mode = o.mode,
+                              .iterations = o.iterations,
+                              .warmup = o.warmup,
+                              .verify = o.verify,
+                              .device = o.device,
+                              .node_timing = o.node_timing,
+                              .timeline_path = o.timeline_path,
+                              .progress = o.progress,
+                              .stop = o.stop,
+                              .trace_path = o.trace_path,
+                              .host_output = o.host_output,
+                              .delay_seed = o.delay_seed,
+                              .delay_max_us = o.delay_max_us,
+                              .graph_fallback = o.graph_fallback};
+}
+
+/* The run options of `settings` (NULL: dr_run_settings_init's) for `plan`;
+ * FALSE with DR_ERROR_USAGE for zero iterations. */
+static gboolean settings_to_options(const DrStreamPlan *plan, const DrRunSettings *settings, DrRunOptions *o,
+                                    GError **error) {
+  DrRunSettings s;
+  if (settings == NULL)
+    dr_run_settings_init(&s, plan->pipeline);
+  else
+    s = *settings;
+  g_return_val_if_fail((guint)s.backend < DR_N_BACKENDS, FALSE);
+  g_return_val_if_fail(s.mode == DR_MODE_STREAMS || s.mode == DR_MODE_GRAPH, FALSE);
+  g_return_val_if_fail((guint)s.node_timing < DR_N_TIMINGS, FALSE);
+  if (s.iterations == 0) {
+    g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "pipeline '%s': iterations must be at least 1",
+                plan->pipeline->graph->name);
+    return FALSE;
+  }
+  *o = (DrRunOptions){.backend = s.backend,
+                      .mode = s.mode,
+                      .iterations = s.iterations,
+                      .warmup = s.warmup,
+                      .verify = s.verify,
+                      .delay_seed = s.delay_seed,
+                      .delay_max_us = s.delay_max_us,
+                      .device = s.device,
+                      .node_timing = s.node_timing,
+                      .timeline_path = s.timeline_path,
+                      .progress = s.progress,
+                      .stop = s.stop,
+                      .trace_path = s.trace_path,
+                      .host_output = s.host_output,
+                      .graph_fallback = s.graph_fallback};
+  return TRUE;
+}
+
+/* The public report of `r` (taken), a run of `plan`. */
+static DrRunReport *wrap_report(DrReport *r, const DrPlan *plan) {
+  DrRunReport *rr = g_new0(DrRunReport, 1);
+  rr->report = r;
+  rr->plan = plan;
+  /* DrNodeReport.id borrows the graph's string; the public report stands
+   * alone, so it points at its own copies (the writers read ids only from
+   * the node list). */
+  rr->ids = g_string_chunk_new(1024);
+  for (guint i = 0; i < r->nodes->len; i++) {
+    DrNodeReport *nr = &g_array_index(r->nodes, DrNodeReport, i);
+    nr->id = g_string_chunk_insert_const(rr->ids, nr->id);
+  }
+  return rr;
+}
+
+DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error) {
+  g_return_val_if_fail(plan != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  DrRunOptions o;
+  if (!settings_to_options(plan, settings, &o, error)) return NULL;
+  DrReport *r = dr_run(plan->plan, &o, error);
+  return r ? wrap_report(r, plan->plan) : NULL;
+}
+
+/* ---- runners ------------------------------------------------------------- */
+
+struct DrRunner {
+  const DrStreamPlan *plan; /* borrowed */
+  DrSession *session;
+  GArray *changed;      /* DrId: nodes whose scalars changed since the last run */
+  gboolean *is_changed; /* [n_nodes]: in `changed` */
+  const char *update;   /* static: how the last run applied them */
+};
+
+DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error) {
+  g_return_val_if_fail(plan != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  DrRunOptions o;
+  if (!settings_to_options(plan, settings, &o, error)) return NULL;
+  DrSession *session = dr_session_open(plan->plan, &o, error);
+  if (session == NULL) return NULL;
+  DrRunner *r = g_new0(DrRunner, 1);
+  r->plan = plan;
+  r->session = session;
+  r->update = "none";
+  r->changed = g_array_new(FALSE, FALSE, sizeof(DrId));
+  r->is_changed = g_new0(gboolean, MAX(dr_graph_n_nodes(plan->pipeline->graph), 1));
+  return r;
+}
+
+DrRunReport *dr_runner_run(DrRunner *runner, GError **error) {
+  g_return_val_if_fail(runner != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  runner->update = "none";
+  if (runner->changed->len > 0) {
+    if (!dr_session_args_changed(runner->session, (const DrId *)(void *)runner->changed->data,
+                                 runner->changed->len, &runner->update, error))
+      return NULL;
+    for (guint i = 0; i < runner->changed->len; i++)
+      runner->is_changed[g_array_index(runner->changed, DrId, i)] = FALSE;
+    g_array_set_size(runner->changed, 0);
+  }
+  DrReport *r = dr_session_run(runner->session, error);
+  return r ? wrap_report(r, runner->plan->plan) : NULL;
+}
+
+/* Sets scalar `param` of kernel node `node` (is_int: to i, else to f). */
+static gboolean runner_set(DrRunner *runner, const char *node, const char *param, gboolean is_int, gint64 i,
+                           double f, GError **error) {
+  g_return_val_if_fail(runner != NULL && node != NULL && param != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  DrGraph *g = runner->plan->pipeline->graph;
+  DrId v = dr_graph_find_node(g, node);
+  if (v == DR_NONE) {
+    DrSuggest sg;
+    dr__suggest_init(&sg, node);
+    for (DrId k = 0; k < dr_graph_n_nodes(g); k++) dr__suggest_add(&sg, dr_graph_node(g, k)->id);
+    g_autofree char *hint = dr__suggest_hint(&sg);
+    g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "unknown node '%s'%s", node, hint);
+    return FALSE;
+  }
+  const DrNode *n = dr_graph_node(g, v);
+  if (n->op != DR_OP_KERNEL) {
+    g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "node '%s' is a %s node: only kernel arguments can change",
+                node, dr_op_name(n->op));
+    return FALSE;
+  }
+  const DrKernelDecl *decl = dr_graph_kernel(g, n->kernel);
+  guint32 p = 0;
+  while (p < decl->n_params && strcmp(decl->params[p].name, param) != 0) p++;
+  if (p == decl->n_params) {
+    DrSuggest sg;
+    dr__suggest_init(&sg, param);
+    for (guint32 k = 0; k < decl->n_params; k++) dr__suggest_add(&sg, decl->params[k].name);
+    g_autofree char *hint = dr__suggest_hint(&sg);
+    g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "node '%s': kernel '%s' has no parameter '%s'%s", node,
+                decl->name, param, hint);
+    return FALSE;
+  }
+  const DrParam *pd = &decl->params[p];
+  if (pd->is_pointer) {
+    g_set_error(error, DR_ERROR, DR_ERROR_INVALID,
+                "node '%s': parameter '%s' is a buffer; only scalar arguments can change between runs", node,
+                param);
+    return FALSE;
+  }
+  DrArg *arg = NULL;
+  for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++)
+    if (dr_graph_arg(g, a)->param == p) arg = dr_graph_arg(g, a);
+  if (arg == NULL) {
+    g_set_error(error, DR_ERROR, DR_ERROR_INVALID,
+                "node '%s': parameter '%s' was left out when the node was built (its default applies); only "
+                "arguments the node was given can change",
+                node, param);
+    return FALSE;
+  }
+  DrArg before = *arg;
+  if (pd->type == DR_ELEM_I32 || pd->type == DR_ELEM_I64) {
+    gint64 lo = pd->type == DR_ELEM_I32 ? G_MININT32 : G_MININT64;
+    gint64 hi = pd->type == DR_ELEM_I32 ? G_MAXINT32 : G_MAXINT64;
+    if (!is_int || i < lo || i > hi) {
+      g_set_error(error, DR_ERROR, DR_ERROR_INVALID,
+                  "node '%s': parameter '%s' (%s) needs an integer in %" G_GINT64_FORMAT
+                  "..%" G_GINT64_FORMAT,
+                  node, param, dr_elem_name(pd->type), lo, hi);
+      return FALSE;
+    }
+    arg->v.i = i;
+  } else {
+    double x = is_int ? (double)i : f;
+    if (!isfinite(x)) {
+      g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "node '%s': parameter '%s': not a finite number", node,
+                  param);
+      return FALSE;
+    }
+    arg->v.f = x;
+  }
+  /* The kernel's own check, on the new value (built-ins and registered
+   * kernels; user kernels have none). */
+  if (decl->origin != DR_KERNEL_USER) {
+    g_autofree void **bases = g_new0(void *, MAX(dr_graph_n_buffers(g), 1));
+    DrKernelCall probe;
+    g_autoptr(GError) local = NULL;
+    if (!dr__kernel_call_bind(g, v, bases, &probe, &local)) {
+      *arg = before;
+      g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "%s", local->message);
+      return FALSE;
+    }
+  }
+  if (!runner->is_changed[v]) {
+    runner->is_changed[v] = TRUE;
+    g_array_append_val(runner->changed, v);
+  }
+  return TRUE;
+}
+
+gboolean dr_runner_set_int(DrRunner *runner, const char *node, const char *param, gint64 value,
+                           GError **error) {
+  return runner_set(runner, node, param, TRUE, value, 0, error);
+}
+
+gboolean dr_runner_set_float(DrRunner *runner, const char *node, const char *param, double value,
+                             GError **error) {
+  return runner_set(runner, node, param, FALSE, 0, value, error);
+}
+
+const char *dr_runner_last_update(const DrRunner *runner) {
+  g_return_val_if_fail(runner != NULL, NULL);
+  return runner->update;
+}
+
+const char *dr_runner_backend(const DrRunner *runner) {
+  g_return_val_if_fail(runner != NULL, NULL);
+  return dr_session_backend(runner->session);
+}
+
+gboolean dr_runner_read_buffer(DrRunner *runner, const char *buffer, void *dst, gsize size, GError **error) {
+  g_return_val_if_fail(runner != NULL && buffer != NULL && dst != NULL, FALSE);
+  const DrGraph *g = runner->plan->pipeline->graph;
+  DrId b = dr_graph_find_buffer(g, buffer);
+  if (b == DR_NONE) {
+    g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "unknown buffer '%s'", buffer);
+    return FALSE;
+  }
+  gsize bytes = dr_buffer_bytes(dr_graph_buffer(g, b));
+  if (size != bytes) {
+    g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+                "buffer '%s' holds %" G_GSIZE_FORMAT " bytes, not %" G_GSIZE_FORMAT, buffer, bytes, size);
+    return FALSE;
+  }
+  return dr_session_read_buffer(runner->session, b, dst, error);
+}
+
+void dr_runner_free(DrRunner *runner) {
+  if (runner == NULL) return;
+  dr_session_close(runner->session);
+  g_array_unref(runner->changed);
+  g_free(runner->is_changed);
+  g_free(runner);
+}
