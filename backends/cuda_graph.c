@@ -142,8 +142,22 @@ static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, gboolean map, 
   return TRUE;
 }
 
+/* --dot-cuda-graph: CUDA's own picture of the captured graph. */
+static gboolean write_cuda_graph_dot(DrBackend *b, GError **error) {
+  const char *path = b->opts.cuda_graph_dot_path;
+  if (path == NULL) return TRUE;
+  if (dr_cuda_api()->cudaGraphDebugDotPrint == NULL) {
+    g_set_error(error, DR_ERROR, DR_ERROR_IO, "--dot-cuda-graph: %s: this CUDA runtime cannot print graphs",
+                path);
+    return FALSE;
+  }
+  return DR_CUDA(DR_SITE_SETUP("--dot-cuda-graph"), cudaGraphDebugDotPrint, b->cuda_graph, path,
+                 cudaGraphDebugDotFlagsVerbose);
+}
+
 gboolean dr__cuda_graph_capture(DrBackend *b, GError **error) {
   if (!capture_iteration(b, &b->cuda_graph, TRUE, error)) return FALSE;
+  if (!write_cuda_graph_dot(b, error)) return FALSE;
   return DR_CUDA(DR_SITE_SETUP("graph instantiation"), cudaGraphInstantiate, &b->cuda_graph_exec,
                  b->cuda_graph, 0);
 }

@@ -151,10 +151,41 @@ void dr_plan_write_json(const DrPlan *plan, GString *out);
  * with DR_ERROR_IO (naming `what`, e.g. the path) when a write fails. */
 gboolean dr_plan_write_json_file(const DrPlan *plan, FILE *file, const char *what, GError **error);
 
-/* Appends the plan as a Graphviz digraph (--dot): one cluster per stream,
- * nodes coloured by stream and labelled with their op, dependency edges
- * solid, event waits dashed red. */
+/* How much --dot draws: full (every node), summary (each foreach family,
+ * the nodes expanded from one YAML entry, as one node with a count) or
+ * auto (full up to DR_DOT_AUTO_FULL_MAX nodes, else summary). The public
+ * header has the same enum. */
+#ifndef DAGRUN_DAGRUN_H_DOT_DETAIL
+#define DAGRUN_DAGRUN_H_DOT_DETAIL
+typedef enum { DR_DOT_DETAIL_AUTO, DR_DOT_DETAIL_SUMMARY, DR_DOT_DETAIL_FULL } DrDotDetail;
+#endif
+#define DR_DOT_AUTO_FULL_MAX 200
+
+/* Returns TRUE and sets *out when `name` is "auto", "summary" or "full". */
+gboolean dr_dot_detail_from_name(const char *name, DrDotDetail *out);
+
+typedef struct {
+  DrDotDetail detail;
+  /* NULL, or each graph node's duration in µs (NAN: unknown), from a run
+   * (dr_report_durations) or a profile (dr_profile_read): the nodes show
+   * them and the critical path is drawn bold. */
+  const double *duration_us;
+  const char *timing_source; /* where they come from, for the legend ("run", "profile FILE") */
+} DrDotOptions;
+
+/* Appends the plan as a Graphviz digraph (--dot; dot.c): one cluster per
+ * stream, nodes coloured by stream and labelled with id, label and op
+ * (copies with their direction), every edge labelled with its buffer and
+ * hazard or "after", event waits dashed red, a legend as the graph's
+ * label; with durations, the critical path bold. opts NULL: auto detail,
+ * no durations. */
+void dr_plan_write_dot_opts(const DrPlan *plan, const DrDotOptions *opts, GString *out);
+/* dr_plan_write_dot_opts with NULL options. */
 void dr_plan_write_dot(const DrPlan *plan, GString *out);
+
+/* Returns a new array (g_free) of each graph node's median duration in
+ * µs from `report` (NAN for nodes it did not time), n_graph_nodes long. */
+double *dr_report_durations(const DrReport *report);
 
 /* ---- the profile reader (profile.c) ------------------------------------ */
 
