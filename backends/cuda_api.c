@@ -25,6 +25,7 @@ static const DrCudaApi real_api = {
     .cudaGraphKernelNodeGetParams = cudaGraphKernelNodeGetParams,
     .cudaGraphKernelNodeSetParams = cudaGraphKernelNodeSetParams,
     .cudaGraphExecKernelNodeSetParams = cudaGraphExecKernelNodeSetParams,
+    .cudaGraphDebugDotPrint = cudaGraphDebugDotPrint,
 };
 
 static const DrCudaApi *current = &real_api;

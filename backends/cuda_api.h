@@ -96,6 +96,9 @@ typedef struct {
                                               const struct cudaKernelNodeParams *params);
   cudaError_t (*cudaGraphExecKernelNodeSetParams)(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                   const struct cudaKernelNodeParams *params);
+  /* --dot-cuda-graph (cuda_graph.c), optional: NULL makes that option fail
+   * with a clear error instead of writing nothing. */
+  cudaError_t (*cudaGraphDebugDotPrint)(cudaGraph_t graph, const char *path, unsigned int flags);
 } DrCudaApi;
 
 /* The table in use (the real runtime unless a shim was set). */

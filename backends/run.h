@@ -121,6 +121,9 @@ typedef struct {
    * launch broke the capture, run eagerly (streams) instead of failing,
    * with a one-line warning on stderr naming the node and why. */
   gboolean graph_fallback;
+  /* Graph mode: NULL, or where to write CUDA's DOT of the captured graph
+   * (cudaGraphDebugDotPrint, verbose) once it is captured. */
+  const char *cuda_graph_dot_path;
 } DrRunOptions;
 
 /* Fills `opts` with the graph's `run:` settings (mode, iterations, warmup,

@@ -4,6 +4,7 @@
  * prints them. It owns no logic of its own beyond choosing what to call. */
 #include "cli/cli.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@ typedef struct {
   char *format, *dot, *trace, *backend, *mode, *dump_after, *profile, *timeline;
   gint64 delay_seed;
   char *timing;
+  char *dot_detail, *dot_cuda_graph;
   char *fallback;
   gint iterations, warmup, max_streams, device;
   char **files;
@@ -36,6 +38,8 @@ static void options_clear(Options *o) {
   g_free(o->profile);
   g_free(o->timeline);
   g_free(o->timing);
+  g_free(o->dot_detail);
+  g_free(o->dot_cuda_graph);
   g_free(o->fallback);
   g_strfreev(o->files);
 }
@@ -120,6 +124,9 @@ static int validate(const Options *o, GString *err) {
     return usage_error(err, "--timing must be auto, stamps, events or off, not '%s'", o->timing);
   if (o->fallback && strcmp(o->fallback, "none") != 0 && strcmp(o->fallback, "streams") != 0)
     return usage_error(err, "--fallback must be none or streams, not '%s'", o->fallback);
+  DrDotDetail detail;
+  if (o->dot_detail && !dr_dot_detail_from_name(o->dot_detail, &detail))
+    return usage_error(err, "--dot-detail must be auto, summary or full, not '%s'", o->dot_detail);
   return 0;
 }
 
@@ -134,6 +141,35 @@ static void apply_overrides(const Options *o, DrGraph *g) {
   }
   if (o->device >= 0) g->run.device = o->device;
   if (o->fallback) g->run.fallback_streams = strcmp(o->fallback, "streams") == 0;
+}
+
+/* Writes --dot: durations from `report` when given, else from --profile
+ * when given. FALSE after printing why. */
+static gboolean write_dot(const Options *o, const DrPlan *plan, const DrReport *report, GString *out,
+                          GString *err) {
+  DrDotOptions dopts = {.detail = DR_DOT_DETAIL_AUTO};
+  if (o->dot_detail) dr_dot_detail_from_name(o->dot_detail, &dopts.detail);
+  g_autofree double *dur = NULL;
+  g_autofree char *source = NULL;
+  if (report != NULL) {
+    dur = dr_report_durations(report);
+    source = g_strdup("this run");
+  } else if (o->profile) {
+    guint32 n = dr_graph_n_nodes(plan->graph);
+    dur = g_new(double, MAX(n, 1));
+    for (guint32 v = 0; v < n; v++) dur[v] = NAN;
+    g_autoptr(GError) error = NULL;
+    if (!dr_profile_read(o->profile, plan->graph, dur, &error)) {
+      g_string_append_printf(err, "dagrun: error: %s\n", error->message);
+      return FALSE;
+    }
+    source = g_strdup_printf("profile %s", o->profile);
+  }
+  dopts.duration_us = dur;
+  dopts.timing_source = source;
+  g_autoptr(GString) dot = g_string_new(NULL);
+  dr_plan_write_dot_opts(plan, &dopts, dot);
+  return write_output(o->dot, dot, out, err);
 }
 
 /* Set by SIGINT while a pipeline runs (dr_run polls it between
@@ -185,18 +221,21 @@ static int plan_and_run(const Options *o, DrGraph *graph, GString *out, GString 
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(graph, &popts, &error);
   if (plan == NULL) return report_error(err, error);
-  if (o->dot) {
-    g_autoptr(GString) dot = g_string_new(NULL);
-    dr_plan_write_dot(plan, dot);
-    if (!write_output(o->dot, dot, out, err)) return 66;
-  }
+  /* --dot alone does not run; with a run output it is written after the
+   * run, with the run's durations. */
+  gboolean run_dot = o->dot && !o->plan && (o->trace || o->timeline || o->verify || o->dot_cuda_graph);
+  if (o->dot && !run_dot && !write_dot(o, plan, NULL, out, err)) return 66;
   if (o->plan) {
-    if (json) dr_plan_write_json(plan, out);
-    else dr_plan_write_text(plan, out);
+    if (json)
+      dr_plan_write_json(plan, out);
+    else
+      dr_plan_write_text(plan, out);
     if (json) g_string_append_c(out, '\n');
     return 0;
   }
-  if (o->dot) return 0; /* --dot alone is for review: it does not run */
+  if (o->dot && !run_dot) return 0; /* --dot alone is for review: it does not run */
+  if (o->dot_cuda_graph && graph->run.mode != DR_MODE_GRAPH)
+    return usage_error(err, "--dot-cuda-graph needs graph mode (--mode=graph)");
   DrRunOptions ropts;
   dr_run_options_init(&ropts, graph);
   if (o->backend) dr_backend_kind_from_name(o->backend, &ropts.backend);
@@ -205,6 +244,7 @@ static int plan_and_run(const Options *o, DrGraph *graph, GString *out, GString 
   ropts.delay_seed = (guint64)o->delay_seed;
   if (o->timing) dr_timing_mode_from_name(o->timing, &ropts.node_timing);
   ropts.timeline_path = o->timeline;
+  ropts.cuda_graph_dot_path = o->dot_cuda_graph;
   /* A progress bar only for a person watching: never into a file or pipe. */
   ropts.progress = isatty(STDERR_FILENO);
   /* --format=json keeps stdout pure JSON: host functions print elsewhere. */
@@ -226,6 +266,7 @@ static int plan_and_run(const Options *o, DrGraph *graph, GString *out, GString 
   } else {
     dr_report_write_text(report, out);
   }
+  if (run_dot && !write_dot(o, plan, report, out, err)) return 66;
   if (report->interrupted) {
     g_string_append_printf(err, "dagrun: interrupted after %u of %u timed iterations\n", report->iterations,
                            report->iterations_requested);
@@ -267,9 +308,22 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
   GOptionEntry entries[] = {
       {"check", 0, 0, G_OPTION_ARG_NONE, &o.check, "Validate the pipeline only", NULL},
       {"plan", 0, 0, G_OPTION_ARG_NONE, &o.plan, "Print the stream plan and exit", NULL},
-      {"format", 0, 0, G_OPTION_ARG_STRING, &o.format, "Output format of --plan and the run report", "text|json"},
-      {"dot", 0, 0, G_OPTION_ARG_FILENAME, &o.dot, "Write the DAG for review (Graphviz), '-' for stdout", "FILE"},
-      {"trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace, "Write a Chrome/Perfetto trace of the timed run", "FILE"},
+      {"format", 0, 0, G_OPTION_ARG_STRING, &o.format, "Output format of --plan and the run report",
+       "text|json"},
+      {"dot", 0, 0, G_OPTION_ARG_FILENAME, &o.dot,
+       "Write the DAG for review (Graphviz), '-' for stdout; alone it does not run; with --trace, "
+       "--timeline, "
+       "--verify or --dot-cuda-graph it is written after the run with measured durations and the critical "
+       "path, "
+       "else with --profile's",
+       "FILE"},
+      {"dot-detail", 0, 0, G_OPTION_ARG_STRING, &o.dot_detail,
+       "--dot: every node (full), each foreach family as one node (summary), or full up to 200 nodes (auto)",
+       "auto|summary|full"},
+      {"dot-cuda-graph", 0, 0, G_OPTION_ARG_FILENAME, &o.dot_cuda_graph,
+       "Graph mode on CUDA: write the captured CUDA graph itself (cudaGraphDebugDotPrint)", "FILE"},
+      {"trace", 0, 0, G_OPTION_ARG_FILENAME, &o.trace, "Write a Chrome/Perfetto trace of the timed run",
+       "FILE"},
       {"backend", 0, 0, G_OPTION_ARG_STRING, &o.backend, "auto: cuda when a GPU is usable, else host",
        "auto|cuda|host"},
       {"mode", 0, 0, G_OPTION_ARG_STRING, &o.mode, "Eager streams or a captured CUDA graph", "streams|graph"},

@@ -138,3 +138,29 @@ void dr_stream_plan_write_dot(const DrStreamPlan *plan, GString *out) {
   g_return_if_fail(plan != NULL && out != NULL);
   dr_plan_write_dot(plan->plan, out);
 }
+
+gboolean dr_stream_plan_write_dot_with(const DrStreamPlan *plan, const DrDotSettings *settings, GString *out,
+                                       GError **error) {
+  g_return_val_if_fail(plan != NULL && out != NULL, FALSE);
+  DrDotSettings s = settings ? *settings : (DrDotSettings){0};
+  g_return_val_if_fail((guint)s.detail <= DR_DOT_DETAIL_FULL, FALSE);
+  const DrGraph *g = plan->pipeline->graph;
+  g_autofree double *dur = NULL;
+  g_autofree char *source = NULL;
+  if (s.report != NULL) {
+    if (s.report->plan != plan->plan || s.report->report->n_graph_nodes != g->nodes->len) {
+      g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "the DOT's report is not of a run of this plan");
+      return FALSE;
+    }
+    dur = dr_report_durations(s.report->report);
+    source = g_strdup("this run");
+  } else if (s.profile_path != NULL) {
+    dur = g_new(double, MAX(g->nodes->len, 1));
+    for (guint32 v = 0; v < g->nodes->len; v++) dur[v] = NAN;
+    if (!dr_profile_read(s.profile_path, g, dur, error)) return FALSE;
+    source = g_strdup_printf("profile %s", s.profile_path);
+  }
+  DrDotOptions o = {s.detail, dur, source};
+  dr_plan_write_dot_opts(plan->plan, &o, out);
+  return TRUE;
+}

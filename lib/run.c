@@ -25,7 +25,8 @@ void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline) {
                               .host_output = o.host_output,
                               .delay_seed = o.delay_seed,
                               .delay_max_us = o.delay_max_us,
-                              .graph_fallback = o.graph_fallback};
+                              .graph_fallback = o.graph_fallback,
+                              .cuda_graph_dot_path = o.cuda_graph_dot_path};
 }
 
 /* The run options of `settings` (NULL: dr_run_settings_init's) for `plan`;
@@ -59,7 +60,8 @@ static gboolean settings_to_options(const DrStreamPlan *plan, const DrRunSetting
                       .stop = s.stop,
                       .trace_path = s.trace_path,
                       .host_output = s.host_output,
-                      .graph_fallback = s.graph_fallback};
+                      .graph_fallback = s.graph_fallback,
+                      .cuda_graph_dot_path = s.cuda_graph_dot_path};
   return TRUE;
 }
 

@@ -132,8 +132,11 @@ void dr_report_write_json(const DrReport *report, GString *out);
 /* Appends a Chrome trace event JSON object (Perfetto, chrome://tracing):
  * one "X" event per node and timed iteration, a track (tid) per plan stream
  * named by thread_name metadata with its priority, and a flow arrow
- * ("s"/"f" pair) per planned cross-stream wait and iteration. Nodes that
- * were not timed are left out. */
+ * ("s"/"f" pair) per planned cross-stream wait and iteration, and counter
+ * tracks ("C" events, one sample per distinct start or end time):
+ * "concurrency" {"nodes": N running} and, when the plan has copies, "copy
+ * bandwidth" {"GB/s": the sum over running copies of bytes / duration}.
+ * Nodes that were not timed are left out. */
 void dr_trace_write(const DrReport *report, GString *out);
 
 /* Appends a self-contained SVG timeline of the median iteration (the timed
@@ -142,11 +145,24 @@ void dr_trace_write(const DrReport *report, GString *out);
  * node at its start with its duration, coloured by op (with a legend) and
  * labelled with its id where it fits, a <title> tooltip per node (id, op,
  * stream, start, duration, and the median/min/max duration over all
- * iterations), an arrow per planned wait from the waited node's end to the
- * waiting node's start, and a time axis. `plan` must be the plan the
- * report was made from. Nodes that were not timed get no bar, only their
- * <title>. */
+ * iterations: "ID (OP), stream S, ..."), the critical path outlined in
+ * black, an arrow per planned wait from the waited node's end to the
+ * waiting node's start (only the critical path's when there are many),
+ * and a time axis. Runs of bars too narrow to see are drawn as one bar
+ * whose tooltip is "N nodes (OP ×K, ...), stream S, ...; ids: A, B, ...";
+ * untimed nodes get no bar, only a tooltip: their own "ID (not timed),
+ * stream S" or one per lane, "N nodes (not timed), stream S; ids: ...".
+ * Every node is named in exactly one tooltip. `plan` must be the plan the
+ * report was made from. */
 void dr_timeline_write_svg(const DrReport *report, const DrPlan *plan, GString *out);
+/* The timeline's scale limits: at most about DR_TIMELINE_ELEMENT_BUDGET
+ * bars (bars narrower than a pixel, or than the width that keeps within
+ * the budget, merge into one bar per run whose tooltip lists their ids),
+ * so 100k nodes make a few MB; and every wait is drawn only when there are
+ * at most DR_TIMELINE_ALL_WAITS_MAX, else only the critical path's. */
+#define DR_TIMELINE_ELEMENT_BUDGET 6000
+#define DR_TIMELINE_ALL_WAITS_MAX 200
+#define DR_TIMELINE_PATH_ARROWS_MAX 1000 /* the critical path's, at most */
 
 /* ---- the plan (plan_text.c, plan_json.c, dot.c) ------------------------ */
 
@@ -166,10 +182,41 @@ void dr_plan_write_json(const DrPlan *plan, GString *out);
  * with DR_ERROR_IO (naming `what`, e.g. the path) when a write fails. */
 gboolean dr_plan_write_json_file(const DrPlan *plan, FILE *file, const char *what, GError **error);
 
-/* Appends the plan as a Graphviz digraph (--dot): one cluster per stream,
- * nodes coloured by stream and labelled with their op, dependency edges
- * solid, event waits dashed red. */
+/* How much --dot draws: full (every node), summary (each foreach family,
+ * the nodes expanded from one YAML entry, as one node with a count) or
+ * auto (full up to DR_DOT_AUTO_FULL_MAX nodes, else summary). The public
+ * header has the same enum. */
+#ifndef DAGRUN_DAGRUN_H_DOT_DETAIL
+#define DAGRUN_DAGRUN_H_DOT_DETAIL
+typedef enum { DR_DOT_DETAIL_AUTO, DR_DOT_DETAIL_SUMMARY, DR_DOT_DETAIL_FULL } DrDotDetail;
+#endif
+#define DR_DOT_AUTO_FULL_MAX 200
+
+/* Returns TRUE and sets *out when `name` is "auto", "summary" or "full". */
+gboolean dr_dot_detail_from_name(const char *name, DrDotDetail *out);
+
+typedef struct {
+  DrDotDetail detail;
+  /* NULL, or each graph node's duration in µs (NAN: unknown), from a run
+   * (dr_report_durations) or a profile (dr_profile_read): the nodes show
+   * them and the critical path is drawn bold. */
+  const double *duration_us;
+  const char *timing_source; /* where they come from, for the legend ("run", "profile FILE") */
+} DrDotOptions;
+
+/* Appends the plan as a Graphviz digraph (--dot; dot.c): one cluster per
+ * stream, nodes coloured by stream and labelled with id, label and op
+ * (copies with their direction), every edge labelled with its buffer and
+ * hazard or "after", event waits dashed red, a legend as the graph's
+ * label; with durations, the critical path bold. opts NULL: auto detail,
+ * no durations. */
+void dr_plan_write_dot_opts(const DrPlan *plan, const DrDotOptions *opts, GString *out);
+/* dr_plan_write_dot_opts with NULL options. */
 void dr_plan_write_dot(const DrPlan *plan, GString *out);
+
+/* Returns a new array (g_free) of each graph node's median duration in
+ * µs from `report` (NAN for nodes it did not time), n_graph_nodes long. */
+double *dr_report_durations(const DrReport *report);
 
 /* ---- the profile reader (profile.c) ------------------------------------ */
 

@@ -101,6 +101,199 @@ static gint64 median_iteration(const DrReport *r) {
   return best;
 }
 
+/* One timed node on its lane, in the drawn iteration. */
+typedef struct {
+  const DrNodeReport *nr;
+  double t0, t1;
+} Bar;
+
+static int bar_cmp(const void *a, const void *b) {
+  const Bar *x = a, *y = b;
+  if (x->t0 != y->t0) return x->t0 < y->t0 ? -1 : 1;
+  return x->nr->node < y->nr->node ? -1 : x->nr->node > y->nr->node;
+}
+
+/* The timed nodes of each lane (GArray of Bar), in start order. */
+static GArray *lane_bars(const DrReport *r, const double *t_start, const double *t_end, guint32 n_streams) {
+  GArray *lanes = g_array_new(FALSE, FALSE, sizeof(GArray *));
+  for (guint32 s = 0; s < n_streams; s++) {
+    GArray *l = g_array_new(FALSE, FALSE, sizeof(Bar));
+    g_array_append_val(lanes, l);
+  }
+  for (guint i = 0; i < r->nodes->len; i++) {
+    const DrNodeReport *nr = &g_array_index(r->nodes, DrNodeReport, i);
+    double t0 = t_start[nr->node], t1 = t_end[nr->node];
+    if (nr->stream >= n_streams || isnan(t0) || isnan(t1)) continue;
+    Bar b = {nr, t0, MAX(t1, t0)};
+    g_array_append_val(g_array_index(lanes, GArray *, nr->stream), b);
+  }
+  for (guint32 s = 0; s < n_streams; s++) g_array_sort(g_array_index(lanes, GArray *, s), bar_cmp);
+  return lanes;
+}
+
+typedef struct {
+  const DrReport *r;
+  const double *t_start, *t_end;
+  double scale, lanes_top;
+  double min_px; /* bars narrower than this merge with their neighbours */
+  const gboolean *critical;
+  guint32 merged; /* runs drawn merged */
+} Layout;
+
+/* The runs of a lane: a bar at least min_px wide stands alone; narrower
+ * bars merge into a run while each starts within min_px of the run's
+ * end. Calls `emit` (when not NULL) with each run [first, last] of the
+ * lane's bars; returns the number of runs. */
+typedef void (*RunFn)(Layout *lay, const GArray *lane, guint first, guint last, guint32 s, GString *out);
+
+static guint32 plan_lane(Layout *lay, const GArray *lane, guint32 s, RunFn emit, GString *out) {
+  guint32 runs = 0;
+  guint i = 0;
+  while (i < lane->len) {
+    const Bar *b = &g_array_index(lane, Bar, i);
+    guint j = i + 1;
+    if ((b->t1 - b->t0) * lay->scale < lay->min_px) {
+      double end = b->t1 * lay->scale;
+      while (j < lane->len) {
+        const Bar *c = &g_array_index(lane, Bar, j);
+        if ((c->t1 - c->t0) * lay->scale >= lay->min_px || c->t0 * lay->scale > end + lay->min_px) break;
+        end = MAX(end, c->t1 * lay->scale);
+        j++;
+      }
+    }
+    if (emit) emit(lay, lane, i, j - 1, s, out);
+    runs++;
+    i = j;
+  }
+  return runs;
+}
+
+static guint64 count_elements(Layout *lay, const GArray *lanes) {
+  guint64 total = 0;
+  for (guint32 s = 0; s < lanes->len; s++)
+    total += plan_lane(lay, g_array_index(lanes, GArray *, s), s, NULL, NULL);
+  return total;
+}
+
+/* Draws one run: a single node's bar with its tooltip and, when it fits,
+ * its id; or a merged run as one bar whose tooltip lists its nodes. */
+static void draw_run(Layout *lay, const GArray *lane, guint first, guint last, guint32 s, GString *out) {
+  const Bar *a = &g_array_index(lane, Bar, first);
+  double y = lay->lanes_top + s * LANE_H + (LANE_H - BAR_H) / 2.0;
+  if (first == last) {
+    const DrNodeReport *nr = a->nr;
+    g_string_append(out, "<g><title>");
+    xml_text(out, nr->id);
+    dr__num_appendf(out,
+                    " (%s), stream %u, start %.1f \xc2\xb5s, duration %.1f \xc2\xb5s; over all iterations: "
+                    "median %.1f, min %.1f, max %.1f \xc2\xb5s</title>",
+                    dr_op_name(nr->op), nr->stream, a->t0, a->t1 - a->t0, nr->duration_us,
+                    nr->duration_min_us, nr->duration_max_us);
+    double x = LEFT + a->t0 * lay->scale, w = MAX((a->t1 - a->t0) * lay->scale, 1.0);
+    /* A bar too narrow for an outline: the critical path's is black. */
+    gboolean crit = lay->critical[nr->node], thin = w < 4;
+    dr__num_appendf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"", x, y, w,
+                    BAR_H, thin && crit ? "#000" : op_colors[nr->op]);
+    if (thin)
+      g_string_append(out, "/>");
+    else if (crit)
+      g_string_append(out, " stroke=\"#000\" stroke-width=\"1.5\"/>");
+    else
+      g_string_append(out, " stroke=\"#222\" stroke-width=\"0.4\"/>");
+    if (w >= (double)strlen(nr->id) * CHAR_W + 6) {
+      dr__num_appendf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"white\">", x + w / 2,
+                      y + BAR_H / 2.0 + 4);
+      xml_text(out, nr->id);
+      g_string_append(out, "</text>");
+    }
+    g_string_append(out, "</g>\n");
+    return;
+  }
+  /* A merged run: "N nodes (op ×k, ...), stream S, ...; ids: a, b". */
+  guint32 ops[DR_N_OPS] = {0};
+  double busy = 0, end = a->t0;
+  gboolean crit = FALSE;
+  for (guint k = first; k <= last; k++) {
+    const Bar *b = &g_array_index(lane, Bar, k);
+    ops[b->nr->op]++;
+    busy += b->t1 - b->t0;
+    end = MAX(end, b->t1);
+    crit |= lay->critical[b->nr->node];
+  }
+  int only = -1;
+  for (int op = 0; op < DR_N_OPS; op++)
+    if (ops[op]) only = only == -1 ? op : -2;
+  dr__num_appendf(out, "<g><title>%u nodes (", last - first + 1);
+  gboolean sep = FALSE;
+  for (int op = 0; op < DR_N_OPS; op++)
+    if (ops[op]) {
+      dr__num_appendf(out, "%s%s \xc3\x97%u", sep ? ", " : "", dr_op_name((DrOp)op), ops[op]);
+      sep = TRUE;
+    }
+  dr__num_appendf(out,
+                  "), stream %u, %.1f to %.1f \xc2\xb5s, busy %.1f \xc2\xb5s; each narrower than %.0f px, "
+                  "merged; ids: ",
+                  s, a->t0, end, busy, lay->min_px);
+  for (guint k = first; k <= last; k++) {
+    if (k > first) g_string_append(out, ", ");
+    xml_text(out, g_array_index(lane, Bar, k).nr->id);
+  }
+  double x = LEFT + a->t0 * lay->scale, w = MAX((end - a->t0) * lay->scale, 1.0);
+  double fill = CLAMP(busy / MAX(end - a->t0, 1e-9), 0.3, 1.0);
+  dr__num_appendf(out,
+                  "</title><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
+                  "fill-opacity=\"%.2f\"%s/></g>\n",
+                  x, y, w, BAR_H,
+                  crit && w < 4 ? "#000"
+                  : only >= 0   ? op_colors[only]
+                                : "#777777",
+                  crit && w < 4 ? 1.0 : fill, crit && w >= 4 ? " stroke=\"#000\" stroke-width=\"1.5\"" : "");
+  lay->merged++;
+}
+
+static void draw_lane(Layout *lay, const GArray *lane, guint32 s, GString *out) {
+  plan_lane(lay, lane, s, draw_run, out);
+}
+
+/* Nodes that were not timed: one tooltip per lane listing them. */
+static void untimed_titles(const DrReport *r, const double *t_start, const double *t_end, guint32 n_streams,
+                           GString *out) {
+  for (guint32 s = 0; s <= n_streams; s++) {
+    guint32 count = 0;
+    g_autoptr(GString) ids = g_string_new(NULL);
+    for (guint i = 0; i < r->nodes->len; i++) {
+      const DrNodeReport *nr = &g_array_index(r->nodes, DrNodeReport, i);
+      gboolean lane = s == n_streams ? nr->stream >= n_streams : nr->stream == s;
+      if (!lane || !(isnan(t_start[nr->node]) || isnan(t_end[nr->node]))) continue;
+      if (count++) g_string_append(ids, ", ");
+      xml_text(ids, nr->id);
+    }
+    if (count == 1 && s < n_streams)
+      dr__num_appendf(out, "<g><title>%s (not timed), stream %u</title></g>\n", ids->str, s);
+    else if (count > 0)
+      dr__num_appendf(out, "<g><title>%u nodes (not timed), stream %u; ids: %s</title></g>\n", count, s,
+                      ids->str);
+  }
+}
+
+/* Draws the arrow of u -> v (v waits for u); returns 1, or 0 when one of
+ * them was not timed. */
+static guint32 arrow(const Layout *lay, const DrNodeReport *const *info, DrId u, DrId v, GString *out) {
+  guint32 n = lay->r->n_graph_nodes;
+  const DrNodeReport *a = u < n ? info[u] : NULL, *b = v < n ? info[v] : NULL;
+  if (a == NULL || b == NULL || isnan(lay->t_end[u]) || isnan(lay->t_start[v])) return 0;
+  double x1 = LEFT + lay->t_end[u] * lay->scale, x2 = LEFT + lay->t_start[v] * lay->scale;
+  double y1 = lay->lanes_top + a->stream * LANE_H + LANE_H / 2.0,
+         y2 = lay->lanes_top + b->stream * LANE_H + LANE_H / 2.0;
+  y2 += y2 > y1 ? -BAR_H / 2.0 : BAR_H / 2.0; /* to the bar's edge facing the arrow */
+  y1 += y2 > y1 ? BAR_H / 2.0 : -BAR_H / 2.0;
+  dr__num_appendf(out,
+                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" "
+                  "stroke-opacity=\"0.6\" stroke-width=\"0.8\" marker-end=\"url(#arrow)\"/>\n",
+                  x1, y1, x2, y2);
+  return 1;
+}
+
 void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) {
   /* The report carries every plan fact drawn here; the plan only has to be
    * the one it was made from. */
@@ -190,51 +383,39 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
     g_string_append(out, "</text>\n");
   }
 
-  /* Bars, each with its tooltip; untimed nodes keep only the tooltip. */
-  for (guint i = 0; i < r->nodes->len; i++) {
-    const DrNodeReport *nr = &g_array_index(r->nodes, DrNodeReport, i);
-    g_string_append(out, "<g><title>");
-    xml_text(out, nr->id);
-    dr__num_appendf(out, " (%s), stream %u", dr_op_name(nr->op), nr->stream);
-    double t0 = t_start[nr->node], t1 = t_end[nr->node];
-    if (isnan(t0) || isnan(t1)) {
-      g_string_append(out, ", not timed</title></g>\n");
-      continue;
-    }
-    dr__num_appendf(
-        out,
-        ", start %.1f \xc2\xb5s, duration %.1f \xc2\xb5s; over all iterations: median %.1f, min %.1f, "
-        "max %.1f \xc2\xb5s</title>",
-        t0, t1 - t0, nr->duration_us, nr->duration_min_us, nr->duration_max_us);
-    double x = LEFT + t0 * scale, w = MAX((t1 - t0) * scale, 1.0);
-    double y = lanes_top + nr->stream * LANE_H + (LANE_H - BAR_H) / 2.0;
-    dr__num_appendf(out,
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" stroke=\"#222\" "
-                    "stroke-width=\"0.4\"/>",
-                    x, y, w, BAR_H, op_colors[nr->op]);
-    if (w >= (double)strlen(nr->id) * CHAR_W + 6) {
-      dr__num_appendf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"white\">", x + w / 2,
-                      y + BAR_H / 2.0 + 4);
-      xml_text(out, nr->id);
-      g_string_append(out, "</text>");
-    }
-    g_string_append(out, "</g>\n");
+  /* Bars: per lane in start order, sub-pixel runs merged (see plan_lane). */
+  Layout lay = {.r = r, .t_start = t_start, .t_end = t_end, .scale = scale, .lanes_top = lanes_top};
+  g_autoptr(GArray) lanes = lane_bars(r, t_start, t_end, n_streams);
+  lay.min_px = 1.0;
+  for (guint k = 0; k < 24 && count_elements(&lay, lanes) > DR_TIMELINE_ELEMENT_BUDGET; k++) lay.min_px *= 2;
+  g_autofree gboolean *critical = g_new0(gboolean, MAX(n, 1));
+  for (guint i = 0; r->critical_nodes && i < r->critical_nodes->len; i++) {
+    DrId v = g_array_index(r->critical_nodes, DrId, i);
+    if (v < n) critical[v] = TRUE;
   }
+  lay.critical = critical;
+  for (guint32 s = 0; s < lanes->len; s++) draw_lane(&lay, g_array_index(lanes, GArray *, s), s, out);
+  for (guint32 s = 0; s < lanes->len; s++) g_array_unref(g_array_index(lanes, GArray *, s));
+  untimed_titles(r, t_start, t_end, n_streams, out);
 
-  /* Wait arrows: from the waited node's end to the waiting node's start. */
-  for (guint f = 0; f < r->flows->len; f++) {
-    const DrReportFlow *fl = &g_array_index(r->flows, DrReportFlow, f);
-    const DrNodeReport *a = fl->from < n ? info[fl->from] : NULL, *b = fl->to < n ? info[fl->to] : NULL;
-    if (a == NULL || b == NULL || isnan(t_end[fl->from]) || isnan(t_start[fl->to])) continue;
-    double x1 = LEFT + t_end[fl->from] * scale, x2 = LEFT + t_start[fl->to] * scale;
-    double y1 = lanes_top + a->stream * LANE_H + LANE_H / 2.0,
-           y2 = lanes_top + b->stream * LANE_H + LANE_H / 2.0;
-    y2 += y2 > y1 ? -BAR_H / 2.0 : BAR_H / 2.0; /* to the bar's edge facing the arrow */
-    y1 += y2 > y1 ? BAR_H / 2.0 : -BAR_H / 2.0;
-    dr__num_appendf(out,
-                    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" "
-                    "stroke-opacity=\"0.6\" stroke-width=\"0.8\" marker-end=\"url(#arrow)\"/>\n",
-                    x1, y1, x2, y2);
+  /* Wait arrows, from the waited node's end to the waiting node's start:
+   * every planned wait when there are few, else only the cross-stream
+   * steps of the critical path (at 1000 nodes all of them would hide the
+   * bars; the trace has every one). */
+  gboolean all_waits = r->flows->len <= DR_TIMELINE_ALL_WAITS_MAX;
+  guint32 arrows = 0;
+  if (all_waits) {
+    for (guint f = 0; f < r->flows->len; f++) {
+      const DrReportFlow *fl = &g_array_index(r->flows, DrReportFlow, f);
+      arrows += arrow(&lay, info, fl->from, fl->to, out);
+    }
+  } else {
+    for (guint i = 1; r->critical_nodes && i < r->critical_nodes->len && arrows < DR_TIMELINE_PATH_ARROWS_MAX;
+         i++) {
+      DrId u = g_array_index(r->critical_nodes, DrId, i - 1), v = g_array_index(r->critical_nodes, DrId, i);
+      if (u < n && v < n && info[u] && info[v] && info[u]->stream != info[v]->stream)
+        arrows += arrow(&lay, info, u, v, out);
+    }
   }
 
   /* Legend of the ops present, and a note on untimed nodes. */
@@ -247,8 +428,19 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
                     lx, ly - 10, op_colors[op], lx + 16, ly, dr_op_name((DrOp)op));
     lx += 16 + strlen(dr_op_name((DrOp)op)) * CHAR_W + 18;
   }
-  dr__num_appendf(out, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#555\">arrows: cross-stream waits</text>\n",
-                  lx + 10, ly);
+  if (all_waits)
+    dr__num_appendf(out, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#555\">arrows: cross-stream waits", lx + 10, ly);
+  else
+    dr__num_appendf(out,
+                    "<text x=\"%.0f\" y=\"%.0f\" fill=\"#555\">arrows: %s%u cross-stream steps of the "
+                    "critical path (of %u waits: --trace has them all)",
+                    lx + 10, ly, arrows >= DR_TIMELINE_PATH_ARROWS_MAX ? "the first " : "the ", arrows,
+                    r->flows->len);
+  g_string_append(out, "; black: the critical path");
+  if (lay.merged > 0)
+    dr__num_appendf(out, "; pale bars: %u runs of nodes narrower than %.0f px, merged (hover: their ids)",
+                    lay.merged, lay.min_px);
+  g_string_append(out, "</text>\n");
   if (untimed)
     dr__num_appendf(out,
                     "<text x=\"%d\" y=\"%.0f\" fill=\"#555\">%u nodes were not timed (--timing=off)</text>\n",

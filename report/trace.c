@@ -2,9 +2,11 @@
  * chrome://tracing): process and thread metadata naming a track per plan
  * stream with its priority, one complete ("X") event per timed node and
  * iteration (ts and dur in µs, iterations laid out one after another),
- * and a flow ("s"/"f" pair) per planned wait and iteration. The format's
+ * a flow ("s"/"f" pair) per planned wait and iteration, and two counter
+ * tracks ("C" events): "concurrency", the number of nodes running, and
+ * "copy bandwidth", the GB/s of the copies running. The format's
  * own keys (ts, dur, ph, tid) are Chrome's, not dagrun's. Written through
- * the package's JSON writer, one event per line. O(iterations × (V +
+ * the package's JSON writer, one event per line. O(iterations × (V log V +
  * waits)). */
 #include <math.h>
 
@@ -43,6 +45,63 @@ static void flow(DrJsonWriter *w, const char *ph, guint64 id, guint32 tid, doubl
   dr__json_end_object(w);
 }
 
+/* A node's start or end, for the counter tracks. */
+typedef struct {
+  double ts;
+  int running; /* +1 at a start, -1 at an end */
+  double gbps; /* a copy's bandwidth while it runs, signed like running */
+} Tick;
+
+static int tick_cmp(const void *a, const void *b) {
+  const Tick *x = a, *y = b;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  return x->running - y->running; /* ends first: a hand-over is no overlap */
+}
+
+static void counter(DrJsonWriter *w, const char *name, const char *key, double ts, double value,
+                    guint decimals) {
+  dr__json_begin_object(w);
+  dr__json_member_string(w, "name", name);
+  dr__json_member_string(w, "ph", "C");
+  dr__json_member_uint(w, "pid", 1);
+  dr__json_member_double(w, "ts", ts, 3);
+  dr__json_key(w, "args");
+  dr__json_begin_object(w);
+  dr__json_member_double(w, key, value, decimals);
+  dr__json_end_object(w);
+  dr__json_end_object(w);
+}
+
+/* The counter tracks of one iteration: "concurrency" (nodes running) and
+ * "copy bandwidth" (GB/s of the copies running, each at its bytes over its
+ * duration), one sample per distinct start or end time. */
+static void counters(DrJsonWriter *w, const DrReport *r, const DrNodeReport *const *info, const double *st,
+                     const double *en, double base, GArray *ticks) {
+  g_array_set_size(ticks, 0);
+  gboolean copies = FALSE;
+  for (guint32 id = 0; id < r->n_graph_nodes; id++) {
+    if (info[id] == NULL || isnan(st[id]) || isnan(en[id])) continue;
+    double dur = MAX(en[id] - st[id], 0.0);
+    double gbps = info[id]->op == DR_OP_COPY && dur > 0 ? (double)info[id]->bytes / dur / 1000.0 : 0;
+    copies |= info[id]->op == DR_OP_COPY;
+    Tick a = {st[id], 1, gbps}, b = {st[id] + dur, -1, -gbps};
+    g_array_append_val(ticks, a);
+    g_array_append_val(ticks, b);
+  }
+  g_array_sort(ticks, tick_cmp);
+  int running = 0;
+  double gbps = 0;
+  for (guint i = 0; i < ticks->len; i++) {
+    const Tick *t = &g_array_index(ticks, Tick, i);
+    running += t->running;
+    gbps += t->gbps;
+    if (i + 1 < ticks->len && g_array_index(ticks, Tick, i + 1).ts == t->ts) continue;
+    if (running == 0) gbps = 0; /* no drift from float sums */
+    counter(w, "concurrency", "nodes", base + t->ts, running, 0);
+    if (copies) counter(w, "copy bandwidth", "GB/s", base + t->ts, MAX(gbps, 0.0), 3);
+  }
+}
+
 void dr_trace_write(const DrReport *r, GString *out) {
   DrJsonWriter w;
   dr__json_init(&w, out, NULL);
@@ -69,6 +128,7 @@ void dr_trace_write(const DrReport *r, GString *out) {
     info[nr->node] = nr;
   }
   guint64 flow_id = 1;
+  g_autoptr(GArray) ticks = g_array_new(FALSE, FALSE, sizeof(Tick));
   for (guint32 it = 0; it < r->iterations; it++) {
     double base = r->iter_start_us[it];
     const double *st = r->sample_start + (gsize)it * n, *en = r->sample_end + (gsize)it * n;
@@ -88,6 +148,7 @@ void dr_trace_write(const DrReport *r, GString *out) {
       dr__json_end_object(&w);
       dr__json_end_object(&w);
     }
+    counters(&w, r, info, st, en, base, ticks);
     for (guint f = 0; f < r->flows->len; f++) {
       const DrReportFlow *fl = &g_array_index(r->flows, DrReportFlow, f);
       if (isnan(en[fl->from]) || isnan(st[fl->to])) continue;

@@ -165,10 +165,24 @@ static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, gboolean map, 
   return TRUE;
 }
 
-/* Captures one iteration and instantiates it. */
+/* --dot-cuda-graph: CUDA's own picture of the captured graph. */
+static gboolean write_cuda_graph_dot(DrBackend *b, GError **error) {
+  const char *path = b->opts.cuda_graph_dot_path;
+  if (path == NULL) return TRUE;
+  if (dr_cuda_api()->cudaGraphDebugDotPrint == NULL) {
+    g_set_error(error, DR_ERROR, DR_ERROR_IO, "--dot-cuda-graph: %s: this CUDA runtime cannot print graphs",
+                path);
+    return FALSE;
+  }
+  return DR_CUDA(DR_SITE_SETUP("--dot-cuda-graph"), cudaGraphDebugDotPrint, b->cuda_graph.graph, path,
+                 cudaGraphDebugDotFlagsVerbose);
+}
+
+/* Captures one iteration, writes it for --dot-cuda-graph, and instantiates it. */
 static gboolean capture_and_instantiate(DrBackend *b, GError **error) {
   DrCudaGraphState *cg = &b->cuda_graph;
   if (!capture_iteration(b, &cg->graph, TRUE, error)) return FALSE;
+  if (!write_cuda_graph_dot(b, error)) return FALSE;
   return DR_CUDA(DR_SITE_SETUP("graph instantiation"), cudaGraphInstantiate, &cg->exec, cg->graph, 0);
 }
 

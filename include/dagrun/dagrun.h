@@ -398,6 +398,32 @@ void dr_stream_plan_write_text(const DrStreamPlan *plan, GString *out);
 void dr_stream_plan_write_json(const DrStreamPlan *plan, GString *out);
 void dr_stream_plan_write_dot(const DrStreamPlan *plan, GString *out);
 
+/* How much the DOT draws: full (every node), summary (each foreach family,
+ * the nodes expanded from one YAML entry, as one node with a count; edges
+ * between two groups merged with a count) or auto (the default: full up to
+ * 200 nodes, else summary). `dagrun --dot-detail`. */
+#ifndef DAGRUN_DAGRUN_H_DOT_DETAIL
+#define DAGRUN_DAGRUN_H_DOT_DETAIL
+typedef enum { DR_DOT_DETAIL_AUTO, DR_DOT_DETAIL_SUMMARY, DR_DOT_DETAIL_FULL } DrDotDetail;
+#endif
+
+/* DOT settings; zero-initialise, or NULL for all defaults. */
+typedef struct {
+  DrDotDetail detail;
+  /* NULL, or a report of a run of this plan: every node shows its median
+   * duration and the critical path is drawn bold (as CUDASTF_DOT_TIMING). */
+  const DrRunReport *report;
+  /* Used when report is NULL: NULL, or a JSON run report
+   * (dr_run_report_write_json) read for the same durations. */
+  const char *profile_path;
+} DrDotSettings;
+
+/* dr_stream_plan_write_dot with `settings`. FALSE with DR_ERROR_IO when
+ * the profile cannot be read, DR_ERROR_USAGE when the report is not of
+ * this plan; `out` is then unchanged. */
+gboolean dr_stream_plan_write_dot_with(const DrStreamPlan *plan, const DrDotSettings *settings, GString *out,
+                                       GError **error);
+
 /* ---- running -------------------------------------------------------------- */
 
 typedef struct {
@@ -423,6 +449,10 @@ typedef struct {
   /* Graph mode: when a node's launch breaks the capture, run eagerly
    * instead of failing (warning on stderr). The pipeline's run.fallback. */
   gboolean graph_fallback;
+  /* Graph mode on CUDA: NULL, or where to write CUDA's own DOT of the
+   * captured graph (cudaGraphDebugDotPrint, verbose), once it is captured;
+   * other runs write nothing. `dagrun --dot-cuda-graph`. */
+  const char *cuda_graph_dot_path;
 } DrRunSettings;
 
 /* Fills `settings` from the pipeline's run settings: its mode, iterations,

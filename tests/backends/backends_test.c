@@ -347,6 +347,17 @@ static void svg_end(GMarkupParseContext *c, const char *el, gpointer data, GErro
   k->depth--;
   if (strcmp(el, "title") == 0) {
     k->in_title = FALSE;
+    /* A run of merged bars, or a lane's untimed nodes: "N nodes (...),
+     * stream S, ...; ids: A, B, ..." names N nodes (report.h). */
+    const char *ids = strstr(k->title->str, "; ids: ");
+    guint64 count = g_ascii_strtoull(k->title->str, NULL, 10);
+    if (count > 0 && ids != NULL && strstr(k->title->str, " nodes (") != NULL) {
+      g_auto(GStrv) names = g_strsplit(ids + strlen("; ids: "), ", ", -1);
+      g_assert_cmpuint(g_strv_length(names), ==, count);
+      for (guint i = 0; names[i]; i++) g_hash_table_add(k->titled, g_strdup(names[i]));
+      k->titles += count;
+      return;
+    }
     k->titles++;
     /* "ID (op), stream S, ...": the id is what precedes the last " (" before
      * ", stream", so ids containing " (" survive. */
@@ -366,7 +377,8 @@ static void svg_text(GMarkupParseContext *c, const char *text, gsize len, gpoint
 }
 
 /* Parses `svg` as XML (failing the test if it is not) and checks that the
- * root is <svg> and every node of `g` has a <title> naming it. */
+ * root is <svg> and every node of `g` is named by exactly one <title>: its
+ * own, or the one of the merged run or untimed lane it belongs to. */
 static void check_svg(const char *svg, const DrGraph *g) {
   static const GMarkupParser parser = {svg_start, svg_end, svg_text, NULL, NULL};
   SvgCheck k = {.title = g_string_new(NULL), .titled = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)};

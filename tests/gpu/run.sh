@@ -119,6 +119,21 @@ for f in "${examples[@]}"; do
   done
 done
 
+# ---- --dot-cuda-graph: CUDA's own DOT of the captured graph ----
+# cudaGraphDebugDotPrint writes a digraph with one node per captured
+# operation; the pipeline's kernel nodes appear in it as kernel nodes.
+name=gpu/dot-cuda-graph/pipeline
+if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"
+elif timeout -k 5 60 "$DAGRUN" --backend=cuda --mode=graph --iterations=1 --warmup=0 \
+    --dot-cuda-graph="$tmp/cuda_graph.dot" --dot="$tmp/run.dot" "$graphs_dir/pipeline.yaml" >"$tmp/out" 2>&1 &&
+    grep -q '^digraph' "$tmp/cuda_graph.dot" && grep -qi 'kernel' "$tmp/cuda_graph.dot" &&
+    grep -q 'durations: this run' "$tmp/run.dot"; then
+  pass "$name"
+  echo "    $(grep -c -- '->' "$tmp/cuda_graph.dot") edges in CUDA's graph"
+else
+  fail "$name" "no digraph with kernel nodes in $tmp/cuda_graph.dot, or no run durations in the DOT"
+fi
+
 # ---- timing: a chain of spin nodes ----
 spin_chain=$tmp/spin_chain.yaml
 {
