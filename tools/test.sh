@@ -9,6 +9,9 @@
 #   tsan    the threaded host backend's tests under ThreadSanitizer
 #   pkgconfig  the installed library used from outside Bazel: install into
 #           a temporary prefix, build examples/*.c with pkg-config, run them
+#   install the rest of tools/install.sh: bin/dagrun, the man page (matches
+#           the binary's --help), bash completion, every environment
+#           variable the sources read documented (docs/environment.md)
 #   downstream  dagrun from another Bazel workspace (tests/downstream):
 #           build examples/runner.c there against @dagrun//lib:dagrun, run it
 #   format  clang-format --dry-run -Werror over the tracked C/CUDA sources:
@@ -19,15 +22,15 @@
 # ("ok N /path", "not ok N /path", "# SKIP"), read from each target's log;
 # a target that failed without printing any case (a crash at start, a
 # timeout) counts as one failure, and so does a fuzz target that crashed.
-# pkgconfig and downstream count their scripts' TAP cases the same way.
+# pkgconfig, install and downstream count their scripts' TAP cases the same way.
 # Exit status: 0 only when nothing failed.
 #
-# Usage: tools/test.sh [plain] [asan] [tsan] [pkgconfig] [downstream] [format] [fuzz]
+# Usage: tools/test.sh [plain] [asan] [tsan] [pkgconfig] [install] [downstream] [format] [fuzz]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(plain asan tsan pkgconfig downstream format fuzz)
+[ ${#suites[@]} -gt 0 ] || suites=(plain asan tsan pkgconfig install downstream format fuzz)
 passed=0 failed=0 skipped=0
 
 all_cpu_tests() {
@@ -125,6 +128,7 @@ for suite in "${suites[@]}"; do
         --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ;;
     pkgconfig) run_tap_script pkgconfig tests/api/pkgconfig_test.sh ;;
     downstream) run_tap_script downstream tests/downstream/downstream_test.sh ;;
+    install) run_tap_script install tests/install/install_test.sh ;;
     format) run_format ;;
     fuzz)
       for t in fuzz_parser fuzz_plan; do
