@@ -17,7 +17,7 @@
 #                                    public headers, for bench/gpu_bench.sh's
 #                                    transformer baseline (run from dist/)
 #   dist/MANIFEST                    what is there, with sizes and the commit
-# It is not installed anywhere: dist/ is ignored (.git/info/exclude) and the
+# It is not installed anywhere: dist/ is ignored (.gitignore) and the
 # lead carries it to the device.
 #
 # Usage (from anywhere in the repository):
@@ -31,7 +31,9 @@ BAZEL=(bazel --output_base="$OUTPUT_BASE")
 dist=dist
 status=0
 
-grep -qx '/dist/' .git/info/exclude 2>/dev/null || echo '/dist/' >>.git/info/exclude
+# .gitignore lists /dist/ too; this covers older checkouts (and is silent in
+# a worktree, whose .git is a file).
+{ grep -qx '/dist/' .git/info/exclude || echo '/dist/' >>.git/info/exclude; } 2>/dev/null
 
 # The CLI target: //:dagrun when the root BUILD defines it, else //cli:dagrun.
 cli_target=//:dagrun
