@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gpu_bench.sh: dagrun against hand-written CUDA doing the same work, side
 # by side in one run on the device machine. Runs from the repository root
-# with a prebuilt dist/ (tools/build_dist.sh); needs nvcc and python3, no
-# Bazel.
+# with a prebuilt dist/ (tools/build_dist.sh), or from a copy of dist/ alone
+# (bash bench/gpu_bench.sh inside it: dist carries bench/ and the kernel
+# library's sources); needs nvcc and python3, no Bazel.
 #
 # It builds bench/cuda/*.cu with nvcc -O3 -arch=sm_90, runs each program
 # (one JSON line per variant, see bench/cuda/common.h), runs
@@ -17,7 +18,7 @@
 #
 # Usage: bash bench/gpu_bench.sh
 # Environment:
-#   DIST=dist                 where dagrun is
+#   DIST=dist                 where dagrun is (default . when run from dist/)
 #   ITERATIONS=20 WARMUP=3    for both sides
 #   CASES="chain2000 spin32 chunked chunked1 fanout8 fanout32 layered400"
 #   DAGRUN_FLAGS=...          extra dagrun flags (e.g. to turn off per-node
@@ -30,7 +31,11 @@
 # Exit status: 0 when every build and run succeeded, 1 otherwise.
 set -u
 cd "$(dirname "$0")/.." || exit 1
-DIST=${DIST:-dist}
+# From a repository: dist/dagrun. From dist/ itself (dist/bench/gpu_bench.sh,
+# no repository around it): ./dagrun.
+if [ -z "${DIST:-}" ]; then
+  if [ -x dagrun ] && [ ! -d dist ]; then DIST=.; else DIST=dist; fi
+fi
 DAGRUN=$DIST/dagrun
 ITERATIONS=${ITERATIONS:-20}
 WARMUP=${WARMUP:-3}

@@ -46,16 +46,45 @@ static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; 
  * programmatic dependent launch (DrKLaunch.pdl) the grid may start before
  * the previous kernel on its stream has finished; this waits until that
  * grid has completed and its memory operations are visible. A no-op for a
- * normal launch. */
+ * normal launch. griddepcontrol exists from sm_90 on; for older
+ * architectures it compiles to nothing, and launch() never asks for PDL on
+ * their devices, so every grid there starts after its predecessor. */
 __device__ __forceinline__ void wait_prior_grid(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 
+/* Whether the current device honours programmatic dependent launch: compute
+ * capability 9.0 (Hopper) and newer. Below that wait_prior_grid compiles to
+ * nothing, so launch() must not let a grid start early there; it launches
+ * normally instead, which has the same meaning (the stream serializes). The
+ * answer is cached per device (relaxed atomics: launchers run on several
+ * host threads); a failed query counts as "no". */
+static inline bool pdl_supported(void) {
+  static signed char cache[64]; /* 0 unknown, 1 yes, -1 no */
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  signed char c = dev >= 0 && dev < 64 ? __atomic_load_n(&cache[dev], __ATOMIC_RELAXED) : 0;
+  if (c == 0) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      cudaGetLastError();
+      major = 0;
+    }
+    c = major >= 9 ? 1 : -1;
+    if (dev >= 0 && dev < 64) __atomic_store_n(&cache[dev], c, __ATOMIC_RELAXED);
+  }
+  return c > 0;
+}
+
 /* Launches `kernel` like <<<grid, block, shared, stream>>>(args...), with
- * programmatic stream serialization when `pdl` (the kernel must begin with
- * wait_prior_grid). Returns the launch's error as int. */
+ * programmatic stream serialization when `pdl` and the device supports it
+ * (pdl_supported; the kernel must begin with wait_prior_grid). Returns the
+ * launch's error as int. */
 template <typename... Params, typename... Args>
 static inline int launch(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
                          cudaStream_t stream, Args... args) {
@@ -65,7 +94,7 @@ static inline int launch(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 bl
   cfg.dynamicSmemBytes = shared;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
-  if (pdl) {
+  if (pdl && pdl_supported()) {
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;

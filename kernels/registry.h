@@ -75,8 +75,10 @@ typedef struct {
                     kernel's first statement is drk::wait_prior_grid
                     (griddepcontrol.wait), so nothing runs before the
                     previous grid has finished and its writes are visible;
-                    only its launch latency overlaps. Launchers that ignore
-                    it launch normally. */
+                    only its launch latency overlaps. On devices below
+                    compute capability 9.0 the built-ins launch normally
+                    (no PDL there). Launchers that ignore it launch
+                    normally. */
 } DrKLaunch;
 
 /* DrKernelDef.flags */

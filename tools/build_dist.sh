@@ -13,8 +13,11 @@
 #   dist/tests/PKG/NAME              every cc_test tagged "gpu" under tests/
 #                                    (GTest binaries; label //tests/PKG:NAME)
 #   dist/graphs/ dist/bench/ dist/tests/gpu/ dist/tests/golden/   copies
+#   dist/kernels/ dist/include/dagrun/   the kernel library's sources and
+#                                    public headers, for bench/gpu_bench.sh's
+#                                    transformer baseline (run from dist/)
 #   dist/MANIFEST                    what is there, with sizes and the commit
-# It is not installed anywhere: dist/ is ignored (.git/info/exclude) and the
+# It is not installed anywhere: dist/ is ignored (.gitignore) and the
 # lead carries it to the device.
 #
 # Usage (from anywhere in the repository):
@@ -28,7 +31,9 @@ BAZEL=(bazel --output_base="$OUTPUT_BASE")
 dist=dist
 status=0
 
-grep -qx '/dist/' .git/info/exclude 2>/dev/null || echo '/dist/' >>.git/info/exclude
+# .gitignore lists /dist/ too; this covers older checkouts (and is silent in
+# a worktree, whose .git is a file).
+{ grep -qx '/dist/' .git/info/exclude || echo '/dist/' >>.git/info/exclude; } 2>/dev/null
 
 # The CLI target: //:dagrun when the root BUILD defines it, else //cli:dagrun.
 cli_target=//:dagrun
@@ -76,6 +81,11 @@ for d in graphs bench tests/gpu tests/golden; do
     cp -r "$d" "$dist/$d"
   fi
 done
+# bench/cuda/transformer.cu is built on the device with the kernel library's
+# own sources (bench/gpu_bench.sh, -I.): carry them and the header they read.
+mkdir -p "$dist/kernels" "$dist/include/dagrun"
+cp kernels/*.cu kernels/*.cuh kernels/*.c kernels/*.h "$dist/kernels/"
+cp include/dagrun/*.h "$dist/include/dagrun/"
 cp -L "$bin/bench/graph_update_bench" "$dist/bench/graph_update_bench"
 chmod -R u+w "$dist"
 strip --strip-debug "$dist/dagrun" 2>/dev/null || true

@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
-# install.sh PREFIX: builds the dagrun C library with Bazel and installs it
-# for use outside Bazel:
+# install.sh PREFIX: builds dagrun with Bazel and installs the command and
+# the C library for use outside Bazel:
+#   PREFIX/bin/dagrun            the command line (-c opt is up to the
+#                                caller's Bazel flags; this builds fastbuild)
+#   PREFIX/share/man/man1/dagrun.1   its man page (docs/dagrun.1, made by
+#                                tools/gen_man.sh from --help; tools/test.sh
+#                                install checks it matches the binary)
+#   PREFIX/share/bash-completion/completions/dagrun   bash completion
+#                                (tools/completion/dagrun)
 #   PREFIX/include/dagrun/{dagrun,version,elem_types}.h
 #   PREFIX/lib/libdagrun.a       every dagrun object (ir, parser, scheduler,
 #                                kernels incl. the nvcc objects, backends,
@@ -29,7 +36,7 @@ startup=()
 
 cd "$root"
 # --symlink_prefix=/ : leave the workspace's bazel-* links alone.
-"$bazel" "${startup[@]}" build --symlink_prefix=/ //lib:dagrun //lib:libdagrun.so >&2
+"$bazel" "${startup[@]}" build --symlink_prefix=/ //cli:dagrun //lib:dagrun //lib:libdagrun.so >&2
 bin=$("$bazel" "${startup[@]}" info bazel-bin 2>/dev/null)
 execroot=$("$bazel" "${startup[@]}" info execution_root 2>/dev/null)
 
@@ -60,7 +67,11 @@ for o in "${objects[@]}"; do
   cp "$o" "$tmp/$(printf '%03d' $i)_$(basename "$o")"
 done
 
-mkdir -p "$prefix/include/dagrun" "$prefix/lib/pkgconfig"
+mkdir -p "$prefix/include/dagrun" "$prefix/lib/pkgconfig" "$prefix/bin" "$prefix/share/man/man1" \
+  "$prefix/share/bash-completion/completions"
+install -m 0755 "$bin/cli/dagrun" "$prefix/bin/dagrun"
+install -m 0644 docs/dagrun.1 "$prefix/share/man/man1/dagrun.1"
+install -m 0644 tools/completion/dagrun "$prefix/share/bash-completion/completions/dagrun"
 install -m 0644 include/dagrun/dagrun.h include/dagrun/version.h include/dagrun/elem_types.h \
   "$prefix/include/dagrun/"
 

@@ -10,7 +10,7 @@ packages=(
   bazel-bootstrap bazel-rules-java bazel-rules-proto bazel-platforms
   libglib2.0-dev libyaml-dev libpcre2-dev pkg-config
   graphviz python3 clang libclang-rt-14-dev time
-  locales python3-jsonschema
+  locales python3-jsonschema help2man clang-format
 )
 
 missing=()
