@@ -25,7 +25,7 @@
 #include "kernels/registry.h"
 #include "lib/load.h"
 #include "lib/yaml_writer.h"
-#include "parser/suggest.h"
+#include "ir/suggest.h"
 #include "scheduler/passes.h"
 #include "scheduler/planner.h"
 /* After the internal headers: its copies of their types are then skipped. */

@@ -10,6 +10,7 @@
 
 #include <glib.h>
 
+#include "ir/build.h"
 #include "ir/graph.h"
 #include "parser/events.h"
 #include "parser/expr.h"
@@ -29,14 +30,14 @@ typedef struct {
   DrDiags *diags;
   const char *file; /* interned */
   DrYReader *reader;
-  guint64 n_nodes;       /* nodes after foreach expansion */
-  guint64 values_left;   /* budget of values walked while expanding foreach */
-  GArray *afters;        /* DrPendingAfter */
-  GPtrArray *deferred;   /* key, value pairs of nodes seen before buffers:/kernels: */
+  guint64 n_nodes;     /* nodes after foreach expansion */
+  guint64 values_left; /* budget of values walked while expanding foreach */
+  GArray *afters;      /* DrPendingAfter */
+  GPtrArray *deferred; /* key, value pairs of nodes seen before buffers:/kernels: */
   gboolean seen_buffers, seen_kernels, streaming_nodes;
-  GString *what;         /* "node 'x'" of the node being converted */
+  DrBuild build;               /* the IR builder; build.what is "node 'x'" of the node being converted */
   GString *arg_what, *arg_key; /* scratch: "node 'x', argument 'y'", "argument 'y'" */
-  guint node_typos;      /* unknown keys of that node: they explain missing ones */
+  guint node_typos;            /* unknown keys of that node: they explain missing ones */
 } DrParse;
 
 #define DR_LOC(p, n) dr__ynode_loc((n), (p)->file)
@@ -59,7 +60,8 @@ gboolean dr__parse_float(DrParse *p, const char *what, const char *key, const Dr
 /* Reports "WHAT: missing key 'KEY'" at `loc`. */
 void dr__parse_missing(DrParse *p, DrLoc loc, const char *what, const char *key);
 /* Reports "WHAT, key 'KEY': expected EXPECTED, got ..." at the value. */
-void dr__parse_wrong_type(DrParse *p, const char *what, const char *key, const DrYNode *v, const char *expected);
+void dr__parse_wrong_type(DrParse *p, const char *what, const char *key, const DrYNode *v,
+                          const char *expected);
 
 /* Converts one entry of `nodes:` (foreach expanded) into IR nodes. */
 void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parser/suggest.h"
+#include "ir/suggest.h"
 
 /* ---- typed values ------------------------------------------------------ */
 
@@ -28,7 +28,8 @@ void dr__parse_missing(DrParse *p, DrLoc loc, const char *what, const char *key)
   dr_diags_error(p->diags, loc, "%s: missing key '%s'", what, key);
 }
 
-void dr__parse_wrong_type(DrParse *p, const char *what, const char *key, const DrYNode *v, const char *expected) {
+void dr__parse_wrong_type(DrParse *p, const char *what, const char *key, const DrYNode *v,
+                          const char *expected) {
   g_autofree char *msg = NULL;
   if (v->kind == DR_Y_SCALAR && !dr__ynode_is_null(v))
     msg = g_strdup_printf("expected %s, got '%s'", expected, v->u.text);
@@ -51,8 +52,8 @@ int dr__parse_key(DrParse *p, const char *what, const DrYNode *key, const char *
 /* Returns the scalar's text after substitution, or NULL after reporting.
  * *owned is the allocated copy to free (NULL when the text is borrowed
  * from the tree, the common case of no braces). */
-static const char *scalar_text(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
-                               const char *expected, char **owned) {
+static const char *scalar_text(DrParse *p, const char *what, const char *key, const DrYNode *v,
+                               const DrEnv *env, const char *expected, char **owned) {
   *owned = NULL;
   if (v->kind != DR_Y_SCALAR || dr__ynode_is_null(v)) {
     dr__parse_wrong_type(p, what, key, v, expected);
@@ -95,8 +96,8 @@ gboolean dr__parse_int(DrParse *p, const char *what, const char *key, const DrYN
   if (mag > (guint64)G_MAXINT64) mag = (guint64)G_MAXINT64;
   gint64 val = t[0] == '-' ? -(gint64)mag : (gint64)mag;
   if (val < min || val > max) {
-    g_autofree char *m = g_strdup_printf("%" G_GINT64_FORMAT " is out of range [%" G_GINT64_FORMAT
-                                         ", %" G_GINT64_FORMAT "]", val, min, max);
+    g_autofree char *m = g_strdup_printf(
+        "%" G_GINT64_FORMAT " is out of range [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", val, min, max);
     error_at(p, v, what, key, m);
     return FALSE;
   }
@@ -107,7 +108,8 @@ gboolean dr__parse_int(DrParse *p, const char *what, const char *key, const DrYN
 gboolean dr__parse_size(DrParse *p, const char *what, const char *key, const DrYNode *v, const DrEnv *env,
                         DrSizeClass cls, guint64 *out) {
   g_autofree char *owned = NULL;
-  const char *t = scalar_text(p, what, key, v, env, cls == DR_SIZE_BYTES ? "a size in bytes" : "a count", &owned);
+  const char *t =
+      scalar_text(p, what, key, v, env, cls == DR_SIZE_BYTES ? "a size in bytes" : "a count", &owned);
   if (t == NULL) return FALSE;
   g_autofree char *msg = NULL;
   if (!dr__size_parse(t, cls, out, &msg)) {
@@ -141,8 +143,10 @@ static guint map_slots(DrParse *p, const char *what, const DrYNode *map, const c
   guint unknown = 0;
   for (guint i = 0; i < map->len; i++) {
     int k = dr__parse_key(p, what, dr_ynode_key(map, i), names, n);
-    if (k >= 0) slots[k] = dr_ynode_value(map, i);
-    else unknown++;
+    if (k >= 0)
+      slots[k] = dr_ynode_value(map, i);
+    else
+      unknown++;
   }
   return unknown;
 }
@@ -153,28 +157,21 @@ static gboolean expect_map(DrParse *p, const char *what, const char *key, const 
   return FALSE;
 }
 
-static gboolean valid_name(const char *s) {
-  if (s[0] == '\0') return FALSE;
-  for (const char *q = s; *q; q++)
-    if (!(g_ascii_isalnum(*q) || *q == '_' || *q == '-' || *q == '.')) return FALSE;
-  return TRUE;
-}
-
 /* ---- run: and memory: -------------------------------------------------- */
 
-#define RUN_KEY_LIST(X) \
-  X(MODE, "mode")       \
-  X(ITERATIONS, "iterations") \
-  X(WARMUP, "warmup")   \
+#define RUN_KEY_LIST(X)         \
+  X(MODE, "mode")               \
+  X(ITERATIONS, "iterations")   \
+  X(WARMUP, "warmup")           \
   X(MAX_STREAMS, "max_streams") \
-  X(DEVICE, "device")   \
+  X(DEVICE, "device")           \
   X(FALLBACK, "fallback")
 
 enum {
 #define X(e, s) RUN_##e,
   RUN_KEY_LIST(X)
 #undef X
-  RUN_N_KEYS
+      RUN_N_KEYS
 };
 static const char *const run_keys[] = {
 #define X(e, s) s,
@@ -191,9 +188,12 @@ static void parse_run(DrParse *p, const DrYNode *v) {
   if (s[RUN_MODE] != NULL) {
     g_autofree char *m = NULL;
     if (dr__parse_string(p, "run", "mode", s[RUN_MODE], NULL, &m)) {
-      if (strcmp(m, "streams") == 0) r->mode = DR_MODE_STREAMS;
-      else if (strcmp(m, "graph") == 0) r->mode = DR_MODE_GRAPH;
-      else error_at(p, s[RUN_MODE], "run", "mode", "expected 'streams' or 'graph'");
+      if (strcmp(m, "streams") == 0)
+        r->mode = DR_MODE_STREAMS;
+      else if (strcmp(m, "graph") == 0)
+        r->mode = DR_MODE_GRAPH;
+      else
+        error_at(p, s[RUN_MODE], "run", "mode", "expected 'streams' or 'graph'");
     }
   }
   if (s[RUN_ITERATIONS] && dr__parse_int(p, "run", "iterations", s[RUN_ITERATIONS], NULL, 1, G_MAXINT32, &i))
@@ -204,13 +204,17 @@ static void parse_run(DrParse *p, const DrYNode *v) {
     r->max_streams = (guint32)i;
     r->max_streams_set = TRUE;
   }
-  if (s[RUN_DEVICE] && dr__parse_int(p, "run", "device", s[RUN_DEVICE], NULL, 0, 1023, &i)) r->device = (gint32)i;
+  if (s[RUN_DEVICE] && dr__parse_int(p, "run", "device", s[RUN_DEVICE], NULL, 0, 1023, &i))
+    r->device = (gint32)i;
   if (s[RUN_FALLBACK] != NULL) {
     g_autofree char *f = NULL;
     if (dr__parse_string(p, "run", "fallback", s[RUN_FALLBACK], NULL, &f)) {
-      if (strcmp(f, "none") == 0) r->fallback_streams = FALSE;
-      else if (strcmp(f, "streams") == 0) r->fallback_streams = TRUE;
-      else error_at(p, s[RUN_FALLBACK], "run", "fallback", "expected 'none' or 'streams'");
+      if (strcmp(f, "none") == 0)
+        r->fallback_streams = FALSE;
+      else if (strcmp(f, "streams") == 0)
+        r->fallback_streams = TRUE;
+      else
+        error_at(p, s[RUN_FALLBACK], "run", "fallback", "expected 'none' or 'streams'");
     }
   }
 }
@@ -242,7 +246,7 @@ enum {
 #define X(e, s) BUF_##e,
   BUFFER_KEY_LIST(X)
 #undef X
-  BUF_N_KEYS
+      BUF_N_KEYS
 };
 static const char *const buffer_keys[] = {
 #define X(e, s) s,
@@ -256,14 +260,14 @@ static const char *resolve_path(DrParse *p, const char *path) {
   return dr_graph_intern(p->g, full);
 }
 
-static const char *type_names(void) {
-  return "u8, i32, i64, f16, bf16, f32 or f64";
-}
+static const char *type_names(void) { return "u8, i32, i64, f16, bf16, f32 or f64"; }
 
 static void parse_init(DrParse *p, const char *what, const DrYNode *v, DrBuffer *b) {
   if (v->kind == DR_Y_SCALAR && !dr__ynode_is_null(v)) {
-    if (strcmp(v->u.text, "zeros") == 0) b->init = DR_INIT_ZEROS;
-    else if (strcmp(v->u.text, "iota") == 0) b->init = DR_INIT_IOTA;
+    if (strcmp(v->u.text, "zeros") == 0)
+      b->init = DR_INIT_ZEROS;
+    else if (strcmp(v->u.text, "iota") == 0)
+      b->init = DR_INIT_IOTA;
     else {
       DrSuggest s;
       dr__suggest_init(&s, v->u.text);
@@ -304,10 +308,7 @@ static void parse_init(DrParse *p, const char *what, const DrYNode *v, DrBuffer 
 static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
   const char *name = key->u.text;
   g_autofree char *what = g_strdup_printf("buffer '%s'", name);
-  if (!valid_name(name)) {
-    dr_diags_error(p->diags, DR_LOC(p, key), "%s: a buffer name uses letters, digits, '_', '-' and '.'", what);
-    return;
-  }
+  if (!dr_build_name_ok(&p->build, DR_NAME_BUFFER, name, NULL, DR_LOC(p, key))) return;
   if (!expect_map(p, what, NULL, v)) return;
   const DrYNode *s[BUF_N_KEYS];
   guint unknown = map_slots(p, what, v, buffer_keys, BUF_N_KEYS, s);
@@ -315,7 +316,8 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
   gboolean ok = TRUE;
   if (s[BUF_TYPE] != NULL) {
     g_autofree char *t = NULL;
-    if (!dr__parse_string(p, what, "type", s[BUF_TYPE], NULL, &t)) ok = FALSE;
+    if (!dr__parse_string(p, what, "type", s[BUF_TYPE], NULL, &t))
+      ok = FALSE;
     else if (!dr_elem_from_name(t, &b.type)) {
       g_autofree char *msg = g_strdup_printf("unknown element type '%s' (expected %s)", t, type_names());
       error_at(p, s[BUF_TYPE], what, "type", msg);
@@ -332,8 +334,8 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
     if (dr__parse_size(p, what, "bytes", s[BUF_BYTES], NULL, DR_SIZE_BYTES, &bytes)) {
       guint es = dr_elem_size(b.type);
       if (bytes % es != 0) {
-        g_autofree char *msg = g_strdup_printf("%" G_GUINT64_FORMAT " bytes is not a whole number of %s elements",
-                                               bytes, dr_elem_name(b.type));
+        g_autofree char *msg = g_strdup_printf(
+            "%" G_GUINT64_FORMAT " bytes is not a whole number of %s elements", bytes, dr_elem_name(b.type));
         error_at(p, s[BUF_BYTES], what, "bytes", msg);
         ok = FALSE;
       }
@@ -345,16 +347,18 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
     if (unknown == 0) dr_diags_error(p->diags, DR_LOC(p, key), "%s: missing key 'count' (or 'bytes')", what);
     ok = FALSE;
   }
-  if (ok && b.count == 0) {
-    error_at(p, s[BUF_COUNT] ? s[BUF_COUNT] : s[BUF_BYTES], what, s[BUF_COUNT] ? "count" : "bytes",
-             "a buffer cannot be empty");
-  }
+  if (ok)
+    dr_build_buffer_count_ok(&p->build, name, b.count, s[BUF_COUNT] ? "count" : "bytes",
+                             DR_LOC(p, s[BUF_COUNT] ? s[BUF_COUNT] : s[BUF_BYTES]));
   if (s[BUF_WHERE] != NULL) {
     g_autofree char *w = NULL;
     if (dr__parse_string(p, what, "where", s[BUF_WHERE], NULL, &w)) {
-      if (strcmp(w, "device") == 0) b.where = DR_WHERE_DEVICE;
-      else if (strcmp(w, "host") == 0) b.where = DR_WHERE_HOST;
-      else error_at(p, s[BUF_WHERE], what, "where", "expected 'device' or 'host'");
+      if (strcmp(w, "device") == 0)
+        b.where = DR_WHERE_DEVICE;
+      else if (strcmp(w, "host") == 0)
+        b.where = DR_WHERE_HOST;
+      else
+        error_at(p, s[BUF_WHERE], what, "where", "expected 'device' or 'host'");
     }
   }
   if (s[BUF_INIT] != NULL) parse_init(p, what, s[BUF_INIT], &b);
@@ -362,8 +366,7 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
     g_autofree char *path = NULL;
     if (dr__parse_string(p, what, "save", s[BUF_SAVE], NULL, &path)) b.save_path = resolve_path(p, path);
   }
-  if (dr_graph_add_buffer(p->g, &b) == DR_NONE)
-    dr_diags_error(p->diags, DR_LOC(p, key), "duplicate buffer '%s'", name);
+  dr_build_add_buffer(&p->build, &b);
 }
 
 static void parse_buffers(DrParse *p, const DrYNode *v) {
@@ -389,7 +392,7 @@ enum {
 #define X(e, s) KER_##e,
   KERNEL_KEY_LIST(X)
 #undef X
-  KER_N_KEYS
+      KER_N_KEYS
 };
 static const char *const kernel_keys[] = {
 #define X(e, s) s,
@@ -421,8 +424,8 @@ static gboolean parse_param(DrParse *p, const char *what, const DrYNode *v, DrPa
                        strcmp(type, "f64") == 0;
   if (!dr_elem_from_name(type, &out->type) || (!out->is_pointer && !scalar_ok)) {
     g_autofree char *msg = g_strdup_printf(
-        "parameter '%s': unknown type '%s%s' (expected a pointer like f32* or a scalar i32, i64, f32, f64)", name,
-        type, out->is_pointer ? "*" : "");
+        "parameter '%s': unknown type '%s%s' (expected a pointer like f32* or a scalar i32, i64, f32, f64)",
+        name, type, out->is_pointer ? "*" : "");
     error_at(p, s[1], what, "type", msg);
     return FALSE;
   }
@@ -453,15 +456,12 @@ static gboolean parse_param(DrParse *p, const char *what, const DrYNode *v, DrPa
 static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
   const char *name = key->u.text;
   g_autofree char *what = g_strdup_printf("kernel '%s'", name);
-  if (!valid_name(name)) {
-    dr_diags_error(p->diags, DR_LOC(p, key), "%s: a kernel name uses letters, digits, '_', '-' and '.'", what);
-    return;
-  }
+  if (!dr_build_name_ok(&p->build, DR_NAME_KERNEL, name, NULL, DR_LOC(p, key))) return;
   if (!expect_map(p, what, NULL, v)) return;
   const DrYNode *s[KER_N_KEYS];
   guint unknown = map_slots(p, what, v, kernel_keys, KER_N_KEYS, s);
-  DrKernelDecl k = {.name = name, .loc = DR_LOC(p, key), .origin = DR_KERNEL_USER,
-                    .grid = {.over = DR_NONE, .block = 256}};
+  DrKernelDecl k = {
+      .name = name, .loc = DR_LOC(p, key), .origin = DR_KERNEL_USER, .grid = {.over = DR_NONE, .block = 256}};
   gboolean ok = TRUE;
   const char **code[] = {&k.source, &k.ptx, &k.cubin, &k.fatbin};
   guint n_code = 0;
@@ -486,11 +486,14 @@ static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
   k.entry = name;
   g_autofree char *entry = NULL;
   if (s[KER_ENTRY] != NULL) {
-    if (dr__parse_string(p, what, "entry", s[KER_ENTRY], NULL, &entry)) k.entry = entry;
-    else ok = FALSE;
+    if (dr__parse_string(p, what, "entry", s[KER_ENTRY], NULL, &entry))
+      k.entry = entry;
+    else
+      ok = FALSE;
   }
   DrParam params[DR_MAX_PARAMS];
-  const DrYNode *param_locs[DR_MAX_PARAMS];
+  DrLoc param_locs[DR_MAX_PARAMS];
+  DrLoc over_loc = DR_LOC(p, key);
   if (s[KER_PARAMS] == NULL) {
     if (unknown == 0) dr__parse_missing(p, DR_LOC(p, key), what, "params");
     ok = FALSE;
@@ -507,17 +510,10 @@ static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
         ok = FALSE;
         continue;
       }
-      for (guint j = 0; j < k.n_params; j++)
-        if (strcmp(params[j].name, params[k.n_params].name) == 0) {
-          g_autofree char *msg = g_strdup_printf("duplicate parameter '%s'", params[j].name);
-          error_at(p, pv, what, "params", msg);
-          ok = FALSE;
-        }
-      param_locs[k.n_params++] = pv;
+      param_locs[k.n_params++] = DR_LOC(p, pv);
     }
   }
   k.params = params;
-  (void)param_locs;
   if (s[KER_GRID] != NULL && expect_map(p, what, "grid", s[KER_GRID])) {
     static const char *const grid_keys[] = {"over", "block"};
     const DrYNode *gs[2];
@@ -536,27 +532,19 @@ static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
           g_autofree char *msg = g_strdup_printf("unknown parameter '%s'%s", over, hint);
           error_at(p, gs[0], gwhat, "over", msg);
           ok = FALSE;
-        } else if (!params[k.grid.over].is_pointer && params[k.grid.over].type != DR_ELEM_I32 &&
-                   params[k.grid.over].type != DR_ELEM_I64) {
-          error_at(p, gs[0], gwhat, "over", "names a floating-point parameter; use an integer or a pointer");
-          ok = FALSE;
         }
+        over_loc = DR_LOC(p, gs[0]);
       }
     }
     gint64 block;
     if (gs[1] != NULL) {
-      if (dr__parse_int(p, gwhat, "block", gs[1], NULL, 1, 1024, &block)) k.grid.block = (guint32)block;
-      else ok = FALSE;
+      if (dr__parse_int(p, gwhat, "block", gs[1], NULL, 1, 1024, &block))
+        k.grid.block = (guint32)block;
+      else
+        ok = FALSE;
     }
   }
-  if (!ok) return;
-  if (dr_graph_add_kernel(p->g, &k) == DR_NONE) {
-    DrId other = dr_graph_find_kernel(p->g, name);
-    if (dr_graph_kernel(p->g, other)->origin == DR_KERNEL_BUILTIN)
-      dr_diags_error(p->diags, DR_LOC(p, key), "%s: a built-in kernel has this name", what);
-    else
-      dr_diags_error(p->diags, DR_LOC(p, key), "duplicate kernel '%s'", name);
-  }
+  if (ok) dr_build_add_kernel(&p->build, &k, param_locs, over_loc);
 }
 
 static void parse_kernels(DrParse *p, const DrYNode *v) {
@@ -582,7 +570,7 @@ enum {
 #define X(e, s) TOP_##e,
   TOP_KEY_LIST(X)
 #undef X
-  TOP_N_KEYS
+      TOP_N_KEYS
 };
 static const char *const top_keys[] = {
 #define X(e, s) s,
@@ -612,7 +600,8 @@ static void top_section(DrParse *p, Top *top, int idx, DrYNode *v) {
       gint64 version;
       if (dr__parse_int(p, "top level", "dagrun", v, NULL, G_MININT64, G_MAXINT64, &version) && version != 1)
         dr_diags_error(p->diags, DR_LOC(p, v),
-                       "unsupported format version %" G_GINT64_FORMAT " (this dagrun reads 'dagrun: 1')", version);
+                       "unsupported format version %" G_GINT64_FORMAT " (this dagrun reads 'dagrun: 1')",
+                       version);
       break;
     }
     case TOP_NAME: {
@@ -620,10 +609,18 @@ static void top_section(DrParse *p, Top *top, int idx, DrYNode *v) {
       if (dr__parse_string(p, "top level", "name", v, NULL, &name)) p->g->name = dr_graph_intern(p->g, name);
       break;
     }
-    case TOP_RUN: parse_run(p, v); break;
-    case TOP_MEMORY: parse_memory(p, v); break;
-    case TOP_BUFFERS: parse_buffers(p, v); break;
-    case TOP_KERNELS: parse_kernels(p, v); break;
+    case TOP_RUN:
+      parse_run(p, v);
+      break;
+    case TOP_MEMORY:
+      parse_memory(p, v);
+      break;
+    case TOP_BUFFERS:
+      parse_buffers(p, v);
+      break;
+    case TOP_KERNELS:
+      parse_kernels(p, v);
+      break;
     case TOP_NODES:
       if (dr__ynode_is_null(v)) break;
       if (!expect_map(p, "top level", "nodes", v)) break;
@@ -650,7 +647,8 @@ static int top_key(DrParse *p, Top *top, const DrYNode *key) {
  * checks inside a tree: a key must be a scalar. */
 static gboolean scalar_key(DrParse *p, const DrYNode *key) {
   if (key->kind == DR_Y_SCALAR) return TRUE;
-  dr_diags_error(p->diags, DR_LOC(p, key), "a mapping key must be a scalar, not %s", dr__ynode_kind_name(key));
+  dr_diags_error(p->diags, DR_LOC(p, key), "a mapping key must be a scalar, not %s",
+                 dr__ynode_kind_name(key));
   return FALSE;
 }
 
@@ -665,7 +663,8 @@ static void stream_nodes(DrParse *p, Top *top) {
     if (value == NULL) break;
     if (!scalar_key(p, key)) continue;
     if (strcmp(key->u.text, "<<") == 0 && key->plain) {
-      dr_diags_error(p->diags, DR_LOC(p, key), "nodes: merge keys '<<' are not supported directly under 'nodes:'");
+      dr_diags_error(p->diags, DR_LOC(p, key),
+                     "nodes: merge keys '<<' are not supported directly under 'nodes:'");
       continue;
     }
     if (!dr_diags_full(p->diags)) node_entry(p, top, key, value);
@@ -758,7 +757,8 @@ static gboolean must_defer_file(FILE *fp) {
   return must_defer(at[0], at[1], at[2]);
 }
 
-static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize len, FILE *fp, DrDiags *diags) {
+static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize len, FILE *fp,
+                      DrDiags *diags) {
   guint errors_before = dr_diags_n_errors(diags);
   DrParse pp = {.g = graph, .diags = diags};
   DrParse *p = &pp;
@@ -773,14 +773,14 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
   if (dot != NULL && dot != base) *dot = '\0';
   graph->name = dr_graph_intern(graph, base);
   if (fp == NULL && len > DR_PARSE_MAX_FILE_BYTES) {
-    dr_diags_error(diags, (DrLoc){p->file, 1, 1}, "file too large: %" G_GSIZE_FORMAT " bytes (the limit is 1 GiB)",
-                   len);
+    dr_diags_error(diags, (DrLoc){p->file, 1, 1},
+                   "file too large: %" G_GSIZE_FORMAT " bytes (the limit is 1 GiB)", len);
     return FALSE;
   }
   p->values_left = DR_PARSE_MAX_EXPANDED_VALUES;
   p->afters = g_array_new(FALSE, FALSE, sizeof(DrPendingAfter));
   p->deferred = g_ptr_array_new_with_free_func((GDestroyNotify)dr__ynode_unref);
-  p->what = g_string_new(NULL);
+  dr_build_init(&p->build, graph, diags, TRUE);
   p->arg_what = g_string_new(NULL);
   p->arg_key = g_string_new(NULL);
   Top top = {0};
@@ -810,11 +810,13 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
   }
   if (!dr__yreader_failed(p->reader)) {
     if (dr__yreader_next(p->reader, &ev))
-      dr_diags_error(diags, (DrLoc){p->file, ev.line, ev.col}, "unexpected content after the top-level mapping");
+      dr_diags_error(diags, (DrLoc){p->file, ev.line, ev.col},
+                     "unexpected content after the top-level mapping");
   }
   if (!dr__yreader_failed(p->reader) && !top.not_a_map) {
     if (top.seen[TOP_DAGRUN].line == 0)
-      dr_diags_error(diags, root_loc, "top level: missing key 'dagrun' (the format version: write 'dagrun: 1')");
+      dr_diags_error(diags, root_loc,
+                     "top level: missing key 'dagrun' (the format version: write 'dagrun: 1')");
     if (top.seen[TOP_NODES].line == 0) dr__parse_missing(p, root_loc, "top level", "nodes");
     for (guint i = 0; i + 1 < p->deferred->len && !dr_diags_full(diags); i += 2)
       dr__parse_node_entry(p, p->deferred->pdata[i], p->deferred->pdata[i + 1]);
@@ -824,7 +826,7 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
   dr__yreader_free(p->reader);
   g_ptr_array_unref(p->deferred);
   g_array_unref(p->afters);
-  g_string_free(p->what, TRUE);
+  dr_build_clear(&p->build);
   g_string_free(p->arg_what, TRUE);
   g_string_free(p->arg_key, TRUE);
   return dr_diags_n_errors(diags) == errors_before;
