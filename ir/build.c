@@ -334,7 +334,7 @@ gboolean dr_build_arg(DrBuild *b, guint32 param, const DrBuildValue *v, DrLoc lo
 
 /* ---- slices, copies, lifetimes ------------------------------------------------ */
 
-static char *buffer_hint(const DrGraph *g, const char *name) {
+char *dr_build_buffer_hint(const DrGraph *g, const char *name) {
   DrSuggest s;
   dr__suggest_init(&s, name);
   for (DrId i = 0; i < dr_graph_n_buffers(g); i++) dr__suggest_add(&s, dr_graph_buffer(g, i)->name);
@@ -345,7 +345,7 @@ static char *buffer_hint(const DrGraph *g, const char *name) {
 static DrId find_buffer(DrBuild *b, const char *key, const char *name, DrLoc loc) {
   DrId id = dr_graph_find_buffer(b->g, name);
   if (id != DR_NONE) return id;
-  g_autofree char *hint = buffer_hint(b->g, name);
+  g_autofree char *hint = dr_build_buffer_hint(b->g, name);
   report(b, loc, key, "unknown buffer '%s'%s", name, hint);
   return DR_NONE;
 }

@@ -165,6 +165,10 @@ gboolean dr_build_lifetime(DrBuild *b, const char *name, DrLoc loc);
 
 /* ---- buffers and kernels ---- */
 
+/* " (did you mean 'X'?)" for an unknown buffer `name`, or ""; newly
+ * allocated. */
+char *dr_build_buffer_hint(const DrGraph *g, const char *name);
+
 /* TRUE when buffer `name` may hold `count` elements (1 to 2^61); else a
  * report at `loc`, naming `key` ("count" or "bytes"). */
 gboolean dr_build_buffer_count_ok(DrBuild *b, const char *name, guint64 count, const char *key, DrLoc loc);
