@@ -13,24 +13,6 @@
 #include "backends/backend.h"
 #include "backends/verify.h"
 
-DR_DEFINE_NAME_TABLE(DrBackendKind, DR_BACKEND_LIST, backend, DR_N_BACKENDS, dr_backend_kind_name,
-                     dr_backend_kind_from_name)
-
-const char *dr_mode_name(DrMode mode) { return mode == DR_MODE_GRAPH ? "graph" : "streams"; }
-
-gboolean dr_mode_from_name(const char *name, DrMode *out) {
-  if (strcmp(name, "streams") == 0)
-    *out = DR_MODE_STREAMS;
-  else if (strcmp(name, "graph") == 0)
-    *out = DR_MODE_GRAPH;
-  else
-    return FALSE;
-  return TRUE;
-}
-
-DR_DEFINE_NAME_TABLE(DrTimingMode, DR_TIMING_LIST, timing, DR_N_TIMINGS, dr_timing_mode_name,
-                     dr_timing_mode_from_name)
-
 void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
   memset(opts, 0, sizeof *opts);
   opts->backend = DR_BACKEND_AUTO;

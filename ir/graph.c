@@ -5,61 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the X-macro tables ------------------------------------------------ */
-
-static const struct {
-  const char *name;
-  guint size;
-} elem_info[] = {
-#define DR_X(e, s, n) {s, n},
-    DR_ELEM_TYPE_LIST(DR_X)
-#undef DR_X
-};
-
-guint dr_elem_size(DrElemType type) {
-  g_return_val_if_fail(type < DR_ELEM_N_TYPES, 1);
-  return elem_info[type].size;
-}
-
-const char *dr_elem_name(DrElemType type) {
-  g_return_val_if_fail(type < DR_ELEM_N_TYPES, "?");
-  return elem_info[type].name;
-}
-
-gboolean dr_elem_from_name(const char *name, DrElemType *out) {
-  for (guint i = 0; i < DR_ELEM_N_TYPES; i++)
-    if (strcmp(name, elem_info[i].name) == 0) {
-      *out = (DrElemType)i;
-      return TRUE;
-    }
-  return FALSE;
-}
-
-static const struct {
-  const char *name;
-  gboolean reads, writes;
-} access_info[] = {
-#define DR_X(e, s, r, w) {s, r, w},
-    DR_ACCESS_MODE_LIST(DR_X)
-#undef DR_X
-};
-
-const char *dr_access_mode_name(DrAccessMode mode) { return access_info[mode].name; }
-gboolean dr_access_reads(DrAccessMode mode) { return access_info[mode].reads; }
-gboolean dr_access_writes(DrAccessMode mode) { return access_info[mode].writes; }
-
-
-DR_DEFINE_NAME_TABLE(DrOp, DR_OP_LIST, op, DR_N_OPS, dr_op_name, dr_op_from_name)
-DR_DEFINE_NAME_TABLE(DrPriority, DR_PRIORITY_LIST, priority, DR_N_PRIORITIES, dr_priority_name,
-                  dr_priority_from_name)
-DR_DEFINE_NAME_TABLE(DrHostFn, DR_HOST_FN_LIST, host_fn, DR_N_HOST_FNS, dr_host_fn_name,
-                  dr_host_fn_from_name)
-
-static const char *const edge_kind_names[] = {DR_EDGE_KIND_LIST(DR_NAME_X)};
-const char *dr_edge_kind_name(DrEdgeKind kind) { return edge_kind_names[kind]; }
-
-static const char *const init_names[] = {DR_INIT_LIST(DR_NAME_X)};
-
 /* Host function parameters: print(message, buffer?), sleep(us),
  * checksum(buffer). Buffers must be host-visible (checked by the parser). */
 static const DrParam print_params[] = {
@@ -222,9 +167,7 @@ DrId dr_graph_add_kernel(DrGraph *graph, const DrKernelDecl *decl) {
   return id;
 }
 
-DrId dr_graph_find_node(const DrGraph *graph, const char *id) {
-  return index_find(graph->node_index, id);
-}
+DrId dr_graph_find_node(const DrGraph *graph, const char *id) { return index_find(graph->node_index, id); }
 DrId dr_graph_find_buffer(const DrGraph *graph, const char *name) {
   return index_find(graph->buffer_index, name);
 }
@@ -294,10 +237,10 @@ void dr_graph_sort_edges(DrGraph *graph) {
 
 /* ---- invariants -------------------------------------------------------- */
 
-#define FAIL(...)                                                      \
-  do {                                                                 \
-    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, __VA_ARGS__);       \
-    return FALSE;                                                      \
+#define FAIL(...)                                                \
+  do {                                                           \
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, __VA_ARGS__); \
+    return FALSE;                                                \
   } while (0)
 
 gboolean dr_graph_check(const DrGraph *graph, GError **error) {
@@ -349,7 +292,8 @@ gboolean dr_graph_check(const DrGraph *graph, GError **error) {
       if (first == DR_NONE || first > i) FAIL("I5: buffer '%s' does not record '%s'", b->name, n->id);
     }
   }
-  if (next_access != graph->accesses->len) FAIL("I2: %u accesses belong to no node", graph->accesses->len - next_access);
+  if (next_access != graph->accesses->len)
+    FAIL("I2: %u accesses belong to no node", graph->accesses->len - next_access);
   if (next_arg != graph->args->len) FAIL("I3: %u args belong to no node", graph->args->len - next_arg);
   for (guint i = 0; i < graph->edges->len; i++) {
     const DrEdge *e = dr_graph_edge(graph, i);
@@ -372,18 +316,18 @@ void dr_graph_dump(const DrGraph *graph, GString *out) {
   const DrRunConfig *r = &graph->run;
   g_string_append_printf(out, "pipeline %s\n", graph->name);
   g_string_append_printf(out, "run mode=%s iterations=%u warmup=%u max_streams=%u%s device=%d",
-                         r->mode == DR_MODE_GRAPH ? "graph" : "streams", r->iterations, r->warmup,
-                         r->max_streams, r->max_streams_set ? "" : "(default)", r->device);
+                         dr_mode_name(r->mode), r->iterations, r->warmup, r->max_streams,
+                         r->max_streams_set ? "" : "(default)", r->device);
   if (r->release_threshold_set)
     g_string_append_printf(out, " release_threshold=%" G_GUINT64_FORMAT, r->release_threshold);
-  if (r->fallback_streams) g_string_append(out, " fallback=streams");
+  if (r->fallback_streams) g_string_append_printf(out, " fallback=%s", dr_fallback_name(DR_FALLBACK_STREAMS));
   g_string_append_c(out, '\n');
   for (guint i = 0; i < graph->buffers->len; i++) {
     const DrBuffer *b = dr_graph_buffer(graph, i);
     g_string_append_printf(out, "buffer %s %s[%" G_GUINT64_FORMAT "] %s", b->name, dr_elem_name(b->type),
-                           b->count, b->where == DR_WHERE_HOST ? "host" : "device");
+                           b->count, dr_where_name(b->where));
     if (b->init != DR_INIT_NONE) {
-      g_string_append_printf(out, " init=%s", init_names[b->init]);
+      g_string_append_printf(out, " init=%s", dr_init_name(b->init));
       if (b->init == DR_INIT_RANDOM) g_string_append_printf(out, "(%" G_GUINT64_FORMAT ")", b->init_seed);
       if (b->init == DR_INIT_FILE) g_string_append_printf(out, "(%s)", b->init_path);
     }
@@ -410,12 +354,15 @@ void dr_graph_dump(const DrGraph *graph, GString *out) {
     const DrNode *n = dr_graph_node(graph, i);
     g_string_append_printf(out, "node %s %s", n->id, dr_op_name(n->op));
     if (n->op == DR_OP_KERNEL) g_string_append_printf(out, " %s", dr_graph_kernel(graph, n->kernel)->name);
-    if (n->op == DR_OP_HOST && n->callback) g_string_append(out, " <callback>");
-    else if (n->op == DR_OP_HOST) g_string_append_printf(out, " %s", dr_host_fn_name(n->host_fn));
+    if (n->op == DR_OP_HOST && n->callback)
+      g_string_append(out, " <callback>");
+    else if (n->op == DR_OP_HOST)
+      g_string_append_printf(out, " %s", dr_host_fn_name(n->host_fn));
     if (n->op == DR_OP_MEMSET) g_string_append_printf(out, " value=%u", n->memset_value);
     if (n->op == DR_OP_ALLOC || n->op == DR_OP_FREE)
       g_string_append_printf(out, " %s", dr_graph_buffer(graph, n->buffer)->name);
-    if (n->priority != DR_PRIORITY_NORMAL) g_string_append_printf(out, " priority=%s", dr_priority_name(n->priority));
+    if (n->priority != DR_PRIORITY_NORMAL)
+      g_string_append_printf(out, " priority=%s", dr_priority_name(n->priority));
     if (n->device >= 0) g_string_append_printf(out, " device=%d", n->device);
     if (n->label) g_string_append_printf(out, " label=\"%s\"", n->label);
     if (n->grid[0]) g_string_append_printf(out, " grid=[%u,%u,%u]", n->grid[0], n->grid[1], n->grid[2]);
@@ -440,10 +387,18 @@ void dr_graph_dump(const DrGraph *graph, GString *out) {
       const char *pname = arg->param < n_params ? params[arg->param].name : "?";
       g_string_append_printf(out, "  arg %s = ", pname);
       switch (arg->kind) {
-        case DR_ARG_BUFFER: dump_access(graph, dr_graph_access(graph, arg->v.access), out); break;
-        case DR_ARG_INT: g_string_append_printf(out, "%" G_GINT64_FORMAT, arg->v.i); break;
-        case DR_ARG_FLOAT: g_string_append_printf(out, "%.17g", arg->v.f); break;
-        case DR_ARG_STRING: g_string_append_printf(out, "\"%s\"", arg->v.s); break;
+        case DR_ARG_BUFFER:
+          dump_access(graph, dr_graph_access(graph, arg->v.access), out);
+          break;
+        case DR_ARG_INT:
+          g_string_append_printf(out, "%" G_GINT64_FORMAT, arg->v.i);
+          break;
+        case DR_ARG_FLOAT:
+          g_string_append_printf(out, "%.17g", arg->v.f);
+          break;
+        case DR_ARG_STRING:
+          g_string_append_printf(out, "\"%s\"", arg->v.s);
+          break;
       }
       g_string_append_c(out, '\n');
     }

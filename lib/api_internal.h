@@ -29,7 +29,7 @@
 #include "ir/suggest.h"
 #include "scheduler/passes.h"
 #include "scheduler/planner.h"
-/* After the internal headers: its copies of their types are then skipped. */
+/* The public API these files implement (its types are the internals' own). */
 #include "include/dagrun/dagrun.h"
 
 #define MAX_PARAMS 32

@@ -9,6 +9,12 @@
 #include "ir/suggest.h"
 #include "parser/internal.h"
 
+/* Reports "expected CHOICES" (a name table's spellings) at v. */
+static void expected(DrParse *p, const DrYNode *v, const char *what, const char *key, const char *choices) {
+  g_autofree char *msg = g_strconcat("expected ", choices, NULL);
+  dr__parse_error_at(p, v, what, key, msg);
+}
+
 /* ---- run: and memory: -------------------------------------------------- */
 
 #define RUN_KEY_LIST(X)         \
@@ -40,12 +46,7 @@ void dr__parse_run(DrParse *p, const DrYNode *v) {
   if (s[RUN_MODE] != NULL) {
     g_autofree char *m = NULL;
     if (dr__parse_string(p, "run", "mode", s[RUN_MODE], NULL, &m)) {
-      if (strcmp(m, "streams") == 0)
-        r->mode = DR_MODE_STREAMS;
-      else if (strcmp(m, "graph") == 0)
-        r->mode = DR_MODE_GRAPH;
-      else
-        dr__parse_error_at(p, s[RUN_MODE], "run", "mode", "expected 'streams' or 'graph'");
+      if (!dr_mode_from_name(m, &r->mode)) expected(p, s[RUN_MODE], "run", "mode", dr_mode_choices());
     }
   }
   if (s[RUN_ITERATIONS] && dr__parse_int(p, "run", "iterations", s[RUN_ITERATIONS], NULL, 1, G_MAXINT32, &i))
@@ -61,12 +62,11 @@ void dr__parse_run(DrParse *p, const DrYNode *v) {
   if (s[RUN_FALLBACK] != NULL) {
     g_autofree char *f = NULL;
     if (dr__parse_string(p, "run", "fallback", s[RUN_FALLBACK], NULL, &f)) {
-      if (strcmp(f, "none") == 0)
-        r->fallback_streams = FALSE;
-      else if (strcmp(f, "streams") == 0)
-        r->fallback_streams = TRUE;
+      DrFallback fb;
+      if (dr_fallback_from_name(f, &fb))
+        r->fallback_streams = fb == DR_FALLBACK_STREAMS;
       else
-        dr__parse_error_at(p, s[RUN_FALLBACK], "run", "fallback", "expected 'none' or 'streams'");
+        expected(p, s[RUN_FALLBACK], "run", "fallback", dr_fallback_choices());
     }
   }
 }
@@ -205,12 +205,7 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
   if (s[BUF_WHERE] != NULL) {
     g_autofree char *w = NULL;
     if (dr__parse_string(p, what, "where", s[BUF_WHERE], NULL, &w)) {
-      if (strcmp(w, "device") == 0)
-        b.where = DR_WHERE_DEVICE;
-      else if (strcmp(w, "host") == 0)
-        b.where = DR_WHERE_HOST;
-      else
-        dr__parse_error_at(p, s[BUF_WHERE], what, "where", "expected 'device' or 'host'");
+      if (!dr_where_from_name(w, &b.where)) expected(p, s[BUF_WHERE], what, "where", dr_where_choices());
     }
   }
   if (s[BUF_INIT] != NULL) parse_init(p, what, s[BUF_INIT], &b);
@@ -290,13 +285,7 @@ static gboolean parse_param(DrParse *p, const char *what, const DrYNode *v, DrPa
       dr__parse_error_at(p, s[2], what, "access", msg);
       return FALSE;
     }
-    gboolean found = FALSE;
-    for (guint m = 0; m < DR_ACCESS_N_MODES && !found; m++)
-      if (strcmp(a, dr_access_mode_name((DrAccessMode)m)) == 0) {
-        out->access = (DrAccessMode)m;
-        found = TRUE;
-      }
-    if (!found) {
+    if (!dr_access_mode_from_name(a, &out->access)) {
       dr__parse_error_at(p, s[2], what, "access", "expected read, write or readwrite");
       return FALSE;
     }

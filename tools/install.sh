@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install.sh PREFIX: builds the dagrun C library with Bazel and installs it
 # for use outside Bazel:
-#   PREFIX/include/dagrun/{dagrun,version,elem_types}.h
+#   PREFIX/include/dagrun/{dagrun,version,types,kernel}.h
 #   PREFIX/lib/libdagrun.a       every dagrun object (ir, parser, scheduler,
 #                                kernels incl. the nvcc objects, backends,
 #                                lib) in one archive; GLib and libyaml stay
@@ -61,7 +61,7 @@ for o in "${objects[@]}"; do
 done
 
 mkdir -p "$prefix/include/dagrun" "$prefix/lib/pkgconfig"
-install -m 0644 include/dagrun/dagrun.h include/dagrun/version.h include/dagrun/elem_types.h \
+install -m 0644 include/dagrun/dagrun.h include/dagrun/version.h include/dagrun/types.h include/dagrun/kernel.h \
   "$prefix/include/dagrun/"
 
 rm -f "$prefix/lib/libdagrun.a"

@@ -28,14 +28,14 @@ grep_log() { # NAME PATTERN: the last command's output must match
   if grep -q -- "$2" "$tmp/log"; then ok "$1"; else not_ok "$1: no '$2' in the output"; fi
 }
 
-echo "1..21"
+echo "1..22"
 check "install" "$root/tools/install.sh" "$prefix"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "pkg-config knows dagrun" pkg-config --exists dagrun
 want=$(sed -n 's/^#define DAGRUN_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
   "$root/include/dagrun/version.h" | paste -sd. -)
 check "pkg-config version" test "$(pkg-config --modversion dagrun)" = "$want"
-for h in dagrun.h version.h elem_types.h; do
+for h in dagrun.h version.h types.h kernel.h; do
   # shellcheck disable=SC2046
   check "header $h compiles alone" sh -c "echo '#include <dagrun/$h>' |
     $cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c - $(pkg-config --cflags dagrun)"
