@@ -410,14 +410,20 @@ static gboolean write_outputs(const DrReport *report, const DrPlan *plan, const 
   return TRUE;
 }
 
-DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
-  g_return_val_if_fail(plan != NULL, NULL);
+/* `opts_in`, or the graph's defaults when NULL; at least one iteration. */
+static DrRunOptions options_for(const DrPlan *plan, const DrRunOptions *opts_in) {
   DrRunOptions opts;
   if (opts_in)
     opts = *opts_in;
   else
     dr_run_options_init(&opts, plan->graph);
   if (opts.iterations == 0) opts.iterations = 1;
+  return opts;
+}
+
+DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
+  g_return_val_if_fail(plan != NULL, NULL);
+  DrRunOptions opts = options_for(plan, opts_in);
   const DrBackendOps *ops = choose_backend(&opts, error);
   if (ops == NULL) return NULL;
 
@@ -456,12 +462,7 @@ struct DrSession {
 
 DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
   g_return_val_if_fail(plan != NULL, NULL);
-  DrRunOptions opts;
-  if (opts_in)
-    opts = *opts_in;
-  else
-    dr_run_options_init(&opts, plan->graph);
-  if (opts.iterations == 0) opts.iterations = 1;
+  DrRunOptions opts = options_for(plan, opts_in);
   if (opts.verify) {
     g_set_error(
         error, DR_ERROR, DR_ERROR_USAGE,
