@@ -29,11 +29,10 @@ static void report(DrBuild *b, DrLoc loc, const char *key, const char *fmt, ...)
     dr_diags_error(b->diags, loc, "%s: %s", b->what->str, msg);
 }
 
-void dr_build_init(DrBuild *b, DrGraph *g, DrDiags *diags, gboolean keep_partial) {
+void dr_build_init(DrBuild *b, DrGraph *g, DrDiags *diags) {
   memset(b, 0, sizeof *b);
   b->g = g;
   b->diags = diags;
-  b->keep_partial = keep_partial;
   b->what = g_string_new(NULL);
   b->scratch = g_string_new(NULL);
   b->callee = g_string_new(NULL);

@@ -20,7 +20,9 @@
  * dr_build_node_commit, which adds the node with the accesses and
  * arguments that passed. The parser commits even after an error (the file
  * fails anyway, and later `after:` references then find the node); the
- * library commits only when nothing was reported. */
+ * library commits only when nothing was reported. Buffers alike: the
+ * parser adds a buffer whose keys had a problem (so that the nodes naming
+ * it do not cascade into "unknown buffer"), the library only a valid one. */
 #ifndef DAGRUN_IR_BUILD_H
 #define DAGRUN_IR_BUILD_H
 
@@ -90,9 +92,8 @@ typedef struct {
 typedef struct {
   DrGraph *g;
   DrDiags *diags;
-  GString *what;         /* "node 'ID'" (or the caller's context) */
-  GString *scratch;      /* messages' "argument 'x'" */
-  gboolean keep_partial; /* buffers: add even after a reported problem */
+  GString *what;    /* "node 'ID'" (or the caller's context) */
+  GString *scratch; /* messages' "argument 'x'" */
   /* the node being built */
   DrNode node;
   guint errors_at_begin;
@@ -111,7 +112,7 @@ typedef struct {
 
 /* Prepares `b` to build into `g`, reporting into `diags` (both borrowed).
  * Release with dr_build_clear. */
-void dr_build_init(DrBuild *b, DrGraph *g, DrDiags *diags, gboolean keep_partial);
+void dr_build_init(DrBuild *b, DrGraph *g, DrDiags *diags);
 void dr_build_clear(DrBuild *b);
 
 /* Sets the message context to "node 'ID'" and returns it (owned by b). */

@@ -11,7 +11,7 @@
 
 void dr__api_build_begin(DrApiBuild *x, DrPipeline *p) {
   x->diags = dr_diags_new(1);
-  dr_build_init(&x->b, p->graph, x->diags, FALSE);
+  dr_build_init(&x->b, p->graph, x->diags);
 }
 
 gboolean dr__api_build_end(DrApiBuild *x, GError **error) {

@@ -241,7 +241,7 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
   p->values_left = DR_PARSE_MAX_EXPANDED_VALUES;
   p->afters = g_array_new(FALSE, FALSE, sizeof(DrPendingAfter));
   p->deferred = g_ptr_array_new_with_free_func((GDestroyNotify)dr__ynode_unref);
-  dr_build_init(&p->build, graph, diags, TRUE);
+  dr_build_init(&p->build, graph, diags);
   p->arg_what = g_string_new(NULL);
   p->arg_key = g_string_new(NULL);
   Top top = {0};

@@ -68,5 +68,5 @@ grep_log "runner's changed alpha takes effect" "^run 3 on host: alpha 3.0, y\[1\
 check "static: pipelined against libdagrun.a" sh -c "$cc -std=c11 -o '$tmp/pipelined_static' '$root/examples/pipelined.c' \
   $(pkg-config --cflags dagrun) '$prefix/lib/libdagrun.a' $(pkg-config --static --libs dagrun | sed 's/-ldagrun//') &&
   ! ldd '$tmp/pipelined_static' | grep -q libdagrun && '$tmp/pipelined_static' 2"
-[ "$cases" -eq 21 ] || { echo "# planned 21 cases, ran $cases"; failed=$((failed + 1)); }
+[ "$cases" -eq 22 ] || { echo "# planned 22 cases, ran $cases"; failed=$((failed + 1)); }
 [ $failed -eq 0 ]
