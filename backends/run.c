@@ -14,24 +14,6 @@
 #include "backends/backend.h"
 #include "backends/verify.h"
 
-DR_DEFINE_NAME_TABLE(DrBackendKind, DR_BACKEND_LIST, backend, DR_N_BACKENDS, dr_backend_kind_name,
-                     dr_backend_kind_from_name)
-
-const char *dr_mode_name(DrMode mode) { return mode == DR_MODE_GRAPH ? "graph" : "streams"; }
-
-gboolean dr_mode_from_name(const char *name, DrMode *out) {
-  if (strcmp(name, "streams") == 0)
-    *out = DR_MODE_STREAMS;
-  else if (strcmp(name, "graph") == 0)
-    *out = DR_MODE_GRAPH;
-  else
-    return FALSE;
-  return TRUE;
-}
-
-DR_DEFINE_NAME_TABLE(DrTimingMode, DR_TIMING_LIST, timing, DR_N_TIMINGS, dr_timing_mode_name,
-                     dr_timing_mode_from_name)
-
 void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
   memset(opts, 0, sizeof *opts);
   opts->backend = DR_BACKEND_AUTO;
@@ -239,14 +221,20 @@ static gboolean write_outputs(const DrReport *report, const DrPlan *plan, const 
   return TRUE;
 }
 
-DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
-  g_return_val_if_fail(plan != NULL, NULL);
+/* `opts_in`, or the graph's defaults when NULL; at least one iteration. */
+static DrRunOptions options_for(const DrPlan *plan, const DrRunOptions *opts_in) {
   DrRunOptions opts;
   if (opts_in)
     opts = *opts_in;
   else
     dr_run_options_init(&opts, plan->graph);
   if (opts.iterations == 0) opts.iterations = 1;
+  return opts;
+}
+
+DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
+  g_return_val_if_fail(plan != NULL, NULL);
+  DrRunOptions opts = options_for(plan, opts_in);
   const DrBackendOps *ops = choose_backend(&opts, error);
   if (ops == NULL) return NULL;
 
@@ -285,12 +273,7 @@ struct DrSession {
 
 DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
   g_return_val_if_fail(plan != NULL, NULL);
-  DrRunOptions opts;
-  if (opts_in)
-    opts = *opts_in;
-  else
-    dr_run_options_init(&opts, plan->graph);
-  if (opts.iterations == 0) opts.iterations = 1;
+  DrRunOptions opts = options_for(plan, opts_in);
   if (opts.verify) {
     g_set_error(
         error, DR_ERROR, DR_ERROR_USAGE,

@@ -26,64 +26,9 @@
 
 G_BEGIN_DECLS
 
-/* X(ENUM_SUFFIX, spelling) */
-#define DR_BACKEND_LIST(X) \
-  X(AUTO, "auto")          \
-  X(CUDA, "cuda")          \
-  X(HOST, "host")
-
-typedef enum {
-#define DR_X(e, s) DR_BACKEND_##e,
-  DR_BACKEND_LIST(DR_X)
-#undef DR_X
-      DR_N_BACKENDS
-} DrBackendKind;
-
-const char *dr_backend_kind_name(DrBackendKind kind);
-gboolean dr_backend_kind_from_name(const char *name, DrBackendKind *out);
-const char *dr_mode_name(DrMode mode);
-gboolean dr_mode_from_name(const char *name, DrMode *out);
-
-/* X(ENUM_SUFFIX, spelling): how the CUDA backend times each node. OFF is 0
- * and STAMPS 1 so that code written when this was a gboolean (TRUE: time
- * every node) keeps its meaning and gets the cheap default.
- *   off:    the makespan only; node times are NAN.
- *   stamps: each node's end lands as a %globaltimer value in its slot of a
- *           device array (copied back once per iteration, after the
- *           join): eagerly, a built-in kernel writes it itself (its last
- *           block, DR_KFLAG_STAMPS, no extra launch) and other nodes get a
- *           one-thread stamp kernel after them; in a graph every node gets
- *           a stamp node on a side stream. A node's end is its stamp; its
- *           start is when it became ready: the latest of the iteration's
- *           start stamp, the end stamp of the previous node on its stream
- *           and the end stamps of the nodes it waits on. That
- *           "ready-to-end" interval includes any queueing behind other
- *           work. %globaltimer ticks in ns but may advance in ~1 µs steps.
- *   events: two timing events around each node, exact (the reference
- *           mode) but ~3-3.6 µs of GPU time per node on an H200.
- *   auto:   (the default) stamps in graph mode; in streams mode stamps
- *           unless more than 2 nodes in 5 would need a stamp launch (not
- *           self-stamping built-ins), else events. Measured on an H200
- *           (tests/backends, 500-kernel chain): stamps cost 0.12 µs per
- *           node in a graph and nothing measurable eagerly (-0.11 µs),
- *           events 3.8 and 2.1-3.0 µs; a stamp launch costs ~4 µs of host
- *           time eagerly.
- * The host backend times every node with host clocks whatever the mode. */
-#define DR_TIMING_LIST(X) \
-  X(OFF, "off")           \
-  X(STAMPS, "stamps")     \
-  X(EVENTS, "events")     \
-  X(AUTO, "auto")
-
-typedef enum {
-#define DR_X(e, s) DR_TIMING_##e,
-  DR_TIMING_LIST(DR_X)
-#undef DR_X
-      DR_N_TIMINGS
-} DrTimingMode;
-
-const char *dr_timing_mode_name(DrTimingMode mode);
-gboolean dr_timing_mode_from_name(const char *name, DrTimingMode *out);
+/* DrBackendKind, DrMode, DrTimingMode (what each timing mode does and
+ * costs) and DrVerified are the public header's (include/dagrun/types.h);
+ * their names are ir/names.h's. */
 
 typedef struct {
   DrBackendKind backend; /* auto: CUDA when a device is usable, else host */
@@ -97,7 +42,7 @@ typedef struct {
   guint64 delay_seed;
   guint32 delay_max_us; /* 0: 200 */
   gint32 device;        /* CUDA device ordinal */
-  /* How to time every node (see DR_TIMING_LIST). Events cost ~3-3.6 µs of
+  /* How to time every node (see DR_TIMING_LIST, include/dagrun/types.h). Events cost ~3-3.6 µs of
    * GPU time per node in both modes, measured on an H200 by
    * tests/backends/backends_gpu_test.c (a 500-node chain of small kernels
    * went from 1.0 to 4.7 µs/node in graph mode); stamps are the default.

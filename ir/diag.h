@@ -11,6 +11,8 @@
 
 #include <glib.h>
 
+#include "include/dagrun/dagrun.h"
+
 G_BEGIN_DECLS
 
 /* A place in a source file. `file` is a string owned by whoever made the
@@ -24,30 +26,9 @@ typedef struct {
 
 #define DR_LOC_NONE ((DrLoc){NULL, 0, 0})
 
-/* dagrun's GError domain. Each code maps to one of the spec's exit codes
- * (dr_error_exit_code). */
-#define DR_ERROR (dr_error_quark())
-GQuark dr_error_quark(void);
-
-/* X(ENUM_SUFFIX, exit_code) */
-#define DR_ERROR_CODE_LIST(X) \
-  X(USAGE, 64)                \
-  X(INVALID, 65)              \
-  X(IO, 66)                   \
-  X(UNAVAILABLE, 69)          \
-  X(RUNTIME, 70)              \
-  X(VERIFY, 1)                \
-  X(INTERRUPTED, 70)
-
-typedef enum {
-#define DR_X(e, code) DR_ERROR_##e,
-  DR_ERROR_CODE_LIST(DR_X)
-#undef DR_X
-} DrErrorCode;
-
-/* Returns the process exit code the spec assigns to `error` (70 for errors
- * of other domains, 0 for NULL). */
-int dr_error_exit_code(const GError *error);
+/* dagrun's GError domain (DR_ERROR, dr_error_quark), its codes
+ * (DrErrorCode, with their exit codes in DR_ERROR_CODE_LIST) and
+ * dr_error_exit_code are the public header's: include/dagrun/dagrun.h. */
 
 typedef enum { DR_DIAG_ERROR, DR_DIAG_NOTE } DrDiagKind;
 

@@ -5,61 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the X-macro tables ------------------------------------------------ */
-
-static const struct {
-  const char *name;
-  guint size;
-} elem_info[] = {
-#define DR_X(e, s, n) {s, n},
-    DR_ELEM_TYPE_LIST(DR_X)
-#undef DR_X
-};
-
-guint dr_elem_size(DrElemType type) {
-  g_return_val_if_fail(type < DR_ELEM_N_TYPES, 1);
-  return elem_info[type].size;
-}
-
-const char *dr_elem_name(DrElemType type) {
-  g_return_val_if_fail(type < DR_ELEM_N_TYPES, "?");
-  return elem_info[type].name;
-}
-
-gboolean dr_elem_from_name(const char *name, DrElemType *out) {
-  for (guint i = 0; i < DR_ELEM_N_TYPES; i++)
-    if (strcmp(name, elem_info[i].name) == 0) {
-      *out = (DrElemType)i;
-      return TRUE;
-    }
-  return FALSE;
-}
-
-static const struct {
-  const char *name;
-  gboolean reads, writes;
-} access_info[] = {
-#define DR_X(e, s, r, w) {s, r, w},
-    DR_ACCESS_MODE_LIST(DR_X)
-#undef DR_X
-};
-
-const char *dr_access_mode_name(DrAccessMode mode) { return access_info[mode].name; }
-gboolean dr_access_reads(DrAccessMode mode) { return access_info[mode].reads; }
-gboolean dr_access_writes(DrAccessMode mode) { return access_info[mode].writes; }
-
-
-DR_DEFINE_NAME_TABLE(DrOp, DR_OP_LIST, op, DR_N_OPS, dr_op_name, dr_op_from_name)
-DR_DEFINE_NAME_TABLE(DrPriority, DR_PRIORITY_LIST, priority, DR_N_PRIORITIES, dr_priority_name,
-                  dr_priority_from_name)
-DR_DEFINE_NAME_TABLE(DrHostFn, DR_HOST_FN_LIST, host_fn, DR_N_HOST_FNS, dr_host_fn_name,
-                  dr_host_fn_from_name)
-
-static const char *const edge_kind_names[] = {DR_EDGE_KIND_LIST(DR_NAME_X)};
-const char *dr_edge_kind_name(DrEdgeKind kind) { return edge_kind_names[kind]; }
-
-static const char *const init_names[] = {DR_INIT_LIST(DR_NAME_X)};
-
 /* Host function parameters: print(message, buffer?), sleep(us),
  * checksum(buffer). Buffers must be host-visible (checked by the parser). */
 static const DrParam print_params[] = {
@@ -222,9 +167,7 @@ DrId dr_graph_add_kernel(DrGraph *graph, const DrKernelDecl *decl) {
   return id;
 }
 
-DrId dr_graph_find_node(const DrGraph *graph, const char *id) {
-  return index_find(graph->node_index, id);
-}
+DrId dr_graph_find_node(const DrGraph *graph, const char *id) { return index_find(graph->node_index, id); }
 DrId dr_graph_find_buffer(const DrGraph *graph, const char *name) {
   return index_find(graph->buffer_index, name);
 }
@@ -294,62 +237,84 @@ void dr_graph_sort_edges(DrGraph *graph) {
 
 /* ---- invariants -------------------------------------------------------- */
 
-#define FAIL(...)                                                      \
-  do {                                                                 \
-    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, __VA_ARGS__);       \
-    return FALSE;                                                      \
+#define FAIL(...)                                                \
+  do {                                                           \
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, __VA_ARGS__); \
+    return FALSE;                                                \
   } while (0)
+
+/* I3 for a kernel node's arguments: existing parameters, each once. */
+static gboolean check_kernel_args(const DrGraph *graph, const DrNode *n, GError **error) {
+  if (n->kernel >= graph->kernels->len) FAIL("I3: kernel node '%s' names no kernel", n->id);
+  const DrKernelDecl *k = dr_graph_kernel(graph, n->kernel);
+  guint64 seen = 0;
+  for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
+    const DrArg *arg = dr_graph_arg(graph, a);
+    if (arg->param >= k->n_params) FAIL("I3: arg %u of '%s' names no parameter", a, n->id);
+    if (arg->param < 64) {
+      if (seen & (G_GUINT64_CONSTANT(1) << arg->param))
+        FAIL("I3: parameter %u of '%s' bound twice", arg->param, n->id);
+      seen |= G_GUINT64_CONSTANT(1) << arg->param;
+    }
+  }
+  return TRUE;
+}
+
+/* I2 and I3 within node n: its accesses in bounds, its buffer arguments
+ * naming its own accesses. */
+static gboolean check_node_ranges(const DrGraph *graph, const DrNode *n, GError **error) {
+  for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++) {
+    const DrAccess *ac = dr_graph_access(graph, a);
+    if (ac->buffer >= graph->buffers->len) FAIL("I2: access %u of '%s' names no buffer", a, n->id);
+    const DrBuffer *b = dr_graph_buffer(graph, ac->buffer);
+    if (ac->begin > ac->end || ac->end > b->count)
+      FAIL("I2: access %u of '%s' out of bounds of '%s'", a, n->id, b->name);
+  }
+  for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
+    const DrArg *arg = dr_graph_arg(graph, a);
+    if (arg->kind == DR_ARG_BUFFER &&
+        (arg->v.access < n->access_first || arg->v.access >= n->access_first + n->access_count))
+      FAIL("I3: buffer arg %u of '%s' names an access of another node", a, n->id);
+  }
+  return TRUE;
+}
+
+/* I5 for alloc and free node i. */
+static gboolean check_lifetime_node(const DrGraph *graph, DrId i, const DrNode *n, GError **error) {
+  if (n->buffer >= graph->buffers->len) FAIL("I5: '%s' names no buffer", n->id);
+  const DrBuffer *b = dr_graph_buffer(graph, n->buffer);
+  if (b->where != DR_WHERE_DEVICE) FAIL("I5: '%s' names host buffer '%s'", n->id, b->name);
+  /* The buffer records the first alloc and free; a second one is legal
+   * IR until the lifetimes pass rejects it. */
+  DrId first = n->op == DR_OP_ALLOC ? b->alloc_node : b->free_node;
+  if (first == DR_NONE || first > i) FAIL("I5: buffer '%s' does not record '%s'", b->name, n->id);
+  return TRUE;
+}
+
+/* I1-I3 and I5 for node i; advances the tiling cursors. */
+static gboolean check_node(const DrGraph *graph, DrId i, guint32 *next_access, guint32 *next_arg,
+                           GError **error) {
+  const DrNode *n = dr_graph_node(graph, i);
+  if (n->id == NULL || n->id[0] == '\0') FAIL("I1: node %u has no id", i);
+  if (dr_graph_find_node(graph, n->id) != i) FAIL("I1: node id '%s' not unique", n->id);
+  if (n->access_first != *next_access) FAIL("I2: accesses of '%s' do not tile", n->id);
+  *next_access += n->access_count;
+  if (n->arg_first != *next_arg) FAIL("I3: args of '%s' do not tile", n->id);
+  *next_arg += n->arg_count;
+  if (n->callback > graph->callbacks->len) FAIL("I3: host node '%s' names no callback", n->id);
+  if (!check_node_ranges(graph, n, error)) return FALSE;
+  if (n->op == DR_OP_KERNEL && !check_kernel_args(graph, n, error)) return FALSE;
+  if ((n->op == DR_OP_ALLOC || n->op == DR_OP_FREE) && !check_lifetime_node(graph, i, n, error)) return FALSE;
+  return TRUE;
+}
 
 gboolean dr_graph_check(const DrGraph *graph, GError **error) {
   guint32 n_nodes = graph->nodes->len;
   guint32 next_access = 0, next_arg = 0;
-  for (DrId i = 0; i < n_nodes; i++) {
-    const DrNode *n = dr_graph_node(graph, i);
-    if (n->id == NULL || n->id[0] == '\0') FAIL("I1: node %u has no id", i);
-    if (dr_graph_find_node(graph, n->id) != i) FAIL("I1: node id '%s' not unique", n->id);
-    if (n->access_first != next_access) FAIL("I2: accesses of '%s' do not tile", n->id);
-    next_access += n->access_count;
-    if (n->arg_first != next_arg) FAIL("I3: args of '%s' do not tile", n->id);
-    next_arg += n->arg_count;
-    if (n->callback > graph->callbacks->len) FAIL("I3: host node '%s' names no callback", n->id);
-    for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++) {
-      const DrAccess *ac = dr_graph_access(graph, a);
-      if (ac->buffer >= graph->buffers->len) FAIL("I2: access %u of '%s' names no buffer", a, n->id);
-      const DrBuffer *b = dr_graph_buffer(graph, ac->buffer);
-      if (ac->begin > ac->end || ac->end > b->count)
-        FAIL("I2: access %u of '%s' out of bounds of '%s'", a, n->id, b->name);
-    }
-    if (n->op == DR_OP_KERNEL) {
-      if (n->kernel >= graph->kernels->len) FAIL("I3: kernel node '%s' names no kernel", n->id);
-      const DrKernelDecl *k = dr_graph_kernel(graph, n->kernel);
-      guint64 seen = 0;
-      for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
-        const DrArg *arg = dr_graph_arg(graph, a);
-        if (arg->param >= k->n_params) FAIL("I3: arg %u of '%s' names no parameter", a, n->id);
-        if (arg->param < 64) {
-          if (seen & (G_GUINT64_CONSTANT(1) << arg->param))
-            FAIL("I3: parameter %u of '%s' bound twice", arg->param, n->id);
-          seen |= G_GUINT64_CONSTANT(1) << arg->param;
-        }
-      }
-    }
-    for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
-      const DrArg *arg = dr_graph_arg(graph, a);
-      if (arg->kind == DR_ARG_BUFFER &&
-          (arg->v.access < n->access_first || arg->v.access >= n->access_first + n->access_count))
-        FAIL("I3: buffer arg %u of '%s' names an access of another node", a, n->id);
-    }
-    if (n->op == DR_OP_ALLOC || n->op == DR_OP_FREE) {
-      if (n->buffer >= graph->buffers->len) FAIL("I5: '%s' names no buffer", n->id);
-      const DrBuffer *b = dr_graph_buffer(graph, n->buffer);
-      if (b->where != DR_WHERE_DEVICE) FAIL("I5: '%s' names host buffer '%s'", n->id, b->name);
-      /* The buffer records the first alloc and free; a second one is legal
-       * IR until the lifetimes pass rejects it. */
-      DrId first = n->op == DR_OP_ALLOC ? b->alloc_node : b->free_node;
-      if (first == DR_NONE || first > i) FAIL("I5: buffer '%s' does not record '%s'", b->name, n->id);
-    }
-  }
-  if (next_access != graph->accesses->len) FAIL("I2: %u accesses belong to no node", graph->accesses->len - next_access);
+  for (DrId i = 0; i < n_nodes; i++)
+    if (!check_node(graph, i, &next_access, &next_arg, error)) return FALSE;
+  if (next_access != graph->accesses->len)
+    FAIL("I2: %u accesses belong to no node", graph->accesses->len - next_access);
   if (next_arg != graph->args->len) FAIL("I3: %u args belong to no node", graph->args->len - next_arg);
   for (guint i = 0; i < graph->edges->len; i++) {
     const DrEdge *e = dr_graph_edge(graph, i);
@@ -368,86 +333,112 @@ static void dump_access(const DrGraph *g, const DrAccess *a, GString *out) {
                          dr_access_mode_name(a->mode), b->name, a->begin, a->end);
 }
 
-void dr_graph_dump(const DrGraph *graph, GString *out) {
+static void dump_run(const DrGraph *graph, GString *out) {
   const DrRunConfig *r = &graph->run;
   g_string_append_printf(out, "pipeline %s\n", graph->name);
   g_string_append_printf(out, "run mode=%s iterations=%u warmup=%u max_streams=%u%s device=%d",
-                         r->mode == DR_MODE_GRAPH ? "graph" : "streams", r->iterations, r->warmup,
-                         r->max_streams, r->max_streams_set ? "" : "(default)", r->device);
+                         dr_mode_name(r->mode), r->iterations, r->warmup, r->max_streams,
+                         r->max_streams_set ? "" : "(default)", r->device);
   if (r->release_threshold_set)
     g_string_append_printf(out, " release_threshold=%" G_GUINT64_FORMAT, r->release_threshold);
-  if (r->fallback_streams) g_string_append(out, " fallback=streams");
+  if (r->fallback_streams) g_string_append_printf(out, " fallback=%s", dr_fallback_name(DR_FALLBACK_STREAMS));
   g_string_append_c(out, '\n');
-  for (guint i = 0; i < graph->buffers->len; i++) {
-    const DrBuffer *b = dr_graph_buffer(graph, i);
-    g_string_append_printf(out, "buffer %s %s[%" G_GUINT64_FORMAT "] %s", b->name, dr_elem_name(b->type),
-                           b->count, b->where == DR_WHERE_HOST ? "host" : "device");
-    if (b->init != DR_INIT_NONE) {
-      g_string_append_printf(out, " init=%s", init_names[b->init]);
-      if (b->init == DR_INIT_RANDOM) g_string_append_printf(out, "(%" G_GUINT64_FORMAT ")", b->init_seed);
-      if (b->init == DR_INIT_FILE) g_string_append_printf(out, "(%s)", b->init_path);
-    }
-    if (b->save_path) g_string_append_printf(out, " save=%s", b->save_path);
-    if (b->alloc_node != DR_NONE)
-      g_string_append_printf(out, " alloc=%s", dr_graph_node(graph, b->alloc_node)->id);
-    if (b->free_node != DR_NONE)
-      g_string_append_printf(out, " free=%s", dr_graph_node(graph, b->free_node)->id);
+}
+
+static void dump_buffer(const DrGraph *graph, const DrBuffer *b, GString *out) {
+  g_string_append_printf(out, "buffer %s %s[%" G_GUINT64_FORMAT "] %s", b->name, dr_elem_name(b->type),
+                         b->count, dr_where_name(b->where));
+  if (b->init != DR_INIT_NONE) {
+    g_string_append_printf(out, " init=%s", dr_init_name(b->init));
+    if (b->init == DR_INIT_RANDOM) g_string_append_printf(out, "(%" G_GUINT64_FORMAT ")", b->init_seed);
+    if (b->init == DR_INIT_FILE) g_string_append_printf(out, "(%s)", b->init_path);
+  }
+  if (b->save_path) g_string_append_printf(out, " save=%s", b->save_path);
+  if (b->alloc_node != DR_NONE)
+    g_string_append_printf(out, " alloc=%s", dr_graph_node(graph, b->alloc_node)->id);
+  if (b->free_node != DR_NONE)
+    g_string_append_printf(out, " free=%s", dr_graph_node(graph, b->free_node)->id);
+  g_string_append_c(out, '\n');
+}
+
+static void dump_kernel(const DrKernelDecl *k, GString *out) {
+  g_string_append_printf(out, "kernel %s entry=%s (", k->name, k->entry ? k->entry : k->name);
+  for (guint32 p = 0; p < k->n_params; p++) {
+    const DrParam *pp = &k->params[p];
+    g_string_append_printf(out, "%s%s %s%s", p ? ", " : "", pp->name, dr_elem_name(pp->type),
+                           pp->is_pointer ? "*" : "");
+    if (pp->is_pointer) g_string_append_printf(out, " %s", dr_access_mode_name(pp->access));
+  }
+  g_string_append(out, ")\n");
+}
+
+/* The node's line: id, op and what the op names, then its settings. */
+static void dump_node_line(const DrGraph *graph, const DrNode *n, GString *out) {
+  g_string_append_printf(out, "node %s %s", n->id, dr_op_name(n->op));
+  if (n->op == DR_OP_KERNEL) g_string_append_printf(out, " %s", dr_graph_kernel(graph, n->kernel)->name);
+  if (n->op == DR_OP_HOST && n->callback)
+    g_string_append(out, " <callback>");
+  else if (n->op == DR_OP_HOST)
+    g_string_append_printf(out, " %s", dr_host_fn_name(n->host_fn));
+  if (n->op == DR_OP_MEMSET) g_string_append_printf(out, " value=%u", n->memset_value);
+  if (n->op == DR_OP_ALLOC || n->op == DR_OP_FREE)
+    g_string_append_printf(out, " %s", dr_graph_buffer(graph, n->buffer)->name);
+  if (n->priority != DR_PRIORITY_NORMAL)
+    g_string_append_printf(out, " priority=%s", dr_priority_name(n->priority));
+  if (n->device >= 0) g_string_append_printf(out, " device=%d", n->device);
+  if (n->label) g_string_append_printf(out, " label=\"%s\"", n->label);
+  if (n->grid[0]) g_string_append_printf(out, " grid=[%u,%u,%u]", n->grid[0], n->grid[1], n->grid[2]);
+  if (n->block[0]) g_string_append_printf(out, " block=[%u,%u,%u]", n->block[0], n->block[1], n->block[2]);
+  if (n->shared) g_string_append_printf(out, " shared=%u", n->shared);
+  g_string_append_c(out, '\n');
+}
+
+static void dump_arg(const DrGraph *graph, const DrArg *arg, const char *pname, GString *out) {
+  g_string_append_printf(out, "  arg %s = ", pname);
+  switch (arg->kind) {
+    case DR_ARG_BUFFER:
+      dump_access(graph, dr_graph_access(graph, arg->v.access), out);
+      break;
+    case DR_ARG_INT:
+      g_string_append_printf(out, "%" G_GINT64_FORMAT, arg->v.i);
+      break;
+    case DR_ARG_FLOAT:
+      g_string_append_printf(out, "%.17g", arg->v.f);
+      break;
+    case DR_ARG_STRING:
+      g_string_append_printf(out, "\"%s\"", arg->v.s);
+      break;
+  }
+  g_string_append_c(out, '\n');
+}
+
+static void dump_node(const DrGraph *graph, const DrNode *n, GString *out) {
+  dump_node_line(graph, n, out);
+  for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++) {
+    g_string_append(out, "  access ");
+    dump_access(graph, dr_graph_access(graph, a), out);
     g_string_append_c(out, '\n');
   }
-  for (guint i = 0; i < graph->kernels->len; i++) {
-    const DrKernelDecl *k = dr_graph_kernel(graph, i);
-    if (k->origin != DR_KERNEL_USER) continue;
-    g_string_append_printf(out, "kernel %s entry=%s (", k->name, k->entry ? k->entry : k->name);
-    for (guint32 p = 0; p < k->n_params; p++) {
-      const DrParam *pp = &k->params[p];
-      g_string_append_printf(out, "%s%s %s%s", p ? ", " : "", pp->name, dr_elem_name(pp->type),
-                             pp->is_pointer ? "*" : "");
-      if (pp->is_pointer) g_string_append_printf(out, " %s", dr_access_mode_name(pp->access));
-    }
-    g_string_append(out, ")\n");
+  const DrParam *params = NULL;
+  guint32 n_params = 0;
+  if (n->op == DR_OP_KERNEL) {
+    params = dr_graph_kernel(graph, n->kernel)->params;
+    n_params = dr_graph_kernel(graph, n->kernel)->n_params;
+  } else if (n->op == DR_OP_HOST && !n->callback) {
+    params = dr_host_fn_params(n->host_fn, &n_params);
   }
-  for (guint i = 0; i < graph->nodes->len; i++) {
-    const DrNode *n = dr_graph_node(graph, i);
-    g_string_append_printf(out, "node %s %s", n->id, dr_op_name(n->op));
-    if (n->op == DR_OP_KERNEL) g_string_append_printf(out, " %s", dr_graph_kernel(graph, n->kernel)->name);
-    if (n->op == DR_OP_HOST && n->callback) g_string_append(out, " <callback>");
-    else if (n->op == DR_OP_HOST) g_string_append_printf(out, " %s", dr_host_fn_name(n->host_fn));
-    if (n->op == DR_OP_MEMSET) g_string_append_printf(out, " value=%u", n->memset_value);
-    if (n->op == DR_OP_ALLOC || n->op == DR_OP_FREE)
-      g_string_append_printf(out, " %s", dr_graph_buffer(graph, n->buffer)->name);
-    if (n->priority != DR_PRIORITY_NORMAL) g_string_append_printf(out, " priority=%s", dr_priority_name(n->priority));
-    if (n->device >= 0) g_string_append_printf(out, " device=%d", n->device);
-    if (n->label) g_string_append_printf(out, " label=\"%s\"", n->label);
-    if (n->grid[0]) g_string_append_printf(out, " grid=[%u,%u,%u]", n->grid[0], n->grid[1], n->grid[2]);
-    if (n->block[0]) g_string_append_printf(out, " block=[%u,%u,%u]", n->block[0], n->block[1], n->block[2]);
-    if (n->shared) g_string_append_printf(out, " shared=%u", n->shared);
-    g_string_append_c(out, '\n');
-    for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++) {
-      g_string_append(out, "  access ");
-      dump_access(graph, dr_graph_access(graph, a), out);
-      g_string_append_c(out, '\n');
-    }
-    const DrParam *params = NULL;
-    guint32 n_params = 0;
-    if (n->op == DR_OP_KERNEL) {
-      params = dr_graph_kernel(graph, n->kernel)->params;
-      n_params = dr_graph_kernel(graph, n->kernel)->n_params;
-    } else if (n->op == DR_OP_HOST && !n->callback) {
-      params = dr_host_fn_params(n->host_fn, &n_params);
-    }
-    for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
-      const DrArg *arg = dr_graph_arg(graph, a);
-      const char *pname = arg->param < n_params ? params[arg->param].name : "?";
-      g_string_append_printf(out, "  arg %s = ", pname);
-      switch (arg->kind) {
-        case DR_ARG_BUFFER: dump_access(graph, dr_graph_access(graph, arg->v.access), out); break;
-        case DR_ARG_INT: g_string_append_printf(out, "%" G_GINT64_FORMAT, arg->v.i); break;
-        case DR_ARG_FLOAT: g_string_append_printf(out, "%.17g", arg->v.f); break;
-        case DR_ARG_STRING: g_string_append_printf(out, "\"%s\"", arg->v.s); break;
-      }
-      g_string_append_c(out, '\n');
-    }
+  for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
+    const DrArg *arg = dr_graph_arg(graph, a);
+    dump_arg(graph, arg, arg->param < n_params ? params[arg->param].name : "?", out);
   }
+}
+
+void dr_graph_dump(const DrGraph *graph, GString *out) {
+  dump_run(graph, out);
+  for (guint i = 0; i < graph->buffers->len; i++) dump_buffer(graph, dr_graph_buffer(graph, i), out);
+  for (guint i = 0; i < graph->kernels->len; i++)
+    if (dr_graph_kernel(graph, i)->origin == DR_KERNEL_USER) dump_kernel(dr_graph_kernel(graph, i), out);
+  for (guint i = 0; i < graph->nodes->len; i++) dump_node(graph, dr_graph_node(graph, i), out);
   for (guint i = 0; i < graph->edges->len; i++) {
     const DrEdge *e = dr_graph_edge(graph, i);
     g_string_append_printf(out, "edge %s -> %s %s", dr_graph_node(graph, e->from)->id,

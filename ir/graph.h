@@ -34,80 +34,14 @@
 
 #include <glib.h>
 
-#include "include/dagrun/elem_types.h"
+#include "include/dagrun/types.h"
 #include "ir/diag.h"
+#include "ir/names.h"
 
 G_BEGIN_DECLS
 
 typedef guint32 DrId;
 #define DR_NONE G_MAXUINT32
-
-/* Defines `const char *to_name(Type)` and `gboolean from_name(const char *,
- * Type *)` over an X-macro list whose entries are X(ENUM_SUFFIX, spelling):
- * one table for both directions, so spellings cannot drift apart. Use it in
- * a .c file that includes <string.h>. */
-#define DR_NAME_X(e, s) s,
-#define DR_DEFINE_NAME_TABLE(Type, LIST, prefix, count, to_name, from_name) \
-  static const char *const prefix##_names[] = {LIST(DR_NAME_X)};           \
-  const char *to_name(Type v) {                                            \
-    g_return_val_if_fail((guint)v < (count), "?");                         \
-    return prefix##_names[v];                                              \
-  }                                                                        \
-  gboolean from_name(const char *name, Type *out) {                        \
-    for (guint i = 0; i < (count); i++)                                    \
-      if (strcmp(name, prefix##_names[i]) == 0) {                          \
-        *out = (Type)i;                                                    \
-        return TRUE;                                                       \
-      }                                                                    \
-    return FALSE;                                                          \
-  }
-
-/* Size in bytes and YAML spelling of an element type. */
-guint dr_elem_size(DrElemType type);
-const char *dr_elem_name(DrElemType type);
-/* Returns TRUE and sets *out when `name` spells a type ("f32"). */
-gboolean dr_elem_from_name(const char *name, DrElemType *out);
-const char *dr_access_mode_name(DrAccessMode mode);
-gboolean dr_access_reads(DrAccessMode mode);
-gboolean dr_access_writes(DrAccessMode mode);
-
-/* X(ENUM_SUFFIX, yaml_spelling) */
-#define DR_OP_LIST(X) \
-  X(KERNEL, "kernel")  \
-  X(COPY, "copy")      \
-  X(MEMSET, "memset")  \
-  X(ALLOC, "alloc")    \
-  X(FREE, "free")      \
-  X(HOST, "host")      \
-  X(NOOP, "noop")
-
-typedef enum {
-#define DR_X(e, s) DR_OP_##e,
-  DR_OP_LIST(DR_X)
-#undef DR_X
-  DR_N_OPS
-} DrOp;
-
-const char *dr_op_name(DrOp op);
-gboolean dr_op_from_name(const char *name, DrOp *out);
-
-/* X(ENUM_SUFFIX, yaml_spelling). Order matters: lower enum = lower priority. */
-#define DR_PRIORITY_LIST(X) \
-  X(LOW, "low")             \
-  X(NORMAL, "normal")       \
-  X(HIGH, "high")
-
-typedef enum {
-#define DR_X(e, s) DR_PRIORITY_##e,
-  DR_PRIORITY_LIST(DR_X)
-#undef DR_X
-  DR_N_PRIORITIES
-} DrPriority;
-
-const char *dr_priority_name(DrPriority p);
-gboolean dr_priority_from_name(const char *name, DrPriority *out);
-
-typedef enum { DR_WHERE_DEVICE, DR_WHERE_HOST } DrWhere;
 
 /* X(ENUM_SUFFIX, spelling) */
 #define DR_INIT_LIST(X) \
@@ -123,6 +57,9 @@ typedef enum {
 #undef DR_X
 } DrInitKind;
 
+const char *dr_init_name(DrInitKind kind);
+gboolean dr_init_from_name(const char *name, DrInitKind *out);
+
 typedef struct {
   const char *name; /* interned */
   DrLoc loc;        /* the buffer's key in `buffers:` */
@@ -137,9 +74,7 @@ typedef struct {
   DrId free_node;
 } DrBuffer;
 
-static inline guint64 dr_buffer_bytes(const DrBuffer *b) {
-  return b->count * (guint64)dr_elem_size(b->type);
-}
+static inline guint64 dr_buffer_bytes(const DrBuffer *b) { return b->count * (guint64)dr_elem_size(b->type); }
 
 /* One use of a buffer range by a node, in elements [begin, end). */
 typedef struct {
@@ -207,7 +142,7 @@ typedef enum {
 #define DR_X(e, s) DR_HOST_FN_##e,
   DR_HOST_FN_LIST(DR_X)
 #undef DR_X
-  DR_N_HOST_FNS
+      DR_N_HOST_FNS
 } DrHostFn;
 
 const char *dr_host_fn_name(DrHostFn fn);
@@ -267,6 +202,7 @@ typedef enum {
 } DrEdgeKind;
 
 const char *dr_edge_kind_name(DrEdgeKind kind);
+gboolean dr_edge_kind_from_name(const char *name, DrEdgeKind *out);
 
 /* A dependency: `to` must start after `from` completes. `buffer` names the
  * buffer of a hazard edge (DR_NONE for AFTER). */
@@ -293,8 +229,6 @@ typedef struct {
   void *user_data;
 } DrCallback;
 
-typedef enum { DR_MODE_STREAMS, DR_MODE_GRAPH } DrMode;
-
 /* `run:` and `memory:`; the CLI overrides fields after parsing. A field's
  * `_set` flag says whether the file (or the command line) gave it. */
 typedef struct {
@@ -317,13 +251,13 @@ typedef struct {
   const char *file;     /* the pipeline's path as given, interned */
   const char *base_dir; /* for relative `source:`, `init: {file:}` paths */
   DrRunConfig run;
-  GArray *buffers;  /* DrBuffer */
-  GArray *nodes;    /* DrNode */
-  GArray *accesses; /* DrAccess */
-  GArray *args;     /* DrArg */
-  GArray *edges;    /* DrEdge */
-  GArray *afters;   /* DrAfter */
-  GArray *kernels;  /* DrKernelDecl */
+  GArray *buffers;   /* DrBuffer */
+  GArray *nodes;     /* DrNode */
+  GArray *accesses;  /* DrAccess */
+  GArray *args;      /* DrArg */
+  GArray *edges;     /* DrEdge */
+  GArray *afters;    /* DrAfter */
+  GArray *kernels;   /* DrKernelDecl */
   GArray *callbacks; /* DrCallback, named by DrNode.callback */
   GStringChunk *strings;
   GHashTable *node_index;   /* id -> DrId+1, interned keys */
@@ -380,10 +314,10 @@ void dr_graph_sort_edges(DrGraph *graph);
 gboolean dr_graph_check(const DrGraph *graph, GError **error);
 
 #ifdef DR_CHECK_INVARIANTS
-#define DR_GRAPH_CHECK(g)                                     \
-  do {                                                        \
-    g_autoptr(GError) dr__check_error = NULL;                 \
-    if (!dr_graph_check((g), &dr__check_error))               \
+#define DR_GRAPH_CHECK(g)                                           \
+  do {                                                              \
+    g_autoptr(GError) dr__check_error = NULL;                       \
+    if (!dr_graph_check((g), &dr__check_error))                     \
       g_error("IR invariant broken: %s", dr__check_error->message); \
   } while (0)
 #else

@@ -6,9 +6,9 @@
  * a reference count (plans keep their pipeline alive), whether it is frozen
  * (validated: the passes ran and added the dependency edges, so nothing may
  * be added any more), a remembered validation failure, and the location
- * given by dr_pipeline_set_loc. Adding a node checks everything the YAML
- * parser checks for one node (parser/nodes.c), with the same messages, and
- * adds nothing when a check fails; validation then runs the same passes as
+ * given by dr_pipeline_set_loc. Adding a node goes through the same IR
+ * builder as the YAML parser (ir/build.h), so the same rules and messages,
+ * and adds nothing when a check fails; validation then runs the same passes as
  * `dagrun --check` (scheduler/passes.h). lib/ is glue: it makes no
  * scheduling decision and runs nothing itself. */
 #ifndef DAGRUN_LIB_API_INTERNAL_H
@@ -19,16 +19,17 @@
 
 #include "backends/backend.h"
 #include "backends/run.h"
+#include "ir/build.h"
 #include "ir/diag.h"
 #include "ir/graph.h"
 #include "ir/plan.h"
 #include "kernels/registry.h"
 #include "lib/load.h"
 #include "lib/yaml_writer.h"
-#include "parser/suggest.h"
+#include "ir/suggest.h"
 #include "scheduler/passes.h"
 #include "scheduler/planner.h"
-/* After the internal headers: its copies of their types are then skipped. */
+/* The public API these files implement (its types are the internals' own). */
 #include "include/dagrun/dagrun.h"
 
 #define MAX_PARAMS 32
@@ -66,12 +67,18 @@ DrLoc dr__pipeline_next_loc(const DrPipeline *p, gboolean buffers);
 /* FALSE with DR_ERROR_USAGE when the pipeline may not change any more. */
 gboolean dr__pipeline_check_open(const DrPipeline *p, const char *what, GError **error);
 
-/* Whether `s` is a valid buffer or kernel name. */
-gboolean dr__valid_name(const char *s);
+/* The IR builder (ir/build.h) over a pipeline's graph, reporting into a
+ * collector of one error: the library stops at the first problem. */
+typedef struct {
+  DrBuild b;
+  DrDiags *diags;
+} DrApiBuild;
 
-/* A " (did you mean 'X'?)" hint for an unknown buffer `name` (newly
- * allocated, possibly ""). */
-char *dr__buffer_hint(const DrGraph *g, const char *name);
+/* Starts x over p's graph; always end it with dr__api_build_end. */
+void dr__api_build_begin(DrApiBuild *x, DrPipeline *p);
+/* Ends x: FALSE with `error` (DR_ERROR_INVALID, the builder's message at
+ * its location) when something was reported. */
+gboolean dr__api_build_end(DrApiBuild *x, GError **error);
 
 /* The buffer named `name`, or NULL with an error saying `what` names it. */
 DrBuffer *dr__pipeline_find_buffer(DrPipeline *p, const char *name, const char *what, GError **error);

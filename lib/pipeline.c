@@ -152,20 +152,6 @@ gboolean dr_pipeline_set_release_threshold(DrPipeline *pipeline, guint64 bytes, 
 
 /* ---- buffers ------------------------------------------------------------ */
 
-gboolean dr__valid_name(const char *s) {
-  if (s[0] == '\0') return FALSE;
-  for (const char *c = s; *c; c++)
-    if (!g_ascii_isalnum(*c) && *c != '_' && *c != '-' && *c != '.') return FALSE;
-  return TRUE;
-}
-
-char *dr__buffer_hint(const DrGraph *g, const char *name) {
-  DrSuggest s;
-  dr__suggest_init(&s, name);
-  for (DrId i = 0; i < dr_graph_n_buffers(g); i++) dr__suggest_add(&s, dr_graph_buffer(g, i)->name);
-  return dr__suggest_hint(&s);
-}
-
 gboolean dr_pipeline_add_buffer(DrPipeline *pipeline, const char *name, DrElemType type, guint64 count,
                                 DrWhere where, GError **error) {
   CHECK_ARGS(pipeline, error);
@@ -173,18 +159,14 @@ gboolean dr_pipeline_add_buffer(DrPipeline *pipeline, const char *name, DrElemTy
   g_return_val_if_fail((guint)type < DR_ELEM_N_TYPES, FALSE);
   g_return_val_if_fail(where == DR_WHERE_DEVICE || where == DR_WHERE_HOST, FALSE);
   if (!dr__pipeline_check_open(pipeline, "add a buffer", error)) return FALSE;
-  DrGraph *g = pipeline->graph;
   DrLoc loc = dr__pipeline_next_loc(pipeline, TRUE);
-  if (!dr__valid_name(name))
-    return dr_set_error_at(error, DR_ERROR_INVALID, loc,
-                           "buffer '%s': a buffer name uses letters, digits, '_', '-' and '.'", name);
-  if (count == 0 || count > G_MAXUINT64 / 8)
-    return dr_set_error_at(error, DR_ERROR_INVALID, loc,
-                           "buffer '%s', key 'count': must be between 1 and 2^61", name);
-  if (dr_graph_find_buffer(g, name) != DR_NONE)
-    return dr_set_error_at(error, DR_ERROR_INVALID, loc, "duplicate buffer '%s'", name);
   DrBuffer b = {.name = name, .loc = loc, .type = type, .count = count, .where = where, .init = DR_INIT_NONE};
-  return dr_graph_add_buffer(g, &b) != DR_NONE;
+  DrApiBuild x;
+  dr__api_build_begin(&x, pipeline);
+  if (dr_build_name_ok(&x.b, DR_NAME_BUFFER, name, NULL, loc) &&
+      dr_build_buffer_count_ok(&x.b, name, count, "count", loc))
+    dr_build_add_buffer(&x.b, &b);
+  return dr__api_build_end(&x, error);
 }
 
 /* The buffer `name`, or NULL with DR_ERROR_INVALID. */
@@ -192,7 +174,7 @@ DrBuffer *dr__pipeline_find_buffer(DrPipeline *p, const char *name, const char *
   if (!dr__pipeline_check_open(p, what, error)) return NULL;
   DrId b = dr_graph_find_buffer(p->graph, name);
   if (b != DR_NONE) return dr_graph_buffer(p->graph, b);
-  g_autofree char *hint = dr__buffer_hint(p->graph, name);
+  g_autofree char *hint = dr_build_buffer_hint(p->graph, name);
   DrLoc loc = p->loc_file ? dr__pipeline_next_loc(p, TRUE) : (DrLoc){"<api:buffers>", 0, 0};
   dr_set_error_at(error, DR_ERROR_INVALID, loc, "unknown buffer '%s'%s", name, hint);
   return NULL;

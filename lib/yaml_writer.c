@@ -73,7 +73,7 @@ static void write_buffers(const DrGraph *g, GString *out) {
     g_string_append(out, "  ");
     put_str(out, b->name);
     g_string_append_printf(out, ": {type: %s, count: %" G_GUINT64_FORMAT ", where: %s", dr_elem_name(b->type),
-                           b->count, b->where == DR_WHERE_HOST ? "host" : "device");
+                           b->count, dr_where_name(b->where));
     switch (b->init) {
       case DR_INIT_NONE:
         break;
@@ -284,9 +284,10 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
   g_string_append(out, "dagrun: 1\nname: ");
   put_str(out, graph->name);
   g_string_append_printf(out, "\nrun: {mode: %s, iterations: %u, warmup: %u, device: %d",
-                         r->mode == DR_MODE_GRAPH ? "graph" : "streams", r->iterations, r->warmup, r->device);
+                         dr_mode_name(r->mode), r->iterations, r->warmup, r->device);
   if (r->max_streams_set) g_string_append_printf(out, ", max_streams: %u", r->max_streams);
-  if (r->fallback_streams) g_string_append(out, ", fallback: streams");
+  if (r->fallback_streams)
+    g_string_append_printf(out, ", fallback: %s", dr_fallback_name(DR_FALLBACK_STREAMS));
   g_string_append(out, "}\n");
   if (r->release_threshold_set)
     g_string_append_printf(out, "memory: {release_threshold: %" G_GUINT64_FORMAT "}\n", r->release_threshold);

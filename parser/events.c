@@ -135,15 +135,16 @@ gboolean dr__ynode_is_null(const DrYNode *node) {
          strcmp(t, "NULL") == 0;
 }
 
-DrLoc dr__ynode_loc(const DrYNode *node, const char *file) {
-  return (DrLoc){file, node->line, node->col};
-}
+DrLoc dr__ynode_loc(const DrYNode *node, const char *file) { return (DrLoc){file, node->line, node->col}; }
 
 const char *dr__ynode_kind_name(const DrYNode *node) {
   switch ((DrYKind)node->kind) {
-    case DR_Y_MAP: return "a mapping";
-    case DR_Y_SEQ: return "a list";
-    case DR_Y_SCALAR: break;
+    case DR_Y_MAP:
+      return "a mapping";
+    case DR_Y_SEQ:
+      return "a list";
+    case DR_Y_SCALAR:
+      break;
   }
   return dr__ynode_is_null(node) ? "empty" : "a scalar";
 }
@@ -381,7 +382,8 @@ static void resolve_merges(DrYReader *r, DrYNode *map) {
       DrYNode *src = v->kind == DR_Y_SEQ ? v->u.items[s] : v;
       if (src->kind != DR_Y_MAP) {
         dr_diags_error(r->diags, dr__ynode_loc(src, r->file),
-                       "merge key '<<' takes a mapping or a list of mappings, not %s", dr__ynode_kind_name(src));
+                       "merge key '<<' takes a mapping or a list of mappings, not %s",
+                       dr__ynode_kind_name(src));
         continue;
       }
       for (guint j = 0; j < src->len; j++) {
@@ -422,8 +424,10 @@ static DrYNode *close_frame(DrYReader *r) {
   }
   if (f.anchor != NULL) {
     gpointer count_p = g_hash_table_lookup(r->building, f.anchor);
-    if (GPOINTER_TO_UINT(count_p) <= 1) g_hash_table_remove(r->building, f.anchor);
-    else g_hash_table_insert(r->building, g_strdup(f.anchor), GUINT_TO_POINTER(GPOINTER_TO_UINT(count_p) - 1));
+    if (GPOINTER_TO_UINT(count_p) <= 1)
+      g_hash_table_remove(r->building, f.anchor);
+    else
+      g_hash_table_insert(r->building, g_strdup(f.anchor), GUINT_TO_POINTER(GPOINTER_TO_UINT(count_p) - 1));
     g_hash_table_replace(r->anchors, f.anchor, dr__ynode_ref(n));
   }
   return n;
@@ -448,16 +452,16 @@ DrYNode *dr__yreader_build(DrYReader *r, const DrYEvent *first) {
         r->alias_values = sat_add(r->alias_values, done->size);
         if (r->entry_values > DR_YAML_MAX_ENTRY_VALUES) {
           dr__ynode_unref(done);
-          fatal(r, ev.line, ev.col,
-                "alias '*%s' expands this entry beyond %u values (an alias bomb?)", ev.text,
-                DR_YAML_MAX_ENTRY_VALUES);
+          fatal(r, ev.line, ev.col, "alias '*%s' expands this entry beyond %u values (an alias bomb?)",
+                ev.text, DR_YAML_MAX_ENTRY_VALUES);
           drop_build_state(r);
           return NULL;
         }
         /* The same bomb spread over many entries. */
         if (r->alias_values > DR_YAML_MAX_ALIAS_VALUES) {
           dr__ynode_unref(done);
-          fatal(r, ev.line, ev.col, "aliases expand the file beyond %" G_GUINT64_FORMAT " values (an alias bomb?)",
+          fatal(r, ev.line, ev.col,
+                "aliases expand the file beyond %" G_GUINT64_FORMAT " values (an alias bomb?)",
                 DR_YAML_MAX_ALIAS_VALUES);
           drop_build_state(r);
           return NULL;
@@ -470,8 +474,8 @@ DrYNode *dr__yreader_build(DrYReader *r, const DrYEvent *first) {
           drop_build_state(r);
           return NULL;
         }
-        Frame f = {ev.type == DR_YEV_MAP_START ? DR_Y_MAP : DR_Y_SEQ, ev.line, ev.col,
-                   g_strdup(ev.anchor), r->values->len};
+        Frame f = {ev.type == DR_YEV_MAP_START ? DR_Y_MAP : DR_Y_SEQ, ev.line, ev.col, g_strdup(ev.anchor),
+                   r->values->len};
         if (f.anchor) {
           guint c = GPOINTER_TO_UINT(g_hash_table_lookup(r->building, f.anchor));
           g_hash_table_insert(r->building, g_strdup(f.anchor), GUINT_TO_POINTER(c + 1));

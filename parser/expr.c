@@ -10,15 +10,15 @@
 #include <string.h>
 
 /* X(spelling, multiplier, class) */
-#define SUFFIX_LIST(X)                   \
-  X("Ki", 1ull << 10, DR_SIZE_COUNT)     \
-  X("Mi", 1ull << 20, DR_SIZE_COUNT)     \
-  X("Gi", 1ull << 30, DR_SIZE_COUNT)     \
-  X("KiB", 1ull << 10, DR_SIZE_BYTES)    \
-  X("MiB", 1ull << 20, DR_SIZE_BYTES)    \
-  X("GiB", 1ull << 30, DR_SIZE_BYTES)    \
-  X("kB", 1000ull, DR_SIZE_BYTES)        \
-  X("MB", 1000000ull, DR_SIZE_BYTES)     \
+#define SUFFIX_LIST(X)                \
+  X("Ki", 1ull << 10, DR_SIZE_COUNT)  \
+  X("Mi", 1ull << 20, DR_SIZE_COUNT)  \
+  X("Gi", 1ull << 30, DR_SIZE_COUNT)  \
+  X("KiB", 1ull << 10, DR_SIZE_BYTES) \
+  X("MiB", 1ull << 20, DR_SIZE_BYTES) \
+  X("GiB", 1ull << 30, DR_SIZE_BYTES) \
+  X("kB", 1000ull, DR_SIZE_BYTES)     \
+  X("MB", 1000000ull, DR_SIZE_BYTES)  \
   X("GB", 1000000000ull, DR_SIZE_BYTES)
 
 static const struct {
@@ -40,9 +40,12 @@ static int suffix_find(const char *text, gsize len) {
 
 static const char *class_list(DrSizeClass cls) {
   switch (cls) {
-    case DR_SIZE_COUNT: return "Ki Mi Gi";
-    case DR_SIZE_BYTES: return "KiB MiB GiB kB MB GB";
-    default: return "Ki Mi Gi KiB MiB GiB kB MB GB";
+    case DR_SIZE_COUNT:
+      return "Ki Mi Gi";
+    case DR_SIZE_BYTES:
+      return "KiB MiB GiB kB MB GB";
+    default:
+      return "Ki Mi Gi KiB MiB GiB kB MB GB";
   }
 }
 
@@ -116,8 +119,10 @@ static void skip_space(Expr *e) {
 }
 
 static gboolean fail(Expr *e, char *msg) {
-  if (e->msg == NULL) e->msg = msg;
-  else g_free(msg);
+  if (e->msg == NULL)
+    e->msg = msg;
+  else
+    g_free(msg);
   return FALSE;
 }
 
@@ -179,9 +184,12 @@ static gboolean expr_unary(Expr *e, gint64 *out) {
   gboolean negate = FALSE;
   for (;;) {
     skip_space(e);
-    if (e->p < e->end && *e->p == '-') negate = !negate;
-    else if (e->p < e->end && *e->p == '+') (void)0;
-    else break;
+    if (e->p < e->end && *e->p == '-')
+      negate = !negate;
+    else if (e->p < e->end && *e->p == '+')
+      (void)0;
+    else
+      break;
     e->p++;
   }
   if (!expr_primary(e, out)) return FALSE;
@@ -218,7 +226,8 @@ static gboolean expr_sum(Expr *e, gint64 *out) {
     char op = *e->p++;
     gint64 rhs;
     if (!expr_product(e, &rhs)) return FALSE;
-    gboolean ovf = op == '+' ? __builtin_add_overflow(*out, rhs, out) : __builtin_sub_overflow(*out, rhs, out);
+    gboolean ovf =
+        op == '+' ? __builtin_add_overflow(*out, rhs, out) : __builtin_sub_overflow(*out, rhs, out);
     if (ovf) return fail(e, g_strdup("integer overflow"));
   }
 }
@@ -228,8 +237,8 @@ gboolean dr__expr_eval(const char *text, gsize len, const DrEnv *env, gint64 *ou
   if (expr_sum(&e, out)) {
     skip_space(&e);
     if (e.p == e.end) return TRUE;
-    fail(&e, *e.p == ')' ? g_strdup("unbalanced ')'")
-                         : g_strdup_printf("unexpected '%c' in expression", *e.p));
+    fail(&e,
+         *e.p == ')' ? g_strdup("unbalanced ')'") : g_strdup_printf("unexpected '%c' in expression", *e.p));
   }
   *msg = g_strdup_printf("%s in '%.*s'", e.msg, (int)len, text);
   g_free(e.msg);

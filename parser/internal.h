@@ -1,6 +1,7 @@
-/* internal.h: what the parser's files share: the parse context and the
- * helpers that turn tree values into typed values with diagnostics. Not
- * for use outside parser/.
+/* internal.h: what the parser's files share: the parse context, the
+ * typed values of values.c, the sections of sections.c and the node entry
+ * of nodes.c. The files depend in one direction: values <- sections,
+ * nodes <- parser.c (the driver). Not for use outside parser/.
  *
  * Diagnostics name the thing and the key: every helper takes `what`
  * ("node 'scale0'", "buffer 'x'", "run") and the key's name, and writes
@@ -10,6 +11,7 @@
 
 #include <glib.h>
 
+#include "ir/build.h"
 #include "ir/graph.h"
 #include "parser/events.h"
 #include "parser/expr.h"
@@ -29,17 +31,22 @@ typedef struct {
   DrDiags *diags;
   const char *file; /* interned */
   DrYReader *reader;
-  guint64 n_nodes;       /* nodes after foreach expansion */
-  guint64 values_left;   /* budget of values walked while expanding foreach */
-  GArray *afters;        /* DrPendingAfter */
-  GPtrArray *deferred;   /* key, value pairs of nodes seen before buffers:/kernels: */
+  guint64 n_nodes;     /* nodes after foreach expansion */
+  guint64 values_left; /* budget of values walked while expanding foreach */
+  GArray *afters;      /* DrPendingAfter */
+  GPtrArray *deferred; /* key, value pairs of nodes seen before buffers:/kernels: */
   gboolean seen_buffers, seen_kernels, streaming_nodes;
-  GString *what;         /* "node 'x'" of the node being converted */
+  DrBuild build;               /* the IR builder; build.what is "node 'x'" of the node being converted */
   GString *arg_what, *arg_key; /* scratch: "node 'x', argument 'y'", "argument 'y'" */
-  guint node_typos;      /* unknown keys of that node: they explain missing ones */
+  guint node_typos;            /* unknown keys of that node: they explain missing ones */
 } DrParse;
 
 #define DR_LOC(p, n) dr__ynode_loc((n), (p)->file)
+
+/* ---- values.c ---- */
+
+/* Reports "WHAT, key 'KEY': MSG" (or "WHAT: MSG" when key is NULL) at v. */
+void dr__parse_error_at(DrParse *p, const DrYNode *v, const char *what, const char *key, const char *msg);
 
 /* Looks up `key` (a scalar node) in `names` (n entries). Returns its index,
  * or -1 after reporting "WHAT: unknown key 'K' (did you mean ...)". */
@@ -59,7 +66,27 @@ gboolean dr__parse_float(DrParse *p, const char *what, const char *key, const Dr
 /* Reports "WHAT: missing key 'KEY'" at `loc`. */
 void dr__parse_missing(DrParse *p, DrLoc loc, const char *what, const char *key);
 /* Reports "WHAT, key 'KEY': expected EXPECTED, got ..." at the value. */
-void dr__parse_wrong_type(DrParse *p, const char *what, const char *key, const DrYNode *v, const char *expected);
+void dr__parse_wrong_type(DrParse *p, const char *what, const char *key, const DrYNode *v,
+                          const char *expected);
+
+/* A mapping's entries checked against `names`: fills slots[i] with the
+ * value of names[i] or NULL. Unknown keys are reported and counted: a
+ * caller skips "missing key" errors when a typo already explains them. */
+guint dr__parse_map_slots(DrParse *p, const char *what, const DrYNode *map, const char *const *names, guint n,
+                          const DrYNode **slots);
+/* TRUE when v is a mapping; else "expected a mapping" and FALSE. */
+gboolean dr__parse_expect_map(DrParse *p, const char *what, const char *key, const DrYNode *v);
+
+/* ---- sections.c: `run:`, `memory:`, `buffers:`, `kernels:` ---- */
+
+void dr__parse_run(DrParse *p, const DrYNode *v);
+void dr__parse_memory(DrParse *p, const DrYNode *v);
+/* Each entry to a buffer (kernel) through the builder; sets seen_buffers
+ * (seen_kernels). */
+void dr__parse_buffers(DrParse *p, const DrYNode *v);
+void dr__parse_kernels(DrParse *p, const DrYNode *v);
+
+/* ---- nodes.c ---- */
 
 /* Converts one entry of `nodes:` (foreach expanded) into IR nodes. */
 void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value);

@@ -29,7 +29,7 @@ G_BEGIN_DECLS
  * JSON output (a key removed or renamed, a meaning changed). */
 #define DR_REPORT_SCHEMA 1
 
-typedef enum { DR_VERIFIED_NOT_RUN, DR_VERIFIED_PASS, DR_VERIFIED_FAIL } DrVerified;
+/* DrVerified is the public header's (include/dagrun/types.h). */
 
 /* One node's timing over the timed iterations. Times are µs relative to
  * the iteration's start; NAN where the backend did not measure. */

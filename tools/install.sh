@@ -8,7 +8,7 @@
 #                                install checks it matches the binary)
 #   PREFIX/share/bash-completion/completions/dagrun   bash completion
 #                                (tools/completion/dagrun)
-#   PREFIX/include/dagrun/{dagrun,version,elem_types}.h
+#   PREFIX/include/dagrun/{dagrun,version,types,kernel}.h
 #   PREFIX/lib/libdagrun.a       every dagrun object (ir, parser, scheduler,
 #                                kernels incl. the nvcc objects, backends,
 #                                lib) in one archive; GLib and libyaml stay
@@ -72,7 +72,7 @@ mkdir -p "$prefix/include/dagrun" "$prefix/lib/pkgconfig" "$prefix/bin" "$prefix
 install -m 0755 "$bin/cli/dagrun" "$prefix/bin/dagrun"
 install -m 0644 docs/dagrun.1 "$prefix/share/man/man1/dagrun.1"
 install -m 0644 tools/completion/dagrun "$prefix/share/bash-completion/completions/dagrun"
-install -m 0644 include/dagrun/dagrun.h include/dagrun/version.h include/dagrun/elem_types.h \
+install -m 0644 include/dagrun/dagrun.h include/dagrun/version.h include/dagrun/types.h include/dagrun/kernel.h \
   "$prefix/include/dagrun/"
 
 rm -f "$prefix/lib/libdagrun.a"

@@ -46,127 +46,25 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "elem_types.h"
+#include "kernel.h"
+#include "types.h"
 #include "version.h"
 
 G_BEGIN_DECLS
 
-/* ---- shared enums (the same values the library uses inside) ------------ */
+/* ---- shared enums and the kernel ABI ------------------------------------
+ * types.h holds the enums (DrElemType, DrAccessMode, DrErrorCode,
+ * DrPriority, DrWhere, DrMode, DrBackendKind, DrTimingMode, DrVerified...)
+ * and kernel.h the kernel ABI (DrKernelDef); the library is built on these
+ * very headers, so there is no second copy to drift. */
 
-#ifndef DAGRUN_IR_DIAG_H
-/* dagrun's GError domain. */
+/* dagrun's GError domain; the codes are DrErrorCode (types.h). */
 #define DR_ERROR (dr_error_quark())
 GQuark dr_error_quark(void);
 
-/* Error codes; the comment gives the command line's exit code. */
-typedef enum {
-  DR_ERROR_USAGE,       /* 64: bad call order or options */
-  DR_ERROR_INVALID,     /* 65: bad pipeline (nothing ran) */
-  DR_ERROR_IO,          /* 66: a file could not be read or written */
-  DR_ERROR_UNAVAILABLE, /* 69: the requested backend is unavailable */
-  DR_ERROR_RUNTIME,     /* 70: failure while running */
-  DR_ERROR_VERIFY,      /* 1: the concurrent run differs from the serial */
-  DR_ERROR_INTERRUPTED, /* 70 */
-} DrErrorCode;
-
-/* Returns the exit code the command line would use for `error` (0 for
- * NULL, 70 for other domains). */
+/* Returns the exit code the command line would use for `error`
+ * (DR_ERROR_CODE_LIST's; 0 for NULL, 70 for other domains). */
 int dr_error_exit_code(const GError *error);
-#endif
-
-#ifndef DAGRUN_IR_GRAPH_H
-typedef enum { DR_PRIORITY_LOW, DR_PRIORITY_NORMAL, DR_PRIORITY_HIGH } DrPriority;
-typedef enum { DR_WHERE_DEVICE, DR_WHERE_HOST } DrWhere;
-typedef enum { DR_MODE_STREAMS, DR_MODE_GRAPH } DrMode;
-#endif
-
-#ifndef DAGRUN_BACKENDS_RUN_H
-typedef enum { DR_BACKEND_AUTO, DR_BACKEND_CUDA, DR_BACKEND_HOST } DrBackendKind;
-typedef enum { DR_VERIFIED_NOT_RUN, DR_VERIFIED_PASS, DR_VERIFIED_FAIL } DrVerified;
-/* How the CUDA backend times each node (the host backend always uses host
- * clocks): off (the makespan only; node times are NAN), stamps (a tiny
- * kernel after each node writes the GPU's global timer; a node's start is
- * when it became ready; ~0.1 µs per node in a graph, a whole extra launch
- * eagerly), events (two CUDA events around each node: exact, but ~3.5 µs
- * of GPU time per node) or auto (the default: stamps in graph mode, events
- * in streams mode). */
-typedef enum { DR_TIMING_OFF, DR_TIMING_STAMPS, DR_TIMING_EVENTS, DR_TIMING_AUTO } DrTimingMode;
-#endif
-
-/* ---- user kernels: the same plain C ABI as the built-in kernels -------- */
-
-#ifndef DAGRUN_KERNELS_REGISTRY_H
-/* Size of the `err` buffers of check and host, including the NUL. */
-#define DR_KERR_SIZE 256
-
-/* A declared parameter: a pointer (a buffer slice, with its access mode,
- * which drives dependency inference) or a scalar (i32 i64 f32 f64). */
-typedef struct {
-  const char *name;
-  DrElemType type;
-  int is_pointer;      /* 1: a buffer argument */
-  DrAccessMode access; /* pointers only */
-  int optional;        /* scalars only: may be left out, then `def` is used */
-  double def;
-  const char *doc;
-} DrKParam;
-
-/* One argument value: `ptr` for pointers (device memory for launch, host
- * memory for host), `i` for i32/i64 scalars, `f` for f32/f64 scalars. */
-typedef union {
-  void *ptr;
-  int64_t i;
-  double f;
-} DrKValue;
-
-/* What launch and host receive; args/counts are indexed by declared
- * parameter (counts: element count of each pointer argument's slice). */
-typedef struct {
-  const DrKValue *args;
-  const uint64_t *counts;
-  unsigned grid[3]; /* launch shape (launch only) */
-  unsigned block[3];
-  unsigned shared;
-  void *stream;  /* cudaStream_t (launch only) */
-  void *blas;    /* NULL for user kernels */
-  void *scratch; /* device scratch of scratch_bytes, or NULL */
-  /* Timing (launch only): when non-NULL, a device unsigned long long that
-   * the launch should leave at least the %globaltimer value at which its
-   * last block finished (atomicMax), as dagrun's built-ins do. A launcher
-   * that ignores it is timed by a stamp kernel after it instead: set
-   * DR_KFLAG_STAMPS in flags to say that it honours it. */
-  void *stamp;
-  /* Launch only: nonzero when the launch may use programmatic dependent
-   * launch (cudaLaunchAttributeProgrammaticStreamSerialization) against the
-   * kernel before it on the stream. Only a launcher whose kernels wait for
-   * the previous grid first (griddepcontrol.wait) may honour it; others
-   * ignore it and launch normally. */
-  int pdl;
-} DrKLaunch;
-
-#define DR_KFLAG_BLAS 1u
-#define DR_KFLAG_STAMPS 2u
-
-/* A kernel: name, parameter declarations and two entry points. `launch`
- * enqueues the CUDA version on l->stream and returns a cudaError_t as int
- * (0 = success); `host` runs the CPU twin synchronously and returns 0, or
- * -1 with a message in `err`. Either may be NULL: a kernel without `host`
- * cannot run on the host backend, one without `launch` not on CUDA. */
-typedef struct {
-  const char *name;
-  const char *summary;
-  const DrKParam *params;
-  int n_params;
-  int grid_over;  /* parameter whose count (pointer) or value (scalar) sets
-                     the default grid; -1: one block */
-  unsigned block; /* default threads per block */
-  int (*launch)(const DrKLaunch *l);
-  int (*host)(const DrKLaunch *l, char *err);
-  int (*check)(const uint64_t *counts, const DrKValue *args, char *err);
-  unsigned flags;         /* 0 for user kernels */
-  uint64_t scratch_bytes; /* device scratch per node, 0: none */
-} DrKernelDef;
-#endif
 
 /* ---- version ------------------------------------------------------------ */
 
@@ -242,7 +140,8 @@ gboolean dr_pipeline_set_release_threshold(DrPipeline *pipeline, guint64 bytes, 
  * that an alloc node names. */
 
 /* Adds buffer `name` of `count` elements of `type` living on the device or
- * in pinned host memory. count must be > 0. */
+ * in pinned host memory. The name is one or more of A-Z a-z 0-9 _ - . and
+ * count is 1 to 2^61 (the YAML's rules, ir/build.h). */
 gboolean dr_pipeline_add_buffer(DrPipeline *pipeline, const char *name, DrElemType type, guint64 count,
                                 DrWhere where, GError **error);
 /* Initial contents, filled before the first iteration (at most one init
@@ -264,12 +163,17 @@ gboolean dr_pipeline_buffer_save(DrPipeline *pipeline, const char *buffer, const
 /* Registers the caller's kernel `def` under def->name. `def` and what it
  * points to must outlive the pipeline (a static definition, typically).
  * Fails with DR_ERROR_INVALID when the name is taken (built-ins too), a
- * parameter name repeats, a type is not one of the scalar or pointer
- * types, there are more than 32 parameters or neither entry point is set. */
+ * kernel or parameter name breaks the naming rule (one or more of A-Z a-z
+ * 0-9 _ - .) or repeats, a scalar is not i32, i64, f32 or f64, there are
+ * more than 32 parameters, grid_over names no parameter or a float one, or
+ * neither entry point is set. */
 gboolean dr_pipeline_register_kernel(DrPipeline *pipeline, const DrKernelDef *def, GError **error);
 
 /* ---- nodes ---------------------------------------------------------------
  * Each adds one node with a unique `id` at the end of the program order.
+ * An id is one or more of A-Z a-z 0-9 _ - . ('/' is reserved for scoped
+ * ids); the checks and their messages are the YAML parser's, through the
+ * same builder, so the same mistake reads the same but for its location.
  * On failure nothing is added. Common failures: DR_ERROR_USAGE once the
  * pipeline is frozen; DR_ERROR_INVALID (with the location) for a taken id,
  * an unknown buffer, kernel or parameter, a slice out of bounds or empty,
@@ -456,7 +360,8 @@ typedef struct {
 } DrRunSettings;
 
 /* Fills `settings` from the pipeline's run settings: its mode, iterations,
- * warmup, device and fallback, backend auto, stamp timing, the rest off. */
+ * warmup, device and fallback; backend auto, node timing auto (what auto
+ * picks: DR_TIMING_LIST in types.h); the rest off or NULL. */
 void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline);
 
 /* Runs `plan` (settings NULL: dr_run_settings_init's). Returns the report,

@@ -1,8 +1,11 @@
-/* abi.h: the layout facts that the public header's copies of internal
- * types (include/dagrun/dagrun.h: the kernel ABI, the enums) must share
- * with the originals. Each translation unit evaluates the same list with
- * the definitions it sees: abi_internal.c with the internal headers,
- * api_test.c with the public one, and the test compares the two. */
+/* abi.h: the layout facts that a program compiled against the public
+ * headers (include/dagrun/dagrun.h, types.h, kernel.h) must share with the
+ * library built from its internal headers. Since the internals include the
+ * public types.h and kernel.h there is no copy to drift; the test keeps
+ * guarding that no internal header grows one. Each translation unit
+ * evaluates the same list with the definitions it sees: abi_internal.c
+ * with the internal headers, api_test.c with the public one, and the test
+ * compares the two. */
 #ifndef DAGRUN_TESTS_API_ABI_H
 #define DAGRUN_TESTS_API_ABI_H
 

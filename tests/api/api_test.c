@@ -612,7 +612,7 @@ static void test_errors_nodes(void) {
       "<api>:2:1: error: node 'hc', key 'fn': unknown host function 'chcksum' (did you mean 'checksum'?)");
   DrNamedArg neg[] = {DR_NAMED_INT("us", -5)};
   ASSERT_INVALID(dr_pipeline_add_host(p, "hs", "sleep", neg, 1, &e_),
-                 "<api>:2:1: error: node 'hs', argument 'us': -5 is out of range 0..9223372036854775807");
+                 "<api>:2:1: error: node 'hs', argument 'us': -5 is out of range [0, 9223372036854775807]");
   /* The kernel's own check runs when the node is added. */
   DrNamedArg lens[] = {DR_NAMED_SLICE("x", "x", 0, 8), DR_NAMED_FLOAT("alpha", 1), DR_NAMED_WHOLE("y", "y")};
   {
@@ -906,7 +906,7 @@ static void test_user_kernel(void) {
   /* Registration errors. */
   g_assert_false(dr_pipeline_register_kernel(p, &add_def, &error));
   g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
-  g_assert_nonnull(strstr(error->message, "kernel 'offset_f32': the name is taken"));
+  g_assert_nonnull(strstr(error->message, "duplicate kernel 'offset_f32'"));
   g_clear_error(&error);
   DrKernelDef clash = add_def;
   clash.name = "scale_f32";
@@ -1050,8 +1050,8 @@ static DrPipeline *runner_pipeline(void) {
   g_assert_true(dr_pipeline_add_kernel_node(p, "s", "scale_f32", sargs, 3, &error));
   DrNamedArg aargs[] = {DR_NAMED_FLOAT("alpha", 1.0), DR_NAMED_WHOLE("x", "x"), DR_NAMED_WHOLE("y", "z")};
   g_assert_true(dr_pipeline_add_kernel_node(p, "acc", "axpy_f32", aargs, 3, &error));
-  g_assert_true(dr_pipeline_add_kernel_node(p, "wait", "spin", (DrNamedArg[]){DR_NAMED_INT("ns", 10)}, 1,
-                                            &error));
+  g_assert_true(
+      dr_pipeline_add_kernel_node(p, "wait", "spin", (DrNamedArg[]){DR_NAMED_INT("ns", 10)}, 1, &error));
   g_assert_no_error(error);
   return p;
 }
@@ -1131,7 +1131,8 @@ static void test_runner_errors(void) {
   } cases[] = {
       {"sx", "alpha", FALSE, 0, 1.0, "unknown node 'sx' (did you mean 's'?)"},
       {"m", "value", TRUE, 1, 0, "node 'm' is a memset node: only kernel arguments can change"},
-      {"s", "alpa", FALSE, 0, 1.0, "node 's': kernel 'scale_f32' has no parameter 'alpa' (did you mean 'alpha'?)"},
+      {"s", "alpa", FALSE, 0, 1.0,
+       "node 's': kernel 'scale_f32' has no parameter 'alpa' (did you mean 'alpha'?)"},
       {"s", "x", FALSE, 0, 1.0, "node 's': parameter 'x' is a buffer"},
       {"s", "alpha", FALSE, 0, INFINITY, "node 's': parameter 'alpha': not a finite number"},
       {"wait", "ns", FALSE, 0, 5.0, "node 'wait': parameter 'ns' (i64) needs an integer"},
@@ -1254,6 +1255,117 @@ const char *__tsan_default_suppressions(void) {
          "race:g_quark_from_string\n";
 }
 
+/* The message of an error after its "FILE:LINE:COL: error: " prefix, up
+ * to the end of its first line: what both front ends must agree on. */
+static char *message_text(const GError *e) {
+  const char *m = strstr(e->message, "error: ");
+  g_assert_nonnull(m);
+  m += strlen("error: ");
+  const char *nl = strchr(m, '\n');
+  return nl ? g_strndup(m, (gsize)(nl - m)) : g_strdup(m);
+}
+
+/* The same mistake, once as a YAML node and once through dr_pipeline_add_*:
+ * one builder (ir/build.h), so the same message, only the location differs. */
+static gboolean same_mistake_api(DrPipeline *p, int i, GError **e) {
+  static const DrNamedArg alpah[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpah", 2.0),
+                                     DR_NAMED_WHOLE("y", "y")};
+  static const DrNamedArg host_x[] = {DR_NAMED_WHOLE("x", "h"), DR_NAMED_FLOAT("alpha", 2.0),
+                                      DR_NAMED_WHOLE("y", "y")};
+  static const DrNamedArg u8_x[] = {DR_NAMED_WHOLE("x", "b"), DR_NAMED_FLOAT("alpha", 2.0),
+                                    DR_NAMED_WHOLE("y", "y")};
+  static const DrNamedArg no_y[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpha", 2.0)};
+  static const DrNamedArg us[] = {DR_NAMED_INT("us", -5)};
+  static const DrNamedArg dev[] = {DR_NAMED_WHOLE("buffer", "x")};
+  switch (i) {
+    case 0:
+      return dr_pipeline_add_noop(p, "a:b@c", e);
+    case 1:
+      return dr_pipeline_add_noop(p, "up/0", e);
+    case 2:
+      return dr_pipeline_add_noop(p, "has space", e);
+    case 3:
+      return dr_pipeline_add_copy(p, "n", DR_WHOLE("xx"), DR_WHOLE("y"), e);
+    case 4:
+      return dr_pipeline_add_copy(p, "n", DR_SLICE("x", 0, 20), DR_WHOLE("y"), e);
+    case 5:
+      return dr_pipeline_add_copy(p, "n", DR_SLICE("x", 8, 4), DR_WHOLE("y"), e);
+    case 6:
+      return dr_pipeline_add_copy(p, "n", DR_SLICE("x", 0, 8), DR_WHOLE("y"), e);
+    case 7:
+      return dr_pipeline_add_kernel_node(p, "n", "scale_f32", alpah, 3, e);
+    case 8:
+      return dr_pipeline_add_kernel_node(p, "n", "scale_f32", host_x, 3, e);
+    case 9:
+      return dr_pipeline_add_kernel_node(p, "n", "scale_f32", u8_x, 3, e);
+    case 10:
+      return dr_pipeline_add_kernel_node(p, "n", "scale_f32", no_y, 2, e);
+    case 11:
+      return dr_pipeline_add_kernel_node(p, "n", "scal_f32", no_y, 2, e);
+    case 12:
+      return dr_pipeline_add_host(p, "n", "sleep", us, 1, e);
+    case 13:
+      return dr_pipeline_add_host(p, "n", "checksum", dev, 1, e);
+    case 14:
+      return dr_pipeline_add_host(p, "n", "prnt", NULL, 0, e);
+    case 15:
+      return dr_pipeline_add_alloc(p, "n", "h", e);
+    case 16:
+      return dr_pipeline_add_free(p, "n", "zz", e);
+    case 17:
+      return dr_pipeline_add_buffer(p, "b/1", DR_ELEM_F32, 4, DR_WHERE_DEVICE, e);
+    default:
+      return dr_pipeline_add_buffer(p, "z", DR_ELEM_F32, 0, DR_WHERE_DEVICE, e);
+  }
+}
+
+static void test_errors_same_as_yaml(void) {
+  static const char *const nodes[] = {
+      "  a:b@c: {op: noop}\n",
+      "  up/0: {op: noop}\n",
+      "  'has space': {op: noop}\n",
+      "  n: {op: copy, src: xx, dst: y}\n",
+      "  n: {op: copy, src: 'x[0:20]', dst: y}\n",
+      "  n: {op: copy, src: 'x[8:4]', dst: y}\n",
+      "  n: {op: copy, src: 'x[0:8]', dst: y}\n",
+      "  n: {op: kernel, kernel: scale_f32, args: {x: x, alpah: 2.0, y: y}}\n",
+      "  n: {op: kernel, kernel: scale_f32, args: {x: h, alpha: 2.0, y: y}}\n",
+      "  n: {op: kernel, kernel: scale_f32, args: {x: b, alpha: 2.0, y: y}}\n",
+      "  n: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0}}\n",
+      "  n: {op: kernel, kernel: scal_f32, args: {x: x, alpha: 2.0}}\n",
+      "  n: {op: host, fn: sleep, args: {us: -5}}\n",
+      "  n: {op: host, fn: checksum, args: {buffer: x}}\n",
+      "  n: {op: host, fn: prnt}\n",
+      "  n: {op: alloc, buffer: h}\n",
+      "  n: {op: free, buffer: zz}\n",
+  };
+  static const char *const buffers[] = {"  b/1: {type: f32, count: 4}\n", "  z: {type: f32, count: 0}\n"};
+  for (int i = 0; i < (int)G_N_ELEMENTS(nodes) + (int)G_N_ELEMENTS(buffers); i++) {
+    gboolean is_node = i < (int)G_N_ELEMENTS(nodes);
+    g_autofree char *yaml = g_strdup_printf(
+        "dagrun: 1\nbuffers:\n  x: {type: f32, count: 16}\n  y: {type: f32, count: 16}\n"
+        "  h: {type: f32, count: 16, where: host}\n  b: {type: u8, count: 16}\n%snodes:\n%s",
+        is_node ? "" : buffers[i - G_N_ELEMENTS(nodes)], is_node ? nodes[i] : "  a: {op: noop}\n");
+    g_autoptr(GError) ye = NULL;
+    g_autoptr(DrPipeline) loaded = dr_pipeline_load_string("same", yaml, -1, &ye);
+    g_assert_null(loaded);
+    g_assert_error(ye, DR_ERROR, DR_ERROR_INVALID);
+
+    g_autoptr(GError) ae = NULL;
+    g_autoptr(DrPipeline) p = dr_pipeline_new("same");
+    g_assert_true(dr_pipeline_add_buffer(p, "x", DR_ELEM_F32, 16, DR_WHERE_DEVICE, &ae));
+    g_assert_true(dr_pipeline_add_buffer(p, "y", DR_ELEM_F32, 16, DR_WHERE_DEVICE, &ae));
+    g_assert_true(dr_pipeline_add_buffer(p, "h", DR_ELEM_F32, 16, DR_WHERE_HOST, &ae));
+    g_assert_true(dr_pipeline_add_buffer(p, "b", DR_ELEM_U8, 16, DR_WHERE_DEVICE, &ae));
+    g_assert_false(same_mistake_api(p, i, &ae));
+    g_assert_error(ae, DR_ERROR, DR_ERROR_INVALID);
+
+    g_autofree char *from_yaml = message_text(ye);
+    g_autofree char *from_api = message_text(ae);
+    g_assert_cmpstr(from_api, ==, from_yaml);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/api/version", test_version);
@@ -1270,6 +1382,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/api/errors/nodes", test_errors_nodes);
   g_test_add_func("/api/errors/validate", test_errors_validate);
   g_test_add_func("/api/errors/load", test_errors_load);
+  g_test_add_func("/api/errors/same-as-yaml", test_errors_same_as_yaml);
   g_test_add_func("/api/yaml/round-trip-files", test_yaml_round_trip_files);
   g_test_add_func("/api/yaml/round-trip-api", test_yaml_round_trip_api);
   g_test_add_func("/api/yaml/unsayable", test_yaml_unsayable);

@@ -28,14 +28,14 @@ grep_log() { # NAME PATTERN: the last command's output must match
   if grep -q -- "$2" "$tmp/log"; then ok "$1"; else not_ok "$1: no '$2' in the output"; fi
 }
 
-echo "1..21"
+echo "1..22"
 check "install" "$root/tools/install.sh" "$prefix"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "pkg-config knows dagrun" pkg-config --exists dagrun
 want=$(sed -n 's/^#define DAGRUN_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
   "$root/include/dagrun/version.h" | paste -sd. -)
 check "pkg-config version" test "$(pkg-config --modversion dagrun)" = "$want"
-for h in dagrun.h version.h elem_types.h; do
+for h in dagrun.h version.h types.h kernel.h; do
   # shellcheck disable=SC2046
   check "header $h compiles alone" sh -c "echo '#include <dagrun/$h>' |
     $cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c - $(pkg-config --cflags dagrun)"
@@ -68,5 +68,5 @@ grep_log "runner's changed alpha takes effect" "^run 3 on host: alpha 3.0, y\[1\
 check "static: pipelined against libdagrun.a" sh -c "$cc -std=c11 -o '$tmp/pipelined_static' '$root/examples/pipelined.c' \
   $(pkg-config --cflags dagrun) '$prefix/lib/libdagrun.a' $(pkg-config --static --libs dagrun | sed 's/-ldagrun//') &&
   ! ldd '$tmp/pipelined_static' | grep -q libdagrun && '$tmp/pipelined_static' 2"
-[ "$cases" -eq 21 ] || { echo "# planned 21 cases, ran $cases"; failed=$((failed + 1)); }
+[ "$cases" -eq 22 ] || { echo "# planned 22 cases, ran $cases"; failed=$((failed + 1)); }
 [ $failed -eq 0 ]

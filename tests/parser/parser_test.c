@@ -8,7 +8,7 @@
 #include "parser/events.h"
 #include "parser/expr.h"
 #include "parser/parser.h"
-#include "parser/suggest.h"
+#include "ir/suggest.h"
 
 static gint64 eval(const char *text, const DrEnv *env) {
   gint64 v = 0;

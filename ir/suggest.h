@@ -1,8 +1,8 @@
 /* suggest.h: "did you mean" for misspelled keys and names, by edit
  * distance (optimal string alignment: insertions, deletions, substitutions
  * and swaps of neighbours each cost 1). No YAML, no IR. */
-#ifndef DAGRUN_PARSER_SUGGEST_H
-#define DAGRUN_PARSER_SUGGEST_H
+#ifndef DAGRUN_IR_SUGGEST_H
+#define DAGRUN_IR_SUGGEST_H
 
 #include <glib.h>
 

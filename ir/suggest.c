@@ -2,7 +2,7 @@
  * Two rows of dynamic programming plus the row before them for swaps:
  * O(|a|*|b|) time, O(|b|) memory; candidates whose lengths differ by more
  * than the threshold are skipped in O(1). */
-#include "parser/suggest.h"
+#include "ir/suggest.h"
 
 #include <string.h>
 

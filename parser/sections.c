@@ -1,0 +1,415 @@
+/* sections.c: the top-level sections other than `nodes:` (internal.h):
+ * `run`, `memory`, `buffers` and `kernels`, each entry's keys read with
+ * the typed values of values.c and handed to the IR builder (ir/build.h),
+ * which owns the naming rule and the buffer and kernel checks. Cost:
+ * linear in the section. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/suggest.h"
+#include "parser/internal.h"
+
+/* Reports "expected CHOICES" (a name table's spellings) at v. */
+static void expected(DrParse *p, const DrYNode *v, const char *what, const char *key, const char *choices) {
+  g_autofree char *msg = g_strconcat("expected ", choices, NULL);
+  dr__parse_error_at(p, v, what, key, msg);
+}
+
+/* ---- run: and memory: -------------------------------------------------- */
+
+#define RUN_KEY_LIST(X)         \
+  X(MODE, "mode")               \
+  X(ITERATIONS, "iterations")   \
+  X(WARMUP, "warmup")           \
+  X(MAX_STREAMS, "max_streams") \
+  X(DEVICE, "device")           \
+  X(FALLBACK, "fallback")
+
+enum {
+#define X(e, s) RUN_##e,
+  RUN_KEY_LIST(X)
+#undef X
+      RUN_N_KEYS
+};
+static const char *const run_keys[] = {
+#define X(e, s) s,
+    RUN_KEY_LIST(X)
+#undef X
+};
+
+void dr__parse_run(DrParse *p, const DrYNode *v) {
+  if (!dr__parse_expect_map(p, "top level", "run", v)) return;
+  const DrYNode *s[RUN_N_KEYS];
+  dr__parse_map_slots(p, "run", v, run_keys, RUN_N_KEYS, s);
+  DrRunConfig *r = &p->g->run;
+  gint64 i;
+  if (s[RUN_MODE] != NULL) {
+    g_autofree char *m = NULL;
+    if (dr__parse_string(p, "run", "mode", s[RUN_MODE], NULL, &m)) {
+      if (!dr_mode_from_name(m, &r->mode)) expected(p, s[RUN_MODE], "run", "mode", dr_mode_choices());
+    }
+  }
+  if (s[RUN_ITERATIONS] && dr__parse_int(p, "run", "iterations", s[RUN_ITERATIONS], NULL, 1, G_MAXINT32, &i))
+    r->iterations = (guint32)i;
+  if (s[RUN_WARMUP] && dr__parse_int(p, "run", "warmup", s[RUN_WARMUP], NULL, 0, G_MAXINT32, &i))
+    r->warmup = (guint32)i;
+  if (s[RUN_MAX_STREAMS] && dr__parse_int(p, "run", "max_streams", s[RUN_MAX_STREAMS], NULL, 1, 1024, &i)) {
+    r->max_streams = (guint32)i;
+    r->max_streams_set = TRUE;
+  }
+  if (s[RUN_DEVICE] && dr__parse_int(p, "run", "device", s[RUN_DEVICE], NULL, 0, 1023, &i))
+    r->device = (gint32)i;
+  if (s[RUN_FALLBACK] != NULL) {
+    g_autofree char *f = NULL;
+    if (dr__parse_string(p, "run", "fallback", s[RUN_FALLBACK], NULL, &f)) {
+      DrFallback fb;
+      if (dr_fallback_from_name(f, &fb))
+        r->fallback_streams = fb == DR_FALLBACK_STREAMS;
+      else
+        expected(p, s[RUN_FALLBACK], "run", "fallback", dr_fallback_choices());
+    }
+  }
+}
+
+static const char *const memory_keys[] = {"release_threshold"};
+
+void dr__parse_memory(DrParse *p, const DrYNode *v) {
+  if (!dr__parse_expect_map(p, "top level", "memory", v)) return;
+  const DrYNode *s[1];
+  dr__parse_map_slots(p, "memory", v, memory_keys, 1, s);
+  guint64 t;
+  if (s[0] && dr__parse_size(p, "memory", "release_threshold", s[0], NULL, DR_SIZE_BYTES, &t)) {
+    p->g->run.release_threshold = t;
+    p->g->run.release_threshold_set = TRUE;
+  }
+}
+
+/* ---- buffers: ---------------------------------------------------------- */
+
+#define BUFFER_KEY_LIST(X) \
+  X(TYPE, "type")          \
+  X(COUNT, "count")        \
+  X(BYTES, "bytes")        \
+  X(WHERE, "where")        \
+  X(INIT, "init")          \
+  X(SAVE, "save")
+
+enum {
+#define X(e, s) BUF_##e,
+  BUFFER_KEY_LIST(X)
+#undef X
+      BUF_N_KEYS
+};
+static const char *const buffer_keys[] = {
+#define X(e, s) s,
+    BUFFER_KEY_LIST(X)
+#undef X
+};
+
+static const char *resolve_path(DrParse *p, const char *path) {
+  if (g_path_is_absolute(path)) return dr_graph_intern(p->g, path);
+  g_autofree char *full = g_build_filename(p->g->base_dir, path, NULL);
+  return dr_graph_intern(p->g, full);
+}
+
+static const char *type_names(void) { return "u8, i32, i64, f16, bf16, f32 or f64"; }
+
+static void parse_init(DrParse *p, const char *what, const DrYNode *v, DrBuffer *b) {
+  if (v->kind == DR_Y_SCALAR && !dr__ynode_is_null(v)) {
+    if (strcmp(v->u.text, "zeros") == 0)
+      b->init = DR_INIT_ZEROS;
+    else if (strcmp(v->u.text, "iota") == 0)
+      b->init = DR_INIT_IOTA;
+    else {
+      DrSuggest s;
+      dr__suggest_init(&s, v->u.text);
+      dr__suggest_add(&s, "zeros");
+      dr__suggest_add(&s, "iota");
+      dr__suggest_add(&s, "random");
+      dr__suggest_add(&s, "file");
+      g_autofree char *hint = dr__suggest_hint(&s);
+      g_autofree char *msg = g_strdup_printf(
+          "unknown init '%s'%s", v->u.text,
+          dr__suggest_best(&s) ? hint : " (expected zeros, iota, {random: SEED} or {file: PATH})");
+      dr__parse_error_at(p, v, what, "init", msg);
+    }
+    return;
+  }
+  static const char *const init_keys[] = {"random", "file"};
+  if (v->kind != DR_Y_MAP || v->len != 1) {
+    dr__parse_wrong_type(p, what, "init", v, "zeros, iota, {random: SEED} or {file: PATH}");
+    return;
+  }
+  int k = dr__parse_key(p, what, dr_ynode_key(v, 0), init_keys, 2);
+  const DrYNode *val = dr_ynode_value(v, 0);
+  if (k == 0) {
+    guint64 seed;
+    if (dr__parse_size(p, what, "random", val, NULL, DR_SIZE_COUNT, &seed)) {
+      b->init = DR_INIT_RANDOM;
+      b->init_seed = seed;
+    }
+  } else if (k == 1) {
+    g_autofree char *path = NULL;
+    if (dr__parse_string(p, what, "file", val, NULL, &path)) {
+      b->init = DR_INIT_FILE;
+      b->init_path = resolve_path(p, path);
+    }
+  }
+}
+
+static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
+  const char *name = key->u.text;
+  g_autofree char *what = g_strdup_printf("buffer '%s'", name);
+  if (!dr_build_name_ok(&p->build, DR_NAME_BUFFER, name, NULL, DR_LOC(p, key))) return;
+  if (!dr__parse_expect_map(p, what, NULL, v)) return;
+  const DrYNode *s[BUF_N_KEYS];
+  guint unknown = dr__parse_map_slots(p, what, v, buffer_keys, BUF_N_KEYS, s);
+  DrBuffer b = {.name = name, .loc = DR_LOC(p, key), .type = DR_ELEM_U8, .where = DR_WHERE_DEVICE};
+  gboolean ok = TRUE;
+  if (s[BUF_TYPE] != NULL) {
+    g_autofree char *t = NULL;
+    if (!dr__parse_string(p, what, "type", s[BUF_TYPE], NULL, &t))
+      ok = FALSE;
+    else if (!dr_elem_from_name(t, &b.type)) {
+      g_autofree char *msg = g_strdup_printf("unknown element type '%s' (expected %s)", t, type_names());
+      dr__parse_error_at(p, s[BUF_TYPE], what, "type", msg);
+      ok = FALSE;
+    }
+  }
+  if (s[BUF_COUNT] != NULL && s[BUF_BYTES] != NULL) {
+    dr__parse_error_at(p, s[BUF_BYTES], what, "bytes", "give either 'count' or 'bytes', not both");
+    ok = FALSE;
+  } else if (s[BUF_COUNT] != NULL) {
+    ok = dr__parse_size(p, what, "count", s[BUF_COUNT], NULL, DR_SIZE_COUNT, &b.count) && ok;
+  } else if (s[BUF_BYTES] != NULL) {
+    guint64 bytes;
+    if (dr__parse_size(p, what, "bytes", s[BUF_BYTES], NULL, DR_SIZE_BYTES, &bytes)) {
+      guint es = dr_elem_size(b.type);
+      if (bytes % es != 0) {
+        g_autofree char *msg = g_strdup_printf(
+            "%" G_GUINT64_FORMAT " bytes is not a whole number of %s elements", bytes, dr_elem_name(b.type));
+        dr__parse_error_at(p, s[BUF_BYTES], what, "bytes", msg);
+        ok = FALSE;
+      }
+      b.count = bytes / es;
+    } else {
+      ok = FALSE;
+    }
+  } else {
+    if (unknown == 0) dr_diags_error(p->diags, DR_LOC(p, key), "%s: missing key 'count' (or 'bytes')", what);
+    ok = FALSE;
+  }
+  if (ok)
+    dr_build_buffer_count_ok(&p->build, name, b.count, s[BUF_COUNT] ? "count" : "bytes",
+                             DR_LOC(p, s[BUF_COUNT] ? s[BUF_COUNT] : s[BUF_BYTES]));
+  if (s[BUF_WHERE] != NULL) {
+    g_autofree char *w = NULL;
+    if (dr__parse_string(p, what, "where", s[BUF_WHERE], NULL, &w)) {
+      if (!dr_where_from_name(w, &b.where)) expected(p, s[BUF_WHERE], what, "where", dr_where_choices());
+    }
+  }
+  if (s[BUF_INIT] != NULL) parse_init(p, what, s[BUF_INIT], &b);
+  if (s[BUF_SAVE] != NULL) {
+    g_autofree char *path = NULL;
+    if (dr__parse_string(p, what, "save", s[BUF_SAVE], NULL, &path)) b.save_path = resolve_path(p, path);
+  }
+  dr_build_add_buffer(&p->build, &b);
+}
+
+void dr__parse_buffers(DrParse *p, const DrYNode *v) {
+  p->seen_buffers = TRUE;
+  if (dr__ynode_is_null(v)) return;
+  if (!dr__parse_expect_map(p, "top level", "buffers", v)) return;
+  for (guint i = 0; i < v->len && !dr_diags_full(p->diags); i++)
+    parse_buffer(p, dr_ynode_key(v, i), dr_ynode_value(v, i));
+}
+
+/* ---- kernels: ---------------------------------------------------------- */
+
+#define KERNEL_KEY_LIST(X) \
+  X(SOURCE, "source")      \
+  X(PTX, "ptx")            \
+  X(CUBIN, "cubin")        \
+  X(FATBIN, "fatbin")      \
+  X(ENTRY, "entry")        \
+  X(PARAMS, "params")      \
+  X(GRID, "grid")
+
+enum {
+#define X(e, s) KER_##e,
+  KERNEL_KEY_LIST(X)
+#undef X
+      KER_N_KEYS
+};
+static const char *const kernel_keys[] = {
+#define X(e, s) s,
+    KERNEL_KEY_LIST(X)
+#undef X
+};
+
+#define DR_MAX_PARAMS 64
+
+static const char *const param_keys[] = {"name", "type", "access"};
+
+static gboolean parse_param(DrParse *p, const char *what, const DrYNode *v, DrParam *out) {
+  if (!dr__parse_expect_map(p, what, "params", v)) return FALSE;
+  const DrYNode *s[3];
+  g_autofree char *pwhat = g_strdup_printf("%s, parameter", what);
+  dr__parse_map_slots(p, pwhat, v, param_keys, 3, s);
+  memset(out, 0, sizeof *out);
+  if (s[0] == NULL || s[1] == NULL) {
+    dr__parse_missing(p, DR_LOC(p, v), pwhat, s[0] == NULL ? "name" : "type");
+    return FALSE;
+  }
+  g_autofree char *name = NULL, *type = NULL;
+  if (!dr__parse_string(p, pwhat, "name", s[0], NULL, &name)) return FALSE;
+  if (!dr__parse_string(p, pwhat, "type", s[1], NULL, &type)) return FALSE;
+  gsize tl = strlen(type);
+  out->is_pointer = tl > 0 && type[tl - 1] == '*';
+  if (out->is_pointer) type[tl - 1] = '\0';
+  gboolean scalar_ok = strcmp(type, "i32") == 0 || strcmp(type, "i64") == 0 || strcmp(type, "f32") == 0 ||
+                       strcmp(type, "f64") == 0;
+  if (!dr_elem_from_name(type, &out->type) || (!out->is_pointer && !scalar_ok)) {
+    g_autofree char *msg = g_strdup_printf(
+        "parameter '%s': unknown type '%s%s' (expected a pointer like f32* or a scalar i32, i64, f32, f64)",
+        name, type, out->is_pointer ? "*" : "");
+    dr__parse_error_at(p, s[1], what, "type", msg);
+    return FALSE;
+  }
+  out->access = DR_ACCESS_READ_WRITE;
+  if (s[2] != NULL) {
+    g_autofree char *a = NULL;
+    if (!dr__parse_string(p, pwhat, "access", s[2], NULL, &a)) return FALSE;
+    if (!out->is_pointer) {
+      g_autofree char *msg = g_strdup_printf("parameter '%s' is a scalar; only pointers take 'access'", name);
+      dr__parse_error_at(p, s[2], what, "access", msg);
+      return FALSE;
+    }
+    if (!dr_access_mode_from_name(a, &out->access)) {
+      dr__parse_error_at(p, s[2], what, "access", "expected read, write or readwrite");
+      return FALSE;
+    }
+  }
+  out->name = dr_graph_intern(p->g, name);
+  return TRUE;
+}
+
+/* Exactly one of source/ptx/cubin/fatbin, its path resolved into k. */
+static gboolean kernel_code(DrParse *p, const char *what, const DrYNode *key, const DrYNode **s,
+                            guint unknown, DrKernelDecl *k) {
+  gboolean ok = TRUE;
+  const char **code[] = {&k->source, &k->ptx, &k->cubin, &k->fatbin};
+  guint n_code = 0;
+  for (guint i = 0; i < 4; i++) {
+    if (s[KER_SOURCE + i] == NULL) continue;
+    g_autofree char *path = NULL;
+    if (++n_code > 1) {
+      dr__parse_error_at(p, s[KER_SOURCE + i], what, kernel_keys[KER_SOURCE + i],
+                         "give exactly one of 'source', 'ptx', 'cubin' or 'fatbin'");
+      ok = FALSE;
+    } else if (dr__parse_string(p, what, kernel_keys[KER_SOURCE + i], s[KER_SOURCE + i], NULL, &path)) {
+      *code[i] = resolve_path(p, path);
+    } else {
+      ok = FALSE;
+    }
+  }
+  if (n_code == 0 && unknown == 0)
+    dr_diags_error(p->diags, DR_LOC(p, key), "%s: missing key 'source' (or 'ptx', 'cubin', 'fatbin')", what);
+  return ok && n_code > 0;
+}
+
+/* `params:` into params/locs (DR_MAX_PARAMS each); k->n_params counts them. */
+static gboolean kernel_params(DrParse *p, const char *what, const DrYNode *key, const DrYNode *v,
+                              guint unknown, DrKernelDecl *k, DrParam *params, DrLoc *locs) {
+  if (v == NULL) {
+    if (unknown == 0) dr__parse_missing(p, DR_LOC(p, key), what, "params");
+    return FALSE;
+  }
+  if (v->kind != DR_Y_SEQ) {
+    dr__parse_wrong_type(p, what, "params", v, "a list of parameters");
+    return FALSE;
+  }
+  if (v->len > DR_MAX_PARAMS) {
+    dr__parse_error_at(p, v, what, "params", "more than 64 parameters");
+    return FALSE;
+  }
+  gboolean ok = TRUE;
+  for (guint i = 0; i < v->len; i++) {
+    const DrYNode *pv = v->u.items[i];
+    if (!parse_param(p, what, pv, &params[k->n_params])) {
+      ok = FALSE;
+      continue;
+    }
+    locs[k->n_params++] = DR_LOC(p, pv);
+  }
+  k->params = params;
+  return ok;
+}
+
+/* `grid: {over, block}` into k->grid; *over_loc: where `over` is. */
+static gboolean kernel_grid(DrParse *p, const char *what, const DrYNode *v, DrKernelDecl *k,
+                            DrLoc *over_loc) {
+  if (!dr__parse_expect_map(p, what, "grid", v)) return TRUE;
+  static const char *const grid_keys[] = {"over", "block"};
+  const DrYNode *gs[2];
+  g_autofree char *gwhat = g_strdup_printf("%s, grid", what);
+  dr__parse_map_slots(p, gwhat, v, grid_keys, 2, gs);
+  gboolean ok = TRUE;
+  g_autofree char *over = NULL;
+  if (gs[0] != NULL && dr__parse_string(p, gwhat, "over", gs[0], NULL, &over)) {
+    for (guint j = 0; j < k->n_params; j++)
+      if (strcmp(k->params[j].name, over) == 0) k->grid.over = j;
+    if (k->grid.over == DR_NONE) {
+      DrSuggest sg;
+      dr__suggest_init(&sg, over);
+      for (guint j = 0; j < k->n_params; j++) dr__suggest_add(&sg, k->params[j].name);
+      g_autofree char *hint = dr__suggest_hint(&sg);
+      g_autofree char *msg = g_strdup_printf("unknown parameter '%s'%s", over, hint);
+      dr__parse_error_at(p, gs[0], gwhat, "over", msg);
+      ok = FALSE;
+    }
+    *over_loc = DR_LOC(p, gs[0]);
+  }
+  gint64 block;
+  if (gs[1] != NULL) {
+    if (dr__parse_int(p, gwhat, "block", gs[1], NULL, 1, 1024, &block))
+      k->grid.block = (guint32)block;
+    else
+      ok = FALSE;
+  }
+  return ok;
+}
+
+static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
+  const char *name = key->u.text;
+  g_autofree char *what = g_strdup_printf("kernel '%s'", name);
+  if (!dr_build_name_ok(&p->build, DR_NAME_KERNEL, name, NULL, DR_LOC(p, key))) return;
+  if (!dr__parse_expect_map(p, what, NULL, v)) return;
+  const DrYNode *s[KER_N_KEYS];
+  guint unknown = dr__parse_map_slots(p, what, v, kernel_keys, KER_N_KEYS, s);
+  DrKernelDecl k = {
+      .name = name, .loc = DR_LOC(p, key), .origin = DR_KERNEL_USER, .grid = {.over = DR_NONE, .block = 256}};
+  gboolean ok = kernel_code(p, what, key, s, unknown, &k);
+  k.entry = name;
+  g_autofree char *entry = NULL;
+  if (s[KER_ENTRY] != NULL) {
+    if (dr__parse_string(p, what, "entry", s[KER_ENTRY], NULL, &entry))
+      k.entry = entry;
+    else
+      ok = FALSE;
+  }
+  DrParam params[DR_MAX_PARAMS];
+  DrLoc param_locs[DR_MAX_PARAMS];
+  DrLoc over_loc = DR_LOC(p, key);
+  ok = kernel_params(p, what, key, s[KER_PARAMS], unknown, &k, params, param_locs) && ok;
+  if (s[KER_GRID] != NULL) ok = kernel_grid(p, what, s[KER_GRID], &k, &over_loc) && ok;
+  if (ok) dr_build_add_kernel(&p->build, &k, param_locs, over_loc);
+}
+
+void dr__parse_kernels(DrParse *p, const DrYNode *v) {
+  p->seen_kernels = TRUE;
+  if (dr__ynode_is_null(v)) return;
+  if (!dr__parse_expect_map(p, "top level", "kernels", v)) return;
+  for (guint i = 0; i < v->len && !dr_diags_full(p->diags); i++)
+    parse_kernel(p, dr_ynode_key(v, i), dr_ynode_value(v, i));
+}
