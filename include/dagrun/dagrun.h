@@ -80,9 +80,12 @@ typedef enum { DR_WHERE_DEVICE, DR_WHERE_HOST } DrWhere;
 typedef enum { DR_MODE_STREAMS, DR_MODE_GRAPH } DrMode;
 #endif
 
+#ifndef DAGRUN_REPORT_REPORT_H
+typedef enum { DR_VERIFIED_NOT_RUN, DR_VERIFIED_PASS, DR_VERIFIED_FAIL } DrVerified;
+#endif
+
 #ifndef DAGRUN_BACKENDS_RUN_H
 typedef enum { DR_BACKEND_AUTO, DR_BACKEND_CUDA, DR_BACKEND_HOST } DrBackendKind;
-typedef enum { DR_VERIFIED_NOT_RUN, DR_VERIFIED_PASS, DR_VERIFIED_FAIL } DrVerified;
 /* How the CUDA backend times each node (the host backend always uses host
  * clocks): off (the makespan only; node times are NAN), stamps (a tiny
  * kernel after each node writes the GPU's global timer; a node's start is
