@@ -64,7 +64,11 @@ static void html_text(GString *out, const char *s) {
 }
 
 gboolean dr_dot_detail_from_name(const char *name, DrDotDetail *out) {
-  static const char *const names[] = {"auto", "summary", "full"};
+  static const char *const names[] = {
+#define DR_X(e, n) n,
+      DR_DOT_DETAIL_LIST(DR_X)
+#undef DR_X
+  };
   for (guint i = 0; i < G_N_ELEMENTS(names); i++)
     if (name != NULL && strcmp(name, names[i]) == 0) {
       *out = (DrDotDetail)i;

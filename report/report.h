@@ -182,14 +182,8 @@ void dr_plan_write_json(const DrPlan *plan, GString *out);
  * with DR_ERROR_IO (naming `what`, e.g. the path) when a write fails. */
 gboolean dr_plan_write_json_file(const DrPlan *plan, FILE *file, const char *what, GError **error);
 
-/* How much --dot draws: full (every node), summary (each foreach family,
- * the nodes expanded from one YAML entry, as one node with a count) or
- * auto (full up to DR_DOT_AUTO_FULL_MAX nodes, else summary). The public
- * header has the same enum. */
-#ifndef DAGRUN_DAGRUN_H_DOT_DETAIL
-#define DAGRUN_DAGRUN_H_DOT_DETAIL
-typedef enum { DR_DOT_DETAIL_AUTO, DR_DOT_DETAIL_SUMMARY, DR_DOT_DETAIL_FULL } DrDotDetail;
-#endif
+/* DrDotDetail is the public header's (include/dagrun/types.h); auto draws
+ * every node up to DR_DOT_AUTO_FULL_MAX nodes, else the summary. */
 #define DR_DOT_AUTO_FULL_MAX 200
 
 /* Returns TRUE and sets *out when `name` is "auto", "summary" or "full". */

@@ -142,7 +142,7 @@ for suite in "${suites[@]}"; do
     install) run_tap_script install tests/install/install_test.sh ;;
     format) run_format ;;
     fuzz)
-      for t in fuzz_parser fuzz_plan; do
+      for t in fuzz_json fuzz_parser fuzz_plan; do
         if bash tools/fuzz.sh "${FUZZ_SECONDS:-60}" "$t" >&2; then
           echo "test[fuzz]: $t passed" >&2
           passed=$((passed + 1))

@@ -302,14 +302,7 @@ void dr_stream_plan_write_text(const DrStreamPlan *plan, GString *out);
 void dr_stream_plan_write_json(const DrStreamPlan *plan, GString *out);
 void dr_stream_plan_write_dot(const DrStreamPlan *plan, GString *out);
 
-/* How much the DOT draws: full (every node), summary (each foreach family,
- * the nodes expanded from one YAML entry, as one node with a count; edges
- * between two groups merged with a count) or auto (the default: full up to
- * 200 nodes, else summary). `dagrun --dot-detail`. */
-#ifndef DAGRUN_DAGRUN_H_DOT_DETAIL
-#define DAGRUN_DAGRUN_H_DOT_DETAIL
-typedef enum { DR_DOT_DETAIL_AUTO, DR_DOT_DETAIL_SUMMARY, DR_DOT_DETAIL_FULL } DrDotDetail;
-#endif
+/* DrDotDetail (how much the DOT draws, `dagrun --dot-detail`) is types.h's. */
 
 /* DOT settings; zero-initialise, or NULL for all defaults. */
 typedef struct {

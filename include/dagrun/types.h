@@ -189,4 +189,20 @@ typedef enum {
 #undef DR_X
 } DrVerified;
 
+/* X(ENUM_SUFFIX, spelling): how much the DOT draws (`--dot-detail`): full
+ * (every node), summary (each foreach family, the nodes expanded from one
+ * YAML entry, as one node with a count; edges between two groups merged
+ * with a count) or auto (full up to 200 nodes, else summary). */
+#define DR_DOT_DETAIL_LIST(X) \
+  X(AUTO, "auto")             \
+  X(SUMMARY, "summary")       \
+  X(FULL, "full")
+
+typedef enum {
+#define DR_X(e, s) DR_DOT_DETAIL_##e,
+  DR_DOT_DETAIL_LIST(DR_X)
+#undef DR_X
+      DR_N_DOT_DETAILS
+} DrDotDetail;
+
 #endif

@@ -455,8 +455,12 @@ static void test_plan_json_file(void) {
   fclose(full);
 }
 
+/* public_header.c compiled: report.h and dagrun.h agree on DrVerified. */
+int dr_test_report_verified_fail(void);
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  g_assert_cmpint(dr_test_report_verified_fail(), ==, DR_VERIFIED_FAIL);
   g_test_add("/report/writers/comma-decimal-locale", Fixture, NULL, fixture_set_up, test_comma_locale,
              fixture_tear_down);
   g_test_add("/report/profile/null-duration", Fixture, NULL, fixture_set_up, test_profile_null_duration,
