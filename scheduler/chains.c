@@ -52,16 +52,22 @@
 #define NO_EDGE G_MAXUINT32
 #define IN(v) (2u * (v))
 #define OUT(v) (2u * (v) + 1u)
-/* Work allowed to one greedy merge search, in residual nodes expanded:
+/* Work allowed to all unbounded (exact) searches of the greedy start
+ * together, in nodes expanded, counted separately for the ancestor
+ * searches and the successful merge searches (failed ones are paid for by
+ * the nodes they kill). Past it, the greedy start falls back to budgeted
+ * searches and Dinic's phases finish what they leave. */
+#define EXACT_WORK(c) (16u * ((guint64)(c)->n + (c)->m) + 4096u)
+
+/* Work allowed to one budgeted merge search, in residual nodes expanded:
  * more when more paths are open (wider DAGs need longer alternating
  * paths), and less once failed searches have cost 4 (V + E) in all, which
  * keeps the greedy start linear; Dinic's phases finish what it leaves.
  * DAGRUN_PLAN_MERGE_BUDGET=N replaces it (0: no greedy merges at all, so
  * the tests can hold Dinic's phases alone against the references). */
-#define LOCAL_BUDGET(paths, generous) \
-  (256u + ((generous) ? 2048u : 32u) * MIN((paths), 4096u))
+#define LOCAL_BUDGET(paths, generous) (256u + ((generous) ? 2048u : 32u) * MIN((paths), 4096u))
 
-/* Ancestors looked at by the cheap merge before the general search. */
+/* Ancestors looked at by a budgeted cheap merge before the general search. */
 #define ANCESTOR_BUDGET 256u
 
 static gint64 budget_override(void) {
@@ -109,9 +115,15 @@ static void flow_clear(Flow *f) {
   g_free(f->queue);
 }
 
+/* The stamp of a split node that t does not reach in the residual network
+ * of the nodes seen so far, and never will (see dr__chain_cover). Above
+ * every generation, so `stamp >= gen` reads "seen or dead". */
+#define DEAD_STAMP G_MAXUINT32
+
 static void next_generation(Flow *f) {
-  if (++f->gen == 0) {
-    memset(f->stamp, 0, 2 * (gsize)MAX(f->c->n, 1) * sizeof(guint32));
+  if (++f->gen == DEAD_STAMP) {
+    for (gsize i = 0; i < 2 * (gsize)MAX(f->c->n, 1); i++)
+      if (f->stamp[i] != DEAD_STAMP) f->stamp[i] = 0;
     f->gen = 1;
   }
 }
@@ -134,9 +146,9 @@ static void apply_arc(Flow *f, guint32 x, guint32 y, guint32 edge) {
   }
 }
 
-/* Visits y over `edge` during a search; FALSE if seen. */
+/* Visits y over `edge` during a search; FALSE if seen or dead. */
 static inline gboolean visit(Flow *f, guint32 y, guint32 edge, guint32 *tail) {
-  if (f->stamp[y] == f->gen) return FALSE;
+  if (f->stamp[y] >= f->gen) return FALSE;
   f->stamp[y] = f->gen;
   f->via[y] = edge;
   f->queue[(*tail)++] = y;
@@ -155,29 +167,34 @@ static inline guint32 came_from(const DrPlanCtx *c, guint32 y, guint32 edge) {
 }
 
 /* The cheap common merge: a breadth-first search over v's ancestors alone
- * (node by node, at most `budget` of them) for one that ends a path; that
- * path is then extended down the DAG path found to v, sharing the nodes in
- * between. v's own arc flow is already counted by the caller. */
-static gboolean extend_from_ancestor(Flow *f, DrId v, guint32 budget) {
+ * (node by node, at most `budget` of them, none before topological
+ * position `lo`) for one that ends a path; that path is then extended down
+ * the DAG path found to v, sharing the nodes in between. v's own arc flow
+ * is already counted by the caller. Adds the nodes expanded to *spent. */
+static gboolean extend_from_ancestor(Flow *f, DrId v, guint32 budget, guint32 lo, guint64 *spent) {
   const DrPlanCtx *c = f->c;
   guint32 head = 0, tail = 0;
   next_generation(f);
-  f->stamp[IN(v)] = f->gen;
+  f->stamp[OUT(v)] = f->gen;
   f->queue[tail++] = v;
   while (head < tail && head < budget) {
     DrId x = f->queue[head++];
     for (guint32 e = DR__PRED_BEGIN(c, x); e < DR__PRED_END(c, x); e++) {
       DrId p = c->edges[e].from;
-      if (f->stamp[IN(p)] == f->gen) continue;
-      f->stamp[IN(p)] = f->gen;
-      f->via[IN(p)] = e;
+      /* Seen, dead or too old. A dead p_out has no path end among its
+       * ancestors (t would reach it along DAG arcs), and none starts
+       * before `lo`. */
+      if (f->stamp[OUT(p)] >= f->gen || c->pos[p] < lo) continue;
+      f->stamp[OUT(p)] = f->gen;
+      f->via[OUT(p)] = e;
       if (f->ft[p] == 0) {
         f->queue[tail++] = p;
         continue;
       }
+      *spent += head;
       f->ft[p]--;
       for (DrId y = p;;) {
-        guint32 down = f->via[IN(y)];
+        guint32 down = f->via[OUT(y)];
         f->fe[down]++;
         y = c->edges[down].to;
         if (y == v) return TRUE;
@@ -185,10 +202,16 @@ static gboolean extend_from_ancestor(Flow *f, DrId v, guint32 budget) {
       }
     }
   }
+  *spent += head;
   return FALSE;
 }
 
-static gboolean merge_new_path(Flow *f, DrId v, guint32 budget, guint64 *spent) {
+/* The general merge: a breadth-first search backward from v_in through
+ * the residual network (at most `budget` nodes expanded) for an out-node
+ * that ends a path. Adds its work to *failed or *succeeded. When it fails
+ * with the whole search space exhausted, every node it reached is
+ * unreachable from t: they are marked dead for the searches to come. */
+static gboolean merge_new_path(Flow *f, DrId v, guint32 budget, guint64 *failed, guint64 *succeeded) {
   const DrPlanCtx *c = f->c;
   guint32 head = 0, tail = 0, found = G_MAXUINT32;
   next_generation(f);
@@ -204,8 +227,7 @@ static gboolean merge_new_path(Flow *f, DrId v, guint32 budget, guint64 *spent) 
           break;
         }
       }
-      if (found == G_MAXUINT32 && f->fv[w] > f->req[w] && visit(f, OUT(w), NO_EDGE, &tail) &&
-          f->ft[w] > 0)
+      if (found == G_MAXUINT32 && f->fv[w] > f->req[w] && visit(f, OUT(w), NO_EDGE, &tail) && f->ft[w] > 0)
         found = OUT(w);
     } else {
       visit(f, IN(w), NO_EDGE, &tail);
@@ -216,9 +238,12 @@ static gboolean merge_new_path(Flow *f, DrId v, guint32 budget, guint64 *spent) 
     }
   }
   if (found == G_MAXUINT32) {
-    *spent += head;
+    *failed += head;
+    if (head == tail)
+      for (guint32 i = 0; i < tail; i++) f->stamp[f->queue[i]] = DEAD_STAMP;
     return FALSE;
   }
+  *succeeded += head;
   f->ft[found >> 1]--;
   for (guint32 y = found; y != IN(v);) {
     guint32 x = came_from(c, y, f->via[y]);
@@ -258,8 +283,7 @@ static guint32 levels_from_t(Flow *f, guint32 *dist) {
     guint32 x = f->queue[head++], w = x >> 1;
     if (dist_s != 0 && dist[x] + 1 >= dist_s) continue;
     if (x & 1) {
-      for (guint32 i = c->succ_off[w]; i < c->succ_off[w + 1]; i++)
-        REACH(IN(c->edges[c->succ_edge[i]].to));
+      for (guint32 i = c->succ_off[w]; i < c->succ_off[w + 1]; i++) REACH(IN(c->edges[c->succ_edge[i]].to));
       if (f->fv[w] > f->req[w]) REACH(IN(w));
       continue;
     }
@@ -282,8 +306,8 @@ static guint32 levels_from_t(Flow *f, guint32 *dist) {
 /* The next admissible arc out of x in the level graph, advancing x's
  * current-arc pointer `cur` past arcs that are not. Returns the head node
  * (S_NODE for s) and its edge in *edge, or DEAD when none is left. */
-static guint32 next_arc(Flow *f, const guint32 *dist, guint32 x, guint32 *cur, guint32 dist_x,
-                        guint32 dist_s, guint32 *edge) {
+static guint32 next_arc(Flow *f, const guint32 *dist, guint32 x, guint32 *cur, guint32 dist_x, guint32 dist_s,
+                        guint32 *edge) {
   const DrPlanCtx *c = f->c;
   *edge = NO_EDGE;
   if (x == T_NODE) {
@@ -301,8 +325,7 @@ static guint32 next_arc(Flow *f, const guint32 *dist, guint32 x, guint32 *cur, g
         return y;
       }
     }
-    if (*cur == deg && f->fv[w] > f->req[w] && f->stamp[IN(w)] == f->gen &&
-        dist[IN(w)] == dist_x + 1)
+    if (*cur == deg && f->fv[w] > f->req[w] && f->stamp[IN(w)] == f->gen && dist[IN(w)] == dist_x + 1)
       return IN(w);
     *cur = deg + 1;
     return DEAD;
@@ -392,12 +415,12 @@ static Walker walker_pop(Walker *h, guint32 *len) {
   return top;
 }
 
-guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *chain,
-                        guint32 first_chain, GArray *antichain) {
+guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *chain, guint32 first_chain,
+                        GArray *antichain) {
   Flow f;
   flow_init(&f, c, required);
-  guint32 flow = 0;
-  guint64 failed_work = 0;
+  guint32 flow = 0, lo = 0;
+  guint64 failed_work = 0, merge_work = 0, anc_work = 0;
   gint64 forced = budget_override();
   guint64 anc_tries = 0, anc_hits = 0;
   /* pending[u]: successors of u not yet visited by the greedy start. */
@@ -421,11 +444,15 @@ guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *cha
       f.fe[best]++;
       continue;
     }
-    /* The cheap merge while it pays: on layered DAGs ancestors rarely end
-     * a path, on hazard-derived programs they usually do. */
-    if (forced != 0 && (anc_tries < 256 || anc_hits * 8 >= anc_tries)) {
+    gboolean exact = forced < 0 && anc_work < EXACT_WORK(c) && merge_work < EXACT_WORK(c);
+    /* The cheap merge (while it pays, when budgeted): on layered DAGs
+     * ancestors rarely end a path, on hazard-derived programs they usually
+     * do. No path ends at a sink, nor ever will, nor before the oldest end:
+     * `lo` skips them all. */
+    if (forced != 0 && (exact || anc_tries < 256 || anc_hits * 8 >= anc_tries)) {
       anc_tries++;
-      if (extend_from_ancestor(&f, v, ANCESTOR_BUDGET)) {
+      for (DrId u; lo < i && (f.ft[u = c->order[lo]] == 0 || c->succ_off[u] == c->succ_off[u + 1]);) lo++;
+      if (extend_from_ancestor(&f, v, exact ? G_MAXUINT32 : ANCESTOR_BUDGET, lo, &anc_work)) {
         anc_hits++;
         continue;
       }
@@ -433,8 +460,9 @@ guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *cha
     f.fs[v]++;
     flow++;
     guint32 budget = forced >= 0 ? (guint32)forced
+                     : exact     ? G_MAXUINT32
                                  : LOCAL_BUDGET(flow, failed_work < 4 * ((guint64)c->n + c->m));
-    if (budget > 0 && merge_new_path(&f, v, budget, &failed_work)) flow--;
+    if (budget > 0 && merge_new_path(&f, v, budget, &failed_work, &merge_work)) flow--;
   }
   g_free(pending);
   /* Usually the greedy start is already minimum and one search proves it;
