@@ -45,7 +45,8 @@
  *     reachable from t but v_in is not form a maximum antichain (the minimum
  *     cut crosses exactly their lower-bound arcs), as large as the flow.
  *  4. Decomposition: peel the flow into s-t paths, all walked together in
- *     topological order (a heap of walkers, so memory is read in order);
+ *     topological order (walkers wait in per-node lists, so memory is read
+ *     in order);
  *     each covered node joins the first path through it. Every path owns
  *     its antichain node, so none is empty.
  * Complexity: the greedy start costs O(N_SLOTS/64 (V + E)) for the masks,
@@ -53,8 +54,8 @@
  * plus O(V + E) for all the failed ones; each Dinic phase costs O(V + E)
  * and none is needed unless a budget was hit (then few: 0 on chains,
  * fork-joins and layered DAGs, about 12 for 15 paths on 1M-node
- * hazard-derived programs); the decomposition costs O(sum of node flows *
- * log width).
+ * hazard-derived programs); the decomposition costs O(V + E + sum of node
+ * flows).
  * Measured (one core, bench/planner_bench.c): 1M-node layered DAGs in
  * about 0.11 s at width 32 and 0.3 s at width 1000; 1M-node hazard-derived
  * random programs (width ~123, 3.3M edges) in about 0.8 s (0.55 s of it
@@ -401,38 +402,6 @@ static guint32 blocking_flow(Flow *f, guint32 *dist, guint32 dist_s) {
   }
 }
 
-/* A flow unit being peeled into a path: at node `node`, issue position
- * `pos`, carrying chain id `chain` once it has claimed a node. */
-typedef struct {
-  guint32 pos;
-  DrId node;
-  guint32 chain;
-} Walker;
-
-static void walker_push(Walker *h, guint32 *len, Walker w) {
-  guint32 i = (*len)++;
-  while (i > 0 && h[(i - 1) / 2].pos > w.pos) {
-    h[i] = h[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  h[i] = w;
-}
-
-static Walker walker_pop(Walker *h, guint32 *len) {
-  Walker top = h[0], last = h[--(*len)];
-  guint32 i = 0;
-  for (;;) {
-    guint32 child = 2 * i + 1;
-    if (child >= *len) break;
-    if (child + 1 < *len && h[child + 1].pos < h[child].pos) child++;
-    if (h[child].pos >= last.pos) break;
-    h[i] = h[child];
-    i = child;
-  }
-  if (*len > 0) h[i] = last;
-  return top;
-}
-
 /* Path ends that a later node passed over (it did not extend them) are
  * the only ones a node can reach by a jump; up to 64 of them are tracked
  * in slots, and each node's mask (bits[]) says which tracked ends are its
@@ -665,23 +634,30 @@ guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *cha
   }
 
   /* Peel the flow into paths, all advancing together in topological order
-   * (a heap of walkers keyed by the position of their node), so memory is
-   * touched in order rather than one whole path at a time. A path's chain
-   * id is given at the first covered node it claims. */
+   * (each waits in the list of the node it has reached, and lists are
+   * taken in order), so memory is touched in order rather than one whole
+   * path at a time. A path's chain id is given at the first covered node
+   * it claims. */
   guint32 *next_succ = g_new(guint32, MAX(c->n, 1));
   memcpy(next_succ, c->succ_off, (gsize)c->n * sizeof(guint32));
   guint8 *claimed = g_new0(guint8, MAX(c->n, 1));
-  Walker *heap = g_new(Walker, MAX(flow, 1));
-  guint32 len = 0, n_chains = 0;
+  guint32 *waiting = g_new(guint32, MAX(c->n, 1)); /* first walker at each node */
+  memset(waiting, 0xFF, (gsize)MAX(c->n, 1) * sizeof(guint32));
+  guint32 *w_chain = g_new(guint32, MAX(flow, 1)), *w_next = g_new(guint32, MAX(flow, 1));
+  guint32 n_walkers = 0, n_chains = 0;
   for (guint32 i = 0; i < c->n; i++) {
     DrId v = c->order[i];
-    for (; f.fs[v] > 0; f.fs[v]--) walker_push(heap, &len, (Walker){i, v, G_MAXUINT32});
-    while (len > 0 && heap[0].pos == i) {
-      Walker w = walker_pop(heap, &len);
+    for (; f.fs[v] > 0; f.fs[v]--) {
+      w_chain[n_walkers] = G_MAXUINT32;
+      w_next[n_walkers] = waiting[v];
+      waiting[v] = n_walkers++;
+    }
+    for (guint32 w = waiting[v], next; w != G_MAXUINT32; w = next) {
+      next = w_next[w];
       if (required[v] && !claimed[v]) {
         claimed[v] = 1;
-        if (w.chain == G_MAXUINT32) w.chain = first_chain + n_chains++;
-        chain[v] = w.chain;
+        if (w_chain[w] == G_MAXUINT32) w_chain[w] = first_chain + n_chains++;
+        chain[v] = w_chain[w];
       }
       if (f.ft[v] > 0) {
         f.ft[v]--;
@@ -689,13 +665,15 @@ guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *cha
       }
       while (f.fe[c->succ_edge[next_succ[v]]] == 0) next_succ[v]++;
       guint32 e = c->succ_edge[next_succ[v]];
+      DrId y = c->edges[e].to;
       f.fe[e]--;
-      w.node = c->edges[e].to;
-      w.pos = c->pos[w.node];
-      walker_push(heap, &len, w);
+      w_next[w] = waiting[y];
+      waiting[y] = w;
     }
   }
-  g_free(heap);
+  g_free(w_next);
+  g_free(w_chain);
+  g_free(waiting);
   g_assert_cmpuint(n_chains, ==, flow);
   g_free(claimed);
   g_free(next_succ);
