@@ -435,6 +435,7 @@ typedef struct {
   gint64 forced;
   guint64 failed_work, merge_work, anc_work, anc_tries, anc_hits;
   gboolean untracked; /* an end passed over found no free slot */
+  gboolean stale;     /* a search may have extended a tracked end */
 } Greedy;
 
 /* The slots given after assignment t: their bits in a mask checked at t
@@ -466,25 +467,34 @@ static inline Mask known_ends(Greedy *g, DrId p) {
 static gboolean give_slot(Greedy *g, DrId p) {
   guint8 s = g->slot_of[p];
   if (s != NO_SLOT && (g->used >> s & 1) && g->owner[s] == p) return TRUE;
-  if (g->used == ~(Mask)0)
+  if (g->used == ~(Mask)0 && g->stale) {
     for (guint32 k = 0; k < N_SLOTS; k++)
       if (g->f->ft[g->owner[k]] == 0) g->used &= ~((Mask)1 << k);
+    g->stale = FALSE;
+  }
   if (g->used == ~(Mask)0) {
     g->untracked = TRUE;
     return FALSE;
   }
-  s = (guint8)mask_ctz(~g->used);
+  /* The free slot given most recently: the fewest prefix masks to redo. */
+  guint32 k = 0;
+  while (g->used >> g->recent[k] & 1) k++;
+  s = g->recent[k];
   g->used |= (Mask)1 << s;
   g->owner[s] = p;
   g->slot_of[p] = s;
-  guint32 k = 0;
-  while (g->recent[k] != s) k++;
   memmove(g->recent + 1, g->recent, k);
   memmove(g->given + 1, g->given, k * sizeof(guint32));
   g->recent[0] = s;
   g->given[0] = ++g->n_given;
   for (guint32 j = 0; j <= k; j++) g->first[j + 1] = g->first[j] | (Mask)1 << g->recent[j];
   return TRUE;
+}
+
+/* Frees p's slot, if it has one: its path end was extended. */
+static inline void release_slot(Greedy *g, DrId p) {
+  guint8 s = g->slot_of[p];
+  if (s != NO_SLOT && g->owner[s] == p) g->used &= ~((Mask)1 << s);
 }
 
 /* Extends the path that ends at a tracked ancestor of v (`ends`: v's
@@ -515,7 +525,7 @@ static gboolean jump_to_known_end(Greedy *g, DrId v, Mask ends, guint64 *spent) 
       y = c->edges[next].from;
     }
     *spent += len;
-    f->ft[q]--;
+    if (--f->ft[q] == 0) g->used &= ~((Mask)1 << s);
     for (guint32 k = 0; k < len; k++) {
       f->fe[f->queue[k]]++;
       if (k > 0) f->fv[c->edges[f->queue[k]].to]++;
@@ -536,8 +546,9 @@ static void greedy_node(Greedy *g, guint32 i, Mask ends, guint32 best) {
   f->fv[v]++;
   f->ft[v]++;
   if (best != NO_EDGE) {
-    f->ft[c->edges[best].from]--;
+    DrId p = c->edges[best].from;
     f->fe[best]++;
+    if (--f->ft[p] == 0) release_slot(g, p);
     return;
   }
   if (g->forced != 0 && ends != 0 && g->anc_work < EXACT_WORK(c) &&
@@ -555,6 +566,7 @@ static void greedy_node(Greedy *g, guint32 i, Mask ends, guint32 best) {
       g->lo++;
     if (extend_from_ancestor(f, v, exact ? G_MAXUINT32 : ANCESTOR_BUDGET, g->lo, &g->anc_work)) {
       g->anc_hits++;
+      g->stale = TRUE;
       return;
     }
   }
@@ -563,7 +575,10 @@ static void greedy_node(Greedy *g, guint32 i, Mask ends, guint32 best) {
   guint32 budget = g->forced >= 0 ? (guint32)g->forced
                    : exact        ? G_MAXUINT32
                                   : LOCAL_BUDGET(g->flow, g->failed_work < 4 * ((guint64)c->n + c->m));
-  if (budget > 0 && merge_new_path(f, v, budget, &g->failed_work, &g->merge_work)) g->flow--;
+  if (budget > 0 && merge_new_path(f, v, budget, &g->failed_work, &g->merge_work)) {
+    g->flow--;
+    g->stale = TRUE;
+  }
 }
 
 /* Step 1: a cover of the nodes in topological order; returns its flow. */
