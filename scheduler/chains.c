@@ -58,9 +58,10 @@
  * flows).
  * Measured (one core, bench/planner_bench.c): 1M-node layered DAGs in
  * about 0.11 s at width 32 and 0.3 s at width 1000; 1M-node hazard-derived
- * random programs (width ~123, 3.3M edges) in about 0.8 s (0.55 s of it
- * the greedy start, 0.2 s the decomposition; shared 2-core machine), down
- * from 3.6 s when budgeted merges left 15 paths to Dinic's phases.
+ * random programs (width ~123, 3.3M edges): the greedy start in about
+ * 0.55 s and the certificate's search in 0.05 s on a shared 2-core
+ * machine, where budgeted merges and the Dinic phases for the 15 paths
+ * they left took 5.4 s (BENCHMARKS.md §1).
  * Memory: about 45 bytes per node and 4 per edge, plus 25 per node while
  * the greedy start runs (8 more per node if Dinic's phases run).
  * Iterative throughout. */
