@@ -17,6 +17,8 @@
  * forked child so its peak RSS (getrusage) is its own.
  *
  * Usage: planner_bench [--quick]   (--quick: up to 100k nodes)
+ *        planner_bench N W          (one layered case: N nodes, width W)
+ *        planner_bench N program    (one program case over 64 cells)
  * Build with -c opt: the planner's own files are not compiled with -O2
  * otherwise. */
 #include <glib.h>
@@ -42,8 +44,12 @@ static DrGraph *layered(guint32 n, guint32 w, guint32 seed) {
   char id[32];
   for (guint32 v = 0; v < n; v++) {
     g_snprintf(id, sizeof id, "n%u", v);
-    DrNode node = {.op = DR_OP_KERNEL, .priority = DR_PRIORITY_NORMAL, .id = id, .device = -1,
-                   .kernel = kid, .buffer = DR_NONE};
+    DrNode node = {.op = DR_OP_KERNEL,
+                   .priority = DR_PRIORITY_NORMAL,
+                   .id = id,
+                   .device = -1,
+                   .kernel = kid,
+                   .buffer = DR_NONE};
     dr_graph_add_node(g, &node);
     guint32 j = v % w;
     if (v < w) continue;
@@ -90,8 +96,12 @@ static DrGraph *program(guint32 n, guint32 cells, guint32 seed) {
   char id[32];
   for (guint32 v = 0; v < n; v++) {
     g_snprintf(id, sizeof id, "n%u", v);
-    DrNode node = {.op = DR_OP_KERNEL, .priority = DR_PRIORITY_NORMAL, .id = id, .device = -1,
-                   .kernel = kid, .buffer = DR_NONE};
+    DrNode node = {.op = DR_OP_KERNEL,
+                   .priority = DR_PRIORITY_NORMAL,
+                   .id = id,
+                   .device = -1,
+                   .kernel = kid,
+                   .buffer = DR_NONE};
     dr_graph_add_node(g, &node);
     guint32 touches = (guint32)g_rand_int_range(r, 1, 4);
     for (guint32 t = 0; t < touches; t++) {
@@ -219,13 +229,14 @@ static void run_case(guint32 n, guint32 w, guint32 cells) {
   guint32 rr_cross = 0;
   double rr_path = 0;
   round_robin4(g, &rr_cross, &rr_path);
-  g_autofree char *shape = cells ? g_strdup_printf("program, %u cells", cells)
-                                 : g_strdup_printf("layered, w %u", w);
-  printf("| %u | %s | %u | %u | %u | %u | %u | %.1f | %.1f | %.0f | %.1f | %u | %u | %u | %.0f | %.0f | %u | %.0f |\n",
-         n, shape, g->edges->len, plan->width, plan->streams->len, plan->waits->len, cross,
-         (c1 - c0) / 1e3, (t1 - t0) / 1e3, (double)(peak - before) / n, (c3 - c2) / 1e3,
-         plan8->streams->len, plan8->waits->len, cross8, plan->critical_path_us, plan8->planned_path_us,
-         rr_cross, rr_path);
+  g_autofree char *shape =
+      cells ? g_strdup_printf("program, %u cells", cells) : g_strdup_printf("layered, w %u", w);
+  printf(
+      "| %u | %s | %u | %u | %u | %u | %u | %.1f | %.1f | %.0f | %.1f | %u | %u | %u | %.0f | %.0f | %u | "
+      "%.0f |\n",
+      n, shape, g->edges->len, plan->width, plan->streams->len, plan->waits->len, cross, (c1 - c0) / 1e3,
+      (t1 - t0) / 1e3, (double)(peak - before) / n, (c3 - c2) / 1e3, plan8->streams->len, plan8->waits->len,
+      cross8, plan->critical_path_us, plan8->planned_path_us, rr_cross, rr_path);
   g_printerr("%u, %s: whole-process peak %.0f bytes/node\n", n, shape, (double)peak / n);
   fflush(stdout);
   dr_plan_free(plan8);
@@ -247,14 +258,24 @@ static void run_forked(guint32 n, guint32 w, guint32 cells) {
 
 int main(int argc, char **argv) {
   gboolean quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  gboolean one = argc > 2;
   static const guint32 sizes[] = {10000, 100000, 1000000};
   static const guint32 widths[] = {3, 8, 32, 1000};
-  printf("| nodes | DAG | edges | width | streams | waits | cross-stream edges (1 wait each) "
-         "| plan CPU ms | plan wall ms | plan peak B/node | cap 8: plan CPU ms | cap 8: streams "
-         "| cap 8: waits | cap 8: cross-stream edges | critical path us | cap 8: planned path us "
-         "| RR4: waits (= cross edges) | RR4: planned path us |\n");
+  printf(
+      "| nodes | DAG | edges | width | streams | waits | cross-stream edges (1 wait each) "
+      "| plan CPU ms | plan wall ms | plan peak B/node | cap 8: plan CPU ms | cap 8: streams "
+      "| cap 8: waits | cap 8: cross-stream edges | critical path us | cap 8: planned path us "
+      "| RR4: waits (= cross edges) | RR4: planned path us |\n");
   printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   fflush(stdout);
+  if (one) {
+    guint32 n = (guint32)g_ascii_strtoull(argv[1], NULL, 10);
+    if (strcmp(argv[2], "program") == 0)
+      run_forked(n, 0, 64);
+    else
+      run_forked(n, (guint32)g_ascii_strtoull(argv[2], NULL, 10), 0);
+    return 0;
+  }
   for (guint i = 0; i < G_N_ELEMENTS(sizes) - (quick ? 1 : 0); i++)
     for (guint j = 0; j < G_N_ELEMENTS(widths); j++) run_forked(sizes[i], widths[j], 0);
   for (guint i = 0; i < G_N_ELEMENTS(sizes) - (quick ? 1 : 0); i++) run_forked(sizes[i], 0, 64);
