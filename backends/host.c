@@ -8,11 +8,16 @@
  * reaches the current epoch, exactly what cudaStreamWaitEvent does on a
  * device. Iterations are separated by a barrier: run_iteration releases
  * every worker, then waits until all of them are done. Every buffer is
- * plain host memory allocated at setup; alloc and free nodes only mark
- * lifetimes. Kernels run their registry host twins. With a delay seed,
- * each node first sleeps a pseudo-random time, so a plan that lacks a wait
- * produces a different result under --verify. This is not a simulator of
- * GPU timing: times are host wall-clock.
+ * plain host memory allocated at setup. A stream-ordered buffer keeps one
+ * block for all its lifetimes, the way the pool hands the same memory back:
+ * its alloc and free nodes fill it with poison bytes (0xA5 on alloc, as
+ * uninitialised, 0xDD on free), so a use that a plan leaves unordered with
+ * respect to its lifetime's alloc or free, or with a neighbouring lifetime,
+ * reads or leaves different bytes and --verify sees it. Kernels run their
+ * registry host twins. With a delay seed, each node first sleeps a
+ * pseudo-random time, so a plan that lacks a wait produces a different
+ * result under --verify. This is not a simulator of GPU timing: times are
+ * host wall-clock.
  *
  * The lock is a pthread mutex and condition variable rather than GMutex and
  * GCond: GLib's are futex-based inside a static library that sanitizers do
@@ -74,6 +79,10 @@ static void fail(DrBackend *b, GError *error) {
   pthread_mutex_unlock(&b->mu);
 }
 
+/* What a stream-ordered buffer holds right after its alloc and its free. */
+#define POISON_ALLOC 0xA5
+#define POISON_FREE 0xDD
+
 /* Runs one node's work. Returns FALSE with `error` set on failure. */
 static gboolean execute(DrBackend *b, guint32 stream, DrId id, GError **error) {
   const DrGraph *g = b->graph;
@@ -110,8 +119,11 @@ static gboolean execute(DrBackend *b, guint32 stream, DrId id, GError **error) {
     case DR_OP_HOST:
       dr__host_call_run(&b->hcalls[id]);
       return TRUE;
-    case DR_OP_ALLOC: /* the buffer exists for the whole run here */
+    case DR_OP_ALLOC:
     case DR_OP_FREE:
+      memset(b->bases[n->buffer], n->op == DR_OP_ALLOC ? POISON_ALLOC : POISON_FREE,
+             dr_buffer_bytes(dr_graph_buffer(g, n->buffer)));
+      return TRUE;
     case DR_OP_NOOP:
     case DR_N_OPS:
       return TRUE;
