@@ -3,7 +3,9 @@
  *
  * {"streams", "width", "events" (cross-stream waits), "edges", "cap",
  * "cap_binds", "critical_path_us", "planned_path_us", "antichain": [ids],
- * "stream_priorities": [names], "nodes": [{"id", "op", "stream",
+ * "memory": {"peak_serial_bytes", "peak_bound_bytes", "whole_run_bytes",
+ * "granule_bytes", "lifetimes", "peak_bound_buffers": [{"buffer",
+ * "lifetime", "alloc", "free", "bytes"}]}, "stream_priorities": [names], "nodes": [{"id", "op", "stream",
  * "priority", "waits": [ids]}] in plan order}. Strings are escaped per
  * RFC 8259 (quote, backslash, control characters). O(V + waits). */
 #include "scheduler/planner.h"
@@ -54,7 +56,24 @@ void dr_plan_write_json(const DrPlan *plan, GString *out) {
     if (i) g_string_append(out, ", ");
     json_string(out, dr_graph_node(g, g_array_index(plan->antichain, DrId, i))->id);
   }
-  g_string_append(out, "], \"stream_priorities\": [");
+  g_string_append_printf(out,
+                         "], \"memory\": {\"peak_serial_bytes\": %" G_GUINT64_FORMAT
+                         ", \"peak_bound_bytes\": %" G_GUINT64_FORMAT
+                         ", \"whole_run_bytes\": %" G_GUINT64_FORMAT
+                         ", \"granule_bytes\": %u, \"lifetimes\": %u, \"peak_bound_buffers\": [",
+                         plan->peak_serial_bytes, plan->peak_bound_bytes, plan->whole_run_bytes,
+                         DR_POOL_GRANULE, plan->n_lifetimes);
+  for (guint32 i = 0; i < plan->peak_bound->len; i++) {
+    const DrPlanLifetime *l = &g_array_index(plan->peak_bound, DrPlanLifetime, i);
+    g_string_append(out, i ? ", {\"buffer\": " : "{\"buffer\": ");
+    json_string(out, dr_graph_buffer(g, l->buffer)->name);
+    g_string_append_printf(out, ", \"lifetime\": %u, \"alloc\": ", l->lifetime);
+    json_string(out, dr_graph_node(g, l->alloc)->id);
+    g_string_append(out, ", \"free\": ");
+    json_string(out, dr_graph_node(g, l->free)->id);
+    g_string_append_printf(out, ", \"bytes\": %" G_GUINT64_FORMAT "}", l->bytes);
+  }
+  g_string_append(out, "]}, \"stream_priorities\": [");
   for (guint32 s = 0; s < plan->streams->len; s++) {
     if (s) g_string_append(out, ", ");
     json_string(out, dr_priority_name(g_array_index(plan->streams, DrStream, s).priority));
