@@ -23,9 +23,7 @@
  * closure), to a sink draining each alloc its weight.
  *
  * Algorithm: one scan in program order numbers the lifetimes and sums the
- * serial peak. Two sweeps over the topological order mark the nodes that a
- * free reaches and that reach a lifetime node; flow only crosses those.
- * Dinic's algorithm then finds F: breadth-first levels from the source over
+ * serial peak. Dinic's algorithm then finds F: breadth-first levels from the source over
  * the residual network (any DAG edge forward, an edge with flow backward,
  * stopped at the sink's level), then augmenting paths along the levels with
  * current-arc pointers, each carrying as much as its free, its alloc and
@@ -55,7 +53,6 @@ typedef struct {
   guint64 *supply; /* [n_life]: what the source may still send into the free */
   guint64 *demand; /* [n_life]: what the alloc may still send to the sink */
   guint64 *fe;     /* [m]: flow on each DAG edge */
-  guint8 *rel;     /* [n]: reached from a free and reaching a lifetime node */
   gint32 *level;   /* [n]: breadth-first level from the source, UNSEEN */
   guint32 *cur;    /* [n]: the current arc */
   guint32 *queue;  /* [n] */
@@ -69,28 +66,6 @@ static gboolean is_free_node(const Flow *f, DrId v) {
   return f->life_of[v] != DR_NONE && f->life[f->life_of[v]].free == v;
 }
 
-/* Marks rel[v]: some free reaches v (inclusive) and v reaches a lifetime
- * node (inclusive). Two sweeps over the topological order. */
-static void mark_relevant(Flow *f) {
-  const DrPlanCtx *c = f->c;
-  g_autofree guint8 *fwd = g_new0(guint8, MAX(f->n, 1));
-  for (guint32 k = 0; k < f->n; k++) {
-    DrId v = c->order[k];
-    gboolean r = is_free_node(f, v);
-    for (guint32 e = DR__PRED_BEGIN(c, v); !r && e < DR__PRED_END(c, v); e++) r = fwd[c->edges[e].from];
-    fwd[v] = r;
-  }
-  for (guint32 k = f->n; k-- > 0;) {
-    DrId v = c->order[k];
-    gboolean r = f->life_of[v] != DR_NONE;
-    for (guint32 i = c->succ_off[v]; !r && i < c->succ_off[v + 1]; i++)
-      r = f->rel[c->edges[c->succ_edge[i]].to] != 0;
-    /* rel holds "reaches a lifetime node" during this sweep, then the AND. */
-    f->rel[v] = r;
-  }
-  for (guint32 v = 0; v < f->n; v++) f->rel[v] = f->rel[v] && fwd[v];
-}
-
 /* Breadth-first levels from the source; TRUE when the sink is reachable.
  * Without a sink level the search is complete: the certificate's set. */
 static gboolean bfs(Flow *f) {
@@ -99,7 +74,7 @@ static gboolean bfs(Flow *f) {
   guint32 head = 0, tail = 0;
   for (guint32 i = 0; i < f->n_life; i++) {
     DrId v = f->life[i].free;
-    if (f->supply[i] > 0 && f->rel[v]) {
+    if (f->supply[i] > 0) {
       f->level[v] = 1;
       f->queue[tail++] = v;
     }
@@ -115,50 +90,14 @@ static gboolean bfs(Flow *f) {
     }
     for (guint32 i = c->succ_off[u]; i < c->succ_off[u + 1]; i++) {
       DrId v = c->edges[c->succ_edge[i]].to;
-      if (f->rel[v] && f->level[v] == UNSEEN) f->level[v] = lu + 1, f->queue[tail++] = v;
+      if (f->level[v] == UNSEEN) f->level[v] = lu + 1, f->queue[tail++] = v;
     }
     for (guint32 e = DR__PRED_BEGIN(c, u); e < DR__PRED_END(c, u); e++) {
       DrId v = c->edges[e].from;
-      if (f->fe[e] > 0 && f->rel[v] && f->level[v] == UNSEEN) f->level[v] = lu + 1, f->queue[tail++] = v;
+      if (f->fe[e] > 0 && f->level[v] == UNSEEN) f->level[v] = lu + 1, f->queue[tail++] = v;
     }
   }
   return f->sink_level != UNSEEN;
-}
-
-/* Arc k of node u in the level graph: 0 the sink, then successors, then
- * predecessors (backward, along flow). Sets *to and *edge (the DAG edge, or
- * NO arc when k is past the end); returns FALSE past the end. */
-static gboolean arc(const Flow *f, DrId u, guint32 k, DrId *to, guint32 *edge, gboolean *backward) {
-  const DrPlanCtx *c = f->c;
-  guint32 out = c->succ_off[u + 1] - c->succ_off[u], in = DR__PRED_END(c, u) - DR__PRED_BEGIN(c, u);
-  if (k == 0) {
-    *to = DR_NONE;
-    return TRUE;
-  }
-  k--;
-  if (k < out) {
-    *edge = c->succ_edge[c->succ_off[u] + k];
-    *to = c->edges[*edge].to;
-    *backward = FALSE;
-    return TRUE;
-  }
-  k -= out;
-  if (k < in) {
-    *edge = DR__PRED_BEGIN(c, u) + k;
-    *to = c->edges[*edge].from;
-    *backward = TRUE;
-    return TRUE;
-  }
-  return FALSE;
-}
-
-/* Is arc k of u usable now (level + 1, residual capacity)? */
-static gboolean admissible(const Flow *f, DrId u, guint32 k, DrId *to, guint32 *edge, gboolean *backward) {
-  if (!arc(f, u, k, to, edge, backward)) return FALSE;
-  if (*to == DR_NONE)
-    return is_alloc_node(f, u) && f->demand[f->life_of[u]] > 0 && f->level[u] + 1 == f->sink_level;
-  if (!f->rel[*to] || f->level[*to] != f->level[u] + 1) return FALSE;
-  return !*backward || f->fe[*edge] > 0;
 }
 
 typedef struct {
@@ -166,52 +105,86 @@ typedef struct {
   gboolean backward;
 } Step;
 
-/* One blocking flow along the levels; returns what it sent. */
+/* Advances node u's current arc to the next one usable now (level + 1,
+ * residual capacity left): arc 0 is the sink (u an alloc with demand left,
+ * at the sink's level), then the successors, then the predecessors along
+ * flow (backward). Returns FALSE when none is left; else *to is the arc's
+ * head (DR_NONE: the sink) and *step the DAG edge and its direction. */
+static gboolean next_arc(Flow *f, DrId u, DrId *to, Step *step) {
+  const DrPlanCtx *c = f->c;
+  guint32 k = f->cur[u], so = c->succ_off[u], out = c->succ_off[u + 1] - so;
+  guint32 po = DR__PRED_BEGIN(c, u), in = DR__PRED_END(c, u) - po;
+  gint32 want = f->level[u] + 1;
+  if (k == 0) {
+    if (want == f->sink_level && is_alloc_node(f, u) && f->demand[f->life_of[u]] > 0) {
+      *to = DR_NONE;
+      return TRUE;
+    }
+    k = 1;
+  }
+  if (want >= f->sink_level) k = out + in + 1; /* only the sink is one level down */
+  for (; k <= out; k++) {
+    guint32 e = c->succ_edge[so + k - 1];
+    if (f->level[c->edges[e].to] == want) {
+      f->cur[u] = k;
+      *to = c->edges[e].to;
+      *step = (Step){e, FALSE};
+      return TRUE;
+    }
+  }
+  for (; k <= out + in; k++) {
+    guint32 e = po + (k - out - 1);
+    if (f->fe[e] > 0 && f->level[c->edges[e].from] == want) {
+      f->cur[u] = k;
+      *to = c->edges[e].from;
+      *step = (Step){e, TRUE};
+      return TRUE;
+    }
+  }
+  f->cur[u] = k;
+  return FALSE;
+}
+
+/* One blocking flow along the levels (augmenting paths with current-arc
+ * pointers; a node with no usable arc left leaves the level graph);
+ * returns what it sent. */
 static guint64 blocking_flow(Flow *f, GArray *path) {
+  const DrPlanCtx *c = f->c;
   guint64 sent = 0;
   memset(f->cur, 0, sizeof(guint32) * f->n);
   for (guint32 i = 0; i < f->n_life; i++) {
     DrId root = f->life[i].free;
-    if (f->level[root] != 1) continue;
     while (f->supply[i] > 0 && f->level[root] == 1) {
       g_array_set_size(path, 0);
-      DrId u = root;
+      DrId u = root, to;
+      Step st;
       for (;;) {
-        DrId to;
-        guint32 edge = 0;
-        gboolean backward = FALSE;
-        gboolean more = TRUE;
-        while ((more = arc(f, u, f->cur[u], &to, &edge, &backward)) &&
-               !admissible(f, u, f->cur[u], &to, &edge, &backward))
-          f->cur[u]++;
-        if (!more) { /* a dead end: retreat */
+        if (!next_arc(f, u, &to, &st)) { /* a dead end: retreat */
           f->level[u] = UNSEEN;
           if (path->len == 0) break;
           Step last = g_array_index(path, Step, path->len - 1);
           g_array_set_size(path, path->len - 1);
-          u = last.backward ? f->c->edges[last.edge].to : f->c->edges[last.edge].from;
+          u = last.backward ? c->edges[last.edge].to : c->edges[last.edge].from;
           f->cur[u]++;
           continue;
         }
         if (to == DR_NONE) { /* the sink: augment */
-          guint64 d = MIN(f->supply[i], f->demand[f->life_of[u]]);
+          guint32 a = f->life_of[u];
+          guint64 d = MIN(f->supply[i], f->demand[a]);
+          const Step *steps = (const Step *)path->data;
+          for (guint32 s = 0; s < path->len; s++)
+            if (steps[s].backward) d = MIN(d, f->fe[steps[s].edge]);
           for (guint32 s = 0; s < path->len; s++) {
-            const Step *st = &g_array_index(path, Step, s);
-            if (st->backward) d = MIN(d, f->fe[st->edge]);
-          }
-          for (guint32 s = 0; s < path->len; s++) {
-            const Step *st = &g_array_index(path, Step, s);
-            if (st->backward)
-              f->fe[st->edge] -= d;
+            if (steps[s].backward)
+              f->fe[steps[s].edge] -= d;
             else
-              f->fe[st->edge] += d;
+              f->fe[steps[s].edge] += d;
           }
           f->supply[i] -= d;
-          f->demand[f->life_of[u]] -= d;
+          f->demand[a] -= d;
           sent += d;
           break;
         }
-        Step st = {edge, backward};
         g_array_append_val(path, st);
         u = to;
       }
@@ -289,11 +262,9 @@ void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan) {
     total += f.life[i].bytes;
   }
   f.fe = g_new0(guint64, MAX(ctx->m, 1));
-  f.rel = g_new0(guint8, MAX(f.n, 1));
   f.level = g_new(gint32, MAX(f.n, 1));
   f.cur = g_new(guint32, MAX(f.n, 1));
   f.queue = g_new(guint32, MAX(f.n, 1));
-  mark_relevant(&f);
   g_autoptr(GArray) path = g_array_new(FALSE, FALSE, sizeof(Step));
   guint64 flow = 0;
   while (bfs(&f)) flow += blocking_flow(&f, path);
@@ -314,7 +285,6 @@ void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan) {
   g_free(f.supply);
   g_free(f.demand);
   g_free(f.fe);
-  g_free(f.rel);
   g_free(f.level);
   g_free(f.cur);
   g_free(f.queue);
