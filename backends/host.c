@@ -24,6 +24,7 @@
  * not instrument, so --config=tsan could not see the happens-before edges
  * they create and would report every completion flag as a race. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -55,6 +56,9 @@ struct DrBackend {
   GError *error; /* the first worker failure */
   DrIterTiming *timing;
   gint64 t0_ns;
+  /* Stream-ordered bytes live now and at most so far (dr_pool_bytes per
+   * lifetime), updated by the alloc and free nodes on the workers. */
+  _Atomic guint64 live_bytes, high_bytes;
 };
 
 typedef struct {
@@ -120,10 +124,18 @@ static gboolean execute(DrBackend *b, guint32 stream, DrId id, GError **error) {
       dr__host_call_run(&b->hcalls[id]);
       return TRUE;
     case DR_OP_ALLOC:
-    case DR_OP_FREE:
-      memset(b->bases[n->buffer], n->op == DR_OP_ALLOC ? POISON_ALLOC : POISON_FREE,
-             dr_buffer_bytes(dr_graph_buffer(g, n->buffer)));
+    case DR_OP_FREE: {
+      guint64 bytes = dr_buffer_bytes(dr_graph_buffer(g, n->buffer));
+      if (n->op == DR_OP_FREE) atomic_fetch_sub(&b->live_bytes, dr_pool_bytes(bytes));
+      memset(b->bases[n->buffer], n->op == DR_OP_ALLOC ? POISON_ALLOC : POISON_FREE, bytes);
+      if (n->op == DR_OP_ALLOC) {
+        guint64 live = atomic_fetch_add(&b->live_bytes, dr_pool_bytes(bytes)) + dr_pool_bytes(bytes);
+        guint64 high = atomic_load(&b->high_bytes);
+        while (live > high && !atomic_compare_exchange_weak(&b->high_bytes, &high, live)) {
+        }
+      }
       return TRUE;
+    }
     case DR_OP_NOOP:
     case DR_N_OPS:
       return TRUE;
@@ -331,6 +343,8 @@ static gboolean host_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **
 
 static const char *host_mode_name(const DrBackend *b) { return "streams"; }
 
+static guint64 host_memory_high(const DrBackend *b) { return atomic_load(&((DrBackend *)b)->high_bytes); }
+
 const DrBackendOps dr__host_backend = {
     .name = "host",
     .open = host_open,
@@ -340,4 +354,5 @@ const DrBackendOps dr__host_backend = {
     .read_buffer = host_read_buffer,
     .close = host_close,
     .mode_name = host_mode_name,
+    .memory_high = host_memory_high,
 };

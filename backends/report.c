@@ -103,6 +103,15 @@ void dr_report_write_text(const DrReport *r, GString *out) {
     text_number3(out, r->overlap_critical);
     g_string_append_c(out, '\n');
   }
+  if (r->peak_bound_bytes > 0) {
+    g_autofree char *serial = g_format_size_full(r->peak_serial_bytes, G_FORMAT_SIZE_IEC_UNITS);
+    g_autofree char *bound = g_format_size_full(r->peak_bound_bytes, G_FORMAT_SIZE_IEC_UNITS);
+    g_autofree char *measured = r->peak_measured_bytes == G_MAXUINT64
+                                    ? g_strdup("not measured")
+                                    : g_format_size_full(r->peak_measured_bytes, G_FORMAT_SIZE_IEC_UNITS);
+    g_string_append_printf(out, "memory: serial peak %s, bound %s (any execution), measured %s\n", serial,
+                           bound, measured);
+  }
   g_string_append_printf(out, "verify: %s", verified_name(r->verified));
   if (r->verified == DR_VERIFIED_FAIL)
     g_string_append_printf(out, ": buffer '%s' element %" G_GUINT64_FORMAT ": serial %s, concurrent %s",
@@ -157,6 +166,14 @@ void dr_report_write_json(const DrReport *r, GString *out) {
   json_number(out, r->overlap_streams);
   g_string_append(out, ", \"critical_over_makespan\": ");
   json_number(out, r->overlap_critical);
+  g_string_append_printf(out,
+                         "}, \"memory\": {\"peak_serial_bytes\": %" G_GUINT64_FORMAT
+                         ", \"peak_bound_bytes\": %" G_GUINT64_FORMAT ", \"peak_measured_bytes\": ",
+                         r->peak_serial_bytes, r->peak_bound_bytes);
+  if (r->peak_measured_bytes == G_MAXUINT64)
+    g_string_append(out, "null");
+  else
+    g_string_append_printf(out, "%" G_GUINT64_FORMAT, r->peak_measured_bytes);
   g_string_append(out, "}, \"nodes\": [");
   for (guint i = 0; i < r->nodes->len; i++) {
     const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, i);

@@ -658,6 +658,12 @@ static void test_alloc_free_lifetimes(void) {
     g_autoptr(DrReport) r = dr_run(plan, &o, &error);
     g_assert_no_error(error);
     g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
+    /* The host backend measures what was live: within the plan's bound
+     * (one 256-byte lifetime at a time here, plus the whole-run x). */
+    g_assert_cmpuint(r->peak_measured_bytes, !=, G_MAXUINT64);
+    g_assert_cmpuint(r->peak_measured_bytes, <=, r->peak_bound_bytes);
+    g_assert_cmpuint(r->peak_bound_bytes, ==, plan->whole_run_bytes + dr_pool_bytes(n * sizeof(float)));
+    g_assert_cmpuint(r->peak_measured_bytes, ==, r->peak_bound_bytes);
     gsize len;
     g_autofree float *v = tg_read_floats(path, &len);
     g_assert_cmpuint(len, ==, n * (lives + 1));
