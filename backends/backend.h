@@ -69,6 +69,9 @@ typedef struct {
   void (*close)(DrBackend *b);
   /* The mode name the report shows ("streams" | "graph"). */
   const char *(*mode_name)(const DrBackend *b);
+  /* Optional: the most stream-ordered bytes (dr_pool_bytes per lifetime)
+   * live at once so far, as the backend measured it. NULL: not measured. */
+  guint64 (*memory_high)(const DrBackend *b);
 } DrBackendOps;
 
 extern const DrBackendOps dr__host_backend;

@@ -8,17 +8,23 @@
  * reaches the current epoch, exactly what cudaStreamWaitEvent does on a
  * device. Iterations are separated by a barrier: run_iteration releases
  * every worker, then waits until all of them are done. Every buffer is
- * plain host memory allocated at setup; alloc and free nodes only mark
- * lifetimes. Kernels run their registry host twins. With a delay seed,
- * each node first sleeps a pseudo-random time, so a plan that lacks a wait
- * produces a different result under --verify. This is not a simulator of
- * GPU timing: times are host wall-clock.
+ * plain host memory allocated at setup. A stream-ordered buffer keeps one
+ * block for all its lifetimes, the way the pool hands the same memory back:
+ * its alloc and free nodes fill it with poison bytes (0xA5 on alloc, as
+ * uninitialised, 0xDD on free), so a use that a plan leaves unordered with
+ * respect to its lifetime's alloc or free, or with a neighbouring lifetime,
+ * reads or leaves different bytes and --verify sees it. Kernels run their
+ * registry host twins. With a delay seed, each node first sleeps a
+ * pseudo-random time, so a plan that lacks a wait produces a different
+ * result under --verify. This is not a simulator of GPU timing: times are
+ * host wall-clock.
  *
  * The lock is a pthread mutex and condition variable rather than GMutex and
  * GCond: GLib's are futex-based inside a static library that sanitizers do
  * not instrument, so --config=tsan could not see the happens-before edges
  * they create and would report every completion flag as a race. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -50,6 +56,9 @@ struct DrBackend {
   GError *error; /* the first worker failure */
   DrIterTiming *timing;
   gint64 t0_ns;
+  /* Stream-ordered bytes live now and at most so far (dr_pool_bytes per
+   * lifetime), updated by the alloc and free nodes on the workers. */
+  _Atomic guint64 live_bytes, high_bytes;
 };
 
 typedef struct {
@@ -73,6 +82,10 @@ static void fail(DrBackend *b, GError *error) {
   pthread_cond_broadcast(&b->cond);
   pthread_mutex_unlock(&b->mu);
 }
+
+/* What a stream-ordered buffer holds right after its alloc and its free. */
+#define POISON_ALLOC 0xA5
+#define POISON_FREE 0xDD
 
 /* Runs one node's work. Returns FALSE with `error` set on failure. */
 static gboolean execute(DrBackend *b, guint32 stream, DrId id, GError **error) {
@@ -110,8 +123,19 @@ static gboolean execute(DrBackend *b, guint32 stream, DrId id, GError **error) {
     case DR_OP_HOST:
       dr__host_call_run(&b->hcalls[id]);
       return TRUE;
-    case DR_OP_ALLOC: /* the buffer exists for the whole run here */
-    case DR_OP_FREE:
+    case DR_OP_ALLOC:
+    case DR_OP_FREE: {
+      guint64 bytes = dr_buffer_bytes(dr_graph_buffer(g, n->buffer));
+      if (n->op == DR_OP_FREE) atomic_fetch_sub(&b->live_bytes, dr_pool_bytes(bytes));
+      memset(b->bases[n->buffer], n->op == DR_OP_ALLOC ? POISON_ALLOC : POISON_FREE, bytes);
+      if (n->op == DR_OP_ALLOC) {
+        guint64 live = atomic_fetch_add(&b->live_bytes, dr_pool_bytes(bytes)) + dr_pool_bytes(bytes);
+        guint64 high = atomic_load(&b->high_bytes);
+        while (live > high && !atomic_compare_exchange_weak(&b->high_bytes, &high, live)) {
+        }
+      }
+      return TRUE;
+    }
     case DR_OP_NOOP:
     case DR_N_OPS:
       return TRUE;
@@ -319,6 +343,8 @@ static gboolean host_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **
 
 static const char *host_mode_name(const DrBackend *b) { return "streams"; }
 
+static guint64 host_memory_high(const DrBackend *b) { return atomic_load(&((DrBackend *)b)->high_bytes); }
+
 const DrBackendOps dr__host_backend = {
     .name = "host",
     .open = host_open,
@@ -328,4 +354,5 @@ const DrBackendOps dr__host_backend = {
     .read_buffer = host_read_buffer,
     .close = host_close,
     .mode_name = host_mode_name,
+    .memory_high = host_memory_high,
 };

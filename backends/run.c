@@ -177,6 +177,8 @@ static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const 
   if (b == NULL) return FALSE;
   gboolean stopped = FALSE;
   gboolean ok = ops->setup(b, error) && run_iterations(ops, b, g, opts, report, &stopped, error);
+  if (ok && report && ops->memory_high && plan->peak_bound_bytes > 0)
+    report->peak_measured_bytes = plan->whole_run_bytes + ops->memory_high(b);
   /* An interrupted run's buffers hold a partial result: neither saved nor
    * verified. */
   if (ok && !stopped && saves) ok = (*saves = read_saves(ops, b, g, error)) != NULL;
@@ -303,6 +305,8 @@ DrReport *dr_session_run(DrSession *s, GError **error) {
   report->backend = s->ops->name;
   gboolean stopped = FALSE;
   if (!run_iterations(s->ops, s->b, s->plan->graph, &s->opts, report, &stopped, error)) return NULL;
+  if (s->ops->memory_high && s->plan->peak_bound_bytes > 0)
+    report->peak_measured_bytes = s->plan->whole_run_bytes + s->ops->memory_high(s->b);
   dr_report_summarise(report, s->plan);
   if (!write_outputs(report, s->plan, &s->opts, error)) return NULL;
   if (!stopped) {

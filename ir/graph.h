@@ -24,8 +24,9 @@
  *      dr_graph_sort_edges the edge array is sorted by (to, from) with no
  *      duplicate (from, to) pair.
  *  I5. alloc and free nodes name device buffers; buffer.alloc_node and
- *      free_node record the first alloc and free node of the buffer (the
- *      lifetimes pass rejects a second one, so after it there is one each).
+ *      free_node record the first alloc and free node of the buffer (a
+ *      buffer may have several lifetimes: the lifetimes pass checks that
+ *      its allocs and frees alternate, see scheduler/lifetimes.c).
  *  I6. Strings (ids, names, file names) are interned in the graph's string
  *      chunk and live as long as the graph.
  */

@@ -13,6 +13,7 @@ DrPlan *dr_plan_new(const DrGraph *graph) {
   p->steps = g_array_sized_new(FALSE, TRUE, sizeof(DrPlanStep), n);
   p->waits = g_array_new(FALSE, TRUE, sizeof(DrId));
   p->antichain = g_array_new(FALSE, TRUE, sizeof(DrId));
+  p->peak_bound = g_array_new(FALSE, TRUE, sizeof(DrPlanLifetime));
   p->node_stream = g_new0(guint32, MAX(n, 1));
   p->node_step = g_new0(guint32, MAX(n, 1));
   p->needs_event = g_new0(gboolean, MAX(n, 1));
@@ -26,6 +27,7 @@ void dr_plan_free(DrPlan *plan) {
   g_array_unref(plan->steps);
   g_array_unref(plan->waits);
   g_array_unref(plan->antichain);
+  g_array_unref(plan->peak_bound);
   g_free(plan->node_stream);
   g_free(plan->node_step);
   g_free(plan->needs_event);

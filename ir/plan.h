@@ -37,6 +37,25 @@ typedef struct {
   guint32 wait_count;
 } DrPlanStep;
 
+/* The bytes the stream-ordered pool counts for an allocation of `bytes`:
+ * rounded up to DR_POOL_GRANULE (a zero-byte buffer is allocated as one
+ * byte). The memory figures of a plan count every device allocation this
+ * way, so they compare with what the pool measures (docs/design.md,
+ * "Memory"). */
+#define DR_POOL_GRANULE 512u
+static inline guint64 dr_pool_bytes(guint64 bytes) {
+  return (MAX(bytes, 1) + DR_POOL_GRANULE - 1) / DR_POOL_GRANULE * DR_POOL_GRANULE;
+}
+
+/* One lifetime of a stream-ordered buffer: its `lifetime`-th alloc node
+ * (1-based, program order) up to the next free node. */
+typedef struct {
+  DrId buffer;
+  guint32 lifetime;
+  DrId alloc, free;
+  guint64 bytes; /* dr_pool_bytes of the buffer */
+} DrPlanLifetime;
+
 typedef struct {
   const DrGraph *graph; /* borrowed */
   GArray *streams;      /* DrStream */
@@ -55,6 +74,23 @@ typedef struct {
    * cost model; equal when the cap does not bind. */
   double critical_path_us;
   double planned_path_us;
+
+  /* Device memory of the run's device (scheduler/memory.c), every
+   * allocation counted as dr_pool_bytes. whole_run_bytes: the buffers that
+   * live for the whole run. peak_serial_bytes: whole-run plus the most
+   * stream-ordered bytes live at once when the nodes run one at a time in
+   * file order. peak_bound_bytes: whole-run plus the weight of a
+   * maximum-weight antichain of lifetimes (L1 before L2 when L1's free
+   * reaches L2's alloc in the DAG): no execution the DAG allows, eager,
+   * captured or with any timing, has more bytes live at once.
+   * peak_bound (DrPlanLifetime) is that antichain, the bound's
+   * certificate, in program order of the allocs. n_lifetimes counts every
+   * lifetime. */
+  guint64 whole_run_bytes;
+  guint64 peak_serial_bytes;
+  guint64 peak_bound_bytes;
+  GArray *peak_bound;
+  guint32 n_lifetimes;
 } DrPlan;
 
 /* Returns an empty plan for `graph` with node arrays sized to it. Free with

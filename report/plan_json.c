@@ -4,7 +4,9 @@
  *
  * {"streams", "width", "events" (cross-stream waits), "edges", "cap",
  * "cap_binds", "critical_path_us", "planned_path_us", "antichain": [ids],
- * "stream_priorities": [names], "nodes": [{"id", "op", "stream",
+ * "memory": {"peak_serial_bytes", "peak_bound_bytes", "whole_run_bytes",
+ * "granule_bytes", "lifetimes", "peak_bound_buffers": [{"buffer",
+ * "lifetime", "alloc", "free", "bytes"}]}, "stream_priorities": [names], "nodes": [{"id", "op", "stream",
  * "priority", "waits": [ids]}] in plan order, one node per line}.
  *
  * The same code writes into a GString or streams to a FILE (the writer
@@ -32,6 +34,27 @@ static void write_plan(const DrPlan *plan, DrJsonWriter *w) {
   for (guint32 i = 0; i < plan->antichain->len; i++)
     dr__json_string(w, dr_graph_node(g, g_array_index(plan->antichain, DrId, i))->id);
   dr__json_end_array(w);
+  dr__json_key(w, "memory");
+  dr__json_begin_object(w);
+  dr__json_member_uint(w, "peak_serial_bytes", plan->peak_serial_bytes);
+  dr__json_member_uint(w, "peak_bound_bytes", plan->peak_bound_bytes);
+  dr__json_member_uint(w, "whole_run_bytes", plan->whole_run_bytes);
+  dr__json_member_uint(w, "granule_bytes", DR_POOL_GRANULE);
+  dr__json_member_uint(w, "lifetimes", plan->n_lifetimes);
+  dr__json_key(w, "peak_bound_buffers");
+  dr__json_begin_array(w);
+  for (guint32 i = 0; i < plan->peak_bound->len; i++) {
+    const DrPlanLifetime *l = &g_array_index(plan->peak_bound, DrPlanLifetime, i);
+    dr__json_begin_object(w);
+    dr__json_member_string(w, "buffer", dr_graph_buffer(g, l->buffer)->name);
+    dr__json_member_uint(w, "lifetime", l->lifetime);
+    dr__json_member_string(w, "alloc", dr_graph_node(g, l->alloc)->id);
+    dr__json_member_string(w, "free", dr_graph_node(g, l->free)->id);
+    dr__json_member_uint(w, "bytes", l->bytes);
+    dr__json_end_object(w);
+  }
+  dr__json_end_array(w);
+  dr__json_end_object(w);
   dr__json_key(w, "stream_priorities");
   dr__json_begin_array(w);
   for (guint32 s = 0; s < plan->streams->len; s++)

@@ -5,7 +5,8 @@
  *
  * Layout: a summary (width with its antichain certificate, streams and the
  * cap, what the cap costs when it binds, waits against cross-stream edges,
- * critical and planned paths), then each stream's nodes in stream order,
+ * critical and planned paths, device memory: the serial peak and the
+ * certified bound with its lifetimes), then each stream's nodes in stream order,
  * then every step in issue order with its waits. Only ids, counts and
  * rounded estimates (num.h: '.' decimals and English sizes whatever the
  * locale): no addresses, so the text is stable. O(V + E). */
@@ -67,6 +68,27 @@ guint32 *dr__plan_steps_by_stream(const DrPlan *plan, guint32 **start_out) {
   return bucket;
 }
 
+/* "memory: serial peak S (file order), bound B (any execution: W
+ * whole-run + K of N lifetimes: buf#k ...), 512 B granules". */
+static void write_memory(const DrPlan *plan, GString *out) {
+  const DrGraph *g = plan->graph;
+  g_string_append(out, "memory: serial peak ");
+  dr__num_size_iec(out, plan->peak_serial_bytes);
+  g_string_append(out, " (file order), bound ");
+  dr__num_size_iec(out, plan->peak_bound_bytes);
+  g_string_append(out, " (any execution: ");
+  dr__num_size_iec(out, plan->whole_run_bytes);
+  g_string_append_printf(out, " whole-run + %u of %u lifetime%s", plan->peak_bound->len, plan->n_lifetimes,
+                         plan->n_lifetimes == 1 ? "" : "s");
+  for (guint32 i = 0; i < MIN(plan->peak_bound->len, ANTICHAIN_SHOWN); i++) {
+    const DrPlanLifetime *l = &g_array_index(plan->peak_bound, DrPlanLifetime, i);
+    g_string_append_printf(out, "%s%s#%u", i ? " " : ": ", dr_graph_buffer(g, l->buffer)->name, l->lifetime);
+  }
+  if (plan->peak_bound->len > ANTICHAIN_SHOWN)
+    g_string_append_printf(out, " ... (%u more)", plan->peak_bound->len - ANTICHAIN_SHOWN);
+  g_string_append_printf(out, "), %u B granules\n", DR_POOL_GRANULE);
+}
+
 void dr_plan_write_text(const DrPlan *plan, GString *out) {
   g_return_if_fail(plan != NULL && out != NULL);
   const DrGraph *g = plan->graph;
@@ -93,6 +115,7 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
   g_string_append_printf(out, "\nevents %u (for %u cross-stream edges)\n", plan->waits->len, cross);
   dr__num_appendf(out, "critical path %.1f us, planned path %.1f us\n", plan->critical_path_us,
                   plan->planned_path_us);
+  if (plan->peak_bound_bytes > 0) write_memory(plan, out); /* no device memory: no line */
 
   guint32 *start = NULL;
   guint32 *bucket = dr__plan_steps_by_stream(plan, &start);

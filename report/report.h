@@ -88,6 +88,14 @@ typedef struct {
   GArray *critical_nodes;
   guint32 streams_used; /* plan streams with at least one node */
   double overlap_streams, overlap_critical;
+
+  /* Device memory (the plan's figures, ir/plan.h, copied so the report
+   * stands alone): the serial peak in file order and the certified bound
+   * over every execution the plan allows; and the high-water mark the
+   * backend measured over the run (whole-run buffers plus the most
+   * stream-ordered bytes live at once), G_MAXUINT64 when the backend does
+   * not measure it (the CUDA backends do not yet). */
+  guint64 peak_serial_bytes, peak_bound_bytes, peak_measured_bytes;
 } DrReport;
 
 /* A new report for a run of `plan` (stats.c): named after the plan's

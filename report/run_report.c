@@ -100,6 +100,18 @@ void dr_report_write_text(const DrReport *r, GString *out) {
     text_number3(out, r->overlap_critical);
     g_string_append_c(out, '\n');
   }
+  if (r->peak_bound_bytes > 0) {
+    g_string_append(out, "memory: serial peak ");
+    dr__num_size_iec(out, r->peak_serial_bytes);
+    g_string_append(out, ", bound ");
+    dr__num_size_iec(out, r->peak_bound_bytes);
+    g_string_append(out, " (any execution), measured ");
+    if (r->peak_measured_bytes == G_MAXUINT64)
+      g_string_append(out, "not measured");
+    else
+      dr__num_size_iec(out, r->peak_measured_bytes);
+    g_string_append_c(out, '\n');
+  }
   g_string_append_printf(out, "verify: %s", verified_name(r->verified));
   if (r->verified == DR_VERIFIED_FAIL)
     g_string_append_printf(out, ": buffer '%s' element %" G_GUINT64_FORMAT ": serial %s, concurrent %s",
@@ -155,6 +167,16 @@ void dr_report_write_json(const DrReport *r, GString *out) {
   dr__json_member_uint(&w, "streams_used", r->streams_used);
   dr__json_member_double(&w, "efficiency", r->overlap_streams, 3);
   dr__json_member_double(&w, "critical_over_makespan", r->overlap_critical, 3);
+  dr__json_end_object(&w);
+  dr__json_key(&w, "memory");
+  dr__json_begin_object(&w);
+  dr__json_member_uint(&w, "peak_serial_bytes", r->peak_serial_bytes);
+  dr__json_member_uint(&w, "peak_bound_bytes", r->peak_bound_bytes);
+  dr__json_key(&w, "peak_measured_bytes");
+  if (r->peak_measured_bytes == G_MAXUINT64)
+    dr__json_null(&w);
+  else
+    dr__json_uint(&w, r->peak_measured_bytes);
   dr__json_end_object(&w);
   dr__json_key(&w, "nodes");
   dr__json_begin_array(&w);

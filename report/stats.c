@@ -155,6 +155,9 @@ DrReport *dr_report_new(const DrPlan *plan, guint32 iterations, guint32 warmup) 
   const DrGraph *g = plan->graph;
   DrReport *r = g_new0(DrReport, 1);
   r->name = g_strdup(g->name ? g->name : "pipeline");
+  r->peak_serial_bytes = plan->peak_serial_bytes;
+  r->peak_bound_bytes = plan->peak_bound_bytes;
+  r->peak_measured_bytes = G_MAXUINT64;
   r->iterations = iterations;
   r->iterations_requested = iterations;
   r->warmup = warmup;

@@ -71,6 +71,13 @@ guint32 dr__chain_cover(const DrPlanCtx *ctx, const guint8 *required, guint32 *c
  * planned_path_us. */
 void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams);
 
+/* memory.c: fills plan->whole_run_bytes, peak_serial_bytes,
+ * peak_bound_bytes, peak_bound and n_lifetimes: the serial peak in file
+ * order and the exact worst case over every execution the DAG allows (a
+ * maximum-weight antichain of lifetimes, by minimum flow). Needs the edge
+ * index and ctx->order. */
+void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan);
+
 /* events.c: adds the fewest cross-stream waits that make stream order plus
  * waits imply every edge, and sets needs_event. */
 void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan);

@@ -8,6 +8,7 @@
  *   dr__plan_chains   chains.c  exact width, antichain, min chain cover
  *   dr__plan_cap      cap.c     stream cap, chain merges, steps
  *   dr__plan_events   events.c  fewest cross-stream waits
+ *   dr__plan_memory   memory.c  serial peak, certified worst-case peak
  *
  * Requires: a graph whose edges are sorted by (to, from) (dr_passes_run or
  * dr_graph_sort_edges). Provides: a DrPlan satisfying P1-P4 (ir/plan.h).
@@ -66,7 +67,7 @@ static void ctx_clear(DrPlanCtx *ctx) {
 DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **error) {
   g_return_val_if_fail(graph != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  DrPlanOptions defaults = {0, NULL};
+  DrPlanOptions defaults = {0, NULL, FALSE};
   if (opts == NULL) opts = &defaults;
   DrPlanCtx ctx = {.graph = graph,
                    .n = graph->nodes->len,
@@ -90,6 +91,7 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
   plan->n_edges = ctx.m;
   dr__plan_cap(&ctx, plan, opts->max_streams);
   dr__plan_events(&ctx, plan);
+  if (!opts->no_memory) dr__plan_memory(&ctx, plan);
   ctx_clear(&ctx);
   return plan;
 }

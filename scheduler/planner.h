@@ -22,6 +22,8 @@ typedef struct {
                                CUDA_DEVICE_MAX_CONNECTIONS, else 8 */
   const char *profile_path; /* NULL or a run report JSON whose
                                nodes[].duration_us replace the cost model */
+  gboolean no_memory;       /* skip the memory figures (plan->peak_*: 0);
+                               for measuring what they cost */
 } DrPlanOptions;
 
 /* Plans `graph`, whose edges must be sorted by (to, from) as dr_passes_run

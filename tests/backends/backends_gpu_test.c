@@ -117,6 +117,56 @@ static void test_pipeline_modes(void) {
   g_rmdir(dir);
 }
 
+/* Per-step scratch with several lifetimes (decisions.md): each of `lives`
+ * steps allocates t, scales x into it by its own factor, adds it into acc
+ * and copies it out, then frees it. Every alloc gets a fresh pointer from
+ * the pool; every kernel and copy must use its own lifetime's. */
+static DrGraph *lifetimes_graph(guint lives, guint64 n, const char *save_path) {
+  DrGraph *g = dr_graph_new();
+  tg_buffer(g, "x", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_RANDOM, 11);
+  tg_buffer(g, "t", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_buffer(g, "acc", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_ZEROS, 0);
+  DrId out = tg_buffer(g, "out", DR_ELEM_F32, n * lives, DR_WHERE_HOST, DR_INIT_NONE, 0);
+  dr_graph_buffer(g, out)->save_path = dr_graph_intern(g, save_path);
+  for (guint k = 0; k < lives; k++) {
+    tg_lifetime(g, tg_name(g, "alloc_t", k), "t", TRUE);
+    DrId s = tg_kernel_node(g, tg_name(g, "scale", k), "scale_f32");
+    tg_arg_buf(g, s, "x", "x", 0, 0);
+    tg_arg_f(g, s, "alpha", (double)(k + 1));
+    tg_arg_buf(g, s, "y", "t", 0, 0);
+    DrId a = tg_kernel_node(g, tg_name(g, "acc", k), "axpy_f32");
+    tg_arg_f(g, a, "alpha", 1.0);
+    tg_arg_buf(g, a, "x", "t", 0, 0);
+    tg_arg_buf(g, a, "y", "acc", 0, 0);
+    tg_copy(g, tg_name(g, "down", k), "t", 0, 0, "out", k * n, (k + 1) * n);
+    tg_lifetime(g, tg_name(g, "free_t", k), "t", FALSE);
+  }
+  return g;
+}
+
+static void test_lifetimes(void) {
+  if (!have_gpu()) return;
+  g_autofree char *dir = g_dir_make_tmp("drgpu-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "out.bin", NULL);
+  g_autoptr(DrGraph) g = lifetimes_graph(4, 1 << 18, path);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  DrRunOptions ho = opts_for(g, DR_BACKEND_HOST, DR_MODE_STREAMS);
+  gsize hlen, slen, glen;
+  g_autofree char *hout = NULL, *sout = NULL, *gout = NULL;
+  g_autofree char *host = run_and_read(plan, &ho, path, &hlen, &hout);
+  DrRunOptions so = opts_for(g, DR_BACKEND_CUDA, DR_MODE_STREAMS);
+  so.verify = TRUE;
+  g_autofree char *streams = run_and_read(plan, &so, path, &slen, &sout);
+  DrRunOptions go = opts_for(g, DR_BACKEND_CUDA, DR_MODE_GRAPH);
+  go.verify = TRUE;
+  g_autofree char *graph = run_and_read(plan, &go, path, &glen, &gout);
+  g_assert_cmpuint(hlen, ==, 4 * (1 << 18) * sizeof(float));
+  g_assert_cmpmem(host, hlen, streams, slen);
+  g_assert_cmpmem(host, hlen, graph, glen);
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 static void test_timing_and_report(void) {
   if (!have_gpu()) return;
   g_autoptr(DrGraph) g = pipeline_graph(4, 1 << 20, NULL);
@@ -670,6 +720,7 @@ static void test_faults_graph(void) { fault_sweep(DR_MODE_GRAPH); }
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/backends/gpu/pipeline-modes", test_pipeline_modes);
+  g_test_add_func("/backends/gpu/lifetimes", test_lifetimes);
   g_test_add_func("/backends/gpu/timing-and-report", test_timing_and_report);
   g_test_add_func("/backends/gpu/gemm", test_gemm);
   g_test_add_func("/backends/gpu/user-kernel", test_user_kernel);

@@ -125,8 +125,8 @@ static inline DrId tg_lifetime(DrGraph *g, const char *id, const char *buffer, g
   DrNode n = {.op = is_alloc ? DR_OP_ALLOC : DR_OP_FREE, .id = id, .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = DR_NONE, .buffer = b};
   DrId nid = dr_graph_add_node(g, &n);
   tg_access(g, buffer, 0, 0, DR_ACCESS_WRITE);
-  if (is_alloc) dr_graph_buffer(g, b)->alloc_node = nid;
-  else dr_graph_buffer(g, b)->free_node = nid;
+  DrId *first = is_alloc ? &dr_graph_buffer(g, b)->alloc_node : &dr_graph_buffer(g, b)->free_node;
+  if (*first == DR_NONE) *first = nid; /* the parser records the first only */
   return nid;
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """random_pipeline.py: writes a random but valid dagrun pipeline: a random
 program of kernels, copies and memsets over random slices of a few buffers,
-with stream-ordered scratch buffers and a few explicit `after:` edges. Used
+with a stream-ordered scratch buffer of several lifetimes and a few explicit `after:` edges. Used
 with --verify and random host delays, any dependency the scheduler misses
 shows up as a difference against the serial run.
 
@@ -40,15 +40,22 @@ def main():
         return f'"{buf}[{start}:{start + length}]"', length
 
     ids = []
-    scratch_at = rng.randint(0, n_nodes // 2)
+    # t0 has one to four lifetimes (alloc -> uses -> free, again and
+    # again): its allocs and frees alternate at random points.
+    n_lives = rng.randint(1, 4)
+    toggles = sorted(rng.sample(range(n_nodes), min(n_nodes, 2 * n_lives)))
     scratch_live = False
     for i in range(n_nodes):
         nid = f"n{i}"
-        if i == scratch_at:
-            # Stream-ordered memory starts undefined: fill it right away.
-            out.append(f"  {nid}: {{op: alloc, buffer: t0}}")
-            out.append(f"  {nid}_init: {{op: memset, dst: t0, value: 0}}")
-            scratch_live = True
+        if toggles and i == toggles[0]:
+            toggles.pop(0)
+            if scratch_live:
+                out.append(f"  {nid}: {{op: free, buffer: t0}}")
+            else:
+                # Stream-ordered memory starts undefined: fill it right away.
+                out.append(f"  {nid}: {{op: alloc, buffer: t0}}")
+                out.append(f"  {nid}_init: {{op: memset, dst: t0, value: {rng.randint(0, 3)}}}")
+            scratch_live = not scratch_live
             ids.append(nid)
             continue
         bufs = [f"b{b}" for b in range(n_buf)] + (["t0"] if scratch_live else [])
@@ -97,7 +104,7 @@ def main():
         else:
             out.append(f"  {nid}: {{op: noop{after}}}")
         ids.append(nid)
-    if scratch_at < n_nodes:
+    if scratch_live:
         out.append("  free_t0: {op: free, buffer: t0}")
     print("\n".join(out))
 

@@ -1026,6 +1026,69 @@ static void test_fake_data(void) {
   }
 }
 
+/* Several lifetimes of one stream-ordered buffer on the fake: every alloc
+ * node makes its own cudaMallocAsync and every free its cudaFreeAsync, each
+ * kernel and copy of a lifetime gets that lifetime's pointer (the twins
+ * then write what the host backend writes), and nothing is left live. */
+static void test_fake_lifetimes(void) {
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  if (tmp == NULL) tmp = g_get_tmp_dir();
+  g_autofree char *path = g_build_filename(tmp, "fault-lifetimes-out.bin", NULL);
+  GString *yaml = g_string_new(NULL);
+  g_string_append_printf(yaml,
+                         "dagrun: 1\nname: lifetimes\nbuffers:\n"
+                         "  x:   {type: f32, count: 256, init: iota}\n"
+                         "  t:   {type: f32, count: 256}\n"
+                         "  out: {type: f32, count: 768, save: '%s'}\n"
+                         "nodes:\n",
+                         path);
+  for (guint k = 0; k < 3; k++)
+    g_string_append_printf(yaml,
+                           "  a%u: {op: alloc, buffer: t}\n"
+                           "  s%u: {op: kernel, kernel: scale_f32, args: {x: x, alpha: %u.0, y: t}}\n"
+                           "  c%u: {op: copy, src: t, dst: \"out[%u:%u]\"}\n"
+                           "  f%u: {op: free, buffer: t}\n",
+                           k, k, k + 1, k, k * 256, (k + 1) * 256, k);
+  g_autofree char *text = g_string_free(yaml, FALSE);
+  g_autoptr(DrGraph) g = load_yaml("lifetimes.yaml", text);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  DrRunOptions opts;
+  dr_run_options_init(&opts, g);
+  opts.iterations = 1;
+  opts.warmup = 0;
+  opts.host_output = devnull;
+  g_autofree char *want = NULL, *got = NULL;
+  gsize want_len = 0, got_len = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    opts.backend = pass ? DR_BACKEND_CUDA : DR_BACKEND_HOST;
+    dr_fake_reset();
+    dr_fake_set_run_twins(pass == 1);
+    g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+    dr_fake_set_run_twins(FALSE);
+    g_assert_no_error(error);
+    g_assert_nonnull(r);
+    g_assert_true(g_file_get_contents(path, pass ? &got : &want, pass ? &got_len : &want_len, NULL));
+    g_unlink(path);
+    if (pass == 0) continue;
+    guint mallocs = 0, frees = 0;
+    const GArray *trace = dr_fake_trace();
+    for (guint i = 0; i < trace->len; i++) {
+      const DrFakeCall *call = &g_array_index(trace, DrFakeCall, i);
+      mallocs += strcmp(call->name, "cudaMallocAsync") == 0;
+      frees += strcmp(call->name, "cudaFreeAsync") == 0;
+    }
+    g_assert_cmpuint(mallocs, ==, 3);
+    g_assert_cmpuint(frees, ==, 3);
+  }
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_cmpuint(got_len, ==, 768 * sizeof(float));
+  g_assert_cmpmem(got, got_len, want, want_len);
+  for (guint k = 0; k < 3; k++) g_assert_cmpfloat(((float *)got)[k * 256 + 5], ==, 5.0f * (float)(k + 1));
+}
+
 /* The fake's own detectors fire: a leak shows in the live counts, a
  * released handle used again is a misuse, the armed fault fails exactly
  * the Nth point and has no effect, a sticky fault fails everything after
@@ -1132,6 +1195,7 @@ int main(int argc, char **argv) {
       g_test_add_data_func_full(path, c, test_user_kernel, g_free);
     }
   g_test_add_func("/fault/fake/data", test_fake_data);
+  g_test_add_func("/fault/fake/lifetimes", test_fake_lifetimes);
   static const PdlCase pdl[] = {
       {DR_MODE_STREAMS, DR_TIMING_OFF, NULL, 3},    {DR_MODE_STREAMS, DR_TIMING_STAMPS, NULL, 3},
       {DR_MODE_STREAMS, DR_TIMING_AUTO, NULL, 3},   {DR_MODE_STREAMS, DR_TIMING_EVENTS, NULL, 0},

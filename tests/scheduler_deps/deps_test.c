@@ -590,8 +590,10 @@ static void test_lifetimes_double_alloc(void) {
   add(g, "a1", "alloc tmp");
   add(g, "a2", "alloc tmp");
   add(g, "f", "free tmp");
-  ASSERT_LIFETIMES(g, "t.yaml:2:3: error: node 'a2': allocates buffer 'tmp' again; it is already allocated by 'a1'\n"
-                      "t.yaml:1:3: note: 'tmp' is first allocated here\n");
+  ASSERT_LIFETIMES(
+      g,
+      "t.yaml:2:3: error: node 'a2': allocates buffer 'tmp' again; it is already allocated by 'a1'\n"
+      "t.yaml:1:3: note: 'tmp' is allocated here, and no node frees it before 'a2'\n");
 }
 
 static void test_lifetimes_double_free(void) {
@@ -600,8 +602,9 @@ static void test_lifetimes_double_free(void) {
   add(g, "a", "alloc tmp");
   add(g, "f1", "free tmp");
   add(g, "f2", "free tmp");
-  ASSERT_LIFETIMES(g, "t.yaml:3:3: error: node 'f2': frees buffer 'tmp' again; it is already freed by 'f1'\n"
-                      "t.yaml:2:3: note: 'tmp' is first freed here\n");
+  ASSERT_LIFETIMES(g,
+                   "t.yaml:3:3: error: node 'f2': frees buffer 'tmp' again; it is already freed by 'f1'\n"
+                   "t.yaml:2:3: note: 'tmp' is freed here, and no node allocates it again before 'f2'\n");
 }
 
 static void test_lifetimes_free_before_alloc(void) {
@@ -649,6 +652,136 @@ static void test_lifetimes_several(void) {
                       "t.yaml:5:10: error: node 'v': uses buffer 'p' after it is freed by 'fp'\n"
                       "t.yaml:4:3: note: 'p' is freed here\n"
                       "t.yaml:3:3: error: node 'aq': allocates buffer 'q' but no node frees it\n");
+}
+
+static void test_lifetimes_many(void) {
+  /* Three lifetimes of one buffer, each its own alloc -> uses -> free. */
+  g_autoptr(DrGraph) g = dr_graph_new();
+  bufs(g, "x:8 tmp:8");
+  for (guint k = 0; k < 3; k++) {
+    g_autofree char *a = g_strdup_printf("a%u", k), *u = g_strdup_printf("u%u", k),
+                    *f = g_strdup_printf("f%u", k);
+    add(g, a, "alloc tmp");
+    add(g, u, "r x w tmp");
+    add(g, f, "free tmp");
+  }
+  ASSERT_LIFETIMES(g, "");
+}
+
+static void test_lifetimes_between_nearer_before(void) {
+  /* A use between two lifetimes names the nearer one: here the end of the
+   * first (one node back) rather than the start of the second. */
+  g_autoptr(DrGraph) g = dr_graph_new();
+  bufs(g, "x:8 tmp:8");
+  add(g, "a1", "alloc tmp");
+  add(g, "f1", "free tmp");
+  add(g, "u", "r tmp");
+  add(g, "k1", "w x");
+  add(g, "k2", "w x");
+  add(g, "a2", "alloc tmp");
+  add(g, "f2", "free tmp");
+  ASSERT_LIFETIMES(g,
+                   "t.yaml:3:10: error: node 'u': uses buffer 'tmp' outside its lifetimes: after 'f1' frees "
+                   "it (the end of lifetime 1), before 'a2' allocates it again\n"
+                   "t.yaml:2:3: note: lifetime 1 of 'tmp' ends here\n");
+}
+
+static void test_lifetimes_between_nearer_after(void) {
+  g_autoptr(DrGraph) g = dr_graph_new();
+  bufs(g, "x:8 tmp:8");
+  add(g, "a1", "alloc tmp");
+  add(g, "f1", "free tmp");
+  add(g, "a2", "alloc tmp");
+  add(g, "f2", "free tmp");
+  add(g, "k1", "w x");
+  add(g, "k2", "w x");
+  add(g, "u", "w tmp[0:2]");
+  add(g, "a3", "alloc tmp");
+  add(g, "f3", "free tmp");
+  add(g, "late", "r tmp");
+  ASSERT_LIFETIMES(g,
+                   "t.yaml:7:10: error: node 'u': uses buffer 'tmp' outside its lifetimes: before 'a3' "
+                   "allocates it again (the start of lifetime 3), after 'f2' frees it\n"
+                   "t.yaml:8:3: note: lifetime 3 of 'tmp' starts here\n"
+                   "t.yaml:10:10: error: node 'late': uses buffer 'tmp' after it is freed by 'f3'\n"
+                   "t.yaml:9:3: note: 'tmp' is freed here\n");
+}
+
+static void test_lifetimes_double_in_second(void) {
+  /* The second lifetime's errors name the second lifetime's nodes, and an
+   * unfreed last lifetime is reported at its own alloc. */
+  g_autoptr(DrGraph) g = dr_graph_new();
+  bufs(g, "tmp:8");
+  add(g, "a1", "alloc tmp");
+  add(g, "f1", "free tmp");
+  add(g, "f1b", "free tmp");
+  add(g, "a2", "alloc tmp");
+  add(g, "f2", "free tmp");
+  add(g, "a3", "alloc tmp");
+  add(g, "a3b", "alloc tmp");
+  ASSERT_LIFETIMES(g,
+                   "t.yaml:3:3: error: node 'f1b': frees buffer 'tmp' again; it is already freed by 'f1'\n"
+                   "t.yaml:2:3: note: 'tmp' is freed here, and no node allocates it again before 'f1b'\n"
+                   "t.yaml:7:3: error: node 'a3b': allocates buffer 'tmp' again; it is already allocated by "
+                   "'a3'\n"
+                   "t.yaml:6:3: note: 'tmp' is allocated here, and no node frees it before 'a3b'\n"
+                   "t.yaml:6:3: error: node 'a3': allocates buffer 'tmp' but no node frees it\n");
+}
+
+static void test_lifetimes_property(void) {
+  /* Random alloc/free/use sequences over one buffer: the pass accepts a
+   * program exactly when allocs and frees alternate starting with an
+   * alloc, end freed, and every use lies between an alloc and its free;
+   * the hazards then order every alloc after the previous free and every
+   * use between its lifetime's alloc and free. */
+  g_autoptr(GRand) rng = g_rand_new_with_seed(12);
+  guint n_ok = 0;
+  for (guint iter = 0; iter < 4000; iter++) {
+    g_autoptr(DrGraph) g = dr_graph_new();
+    bufs(g, "x:4 tmp:8");
+    guint n = g_rand_int_range(rng, 1, 12);
+    gboolean live = FALSE, good = TRUE, any_alloc = FALSE;
+    char kinds[16];
+    for (guint i = 0; i < n; i++) {
+      g_autofree char *id = g_strdup_printf("n%u", i);
+      guint r = g_rand_int_range(rng, 0, 10);
+      kinds[i] = r < 3 ? 'a' : r < 6 ? 'f' : r < 9 ? 'u' : 'x';
+      add(g, id,
+          kinds[i] == 'a'   ? "alloc tmp"
+          : kinds[i] == 'f' ? "free tmp"
+          : kinds[i] == 'u' ? "rw tmp[1:3]"
+                            : "w x");
+      any_alloc |= kinds[i] == 'a';
+    }
+    for (guint i = 0; i < n; i++) {
+      if (kinds[i] == 'a')
+        good &= !live, live = TRUE;
+      else if (kinds[i] == 'f')
+        good &= live, live = FALSE;
+      else if (kinds[i] == 'u')
+        good &= live;
+    }
+    good &= !live;
+    if (!any_alloc) { /* a whole-run buffer: uses are fine, frees are not */
+      good = TRUE;
+      for (guint i = 0; i < n; i++) good &= kinds[i] != 'f';
+    }
+    g_autoptr(DrDiags) d = dr_diags_new(0);
+    g_assert_cmpint(dr__lifetimes_check(g, d), ==, good);
+    if (!good) continue;
+    n_ok++;
+    dr__hazards_run(g);
+    dr_graph_sort_edges(g);
+    guint64 reach[16] = {0};
+    for (guint e = 0; e < g->edges->len; e++)
+      reach[dr_graph_edge(g, e)->from] |= G_GUINT64_CONSTANT(1) << dr_graph_edge(g, e)->to;
+    closure(reach, n);
+    for (guint i = 0; i < n; i++)
+      for (guint j = i + 1; j < n; j++)
+        if (kinds[i] != 'x' && kinds[j] != 'x') /* uses are readwrites: every tmp node is ordered */
+          g_assert_true((reach[i] >> j) & 1);
+  }
+  g_assert_cmpuint(n_ok, >, 300);
 }
 
 /* ---- afters and cycles ------------------------------------------------- */
@@ -880,6 +1013,11 @@ int main(int argc, char **argv) {
   g_test_add_func("/scheduler/lifetimes/alloc-without-free", test_lifetimes_alloc_without_free);
   g_test_add_func("/scheduler/lifetimes/free-without-alloc", test_lifetimes_free_without_alloc);
   g_test_add_func("/scheduler/lifetimes/several", test_lifetimes_several);
+  g_test_add_func("/scheduler/lifetimes/many", test_lifetimes_many);
+  g_test_add_func("/scheduler/lifetimes/between-nearer-before", test_lifetimes_between_nearer_before);
+  g_test_add_func("/scheduler/lifetimes/between-nearer-after", test_lifetimes_between_nearer_after);
+  g_test_add_func("/scheduler/lifetimes/double-in-second", test_lifetimes_double_in_second);
+  g_test_add_func("/scheduler/lifetimes/property", test_lifetimes_property);
   g_test_add_func("/scheduler/afters/edges", test_afters_edges);
   g_test_add_func("/scheduler/afters/self", test_afters_self);
   g_test_add_func("/scheduler/cycles/after-only", test_cycles_after_only);

@@ -1,0 +1,291 @@
+/* memory.c: the planner's memory figures, the serial peak and a certified
+ * worst-case peak of device memory. Not the lifetime checks (lifetimes.c)
+ * nor anything a backend measures.
+ *
+ * Requires: a graph whose lifetimes passed (allocs and frees of each
+ * stream-ordered buffer alternate in program order) and the planner's edge
+ * index and topological order (DrPlanCtx). Provides plan->whole_run_bytes,
+ * peak_serial_bytes, peak_bound_bytes, peak_bound and n_lifetimes
+ * (ir/plan.h), every allocation counted as dr_pool_bytes.
+ *
+ * The bound. The elements are lifetimes (one buffer may have several), each
+ * weighted by its bytes; L1 < L2 when L1's free reaches L2's alloc in the
+ * DAG. That is a partial order (an alloc reaches its own free through the
+ * hazard edges), and the lifetimes live at one moment of any execution the
+ * DAG allows form an antichain of it: if L1 < L2, L2's alloc starts after
+ * L1's free completed. So the maximum weight of an antichain bounds the
+ * live stream-ordered bytes of every execution, and it is reached: run
+ * every ancestor of the antichain's allocs first. By the weighted Dilworth
+ * theorem it equals W - F, where W is the total weight and F the maximum
+ * number of "successor links" of a chain cover with multiplicities: a
+ * maximum flow from a source feeding each free its weight, through DAG
+ * edges of unbounded capacity (so reachability needs no transitive
+ * closure), to a sink draining each alloc its weight.
+ *
+ * Algorithm: one scan in program order numbers the lifetimes and sums the
+ * serial peak. Dinic's algorithm then finds F: breadth-first levels from the source over
+ * the residual network (any DAG edge forward, an edge with flow backward,
+ * stopped at the sink's level), then augmenting paths along the levels with
+ * current-arc pointers, each carrying as much as its free, its alloc and
+ * its backward arcs allow; phases repeat until the sink is unreachable.
+ * The certificate: with no augmenting path, the lifetimes whose free the
+ * last search reached and whose alloc it did not form a maximum-weight
+ * antichain (the minimum cut crosses exactly their weight; an alloc reached
+ * implies its free reached, since the alloc reaches the free). Its weight
+ * is checked against W - F.
+ *
+ * Cost: O(V + E) for the scans, O(V + E) per Dinic phase plus the length
+ * of each augmenting path; few phases on pipelines whose lifetimes are
+ * local (per-step scratch). Nothing when there are no stream-ordered
+ * buffers. Memory: 8 bytes per edge (the flow) and about 17 per node. */
+#include "scheduler/plan_internal.h"
+
+#include <string.h>
+
+#define UNSEEN (-1)
+
+typedef struct {
+  const DrPlanCtx *c;
+  guint32 n;
+  guint32 *life_of; /* [n]: the lifetime an alloc or free node belongs to, or DR_NONE */
+  DrPlanLifetime *life;
+  guint32 n_life;
+  guint64 *supply; /* [n_life]: what the source may still send into the free */
+  guint64 *demand; /* [n_life]: what the alloc may still send to the sink */
+  guint64 *fe;     /* [m]: flow on each DAG edge */
+  gint32 *level;   /* [n]: breadth-first level from the source, UNSEEN */
+  guint32 *cur;    /* [n]: the current arc */
+  guint32 *queue;  /* [n] */
+  gint32 sink_level;
+} Flow;
+
+static gboolean is_alloc_node(const Flow *f, DrId v) {
+  return f->life_of[v] != DR_NONE && f->life[f->life_of[v]].alloc == v;
+}
+static gboolean is_free_node(const Flow *f, DrId v) {
+  return f->life_of[v] != DR_NONE && f->life[f->life_of[v]].free == v;
+}
+
+/* Breadth-first levels from the source; TRUE when the sink is reachable.
+ * Without a sink level the search is complete: the certificate's set. */
+static gboolean bfs(Flow *f) {
+  const DrPlanCtx *c = f->c;
+  for (guint32 v = 0; v < f->n; v++) f->level[v] = UNSEEN;
+  guint32 head = 0, tail = 0;
+  for (guint32 i = 0; i < f->n_life; i++) {
+    DrId v = f->life[i].free;
+    if (f->supply[i] > 0) {
+      f->level[v] = 1;
+      f->queue[tail++] = v;
+    }
+  }
+  f->sink_level = UNSEEN;
+  while (head < tail) {
+    DrId u = f->queue[head++];
+    gint32 lu = f->level[u];
+    if (f->sink_level != UNSEEN && lu + 1 >= f->sink_level) continue;
+    if (is_alloc_node(f, u) && f->demand[f->life_of[u]] > 0) {
+      f->sink_level = lu + 1;
+      continue;
+    }
+    for (guint32 i = c->succ_off[u]; i < c->succ_off[u + 1]; i++) {
+      DrId v = c->edges[c->succ_edge[i]].to;
+      if (f->level[v] == UNSEEN) f->level[v] = lu + 1, f->queue[tail++] = v;
+    }
+    for (guint32 e = DR__PRED_BEGIN(c, u); e < DR__PRED_END(c, u); e++) {
+      DrId v = c->edges[e].from;
+      if (f->fe[e] > 0 && f->level[v] == UNSEEN) f->level[v] = lu + 1, f->queue[tail++] = v;
+    }
+  }
+  return f->sink_level != UNSEEN;
+}
+
+typedef struct {
+  guint32 edge;
+  gboolean backward;
+} Step;
+
+/* Advances node u's current arc to the next one usable now (level + 1,
+ * residual capacity left): arc 0 is the sink (u an alloc with demand left,
+ * at the sink's level), then the successors, then the predecessors along
+ * flow (backward). Returns FALSE when none is left; else *to is the arc's
+ * head (DR_NONE: the sink) and *step the DAG edge and its direction. */
+static gboolean next_arc(Flow *f, DrId u, DrId *to, Step *step) {
+  const DrPlanCtx *c = f->c;
+  guint32 k = f->cur[u], so = c->succ_off[u], out = c->succ_off[u + 1] - so;
+  guint32 po = DR__PRED_BEGIN(c, u), in = DR__PRED_END(c, u) - po;
+  gint32 want = f->level[u] + 1;
+  if (k == 0) {
+    if (want == f->sink_level && is_alloc_node(f, u) && f->demand[f->life_of[u]] > 0) {
+      *to = DR_NONE;
+      return TRUE;
+    }
+    k = 1;
+  }
+  if (want >= f->sink_level) k = out + in + 1; /* only the sink is one level down */
+  for (; k <= out; k++) {
+    guint32 e = c->succ_edge[so + k - 1];
+    if (f->level[c->edges[e].to] == want) {
+      f->cur[u] = k;
+      *to = c->edges[e].to;
+      *step = (Step){e, FALSE};
+      return TRUE;
+    }
+  }
+  for (; k <= out + in; k++) {
+    guint32 e = po + (k - out - 1);
+    if (f->fe[e] > 0 && f->level[c->edges[e].from] == want) {
+      f->cur[u] = k;
+      *to = c->edges[e].from;
+      *step = (Step){e, TRUE};
+      return TRUE;
+    }
+  }
+  f->cur[u] = k;
+  return FALSE;
+}
+
+/* One blocking flow along the levels (augmenting paths with current-arc
+ * pointers; a node with no usable arc left leaves the level graph);
+ * returns what it sent. */
+static guint64 blocking_flow(Flow *f, GArray *path) {
+  const DrPlanCtx *c = f->c;
+  guint64 sent = 0;
+  memset(f->cur, 0, sizeof(guint32) * f->n);
+  for (guint32 i = 0; i < f->n_life; i++) {
+    DrId root = f->life[i].free;
+    while (f->supply[i] > 0 && f->level[root] == 1) {
+      g_array_set_size(path, 0);
+      DrId u = root, to;
+      Step st;
+      for (;;) {
+        if (!next_arc(f, u, &to, &st)) { /* a dead end: retreat */
+          f->level[u] = UNSEEN;
+          if (path->len == 0) break;
+          Step last = g_array_index(path, Step, path->len - 1);
+          g_array_set_size(path, path->len - 1);
+          u = last.backward ? c->edges[last.edge].to : c->edges[last.edge].from;
+          f->cur[u]++;
+          continue;
+        }
+        if (to == DR_NONE) { /* the sink: augment */
+          guint32 a = f->life_of[u];
+          guint64 d = MIN(f->supply[i], f->demand[a]);
+          const Step *steps = (const Step *)path->data;
+          for (guint32 s = 0; s < path->len; s++)
+            if (steps[s].backward) d = MIN(d, f->fe[steps[s].edge]);
+          for (guint32 s = 0; s < path->len; s++) {
+            if (steps[s].backward)
+              f->fe[steps[s].edge] -= d;
+            else
+              f->fe[steps[s].edge] += d;
+          }
+          f->supply[i] -= d;
+          f->demand[a] -= d;
+          sent += d;
+          break;
+        }
+        g_array_append_val(path, st);
+        u = to;
+      }
+    }
+  }
+  return sent;
+}
+
+/* Numbers the lifetimes in program order and sums the serial peak. */
+static void scan_lifetimes(const DrGraph *g, DrPlan *plan, GArray *lives, guint32 *life_of) {
+  guint32 n = g->nodes->len, n_buffers = g->buffers->len;
+  g_autofree guint32 *open = g_new(guint32, MAX(n_buffers, 1));
+  g_autofree guint32 *count = g_new0(guint32, MAX(n_buffers, 1));
+  guint64 whole = 0, live = 0, peak = 0;
+  for (DrId b = 0; b < n_buffers; b++) {
+    const DrBuffer *buf = dr_graph_buffer(g, b);
+    open[b] = DR_NONE;
+    if (buf->where == DR_WHERE_DEVICE && buf->alloc_node == DR_NONE)
+      whole += dr_pool_bytes(dr_buffer_bytes(buf));
+  }
+  for (DrId v = 0; v < n; v++) {
+    const DrNode *node = dr_graph_node(g, v);
+    life_of[v] = DR_NONE;
+    if (node->op != DR_OP_ALLOC && node->op != DR_OP_FREE) continue;
+    DrId b = node->buffer;
+    if (node->op == DR_OP_ALLOC && open[b] == DR_NONE) {
+      DrPlanLifetime l = {b, ++count[b], v, DR_NONE, dr_pool_bytes(dr_buffer_bytes(dr_graph_buffer(g, b)))};
+      open[b] = lives->len;
+      life_of[v] = lives->len;
+      g_array_append_val(lives, l);
+      live += l.bytes;
+      peak = MAX(peak, live);
+    } else if (node->op == DR_OP_FREE && open[b] != DR_NONE) {
+      DrPlanLifetime *l = &g_array_index(lives, DrPlanLifetime, open[b]);
+      l->free = v;
+      life_of[v] = open[b];
+      live -= l->bytes;
+      open[b] = DR_NONE;
+    }
+  }
+  /* The lifetimes pass guarantees a free for every alloc; a graph planned
+   * without it keeps only the closed lifetimes. */
+  guint32 w = 0;
+  for (guint32 i = 0; i < lives->len; i++) {
+    DrPlanLifetime l = g_array_index(lives, DrPlanLifetime, i);
+    if (l.free == DR_NONE) {
+      life_of[l.alloc] = DR_NONE;
+      continue;
+    }
+    life_of[l.alloc] = life_of[l.free] = w;
+    g_array_index(lives, DrPlanLifetime, w++) = l;
+  }
+  g_array_set_size(lives, w);
+  plan->whole_run_bytes = whole;
+  plan->peak_serial_bytes = whole + peak;
+  plan->n_lifetimes = w;
+}
+
+void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan) {
+  const DrGraph *g = ctx->graph;
+  g_autoptr(GArray) lives = g_array_new(FALSE, FALSE, sizeof(DrPlanLifetime));
+  g_autofree guint32 *life_of = g_new(guint32, MAX(ctx->n, 1));
+  scan_lifetimes(g, plan, lives, life_of);
+  g_array_set_size(plan->peak_bound, 0);
+  plan->peak_bound_bytes = plan->whole_run_bytes;
+  if (lives->len == 0) return;
+
+  Flow f = {
+      .c = ctx, .n = ctx->n, .life_of = life_of, .life = (DrPlanLifetime *)lives->data, .n_life = lives->len};
+  guint64 total = 0;
+  f.supply = g_new(guint64, f.n_life);
+  f.demand = g_new(guint64, f.n_life);
+  for (guint32 i = 0; i < f.n_life; i++) {
+    f.supply[i] = f.demand[i] = f.life[i].bytes;
+    total += f.life[i].bytes;
+  }
+  f.fe = g_new0(guint64, MAX(ctx->m, 1));
+  f.level = g_new(gint32, MAX(f.n, 1));
+  f.cur = g_new(guint32, MAX(f.n, 1));
+  f.queue = g_new(guint32, MAX(f.n, 1));
+  g_autoptr(GArray) path = g_array_new(FALSE, FALSE, sizeof(Step));
+  guint64 flow = 0;
+  while (bfs(&f)) flow += blocking_flow(&f, path);
+
+  guint64 weight = 0;
+  for (guint32 i = 0; i < f.n_life; i++) {
+    const DrPlanLifetime *l = &f.life[i];
+    if (f.level[l->free] != UNSEEN && f.level[l->alloc] == UNSEEN) {
+      g_array_append_val(plan->peak_bound, *l);
+      weight += l->bytes;
+    }
+  }
+  if (weight != total - flow)
+    g_critical("memory bound: antichain of %" G_GUINT64_FORMAT
+               " bytes against a flow bound of %" G_GUINT64_FORMAT,
+               weight, total - flow);
+  plan->peak_bound_bytes = plan->whole_run_bytes + MAX(weight, total - flow);
+  g_free(f.supply);
+  g_free(f.demand);
+  g_free(f.fe);
+  g_free(f.level);
+  g_free(f.cur);
+  g_free(f.queue);
+}

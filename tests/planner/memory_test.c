@@ -1,0 +1,400 @@
+/* memory_test.c: tests of the planner's memory figures (scheduler/memory.c):
+ * the serial peak and the certified worst-case peak.
+ *
+ * Property tests build thousands of small random programs with whole-run
+ * and stream-ordered device buffers (each with one or more lifetimes), uses
+ * and random `after:` edges, run the dependency passes and the planner, and
+ * hold the plan against brute force: every linear extension of the DAG is
+ * enumerated, and the bound must be at least the live bytes of each and
+ * equal the maximum over them (an antichain's allocs can all run before any
+ * of its frees); the serial peak must be the live maximum of file order;
+ * the certificate must be an antichain (no free of it reaches an alloc of
+ * it) of the bound's weight. Chains and fork-joins get their exact values.
+ * A larger property test checks the certificate and random extensions on
+ * DAGs of up to 62 nodes. */
+#include <glib.h>
+#include <string.h>
+
+#include "ir/graph.h"
+#include "ir/plan.h"
+#include "scheduler/passes.h"
+#include "scheduler/planner.h"
+
+/* ---- building ----------------------------------------------------------- */
+
+typedef struct {
+  DrGraph *g;
+  guint32 next_id;
+} Prog;
+
+static DrId buffer(Prog *p, const char *name, guint64 count) {
+  DrBuffer b = {.name = name, .type = DR_ELEM_U8, .count = count};
+  DrId id = dr_graph_add_buffer(p->g, &b);
+  g_assert_cmpuint(id, !=, DR_NONE);
+  return id;
+}
+
+static DrId node(Prog *p, DrOp op, DrId buf) {
+  g_autofree char *id = g_strdup_printf("n%u", p->next_id++);
+  DrNode n = {
+      .op = op, .priority = DR_PRIORITY_NORMAL, .id = id, .device = -1, .kernel = DR_NONE, .buffer = buf};
+  DrId v = dr_graph_add_node(p->g, &n);
+  if (op == DR_OP_ALLOC || op == DR_OP_FREE) {
+    DrBuffer *b = dr_graph_buffer(p->g, buf);
+    DrId *first = op == DR_OP_ALLOC ? &b->alloc_node : &b->free_node;
+    if (*first == DR_NONE) *first = v;
+    DrAccess a = {.buffer = buf, .mode = DR_ACCESS_WRITE, .begin = 0, .end = b->count};
+    dr_graph_add_access(p->g, &a);
+  }
+  return v;
+}
+
+static void use(Prog *p, DrId buf, DrAccessMode mode) {
+  DrAccess a = {.buffer = buf, .mode = mode, .begin = 0, .end = dr_graph_buffer(p->g, buf)->count};
+  dr_graph_add_access(p->g, &a);
+}
+
+static DrPlan *plan_of(DrGraph *g) {
+  g_autoptr(DrDiags) d = dr_diags_new(0);
+  gboolean ok = dr_passes_run(g, d);
+  if (!ok) {
+    g_autoptr(GString) text = g_string_new(NULL);
+    for (guint i = 0; i < dr_diags_len(d); i++)
+      g_string_append_printf(text, "%s\n", dr_diags_get(d, i)->message);
+    g_error("passes failed: %s", text->str);
+  }
+  g_autoptr(GError) error = NULL;
+  DrPlan *plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  return plan;
+}
+
+/* ---- references --------------------------------------------------------- */
+
+/* reach[u] bit v: v reachable from u (n <= 64). */
+static void closure(const DrGraph *g, guint64 *reach) {
+  guint32 n = g->nodes->len;
+  memset(reach, 0, sizeof(guint64) * n);
+  for (guint32 e = 0; e < g->edges->len; e++)
+    reach[dr_graph_edge(g, e)->from] |= G_GUINT64_CONSTANT(1) << dr_graph_edge(g, e)->to;
+  /* Edges are sorted by target; sweep sources from the highest id down
+   * works only for forward edges, so iterate to a fixed point. */
+  for (gboolean changed = TRUE; changed;) {
+    changed = FALSE;
+    for (guint32 u = 0; u < n; u++) {
+      guint64 r = reach[u];
+      for (guint64 m = r; m; m &= m - 1) r |= reach[__builtin_ctzll(m)];
+      if (r != reach[u]) reach[u] = r, changed = TRUE;
+    }
+  }
+}
+
+typedef struct {
+  const DrGraph *g;
+  guint32 n;
+  guint64 *pred_mask; /* [n]: direct predecessors */
+  gint64 *delta;      /* [n]: bytes a node adds to the live set (alloc +, free -) */
+  guint64 min_ext;    /* the smallest per-extension maximum seen */
+  guint64 max_ext;    /* the largest */
+  guint64 bound;      /* the plan's stream-ordered bound, checked per extension */
+  guint64 extensions;
+  guint64 budget;
+} Enum;
+
+static void enumerate(Enum *en, guint64 done, gint64 live, guint64 peak) {
+  if (en->extensions >= en->budget) return;
+  if (done == (en->n == 64 ? ~G_GUINT64_CONSTANT(0) : (G_GUINT64_CONSTANT(1) << en->n) - 1)) {
+    en->extensions++;
+    g_assert_cmpuint(peak, <=, en->bound);
+    en->max_ext = MAX(en->max_ext, peak);
+    en->min_ext = MIN(en->min_ext, peak);
+    return;
+  }
+  for (guint32 v = 0; v < en->n; v++) {
+    guint64 bit = G_GUINT64_CONSTANT(1) << v;
+    if ((done & bit) || (en->pred_mask[v] & ~done)) continue;
+    gint64 l = live + en->delta[v];
+    enumerate(en, done | bit, l, MAX(peak, (guint64)MAX(l, 0)));
+  }
+}
+
+/* Checks the certificate: lifetimes pairwise unordered, of the bound's
+ * weight; returns that weight. */
+static guint64 check_certificate(const DrPlan *plan, const guint64 *reach) {
+  guint64 w = 0;
+  for (guint32 i = 0; i < plan->peak_bound->len; i++) {
+    const DrPlanLifetime *a = &g_array_index(plan->peak_bound, DrPlanLifetime, i);
+    w += a->bytes;
+    g_assert_cmpuint(a->bytes, ==, dr_pool_bytes(dr_buffer_bytes(dr_graph_buffer(plan->graph, a->buffer))));
+    for (guint32 j = 0; j < plan->peak_bound->len; j++) {
+      const DrPlanLifetime *b = &g_array_index(plan->peak_bound, DrPlanLifetime, j);
+      if (i != j) g_assert_false((reach[a->free] >> b->alloc) & 1);
+    }
+  }
+  g_assert_cmpuint(plan->whole_run_bytes + w, ==, plan->peak_bound_bytes);
+  return w;
+}
+
+/* A random program of at most max_n nodes: 1-2 whole-run and 1-3
+ * stream-ordered buffers of sizes that round differently, lifetimes
+ * toggled at random, uses of what is live, random forward `after:`. */
+static DrGraph *random_program(GRand *r, guint32 max_n) {
+  Prog p = {dr_graph_new(), 0};
+  p.g->name = dr_graph_intern(p.g, "random");
+  guint32 n_whole = (guint32)g_rand_int_range(r, 1, 3), n_scratch = (guint32)g_rand_int_range(r, 1, 4);
+  DrId whole[2], scratch[3];
+  gboolean live[3] = {FALSE, FALSE, FALSE};
+  for (guint32 b = 0; b < n_whole; b++) {
+    g_autofree char *name = g_strdup_printf("w%u", b);
+    whole[b] = buffer(&p, name, (guint64)g_rand_int_range(r, 1, 5000));
+  }
+  for (guint32 b = 0; b < n_scratch; b++) {
+    g_autofree char *name = g_strdup_printf("s%u", b);
+    scratch[b] = buffer(&p, name, (guint64)g_rand_int_range(r, 1, 5000));
+  }
+  guint32 target = (guint32)g_rand_int_range(r, 2, (gint32)max_n + 1);
+  while (p.next_id < target) {
+    guint32 open = 0;
+    for (guint32 b = 0; b < n_scratch; b++) open += live[b];
+    /* Leave room to free what is live. */
+    if (p.next_id + open >= target) break;
+    if (g_rand_int_range(r, 0, 5) < 2) {
+      guint32 b = (guint32)g_rand_int_range(r, 0, (gint32)n_scratch);
+      node(&p, live[b] ? DR_OP_FREE : DR_OP_ALLOC, scratch[b]);
+      live[b] = !live[b];
+      continue;
+    }
+    node(&p, DR_OP_NOOP, DR_NONE);
+    guint32 k = (guint32)g_rand_int_range(r, 1, 3);
+    for (guint32 a = 0; a < k; a++) {
+      DrAccessMode mode = g_rand_boolean(r) ? DR_ACCESS_READ : DR_ACCESS_WRITE;
+      guint32 b = (guint32)g_rand_int_range(r, 0, (gint32)(n_whole + n_scratch));
+      if (b >= n_whole && !live[b - n_whole]) continue;
+      use(&p, b < n_whole ? whole[b] : scratch[b - n_whole], mode);
+    }
+  }
+  for (guint32 b = 0; b < n_scratch; b++)
+    if (live[b]) node(&p, DR_OP_FREE, scratch[b]);
+  g_assert_cmpuint(p.next_id, <=, max_n + 2); /* an alloc may overshoot by its free */
+  guint32 n = p.next_id, n_after = n > 2 ? (guint32)g_rand_int_range(r, 0, 3) : 0;
+  for (guint32 k = 0; k < n_after; k++) {
+    DrId u = (DrId)g_rand_int_range(r, 0, (gint32)n - 1);
+    DrId v = (DrId)g_rand_int_range(r, (gint32)u + 1, (gint32)n);
+    dr_graph_add_after(p.g, u, v, (DrLoc){"t.yaml", 1, 1});
+  }
+  return p.g;
+}
+
+static void setup_enum(Enum *en, const DrGraph *g, const DrPlan *plan, guint64 budget) {
+  guint32 n = g->nodes->len;
+  en->g = g;
+  en->n = n;
+  en->pred_mask = g_new0(guint64, MAX(n, 1));
+  en->delta = g_new0(gint64, MAX(n, 1));
+  for (guint32 e = 0; e < g->edges->len; e++)
+    en->pred_mask[dr_graph_edge(g, e)->to] |= G_GUINT64_CONSTANT(1) << dr_graph_edge(g, e)->from;
+  for (DrId v = 0; v < n; v++) {
+    const DrNode *nd = dr_graph_node(g, v);
+    if (nd->op != DR_OP_ALLOC && nd->op != DR_OP_FREE) continue;
+    gint64 w = (gint64)dr_pool_bytes(dr_buffer_bytes(dr_graph_buffer(g, nd->buffer)));
+    en->delta[v] = nd->op == DR_OP_ALLOC ? w : -w;
+  }
+  en->min_ext = G_MAXUINT64;
+  en->max_ext = 0;
+  en->bound = plan->peak_bound_bytes - plan->whole_run_bytes;
+  en->extensions = 0;
+  en->budget = budget;
+}
+
+static void clear_enum(Enum *en) {
+  g_free(en->pred_mask);
+  g_free(en->delta);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_property_small(void) {
+  g_autoptr(GRand) r = g_rand_new_with_seed(2026);
+  guint64 total_ext = 0, with_lifetimes = 0, bound_above_serial = 0;
+  for (guint iter = 0; iter < 4000; iter++) {
+    g_autoptr(DrGraph) g = random_program(r, 9);
+    g_autoptr(DrPlan) plan = plan_of(g);
+    guint32 n = g->nodes->len;
+    guint64 reach[64];
+    closure(g, reach);
+    guint64 cert = check_certificate(plan, reach);
+    Enum en;
+    setup_enum(&en, g, plan, 2000000);
+    enumerate(&en, 0, 0, 0);
+    g_assert_cmpuint(en.extensions, <, en.budget); /* complete */
+    total_ext += en.extensions;
+    /* The bound is reached by some extension: it is exact. */
+    g_assert_cmpuint(en.max_ext, ==, cert);
+    /* The serial peak is file order's, an extension of its own. */
+    gint64 live = 0;
+    guint64 peak = 0;
+    for (DrId v = 0; v < n; v++) live += en.delta[v], peak = MAX(peak, (guint64)MAX(live, 0));
+    g_assert_cmpuint(plan->peak_serial_bytes, ==, plan->whole_run_bytes + peak);
+    g_assert_cmpuint(plan->peak_serial_bytes, <=, plan->peak_bound_bytes);
+    with_lifetimes += plan->n_lifetimes > 0;
+    bound_above_serial += plan->peak_bound_bytes > plan->peak_serial_bytes;
+    clear_enum(&en);
+  }
+  g_test_message("%" G_GUINT64_FORMAT " linear extensions; %" G_GUINT64_FORMAT
+                 " of 4000 DAGs with lifetimes, %" G_GUINT64_FORMAT " with a bound above the serial peak",
+                 total_ext, with_lifetimes, bound_above_serial);
+  g_assert_cmpuint(with_lifetimes, >, 3000);
+  g_assert_cmpuint(bound_above_serial, >, 100);
+}
+
+static void test_property_large(void) {
+  /* Up to 62 nodes: the certificate is an antichain of the bound's weight,
+   * and no random extension (random topological orders) exceeds it. */
+  g_autoptr(GRand) r = g_rand_new_with_seed(64);
+  for (guint iter = 0; iter < 600; iter++) {
+    g_autoptr(DrGraph) g = random_program(r, 60);
+    g_autoptr(DrPlan) plan = plan_of(g);
+    guint32 n = g->nodes->len;
+    guint64 reach[64];
+    closure(g, reach);
+    guint64 cert = check_certificate(plan, reach);
+    Enum en;
+    setup_enum(&en, g, plan, 0);
+    for (guint k = 0; k < 20; k++) {
+      guint64 done = 0, peak = 0;
+      gint64 live = 0;
+      for (guint32 step = 0; step < n; step++) {
+        guint32 ready[64], n_ready = 0;
+        for (guint32 v = 0; v < n; v++)
+          if (!((done >> v) & 1) && !(en.pred_mask[v] & ~done)) ready[n_ready++] = v;
+        g_assert_cmpuint(n_ready, >, 0);
+        guint32 v = ready[g_rand_int_range(r, 0, (gint32)n_ready)];
+        done |= G_GUINT64_CONSTANT(1) << v;
+        live += en.delta[v];
+        peak = MAX(peak, (guint64)MAX(live, 0));
+      }
+      g_assert_cmpuint(peak, <=, cert);
+    }
+    clear_enum(&en);
+  }
+}
+
+/* k lifetimes one after another (each alloc after the previous free): the
+ * bound is the largest single one, as is the serial peak. Without the
+ * `after:` edges t#2 and u#1 could overlap (see chain-unordered). */
+static void test_chain(void) {
+  Prog p = {dr_graph_new(), 0};
+  g_autoptr(DrGraph) g = p.g;
+  DrId w = buffer(&p, "w", 1000);
+  DrId t = buffer(&p, "t", 3000), u = buffer(&p, "u", 70000);
+  DrId prev_free = DR_NONE;
+  for (guint k = 0; k < 5; k++) {
+    DrId b = k == 2 ? u : t;
+    DrId a = node(&p, DR_OP_ALLOC, b);
+    /* Lifetimes of different buffers need an explicit order. */
+    if (prev_free != DR_NONE) dr_graph_add_after(g, prev_free, a, (DrLoc){"t.yaml", 1, 1});
+    node(&p, DR_OP_NOOP, DR_NONE);
+    use(&p, w, DR_ACCESS_READ);
+    use(&p, b, DR_ACCESS_WRITE);
+    prev_free = node(&p, DR_OP_FREE, b);
+  }
+  g_autoptr(DrPlan) plan = plan_of(g);
+  g_assert_cmpuint(plan->whole_run_bytes, ==, 1024);
+  g_assert_cmpuint(plan->n_lifetimes, ==, 5);
+  g_assert_cmpuint(plan->peak_serial_bytes, ==, 1024 + dr_pool_bytes(70000));
+  g_assert_cmpuint(plan->peak_bound_bytes, ==, plan->peak_serial_bytes);
+  g_assert_cmpuint(plan->peak_bound->len, ==, 1);
+  const DrPlanLifetime *l = &g_array_index(plan->peak_bound, DrPlanLifetime, 0);
+  g_assert_cmpstr(dr_graph_buffer(g, l->buffer)->name, ==, "u");
+  g_assert_cmpuint(l->lifetime, ==, 1);
+}
+
+/* The same lifetimes with only the hazards: t's lifetimes are ordered among
+ * themselves, u's single lifetime overlaps any of them. */
+static void test_chain_unordered(void) {
+  Prog p = {dr_graph_new(), 0};
+  g_autoptr(DrGraph) g = p.g;
+  DrId w = buffer(&p, "w", 1000);
+  DrId t = buffer(&p, "t", 3000), u = buffer(&p, "u", 70000);
+  for (guint k = 0; k < 5; k++) {
+    DrId b = k == 2 ? u : t;
+    node(&p, DR_OP_ALLOC, b);
+    node(&p, DR_OP_NOOP, DR_NONE);
+    use(&p, w, DR_ACCESS_READ);
+    use(&p, b, DR_ACCESS_WRITE);
+    node(&p, DR_OP_FREE, b);
+  }
+  g_autoptr(DrPlan) plan = plan_of(g);
+  g_assert_cmpuint(plan->peak_serial_bytes, ==, 1024 + dr_pool_bytes(70000));
+  g_assert_cmpuint(plan->peak_bound_bytes, ==, 1024 + dr_pool_bytes(70000) + dr_pool_bytes(3000));
+  g_assert_cmpuint(plan->peak_bound->len, ==, 2);
+}
+
+/* A fork, k branches each with its own scratch lifetime, a join: the
+ * branches may all be live at once, so the bound is their sum, while file
+ * order keeps one live at a time. */
+static void test_fork_join(void) {
+  Prog p = {dr_graph_new(), 0};
+  g_autoptr(DrGraph) g = p.g;
+  DrId in = buffer(&p, "in", 512), out = buffer(&p, "out", 4096);
+  node(&p, DR_OP_NOOP, DR_NONE);
+  use(&p, in, DR_ACCESS_WRITE);
+  guint64 sum = 0, largest = 0;
+  for (guint k = 0; k < 4; k++) {
+    g_autofree char *name = g_strdup_printf("s%u", k);
+    guint64 count = 1000 * (k + 1);
+    DrId s = buffer(&p, name, count);
+    node(&p, DR_OP_ALLOC, s);
+    node(&p, DR_OP_NOOP, DR_NONE);
+    use(&p, in, DR_ACCESS_READ);
+    use(&p, s, DR_ACCESS_WRITE);
+    node(&p, DR_OP_NOOP, DR_NONE);
+    use(&p, s, DR_ACCESS_READ);
+    use(&p, out, DR_ACCESS_WRITE);
+    DrAccess slice = {.buffer = out, .mode = DR_ACCESS_WRITE, .begin = k * 1024, .end = (k + 1) * 1024};
+    g_array_index(g->accesses, DrAccess, g->accesses->len - 1) = slice;
+    node(&p, DR_OP_FREE, s);
+    sum += dr_pool_bytes(count);
+    largest = MAX(largest, dr_pool_bytes(count));
+  }
+  node(&p, DR_OP_NOOP, DR_NONE);
+  use(&p, out, DR_ACCESS_READ);
+  g_autoptr(DrPlan) plan = plan_of(g);
+  g_assert_cmpuint(plan->peak_serial_bytes, ==, 512 + 4096 + largest);
+  g_assert_cmpuint(plan->peak_bound_bytes, ==, 512 + 4096 + sum);
+  g_assert_cmpuint(plan->peak_bound->len, ==, 4);
+}
+
+/* No stream-ordered buffers: the bound is the whole-run bytes; host
+ * buffers do not count; --no-memory leaves zeros. */
+static void test_whole_run_only(void) {
+  Prog p = {dr_graph_new(), 0};
+  g_autoptr(DrGraph) g = p.g;
+  DrId a = buffer(&p, "a", 1), b = buffer(&p, "b", 513);
+  DrBuffer h = {.name = "h", .type = DR_ELEM_U8, .count = 1 << 20, .where = DR_WHERE_HOST};
+  dr_graph_add_buffer(g, &h);
+  node(&p, DR_OP_NOOP, DR_NONE);
+  use(&p, a, DR_ACCESS_WRITE);
+  use(&p, b, DR_ACCESS_WRITE);
+  g_autoptr(DrPlan) plan = plan_of(g);
+  g_assert_cmpuint(plan->whole_run_bytes, ==, 512 + 1024);
+  g_assert_cmpuint(plan->peak_serial_bytes, ==, 512 + 1024);
+  g_assert_cmpuint(plan->peak_bound_bytes, ==, 512 + 1024);
+  g_assert_cmpuint(plan->n_lifetimes, ==, 0);
+  DrPlanOptions o = {.no_memory = TRUE};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) bare = dr_plan_build(g, &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(bare->peak_bound_bytes, ==, 0);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/planner/memory/chain", test_chain);
+  g_test_add_func("/planner/memory/chain-unordered", test_chain_unordered);
+  g_test_add_func("/planner/memory/fork-join", test_fork_join);
+  g_test_add_func("/planner/memory/whole-run-only", test_whole_run_only);
+  g_test_add_func("/planner/memory/property-small", test_property_small);
+  g_test_add_func("/planner/memory/property-large", test_property_large);
+  return g_test_run();
+}
