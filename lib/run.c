@@ -1,65 +1,20 @@
-/* run.c: the public library's runs and runners: run settings turned into
- * backend options, one-shot runs and DrRunner sessions run many times. */
+/* run.c: the public library's runs and runners: one-shot runs and DrRunner
+ * sessions run many times. The settings are resolved in lib/settings.c. */
 #include <math.h>
 #include <string.h>
 
 #include "lib/api_internal.h"
+#include "lib/settings.h"
 
 /* ---- running -------------------------------------------------------------- */
 
-void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline) {
-  g_return_if_fail(settings != NULL && pipeline != NULL);
-  DrRunOptions o;
-  dr_run_options_init(&o, pipeline->graph);
-  *settings = (DrRunSettings){.backend = o.backend,
-                              .mode = o.mode,
-                              .iterations = o.iterations,
-                              .warmup = o.warmup,
-                              .verify = o.verify,
-                              .device = o.device,
-                              .node_timing = o.node_timing,
-                              .timeline_path = o.timeline_path,
-                              .progress = o.progress,
-                              .stop = o.stop,
-                              .trace_path = o.trace_path,
-                              .host_output = o.host_output,
-                              .delay_seed = o.delay_seed,
-                              .delay_max_us = o.delay_max_us,
-                              .graph_fallback = o.graph_fallback};
-}
-
-/* The run options of `settings` (NULL: dr_run_settings_init's) for `plan`;
- * FALSE with DR_ERROR_USAGE for zero iterations. */
+/* The run options of `settings` for `plan`, after the checks every run
+ * makes first: the output files, then the queue count it asks for. */
 static gboolean settings_to_options(const DrStreamPlan *plan, const DrRunSettings *settings, DrRunOptions *o,
                                     GError **error) {
-  DrRunSettings s;
-  if (settings == NULL)
-    dr_run_settings_init(&s, plan->pipeline);
-  else
-    s = *settings;
-  g_return_val_if_fail((guint)s.backend < DR_N_BACKENDS, FALSE);
-  g_return_val_if_fail(s.mode == DR_MODE_STREAMS || s.mode == DR_MODE_GRAPH, FALSE);
-  g_return_val_if_fail((guint)s.node_timing < DR_N_TIMINGS, FALSE);
-  if (s.iterations == 0) {
-    g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "pipeline '%s': iterations must be at least 1",
-                plan->pipeline->graph->name);
-    return FALSE;
-  }
-  *o = (DrRunOptions){.backend = s.backend,
-                      .mode = s.mode,
-                      .iterations = s.iterations,
-                      .warmup = s.warmup,
-                      .verify = s.verify,
-                      .delay_seed = s.delay_seed,
-                      .delay_max_us = s.delay_max_us,
-                      .device = s.device,
-                      .node_timing = s.node_timing,
-                      .timeline_path = s.timeline_path,
-                      .progress = s.progress,
-                      .stop = s.stop,
-                      .trace_path = s.trace_path,
-                      .host_output = s.host_output,
-                      .graph_fallback = s.graph_fallback};
+  const DrGraph *g = plan->pipeline->graph;
+  if (!dr__run_options_from_settings(g, settings, o, error) || !dr__outputs_check(g, o, error)) return FALSE;
+  dr__queue_count_request(plan->wants_queues, o->backend);
   return TRUE;
 }
 

@@ -10,7 +10,8 @@
  *   dr__plan_events   events.c  fewest cross-stream waits
  *
  * Requires: a graph whose edges are sorted by (to, from) (dr_passes_run or
- * dr_graph_sort_edges). Provides: a DrPlan satisfying P1-P4 (ir/plan.h).
+ * dr_graph_sort_edges). Provides: a DrPlan satisfying P1-P4 (ir/plan.h),
+ * checked by dr_plan_check after planning in debug builds (DR_PLAN_CHECK).
  *
  * The index: graph->edges sorted by (to, from) already groups predecessor
  * lists, so pred_off is a prefix sum over it; successor lists are edge
@@ -66,7 +67,7 @@ static void ctx_clear(DrPlanCtx *ctx) {
 DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **error) {
   g_return_val_if_fail(graph != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  DrPlanOptions defaults = {0, NULL};
+  DrPlanOptions defaults = {0};
   if (opts == NULL) opts = &defaults;
   DrPlanCtx ctx = {.graph = graph,
                    .n = graph->nodes->len,
@@ -88,8 +89,9 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
   plan->width = width;
   plan->critical_path_us = critical_path_us;
   plan->n_edges = ctx.m;
-  dr__plan_cap(&ctx, plan, opts->max_streams);
+  dr__plan_cap(&ctx, plan, opts);
   dr__plan_events(&ctx, plan);
   ctx_clear(&ctx);
+  DR_PLAN_CHECK(plan);
   return plan;
 }
