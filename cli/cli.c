@@ -190,6 +190,17 @@ static void warn_no_effect(const Options *o, GString *err) {
     warn(err, "--delay-seed", "on the CUDA backend: only the host backend delays nodes");
 }
 
+/* With --backend=auto the backend is known only once the run chose it: the
+ * flags that did nothing on the host backend say so then. */
+static void warn_auto_host(const Options *o, const DrRunReport *report, GString *err) {
+  if ((o->backend && strcmp(o->backend, "auto") != 0) || strcmp(dr_run_report_backend(report), "host") != 0)
+    return;
+  if (o->mode && strcmp(o->mode, "graph") == 0)
+    warn(err, "--mode=graph",
+         "on the host backend (chosen by --backend=auto): it runs the plan's streams as threads");
+  if (o->timing) warn(err, "--timing", "on the host backend (chosen by --backend=auto)");
+}
+
 /* ---- load, plan, run ------------------------------------------------------ */
 
 /* Set by SIGINT while a pipeline runs (the library polls it between
@@ -273,6 +284,7 @@ static int run(const Options *o, const DrPipeline *pipeline, const DrStreamPlan 
   g_autoptr(GError) error = NULL;
   g_autoptr(DrRunReport) report = run_interruptible(plan, &rs, &error);
   if (report == NULL) return report_error(err, error);
+  warn_auto_host(o, report, err);
   int rc = write_report(o, report, plan, out, err);
   if (dr_run_report_interrupted(report)) {
     g_string_append_printf(err, "dagrun: interrupted after %u of %u timed iterations\n",

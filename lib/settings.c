@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #define ENV_QUEUES "CUDA_DEVICE_MAX_CONNECTIONS"
-#define QUEUES_ASKED 32u
+#define QUEUES_ASKED 32u /* and "32" for setenv below */
 #define DRIVER_QUEUES 8u
 
 /* ---- the stream cap --------------------------------------------------- */
@@ -110,7 +110,7 @@ void dr__plan_options_resolve(const DrGraph *graph, const DrPlanSettings *settin
 void dr__queue_count_request(gboolean wants_queues, DrBackendKind backend) {
   if (!wants_queues || backend == DR_BACKEND_HOST || g_getenv(ENV_QUEUES) != NULL) return;
   if (dr__cuda_context_exists()) return;
-  g_setenv(ENV_QUEUES, G_STRINGIFY(QUEUES_ASKED), FALSE);
+  g_setenv(ENV_QUEUES, "32", FALSE); /* QUEUES_ASKED */
 }
 
 /* ---- run settings ------------------------------------------------------- */

@@ -214,6 +214,27 @@ static void test_no_effect(void) {
   g_assert_cmpint(CLI(out, err, "--backend=host", "--iterations=1", "--warmup=0", "graphs/priority.yaml"), ==,
                   0);
   g_assert_null(strstr(err->str, "warning"));
+  /* --backend=auto on a machine without a usable GPU (as here): the run
+   * falls back to the host, and the warning comes after it. */
+  int rc = CLI(out, err, "--mode=graph", "--iterations=1", "--warmup=0", "graphs/priority.yaml");
+  g_assert_cmpint(rc, ==, 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_load_file("graphs/priority.yaml", &error);
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  DrRunSettings rs;
+  dr_run_settings_init(&rs, p);
+  rs.iterations = 1;
+  rs.warmup = 0;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(plan, &rs, &error);
+  g_assert_no_error(error);
+  gboolean on_host = strcmp(dr_run_report_backend(r), "host") == 0;
+  g_assert_cmpint(strstr(err->str, "--mode=graph has no effect on the host backend (chosen by") != NULL, ==,
+                  on_host);
+  /* That eager plan relied on the default 32 queues and its run was not
+   * pinned to the host: the library asked the driver for them before any
+   * CUDA context existed. */
+  g_assert_cmpstr(g_getenv("CUDA_DEVICE_MAX_CONNECTIONS"), ==, "32");
+  g_unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
 }
 
 /* A temporary directory and, in it, a path that cannot be created. */
