@@ -23,7 +23,7 @@
 #include "scheduler/plan_internal.h"
 
 /* Debug builds run dr_plan_check on plans up to this many V * E. */
-#define PLAN_CHECK_MAX_WORK 2e7
+#define PLAN_CHECK_MAX_WORK 1e6
 
 /* Builds the predecessor and successor index; FALSE with `error` when the
  * edges are unsorted or name a missing node. */
