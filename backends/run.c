@@ -61,15 +61,23 @@ static GPtrArray *read_saves(const DrBackendOps *ops, DrBackend *b, const DrGrap
   return g_steal_pointer(&saves);
 }
 
+/* The reason in a g_file_set_contents error, without GLib's temporary
+ * file name (the user named `path`, not "path.XXXXXX"). */
+static const char *write_reason(const GError *e) {
+  const char *colon = strrchr(e->message, ':');
+  return colon != NULL && colon[1] == ' ' ? colon + 2 : e->message;
+}
+
 /* Writes the pending saves; on a failure removes the files it already
- * wrote and fails (DR_ERROR_IO). */
+ * wrote and fails (DR_ERROR_OUTPUT naming the save path). */
 static gboolean write_saves(const DrGraph *g, GPtrArray *saves, GError **error) {
   for (guint k = 0; k < saves->len; k++) {
     const PendingSave *p = g_ptr_array_index(saves, k);
     const DrBuffer *buf = dr_graph_buffer(g, p->buffer);
     g_autoptr(GError) local = NULL;
     if (!g_file_set_contents(buf->save_path, p->data, (gssize)p->bytes, &local)) {
-      g_set_error(error, DR_ERROR, DR_ERROR_IO, "buffer '%s': save: %s", buf->name, local->message);
+      g_set_error(error, DR_ERROR, DR_ERROR_OUTPUT, "%s: error: cannot write buffer '%s' (save:): %s",
+                  buf->save_path, buf->name, write_reason(local));
       for (guint j = 0; j < k; j++)
         (void)g_remove(dr_graph_buffer(g, ((PendingSave *)g_ptr_array_index(saves, j))->buffer)->save_path);
       return FALSE;
@@ -207,7 +215,8 @@ static gboolean write_outputs(const DrReport *report, const DrPlan *plan, const 
     dr_trace_write(report, trace);
     g_autoptr(GError) local = NULL;
     if (!g_file_set_contents(opts->trace_path, trace->str, (gssize)trace->len, &local)) {
-      g_set_error(error, DR_ERROR, DR_ERROR_IO, "--trace: %s", local->message);
+      g_set_error(error, DR_ERROR, DR_ERROR_OUTPUT, "%s: error: cannot write the trace: %s", opts->trace_path,
+                  write_reason(local));
       return FALSE;
     }
   }
@@ -216,7 +225,8 @@ static gboolean write_outputs(const DrReport *report, const DrPlan *plan, const 
     dr_timeline_write_svg(report, plan, svg);
     g_autoptr(GError) local = NULL;
     if (!g_file_set_contents(opts->timeline_path, svg->str, (gssize)svg->len, &local)) {
-      g_set_error(error, DR_ERROR, DR_ERROR_IO, "--timeline: %s", local->message);
+      g_set_error(error, DR_ERROR, DR_ERROR_OUTPUT, "%s: error: cannot write the timeline: %s",
+                  opts->timeline_path, write_reason(local));
       return FALSE;
     }
   }

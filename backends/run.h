@@ -80,18 +80,18 @@ void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph);
  * queues, streams share queues and serialize falsely (GPU-NOTES.md). The
  * driver takes the queue count from the environment variable
  * CUDA_DEVICE_MAX_CONNECTIONS (1..32) when it creates the process's CUDA
- * context, that is at the process's first CUDA call. dr_run never sets it
- * (setenv is not thread-safe): a program that runs plans of more than 7
- * streams should set it before its first CUDA call (and before its threads
- * start), e.g. to dr_plan_n_streams(plan) + 1 capped at 32, as the dagrun
- * CLI does when the user has not set it. Note that the planner also reads
- * it as its stream cap in streams mode (scheduler/planner.h).
+ * context, that is at the process's first CUDA call. dr_run never reads
+ * or sets it: the library resolves the cap and sets the variable to 32
+ * before the context exists when its plan relied on that
+ * (lib/settings.c), for the C API and the CLI alike.
  *
  * Runs `plan` (its graph must have passed the scheduler's passes) with
  * `opts` (NULL: dr_run_options_init of the plan's graph). Returns the report
  * (free with dr_report_free), or NULL with `error` set:
  *   DR_ERROR_UNAVAILABLE  --backend=cuda and no usable device;
- *   DR_ERROR_IO           an init file or a save path failed, or the trace;
+ *   DR_ERROR_IO           an init file could not be read;
+ *   DR_ERROR_OUTPUT       a save path, the trace or the timeline could not
+ *                         be written (the message names the path);
  *   DR_ERROR_RUNTIME      a CUDA call or a host kernel failed (the message
  *                         names the node, its stream and the call), after
  *                         every resource has been released.

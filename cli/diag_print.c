@@ -29,28 +29,30 @@ static void append_source(GString *out, const char *line, gsize n, guint32 linen
   /* Keep tabs so the caret lines up; skip UTF-8 continuation bytes. */
   for (gsize i = 0; i + 1 < col && i < n; i++) {
     unsigned char c = (unsigned char)line[i];
-    if (c == '\t') g_string_append_c(out, '\t');
-    else if ((c & 0xC0) != 0x80) g_string_append_c(out, ' ');
+    if (c == '\t')
+      g_string_append_c(out, '\t');
+    else if ((c & 0xC0) != 0x80)
+      g_string_append_c(out, ' ');
   }
   g_string_append(out, "^\n");
 }
 
-void dr__diag_print(const DrDiags *diags, const char *file, const char *text, gsize len, GString *out) {
+void dr__diag_print(const DrDiagnostics *diags, const char *file, const char *text, gsize len, GString *out) {
   guint shown = 0;
-  for (guint i = 0; i < dr_diags_len(diags); i++) {
-    const DrDiag *d = dr_diags_get(diags, i);
-    g_autofree char *head = dr_diag_format(d);
-    g_string_append(out, head);
+  for (guint i = 0; i < dr_diagnostics_len(diags); i++) {
+    DrDiagnostic d;
+    dr_diagnostics_get(diags, i, &d);
+    g_string_append(out, d.text);
     g_string_append_c(out, '\n');
-    if (d->kind == DR_DIAG_ERROR) shown++;
+    if (d.kind == DR_DIAGNOSTIC_ERROR) shown++;
     gsize n;
     const char *line;
-    if (text != NULL && d->loc.line > 0 && d->loc.file != NULL && file != NULL && strcmp(d->loc.file, file) == 0 &&
-        (line = find_line(text, len, d->loc.line, &n)) != NULL && n <= MAX_SHOWN_LINE) {
-      append_source(out, line, n, d->loc.line, d->loc.col);
+    if (text != NULL && d.line > 0 && d.file != NULL && file != NULL && strcmp(d.file, file) == 0 &&
+        (line = find_line(text, len, d.line, &n)) != NULL && n <= MAX_SHOWN_LINE) {
+      append_source(out, line, n, d.line, d.col);
     }
   }
-  if (dr_diags_n_errors(diags) > shown)
-    g_string_append_printf(out, "error: too many errors (%u), showing the first %u\n", dr_diags_n_errors(diags),
-                           shown);
+  if (dr_diagnostics_n_errors(diags) > shown)
+    g_string_append_printf(out, "error: too many errors (%u), showing the first %u\n",
+                           dr_diagnostics_n_errors(diags), shown);
 }

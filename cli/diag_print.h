@@ -1,13 +1,13 @@
 /* diag_print.h: the compiler-style display of diagnostics: each as
  * "FILE:LINE:COL: error: MESSAGE", then the source line and a caret under
- * the column, like gcc. The CLI's business only; the IR formats without
- * carets (ir/diag.h). */
+ * the column, like gcc. The CLI's business only; the library hands out the
+ * diagnostics with their locations (DrDiagnostics, dagrun.h). */
 #ifndef DAGRUN_CLI_DIAG_PRINT_H
 #define DAGRUN_CLI_DIAG_PRINT_H
 
 #include <glib.h>
 
-#include "ir/diag.h"
+#include "include/dagrun/dagrun.h"
 
 G_BEGIN_DECLS
 
@@ -15,7 +15,7 @@ G_BEGIN_DECLS
  * `file` (compared as strings) and `text` (len bytes) is not NULL, the
  * source line and a caret follow it. Ends with a "too many errors" line
  * when the collector dropped some. */
-void dr__diag_print(const DrDiags *diags, const char *file, const char *text, gsize len, GString *out);
+void dr__diag_print(const DrDiagnostics *diags, const char *file, const char *text, gsize len, GString *out);
 
 G_END_DECLS
 

@@ -91,6 +91,8 @@ typedef struct {
   guint64 peak_bound_bytes;
   GArray *peak_bound;
   guint32 n_lifetimes;
+  gboolean uncapped;    /* no cap asked for (graph mode): cap is 4096, report "none" */
+  const char *cap_note; /* static: why the cap is what it is, or NULL */
 } DrPlan;
 
 /* Returns an empty plan for `graph` with node arrays sized to it. Free with
@@ -98,6 +100,17 @@ typedef struct {
 DrPlan *dr_plan_new(const DrGraph *graph);
 void dr_plan_free(DrPlan *plan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrPlan, dr_plan_free)
+
+#ifdef DR_CHECK_INVARIANTS
+#define DR_PLAN_CHECK(p)                                              \
+  do {                                                                \
+    g_autoptr(GError) dr__check_error = NULL;                         \
+    if (!dr_plan_check((p), &dr__check_error))                        \
+      g_error("plan invariant broken: %s", dr__check_error->message); \
+  } while (0)
+#else
+#define DR_PLAN_CHECK(p) ((void)0)
+#endif
 
 #define dr_plan_n_streams(p) ((p)->streams->len)
 #define dr_plan_step(p, i) (&g_array_index((p)->steps, DrPlanStep, (i)))

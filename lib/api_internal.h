@@ -46,6 +46,8 @@ struct DrPipeline {
 struct DrStreamPlan {
   DrPipeline *pipeline; /* a reference */
   DrPlan *plan;
+  DrMode mode;           /* planned for (the pipeline's, or DrPlanSettings') */
+  gboolean wants_queues; /* the cap is the default 32: runs ask for 32 queues */
 };
 
 struct DrRunReport {
@@ -57,6 +59,9 @@ struct DrRunReport {
 #define CHECK_ARGS(p, error)                \
   g_return_val_if_fail((p) != NULL, FALSE); \
   g_return_val_if_fail((error) == NULL || *(error) == NULL, FALSE)
+
+/* A new pipeline (one reference) owning `graph`; frozen when loaded. */
+DrPipeline *dr__pipeline_wrap(DrGraph *graph, gboolean frozen);
 
 /* Drops one reference to `p`; frees it with its graph at the last. */
 void dr__pipeline_unref(DrPipeline *p);

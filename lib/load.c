@@ -20,51 +20,48 @@ void dr__graph_register_builtins(DrGraph *graph) {
     g_return_if_fail(def->n_params <= 64);
     for (int j = 0; j < def->n_params; j++) {
       const DrKParam *kp = &def->params[j];
-      params[j] = (DrParam){.name = kp->name, .type = kp->type, .is_pointer = kp->is_pointer != 0,
-                            .access = kp->access, .optional = kp->optional != 0, .def = kp->def};
+      params[j] = (DrParam){.name = kp->name,
+                            .type = kp->type,
+                            .is_pointer = kp->is_pointer != 0,
+                            .access = kp->access,
+                            .optional = kp->optional != 0,
+                            .def = kp->def};
     }
-    DrKernelDecl decl = {.name = def->name, .origin = DR_KERNEL_BUILTIN, .builtin_index = (guint32)i,
-                         .params = params, .n_params = (guint32)def->n_params,
-                         .grid = {.over = def->grid_over < 0 ? DR_NONE : (DrId)def->grid_over,
-                                  .block = def->block},
-                         .entry = def->name};
+    DrKernelDecl decl = {
+        .name = def->name,
+        .origin = DR_KERNEL_BUILTIN,
+        .builtin_index = (guint32)i,
+        .params = params,
+        .n_params = (guint32)def->n_params,
+        .grid = {.over = def->grid_over < 0 ? DR_NONE : (DrId)def->grid_over, .block = def->block},
+        .entry = def->name};
     dr_graph_add_kernel(graph, &decl);
   }
 }
 
-/* Parses from `fp` when not NULL, else from yaml[0..len); then the passes
- * up to `stage`. */
-static DrGraph *load(const char *name, const char *yaml, gsize len, FILE *fp, DrLoadStage stage, DrDiags *diags,
-                     GError **error) {
+/* Parses from `fp` when not NULL, else from yaml[0..len); then the passes,
+ * up to `dump_after` when not NULL (dumping into `dump` there). */
+static DrGraph *load(const char *name, const char *yaml, gsize len, FILE *fp, const char *dump_after,
+                     GString *dump, DrDiags *diags, GError **error) {
   g_autoptr(DrGraph) graph = dr_graph_new();
   dr__graph_register_builtins(graph);
   gboolean ok = fp != NULL ? dr_parse_pipeline_file(graph, name, fp, diags)
                            : dr_parse_pipeline(graph, name, yaml, len, diags);
-  if (!ok) {
+  /* The invariants (I5: one alloc and one free per buffer) hold only once
+   * the lifetimes pass has rejected double allocs and frees: the pass
+   * table checks them after each pass, not here. */
+  if (!ok || !dr_passes_run_dump(graph, diags, dump_after, dump)) {
     dr_diags_to_error(diags, error);
     return NULL;
-  }
-  /* The invariants (I5: one alloc and one free per buffer) hold only once
-   * the lifetimes pass has rejected double allocs and frees: check after
-   * the passes, not here. */
-  if (stage == DR_LOAD_PASSES) {
-    if (!dr_passes_run(graph, diags)) {
-      dr_diags_to_error(diags, error);
-      return NULL;
-    }
-    DR_GRAPH_CHECK(graph);
   }
   return g_steal_pointer(&graph);
 }
 
-static const char *io_reason(int err) {
-  return g_strerror(err);
-}
+static const char *io_reason(int err) { return g_strerror(err); }
 
-DrGraph *dr__load_file_until(const char *path, DrLoadStage stage, DrDiags *diags, char **text_out,
-                             GError **error) {
+DrGraph *dr__load_file_dump(const char *path, const char *dump_after, GString *dump, DrDiags *diags,
+                            GError **error) {
   g_return_val_if_fail(path != NULL && diags != NULL, NULL);
-  if (text_out) *text_out = NULL;
   GStatBuf st;
   if (g_stat(path, &st) != 0) {
     g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: error: cannot read: %s", path, io_reason(errno));
@@ -76,8 +73,8 @@ DrGraph *dr__load_file_until(const char *path, DrLoadStage stage, DrDiags *diags
   }
   if ((guint64)st.st_size > DR_PARSE_MAX_FILE_BYTES) {
     /* The location's file must outlive diags: the caller's path does. */
-    dr_diags_error(diags, (DrLoc){path, 1, 1}, "file too large: %" G_GUINT64_FORMAT " bytes (the limit is 1 GiB)",
-                   (guint64)st.st_size);
+    dr_diags_error(diags, (DrLoc){path, 1, 1},
+                   "file too large: %" G_GUINT64_FORMAT " bytes (the limit is 1 GiB)", (guint64)st.st_size);
     dr_diags_to_error(diags, error);
     return NULL;
   }
@@ -86,18 +83,16 @@ DrGraph *dr__load_file_until(const char *path, DrLoadStage stage, DrDiags *diags
     g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: error: cannot read: %s", path, io_reason(errno));
     return NULL;
   }
-  DrGraph *g = load(path, NULL, 0, fp, stage, diags, error);
+  DrGraph *g = load(path, NULL, 0, fp, dump_after, dump, diags, error);
   fclose(fp);
-  /* Only a failed load needs the text again, for the caret display. */
-  if (g == NULL && text_out != NULL && dr_diags_len(diags) > 0) g_file_get_contents(path, text_out, NULL, NULL);
   return g;
 }
 
 DrGraph *dr_load_file(const char *path, DrDiags *diags, GError **error) {
-  return dr__load_file_until(path, DR_LOAD_PASSES, diags, NULL, error);
+  return dr__load_file_dump(path, NULL, NULL, diags, error);
 }
 
 DrGraph *dr_load_string(const char *name, const char *yaml, gsize len, DrDiags *diags, GError **error) {
   g_return_val_if_fail(name != NULL && yaml != NULL && diags != NULL, NULL);
-  return load(name, yaml, len, NULL, DR_LOAD_PASSES, diags, error);
+  return load(name, yaml, len, NULL, NULL, NULL, diags, error);
 }

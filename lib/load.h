@@ -25,18 +25,12 @@ void dr__graph_register_builtins(DrGraph *graph);
 DrGraph *dr_load_file(const char *path, DrDiags *diags, GError **error);
 DrGraph *dr_load_string(const char *name, const char *yaml, gsize len, DrDiags *diags, GError **error);
 
-/* How far dr__load_file_until goes. */
-typedef enum {
-  DR_LOAD_PARSE,  /* parse only: no edges yet */
-  DR_LOAD_PASSES, /* parse and dr_passes_run (what dr_load_file does) */
-} DrLoadStage;
-
-/* dr_load_file, stopping after `stage` (for --dump-after). The file is
- * parsed in chunks, never held whole. `text_out`, when not NULL and the
- * load failed with diagnostics, receives the file's contents (for the
- * caret display; else NULL); free it with g_free. */
-DrGraph *dr__load_file_until(const char *path, DrLoadStage stage, DrDiags *diags, char **text_out,
-                             GError **error);
+/* dr_load_file, stopping after the pass named `dump_after` (one of
+ * dr_passes_names, or NULL for all) and appending the IR's dump at that
+ * point to `dump` (for --dump-after). The file is parsed in chunks, never
+ * held whole. */
+DrGraph *dr__load_file_dump(const char *path, const char *dump_after, GString *dump, DrDiags *diags,
+                            GError **error);
 
 G_END_DECLS
 

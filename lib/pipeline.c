@@ -14,7 +14,7 @@ const char *dagrun_version(void) { return DAGRUN_VERSION_STRING; }
 
 /* ---- pipelines ---------------------------------------------------------- */
 
-static DrPipeline *pipeline_wrap(DrGraph *graph, gboolean frozen) {
+DrPipeline *dr__pipeline_wrap(DrGraph *graph, gboolean frozen) {
   DrPipeline *p = g_new0(DrPipeline, 1);
   p->refs = 1;
   p->graph = graph;
@@ -27,7 +27,7 @@ DrPipeline *dr_pipeline_new(const char *name) {
   dr__graph_register_builtins(g);
   g->name = dr_graph_intern(g, name ? name : "pipeline");
   g->file = dr_graph_intern(g, "<api>");
-  return pipeline_wrap(g, FALSE);
+  return dr__pipeline_wrap(g, FALSE);
 }
 
 void dr__pipeline_unref(DrPipeline *p) {
@@ -44,7 +44,7 @@ DrPipeline *dr_pipeline_load_file(const char *path, GError **error) {
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_autoptr(DrDiags) diags = dr_diags_new(0);
   DrGraph *g = dr_load_file(path, diags, error);
-  return g ? pipeline_wrap(g, TRUE) : NULL;
+  return g ? dr__pipeline_wrap(g, TRUE) : NULL;
 }
 
 DrPipeline *dr_pipeline_load_string(const char *name, const char *yaml, gssize len, GError **error) {
@@ -52,7 +52,7 @@ DrPipeline *dr_pipeline_load_string(const char *name, const char *yaml, gssize l
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_autoptr(DrDiags) diags = dr_diags_new(0);
   DrGraph *g = dr_load_string(name, yaml, len < 0 ? strlen(yaml) : (gsize)len, diags, error);
-  return g ? pipeline_wrap(g, TRUE) : NULL;
+  return g ? dr__pipeline_wrap(g, TRUE) : NULL;
 }
 
 gboolean dr_pipeline_write_yaml(const DrPipeline *pipeline, GString *out, GError **error) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/api_internal.h"
+#include "lib/settings.h"
 
 /* The parser's check that init/save buffers live for the whole run
  * (parser/parser.c does it for YAML once all nodes are known). */
@@ -41,19 +42,28 @@ gboolean dr_pipeline_validate(DrPipeline *pipeline, GError **error) {
   return TRUE;
 }
 
+guint dr_pipeline_n_edges(const DrPipeline *pipeline) {
+  g_return_val_if_fail(pipeline != NULL, 0);
+  return pipeline->frozen ? pipeline->graph->edges->len : 0;
+}
+
 DrStreamPlan *dr_pipeline_plan(DrPipeline *pipeline, const DrPlanSettings *settings, GError **error) {
   g_return_val_if_fail(pipeline != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   if (!dr_pipeline_validate(pipeline, error)) return NULL;
-  DrPlanOptions opts = {0};
-  if (settings) {
-    opts.max_streams = settings->max_streams;
-    opts.profile_path = settings->profile_path;
-  }
+  g_return_val_if_fail(settings == NULL || settings->max_streams <= DR_MAX_STREAMS_MAX, NULL);
+  DrPlanOptions opts;
+  DrMode mode;
+  gboolean wants_queues;
+  dr__plan_options_resolve(pipeline->graph, settings, &opts, &mode, &wants_queues);
+  /* opts carries the cap (or uncapped) for `mode`: the planner need not
+   * look at the pipeline's own mode. */
   DrPlan *plan = dr_plan_build(pipeline->graph, &opts, error);
   if (plan == NULL) return NULL;
   DrStreamPlan *sp = g_new0(DrStreamPlan, 1);
   sp->plan = plan;
+  sp->mode = mode;
+  sp->wants_queues = wants_queues;
   sp->pipeline = pipeline;
   pipeline->refs++;
   return sp;
@@ -122,6 +132,21 @@ gint dr_stream_plan_node_stream(const DrStreamPlan *plan, const char *id) {
   g_return_val_if_fail(plan != NULL && id != NULL, -1);
   DrId n = dr_graph_find_node(plan->pipeline->graph, id);
   return n == DR_NONE ? -1 : (gint)plan->plan->node_stream[n];
+}
+
+DrMode dr_stream_plan_mode(const DrStreamPlan *plan) {
+  g_return_val_if_fail(plan != NULL, DR_MODE_STREAMS);
+  return plan->mode;
+}
+
+guint dr_stream_plan_cap(const DrStreamPlan *plan) {
+  g_return_val_if_fail(plan != NULL, 0);
+  return plan->plan->uncapped ? 0 : plan->plan->cap;
+}
+
+const char *dr_stream_plan_cap_note(const DrStreamPlan *plan) {
+  g_return_val_if_fail(plan != NULL, NULL);
+  return plan->plan->cap_note;
 }
 
 void dr_stream_plan_write_text(const DrStreamPlan *plan, GString *out) {

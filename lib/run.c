@@ -1,67 +1,20 @@
-/* run.c: the public library's runs and runners: run settings turned into
- * backend options, one-shot runs and DrRunner sessions run many times. */
+/* run.c: the public library's runs and runners: one-shot runs and DrRunner
+ * sessions run many times. The settings are resolved in lib/settings.c. */
 #include <math.h>
 #include <string.h>
 
 #include "lib/api_internal.h"
+#include "lib/settings.h"
 
 /* ---- running -------------------------------------------------------------- */
 
-void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline) {
-  g_return_if_fail(settings != NULL && pipeline != NULL);
-  DrRunOptions o;
-  dr_run_options_init(&o, pipeline->graph);
-  *settings = (DrRunSettings){.backend = o.backend,
-                              .mode = o.mode,
-                              .iterations = o.iterations,
-                              .warmup = o.warmup,
-                              .verify = o.verify,
-                              .device = o.device,
-                              .node_timing = o.node_timing,
-                              .timeline_path = o.timeline_path,
-                              .progress = o.progress,
-                              .stop = o.stop,
-                              .trace_path = o.trace_path,
-                              .host_output = o.host_output,
-                              .delay_seed = o.delay_seed,
-                              .delay_max_us = o.delay_max_us,
-                              .graph_fallback = o.graph_fallback,
-                              .cuda_graph_dot_path = o.cuda_graph_dot_path};
-}
-
-/* The run options of `settings` (NULL: dr_run_settings_init's) for `plan`;
- * FALSE with DR_ERROR_USAGE for zero iterations. */
+/* The run options of `settings` for `plan`, after the checks every run
+ * makes first: the output files, then the queue count it asks for. */
 static gboolean settings_to_options(const DrStreamPlan *plan, const DrRunSettings *settings, DrRunOptions *o,
                                     GError **error) {
-  DrRunSettings s;
-  if (settings == NULL)
-    dr_run_settings_init(&s, plan->pipeline);
-  else
-    s = *settings;
-  g_return_val_if_fail((guint)s.backend < DR_N_BACKENDS, FALSE);
-  g_return_val_if_fail(s.mode == DR_MODE_STREAMS || s.mode == DR_MODE_GRAPH, FALSE);
-  g_return_val_if_fail((guint)s.node_timing < DR_N_TIMINGS, FALSE);
-  if (s.iterations == 0) {
-    g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "pipeline '%s': iterations must be at least 1",
-                plan->pipeline->graph->name);
-    return FALSE;
-  }
-  *o = (DrRunOptions){.backend = s.backend,
-                      .mode = s.mode,
-                      .iterations = s.iterations,
-                      .warmup = s.warmup,
-                      .verify = s.verify,
-                      .delay_seed = s.delay_seed,
-                      .delay_max_us = s.delay_max_us,
-                      .device = s.device,
-                      .node_timing = s.node_timing,
-                      .timeline_path = s.timeline_path,
-                      .progress = s.progress,
-                      .stop = s.stop,
-                      .trace_path = s.trace_path,
-                      .host_output = s.host_output,
-                      .graph_fallback = s.graph_fallback,
-                      .cuda_graph_dot_path = s.cuda_graph_dot_path};
+  const DrGraph *g = plan->pipeline->graph;
+  if (!dr__run_options_from_settings(g, settings, o, error) || !dr__outputs_check(g, o, error)) return FALSE;
+  dr__queue_count_request(plan->wants_queues, o->backend);
   return TRUE;
 }
 
@@ -132,46 +85,84 @@ DrRunReport *dr_runner_run(DrRunner *runner, GError **error) {
   return r ? wrap_report(r, runner->plan->plan) : NULL;
 }
 
-/* Sets scalar `param` of kernel node `node` (is_int: to i, else to f). */
-static gboolean runner_set(DrRunner *runner, const char *node, const char *param, gboolean is_int, gint64 i,
-                           double f, GError **error) {
-  g_return_val_if_fail(runner != NULL && node != NULL && param != NULL, FALSE);
-  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  DrGraph *g = runner->plan->pipeline->graph;
-  DrId v = dr_graph_find_node(g, node);
-  if (v == DR_NONE) {
+/* Kernel node `node`'s declaration and the index of its scalar parameter
+ * `param` that the node was given; NULL with DR_ERROR_INVALID otherwise. */
+static const DrKernelDecl *find_scalar(const DrGraph *g, const char *node, const char *param, DrId *v,
+                                       guint32 *p, GError **error) {
+  *v = dr_graph_find_node(g, node);
+  if (*v == DR_NONE) {
     DrSuggest sg;
     dr__suggest_init(&sg, node);
     for (DrId k = 0; k < dr_graph_n_nodes(g); k++) dr__suggest_add(&sg, dr_graph_node(g, k)->id);
     g_autofree char *hint = dr__suggest_hint(&sg);
     g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "unknown node '%s'%s", node, hint);
-    return FALSE;
+    return NULL;
   }
-  const DrNode *n = dr_graph_node(g, v);
+  const DrNode *n = dr_graph_node(g, *v);
   if (n->op != DR_OP_KERNEL) {
     g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "node '%s' is a %s node: only kernel arguments can change",
                 node, dr_op_name(n->op));
-    return FALSE;
+    return NULL;
   }
   const DrKernelDecl *decl = dr_graph_kernel(g, n->kernel);
-  guint32 p = 0;
-  while (p < decl->n_params && strcmp(decl->params[p].name, param) != 0) p++;
-  if (p == decl->n_params) {
+  *p = 0;
+  while (*p < decl->n_params && strcmp(decl->params[*p].name, param) != 0) (*p)++;
+  if (*p == decl->n_params) {
     DrSuggest sg;
     dr__suggest_init(&sg, param);
     for (guint32 k = 0; k < decl->n_params; k++) dr__suggest_add(&sg, decl->params[k].name);
     g_autofree char *hint = dr__suggest_hint(&sg);
     g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "node '%s': kernel '%s' has no parameter '%s'%s", node,
                 decl->name, param, hint);
-    return FALSE;
+    return NULL;
   }
-  const DrParam *pd = &decl->params[p];
-  if (pd->is_pointer) {
+  if (decl->params[*p].is_pointer) {
     g_set_error(error, DR_ERROR, DR_ERROR_INVALID,
                 "node '%s': parameter '%s' is a buffer; only scalar arguments can change between runs", node,
                 param);
+    return NULL;
+  }
+  return decl;
+}
+
+/* Stores the new value (is_int: i, else f) into `arg` of type `pd`; FALSE
+ * with DR_ERROR_INVALID, changing nothing, when it does not fit. */
+static gboolean store_scalar(DrArg *arg, const DrParam *pd, const char *node, gboolean is_int, gint64 i,
+                             double f, GError **error) {
+  if (pd->type == DR_ELEM_I32 || pd->type == DR_ELEM_I64) {
+    gint64 lo = pd->type == DR_ELEM_I32 ? G_MININT32 : G_MININT64;
+    gint64 hi = pd->type == DR_ELEM_I32 ? G_MAXINT32 : G_MAXINT64;
+    if (!is_int || i < lo || i > hi) {
+      g_set_error(error, DR_ERROR, DR_ERROR_INVALID,
+                  "node '%s': parameter '%s' (%s) needs an integer in %" G_GINT64_FORMAT
+                  "..%" G_GINT64_FORMAT,
+                  node, pd->name, dr_elem_name(pd->type), lo, hi);
+      return FALSE;
+    }
+    arg->v.i = i;
+    return TRUE;
+  }
+  double x = is_int ? (double)i : f;
+  if (!isfinite(x)) {
+    g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "node '%s': parameter '%s': not a finite number", node,
+                pd->name);
     return FALSE;
   }
+  arg->v.f = x;
+  return TRUE;
+}
+
+/* Sets scalar `param` of kernel node `node` (is_int: to i, else to f). */
+static gboolean runner_set(DrRunner *runner, const char *node, const char *param, gboolean is_int, gint64 i,
+                           double f, GError **error) {
+  g_return_val_if_fail(runner != NULL && node != NULL && param != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  DrGraph *g = runner->plan->pipeline->graph;
+  DrId v;
+  guint32 p;
+  const DrKernelDecl *decl = find_scalar(g, node, param, &v, &p, error);
+  if (decl == NULL) return FALSE;
+  const DrNode *n = dr_graph_node(g, v);
   DrArg *arg = NULL;
   for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++)
     if (dr_graph_arg(g, a)->param == p) arg = dr_graph_arg(g, a);
@@ -183,26 +174,7 @@ static gboolean runner_set(DrRunner *runner, const char *node, const char *param
     return FALSE;
   }
   DrArg before = *arg;
-  if (pd->type == DR_ELEM_I32 || pd->type == DR_ELEM_I64) {
-    gint64 lo = pd->type == DR_ELEM_I32 ? G_MININT32 : G_MININT64;
-    gint64 hi = pd->type == DR_ELEM_I32 ? G_MAXINT32 : G_MAXINT64;
-    if (!is_int || i < lo || i > hi) {
-      g_set_error(error, DR_ERROR, DR_ERROR_INVALID,
-                  "node '%s': parameter '%s' (%s) needs an integer in %" G_GINT64_FORMAT
-                  "..%" G_GINT64_FORMAT,
-                  node, param, dr_elem_name(pd->type), lo, hi);
-      return FALSE;
-    }
-    arg->v.i = i;
-  } else {
-    double x = is_int ? (double)i : f;
-    if (!isfinite(x)) {
-      g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "node '%s': parameter '%s': not a finite number", node,
-                  param);
-      return FALSE;
-    }
-    arg->v.f = x;
-  }
+  if (!store_scalar(arg, &decl->params[p], node, is_int, i, f, error)) return FALSE;
   /* The kernel's own check, on the new value (built-ins and registered
    * kernels; user kernels have none). */
   if (decl->origin != DR_KERNEL_USER) {

@@ -328,8 +328,12 @@ static void write_legend(const Ctx *c, GString *out, guint32 n_groups, guint32 i
   const DrGraph *g = plan->graph;
   g_string_append(out, "  label=<<table border=\"0\" cellspacing=\"1\"><tr><td align=\"left\"><b>");
   html_text(out, g->name ? g->name : "dagrun");
-  g_string_append_printf(out, "</b>: width %u, %u streams (cap %u), %u edges, %u waits</td></tr>",
-                         plan->width, plan->streams->len, plan->cap, plan->n_edges, plan->waits->len);
+  g_string_append_printf(out, "</b>: width %u, %u streams (cap ", plan->width, plan->streams->len);
+  if (plan->uncapped)
+    g_string_append(out, "none");
+  else
+    g_string_append_printf(out, "%u", plan->cap);
+  g_string_append_printf(out, "), %u edges, %u waits</td></tr>", plan->n_edges, plan->waits->len);
   if (c->summary)
     g_string_append_printf(out,
                            "<tr><td align=\"left\">summary: %u nodes shown as %u; a 3-D box is a foreach "

@@ -103,13 +103,18 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
     g_string_append_printf(out, " %s", dr_graph_node(g, g_array_index(plan->antichain, DrId, i))->id);
   if (plan->antichain->len > ANTICHAIN_SHOWN)
     g_string_append_printf(out, " ... (%u more)", plan->antichain->len - ANTICHAIN_SHOWN);
-  g_string_append_printf(out, "\nstreams %u, cap %u", n_streams, plan->cap);
+  if (plan->uncapped)
+    g_string_append_printf(out, "\nstreams %u, cap none (graph mode)", n_streams);
+  else
+    g_string_append_printf(out, "\nstreams %u, cap %u", n_streams, plan->cap);
   if (plan->cap_binds) {
     double pct =
         plan->critical_path_us > 0 ? 100.0 * (plan->planned_path_us / plan->critical_path_us - 1.0) : 0.0;
-    dr__num_appendf(out, " (binds: chains merged onto %u streams cost %.1f us of critical path, +%.1f%%)",
+    dr__num_appendf(out, " (binds: chains merged onto %u streams cost %.1f us of critical path, +%.1f%%",
                     n_streams, plan->planned_path_us - plan->critical_path_us, pct);
-  } else {
+    if (plan->cap_note) g_string_append_printf(out, "; cap %s", plan->cap_note);
+    g_string_append_c(out, ')');
+  } else if (!plan->uncapped) {
     g_string_append(out, " (does not bind)");
   }
   g_string_append_printf(out, "\nevents %u (for %u cross-stream edges)\n", plan->waits->len, cross);

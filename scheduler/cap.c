@@ -8,10 +8,12 @@
  * node_stream, node_step, planned_path_us.
  *
  * The cap: DrPlanOptions.max_streams, else the pipeline's run.max_streams,
- * else none in graph mode (capture needs no queue cap), else
- * CUDA_DEVICE_MAX_CONNECTIONS (1..32), else 8 (the device's hardware
- * queues by default; more eager streams than queues serialize falsely);
- * never more than STREAM_LIMIT (4096).
+ * else none in graph mode (capture needs no queue cap), else 8 (the
+ * device's hardware queues by default; more eager streams than queues
+ * serialize falsely); none when DrPlanOptions.uncapped; never more than
+ * STREAM_LIMIT (4096). The environment (CUDA_DEVICE_MAX_CONNECTIONS) is
+ * the library's business (lib/settings.c), which passes the cap it chose:
+ * this file reads nothing but its arguments.
  * Priority classes never share a stream, so the cap is raised to the number
  * of classes present when it is smaller.
  *
@@ -41,19 +43,20 @@
 /* Budget of the exact greedy merge: pair evaluations times (V + E). */
 #define MERGE_EXACT_WORK 4e7
 
-static guint32 resolve_cap(const DrGraph *g, guint32 max_streams) {
-  if (max_streams > 0) return MIN(max_streams, STREAM_LIMIT);
-  if (g->run.max_streams_set && g->run.max_streams > 0) return MIN(g->run.max_streams, STREAM_LIMIT);
+/* The cap (STREAM_LIMIT: none); sets *uncapped when nobody asked for one. */
+static guint32 resolve_cap(const DrGraph *g, guint32 max_streams, gboolean no_cap, gboolean *uncapped) {
+  *uncapped = FALSE;
+  if (!no_cap && max_streams > 0) return MIN(max_streams, STREAM_LIMIT);
+  if (!no_cap && g->run.max_streams_set && g->run.max_streams > 0)
+    return MIN(g->run.max_streams, STREAM_LIMIT);
   /* Captured into a CUDA graph, streams are only a way to express edges:
    * the hardware queues they would share eagerly do not exist there, and
    * any merge would turn stream order into false graph edges (GPU-NOTES:
    * round-robin capture onto 4 streams ran 2-7.6x slower). So graph mode
    * is uncapped unless the user asks for a cap. */
-  if (g->run.mode == DR_MODE_GRAPH) return STREAM_LIMIT;
-  const char *env = g_getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  if (env != NULL) {
-    guint64 v = 0;
-    if (g_ascii_string_to_unsigned(env, 10, 1, 32, &v, NULL)) return (guint32)v;
+  if (no_cap || g->run.mode == DR_MODE_GRAPH) {
+    *uncapped = TRUE;
+    return STREAM_LIMIT;
   }
   return DEFAULT_CAP;
 }
@@ -96,8 +99,7 @@ static void slot_sift_down(StreamSlot *h, guint32 len, guint32 i) {
   h[i] = it;
 }
 
-static void merge_class(DrPlanCtx *ctx, ChainSpan *spans, guint32 n_spans, guint32 k,
-                        guint32 first_stream) {
+static void merge_class(DrPlanCtx *ctx, ChainSpan *spans, guint32 n_spans, guint32 k, guint32 first_stream) {
   qsort(spans, n_spans, sizeof *spans, span_cmp);
   /* A min-heap of streams by the time they free up (all free at first,
    * already in heap order). */
@@ -116,8 +118,8 @@ static void merge_class(DrPlanCtx *ctx, ChainSpan *spans, guint32 n_spans, guint
 /* The planned path (µs) when chain c runs on stream group[c]: longest path
  * over DAG edges plus stream order, in issue order. `finish` has n
  * entries, `last` one per group id. */
-static double planned_path(const DrPlanCtx *ctx, const guint32 *group, double *finish,
-                           guint32 *last, guint32 n_groups) {
+static double planned_path(const DrPlanCtx *ctx, const guint32 *group, double *finish, guint32 *last,
+                           guint32 n_groups) {
   double path = 0;
   for (guint32 s = 0; s < n_groups; s++) last[s] = G_MAXUINT32;
   for (guint32 i = 0; i < ctx->n; i++) {
@@ -146,8 +148,7 @@ static gboolean merge_exact(DrPlanCtx *ctx, const guint32 quota[DR_N_PRIORITIES]
     work += k * k / 2 * (k - MIN(quota[p], ctx->class_chains[p]));
   }
   if (work * (ctx->n + ctx->m + 1) > MERGE_EXACT_WORK) return FALSE;
-  guint32 *group = ctx->chain_stream, *trial = g_new(guint32, total),
-          *last = g_new(guint32, total);
+  guint32 *group = ctx->chain_stream, *trial = g_new(guint32, total), *last = g_new(guint32, total);
   double *finish = g_new(double, MAX(ctx->n, 1));
   guint32 left[DR_N_PRIORITIES], first[DR_N_PRIORITIES], next_first = 0;
   for (guint32 c = 0; c < total; c++) group[c] = c;
@@ -184,12 +185,13 @@ static gboolean merge_exact(DrPlanCtx *ctx, const guint32 quota[DR_N_PRIORITIES]
   return TRUE;
 }
 
-void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams) {
+void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, const DrPlanOptions *opts) {
   const DrGraph *g = ctx->graph;
   guint32 n = ctx->n, n_classes = 0, total = ctx->n_chains;
   for (guint p = 0; p < DR_N_PRIORITIES; p++) n_classes += ctx->class_chains[p] > 0;
-  guint32 cap = MAX(resolve_cap(g, max_streams), n_classes);
+  guint32 cap = MAX(resolve_cap(g, opts->max_streams, opts->uncapped, &plan->uncapped), n_classes);
   plan->cap = cap;
+  plan->cap_note = opts->cap_note;
   plan->cap_binds = total > cap;
 
   /* Chain spans in the unconstrained schedule (for the list scheduling). */
@@ -222,8 +224,8 @@ void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams) {
       int best = -1;
       for (int p = 0; p < DR_N_PRIORITIES; p++) {
         if (quota[p] == 0 || quota[p] >= ctx->class_chains[p]) continue;
-        if (best < 0 || (double)ctx->class_chains[p] / quota[p] >
-                            (double)ctx->class_chains[best] / quota[best])
+        if (best < 0 ||
+            (double)ctx->class_chains[p] / quota[p] > (double)ctx->class_chains[best] / quota[best])
           best = p;
       }
       if (best < 0) break;

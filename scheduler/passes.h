@@ -23,6 +23,21 @@ G_BEGIN_DECLS
  * it added errors to diags. */
 gboolean dr_passes_run(DrGraph *graph, DrDiags *diags);
 
+/* dr_passes_run, stopping after the pass named `dump_after` (NULL: run all
+ * and dump nothing) and appending dr_graph_dump's text of the graph at that
+ * point to `dump`. "parse" dumps before the first pass, "passes" after the
+ * last. `dump_after` must be one of dr_passes_names (a programming error
+ * otherwise). Returns FALSE, dumping nothing, when a pass before the dump
+ * point added errors to diags. */
+gboolean dr_passes_run_dump(DrGraph *graph, DrDiags *diags, const char *dump_after, GString *dump);
+
+/* The names dr_passes_run_dump accepts, in pipeline order, NULL-terminated
+ * (static storage): parse, each pass, passes. */
+const char *const *dr_passes_names(void);
+
+/* Whether `name` is one of dr_passes_names. */
+gboolean dr_passes_has_name(const char *name);
+
 /* lifetimes.c: checks the program order of every stream-ordered buffer's
  * alloc, uses and free. Adds errors (with notes) to diags and returns FALSE
  * when it found any; changes nothing in the graph. */

@@ -12,6 +12,7 @@
 
 #include "ir/graph.h"
 #include "ir/plan.h"
+#include "scheduler/planner.h"
 
 G_BEGIN_DECLS
 
@@ -69,7 +70,7 @@ guint32 dr__chain_cover(const DrPlanCtx *ctx, const guint8 *required, guint32 *c
  * (merging chains when the width exceeds it) and fills plan->streams,
  * steps (issue order), node_stream, node_step, cap, cap_binds and
  * planned_path_us. */
-void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, guint32 max_streams);
+void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, const DrPlanOptions *opts);
 
 /* memory.c: fills plan->whole_run_bytes, peak_serial_bytes,
  * peak_bound_bytes, peak_bound and n_lifetimes: the serial peak in file

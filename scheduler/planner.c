@@ -11,7 +11,9 @@
  *   dr__plan_memory   memory.c  serial peak, certified worst-case peak
  *
  * Requires: a graph whose edges are sorted by (to, from) (dr_passes_run or
- * dr_graph_sort_edges). Provides: a DrPlan satisfying P1-P4 (ir/plan.h).
+ * dr_graph_sort_edges). Provides: a DrPlan satisfying P1-P4 (ir/plan.h),
+ * checked by dr_plan_check after planning in debug builds (DR_PLAN_CHECK)
+ * for every plan of up to PLAN_CHECK_MAX_WORK nodes x edges.
  *
  * The index: graph->edges sorted by (to, from) already groups predecessor
  * lists, so pred_off is a prefix sum over it; successor lists are edge
@@ -20,6 +22,9 @@
 #include "scheduler/planner.h"
 
 #include "scheduler/plan_internal.h"
+
+/* Debug builds run dr_plan_check on plans up to this many V * E. */
+#define PLAN_CHECK_MAX_WORK 1e6
 
 /* Builds the predecessor and successor index; FALSE with `error` when the
  * edges are unsorted or name a missing node. */
@@ -67,7 +72,7 @@ static void ctx_clear(DrPlanCtx *ctx) {
 DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **error) {
   g_return_val_if_fail(graph != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  DrPlanOptions defaults = {0, NULL, FALSE};
+  DrPlanOptions defaults = {0};
   if (opts == NULL) opts = &defaults;
   DrPlanCtx ctx = {.graph = graph,
                    .n = graph->nodes->len,
@@ -89,9 +94,13 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
   plan->width = width;
   plan->critical_path_us = critical_path_us;
   plan->n_edges = ctx.m;
-  dr__plan_cap(&ctx, plan, opts->max_streams);
+  dr__plan_cap(&ctx, plan, opts);
   dr__plan_events(&ctx, plan);
   if (!opts->no_memory) dr__plan_memory(&ctx, plan);
   ctx_clear(&ctx);
+  /* dr_plan_check walks back from each edge's head (O(V * E)): debug
+   * builds check every plan small enough for that to stay quick; the
+   * planner tests check the large ones themselves. */
+  if ((double)plan->steps->len * (double)(ctx.m + 1) <= PLAN_CHECK_MAX_WORK) DR_PLAN_CHECK(plan);
   return plan;
 }

@@ -17,13 +17,18 @@
 
 G_BEGIN_DECLS
 
+/* The planner takes its cap as given: it reads no environment. The
+ * library resolves the cap (lib/settings.c: the user's max_streams, else
+ * CUDA_DEVICE_MAX_CONNECTIONS, else 32 or 8) and passes it here. */
 typedef struct {
-  guint32 max_streams;      /* 0: graph->run.max_streams, else
-                               CUDA_DEVICE_MAX_CONNECTIONS, else 8 */
+  guint32 max_streams;      /* the cap; 0: graph->run.max_streams when set,
+                               else none in graph mode, else 8 */
   const char *profile_path; /* NULL or a run report JSON whose
                                nodes[].duration_us replace the cost model */
   gboolean no_memory;       /* skip the memory figures (plan->peak_*: 0);
                                for measuring what they cost */
+  gboolean uncapped;        /* TRUE: no cap at all (max_streams ignored) */
+  const char *cap_note;     /* static: why this cap, kept as plan->cap_note */
 } DrPlanOptions;
 
 /* Plans `graph`, whose edges must be sorted by (to, from) as dr_passes_run

@@ -66,6 +66,26 @@ GQuark dr_error_quark(void);
  * (DR_ERROR_CODE_LIST's; 0 for NULL, 70 for other domains). */
 int dr_error_exit_code(const GError *error);
 
+/* The spellings the YAML and the command line use ("auto" "cuda" "host";
+ * "streams" "graph"; "off" "stamps" "events" "auto": types.h's lists):
+ * each returns TRUE and sets *out when `name` is one of them, else FALSE
+ * leaving *out alone. */
+gboolean dr_backend_kind_from_name(const char *name, DrBackendKind *out);
+gboolean dr_mode_from_name(const char *name, DrMode *out);
+gboolean dr_timing_mode_from_name(const char *name, DrTimingMode *out);
+
+/* The ranges of the run settings, the same for the YAML's `run:` keys and
+ * the command line's flags: iterations 1..DR_ITERATIONS_MAX, warmup
+ * 0..DR_ITERATIONS_MAX, max_streams 1..DR_MAX_STREAMS_MAX, device
+ * 0..DR_DEVICE_MAX. */
+#define DR_ITERATIONS_MAX G_MAXINT32
+#define DR_MAX_STREAMS_MAX 1024
+#define DR_DEVICE_MAX 1023
+
+/* Returns built-in kernel `i` (0-based, in `dagrun --kernels` order), or
+ * NULL when i is past the last one; static storage. */
+const DrKernelDef *dr_builtin_kernel(guint i);
+
 /* ---- version ------------------------------------------------------------ */
 
 /* Returns the library's version, "MAJOR.MINOR.PATCH" (static storage); the
@@ -94,6 +114,47 @@ void dr_pipeline_free(DrPipeline *pipeline);
  * line, "FILE:LINE:COL: error: ...", exactly as `dagrun --check` shows
  * them (without the caret lines). */
 DrPipeline *dr_pipeline_load_file(const char *path, GError **error);
+
+/* Diagnostics with their locations, for a display that shows the source
+ * line (the command line's caret). A list of errors, each followed by the
+ * notes that explain it, in the order found; at most 20 errors are kept
+ * (dr_diagnostics_n_errors counts them all). Free with
+ * dr_diagnostics_free (NULL-safe). */
+typedef struct DrDiagnostics DrDiagnostics;
+typedef enum { DR_DIAGNOSTIC_ERROR, DR_DIAGNOSTIC_NOTE } DrDiagnosticKind;
+typedef struct {
+  DrDiagnosticKind kind;
+  const char *file; /* NULL when the diagnostic has no location */
+  guint line, col;  /* 1-based; 0 when unknown */
+  const char *text; /* the whole line: "FILE:LINE:COL: error: MESSAGE" */
+} DrDiagnostic;
+
+DrDiagnostics *dr_diagnostics_new(void);
+void dr_diagnostics_free(DrDiagnostics *diagnostics);
+guint dr_diagnostics_len(const DrDiagnostics *diagnostics);
+/* Errors found, including those not kept past the limit. */
+guint dr_diagnostics_n_errors(const DrDiagnostics *diagnostics);
+/* Fills *out with diagnostic `i` (< dr_diagnostics_len); its strings are
+ * borrowed from `diagnostics`. */
+void dr_diagnostics_get(const DrDiagnostics *diagnostics, guint i, DrDiagnostic *out);
+
+/* dr_pipeline_load_file that also puts every diagnostic into
+ * `diagnostics` (emptied first; may be NULL). */
+DrPipeline *dr_pipeline_load_file_diagnostics(const char *path, DrDiagnostics *diagnostics, GError **error);
+
+/* The names dr_pipeline_dump_file accepts, in pipeline order and
+ * NULL-terminated (static storage): "parse" (before any pass), each
+ * dependency pass ("lifetimes", "hazards", "afters", "cycles") and
+ * "passes" (after the last, as dr_pipeline_load_file leaves the graph). */
+const char *const *dr_pass_names(void);
+
+/* Loads the pipeline file `path` and runs the passes up to and including
+ * `after` (one of dr_pass_names), then appends the IR's stable text dump
+ * (the golden-test format of `dagrun --dump-after`) to `out`. Fails like
+ * dr_pipeline_load_file_diagnostics (the errors of the passes that ran),
+ * or with DR_ERROR_USAGE listing the names when `after` is not one. */
+gboolean dr_pipeline_dump_file(const char *path, const char *after, DrDiagnostics *diagnostics, GString *out,
+                               GError **error);
 
 /* Like dr_pipeline_load_file, from `yaml` (`len` bytes, or -1 for a NUL-
  * terminated string). `name` is the file name diagnostics show; relative
@@ -266,11 +327,25 @@ gboolean dr_pipeline_node_set_label(DrPipeline *pipeline, const char *id, const 
  * no-op returning TRUE. */
 gboolean dr_pipeline_validate(DrPipeline *pipeline, GError **error);
 
-/* Planner options; zero-initialise, or NULL for all defaults. */
+/* The dependency edges validation found (0 before it). */
+guint dr_pipeline_n_edges(const DrPipeline *pipeline);
+
+/* Planner options; zero-initialise, or NULL for all defaults.
+ *
+ * The stream cap (the same for the library and the command line):
+ * max_streams when not 0, else the pipeline's run.max_streams when set;
+ * else none in graph mode; else CUDA_DEVICE_MAX_CONNECTIONS when set (an
+ * invalid value: the driver's default, 8); else 32 when no CUDA context
+ * exists in the process yet (the run then sets CUDA_DEVICE_MAX_CONNECTIONS
+ * to 32 before it creates the context: see dr_stream_plan_run), else 8,
+ * the queues the driver gave the existing context.
+ * dr_stream_plan_cap_note says which rule applied. */
 typedef struct {
-  guint max_streams;        /* 0: the pipeline's, else the default (8) */
+  guint max_streams;        /* 0: as above; else 1..DR_MAX_STREAMS_MAX */
   const char *profile_path; /* NULL, or a run report JSON (dr_run_report_write_json)
                                whose measured durations replace the cost model */
+  gboolean mode_set;        /* TRUE: plan for `mode`, not the pipeline's run mode */
+  DrMode mode;
 } DrPlanSettings;
 
 /* Validates the pipeline when not yet done, then plans it. Returns a new
@@ -295,6 +370,11 @@ guint dr_stream_plan_step_n_waits(const DrStreamPlan *plan, guint step);
 const char *dr_stream_plan_step_wait(const DrStreamPlan *plan, guint step, guint wait);
 /* The stream of node `id`, or -1 when there is no such node. */
 gint dr_stream_plan_node_stream(const DrStreamPlan *plan, const char *id);
+/* The mode the plan was made for, its stream cap (0: none) and why the
+ * cap is what it is (static storage, e.g. "set by max_streams"). */
+DrMode dr_stream_plan_mode(const DrStreamPlan *plan);
+guint dr_stream_plan_cap(const DrStreamPlan *plan);
+const char *dr_stream_plan_cap_note(const DrStreamPlan *plan);
 
 /* Appends the plan as `dagrun --plan` prints it (text), as its JSON
  * object (--format=json), or as a Graphviz digraph (--dot). */
@@ -302,7 +382,9 @@ void dr_stream_plan_write_text(const DrStreamPlan *plan, GString *out);
 void dr_stream_plan_write_json(const DrStreamPlan *plan, GString *out);
 void dr_stream_plan_write_dot(const DrStreamPlan *plan, GString *out);
 
-/* DrDotDetail (how much the DOT draws, `dagrun --dot-detail`) is types.h's. */
+/* DrDotDetail (how much the DOT draws, `dagrun --dot-detail`) is types.h's.
+ * Returns TRUE and sets *out when `name` is "auto", "summary" or "full". */
+gboolean dr_dot_detail_from_name(const char *name, DrDotDetail *out);
 
 /* DOT settings; zero-initialise, or NULL for all defaults. */
 typedef struct {
@@ -357,12 +439,25 @@ typedef struct {
  * picks: DR_TIMING_LIST in types.h); the rest off or NULL. */
 void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline);
 
-/* Runs `plan` (settings NULL: dr_run_settings_init's). Returns the report,
- * or NULL with `error`: DR_ERROR_UNAVAILABLE (backend cuda and no device),
- * DR_ERROR_IO (an init or save file, the trace), DR_ERROR_RUNTIME (a CUDA
- * call or a host kernel failed; everything was released), DR_ERROR_USAGE
- * (iterations 0). A --verify difference is not an error: see
- * dr_run_report_verified. */
+/* Checks, without creating anything, that `path` can be written: an
+ * existing file that is not a directory and is writable, or a new name in
+ * a writable directory. FALSE with DR_ERROR_OUTPUT ("PATH: error: cannot
+ * create: REASON") otherwise. "-" (stdout) is always fine. */
+gboolean dr_output_check(const char *path, GError **error);
+
+/* Runs `plan` (settings NULL: dr_run_settings_init's). Before anything
+ * runs, checks the output files (the trace, the timeline, every `save:`)
+ * with dr_output_check. When the plan's cap is the default 32 (see
+ * DrPlanSettings) and the backend is not the host's, sets
+ * CUDA_DEVICE_MAX_CONNECTIONS=32 in the process's environment if it is
+ * still unset and no CUDA context exists yet (the driver reads it when it
+ * creates the context): call it before other threads read the
+ * environment. Returns the report, or NULL with `error`:
+ * DR_ERROR_UNAVAILABLE (backend cuda and no device), DR_ERROR_IO (an init
+ * file), DR_ERROR_OUTPUT (an output file, before or after the run; the
+ * message names the path), DR_ERROR_RUNTIME (a CUDA call or a host kernel
+ * failed; everything was released), DR_ERROR_USAGE (iterations 0). A
+ * --verify difference is not an error: see dr_run_report_verified. */
 DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error);
 void dr_run_report_free(DrRunReport *report);
 
@@ -455,6 +550,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrPipeline, dr_pipeline_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrStreamPlan, dr_stream_plan_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrRunReport, dr_run_report_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrRunner, dr_runner_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrDiagnostics, dr_diagnostics_free)
 
 G_END_DECLS
 

@@ -52,7 +52,8 @@ typedef enum {
   X(UNAVAILABLE, 69)          \
   X(RUNTIME, 70)              \
   X(VERIFY, 1)                \
-  X(INTERRUPTED, 70)
+  X(INTERRUPTED, 70)          \
+  X(OUTPUT, 73)
 
 typedef enum {
 #define DR_X(e, code) DR_ERROR_##e,

@@ -658,28 +658,33 @@ static void test_cap_binds_six(void) {
   g_assert_true(dr_plan_check(plan, &error));
 }
 
+/* The planner's own cap rule, which reads no environment: the resolved
+ * cap arrives in DrPlanOptions (the library's rule over
+ * CUDA_DEVICE_MAX_CONNECTIONS is tested in tests/api, /api/plan/cap). */
 static void test_cap_sources(void) {
   g_autoptr(DrGraph) g = six_chains();
   g_autoptr(GError) error = NULL;
   g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", "3", TRUE);
   g_autoptr(DrPlan) p1 = dr_plan_build(g, NULL, &error);
-  g_assert_cmpuint(p1->cap, ==, 3);
-  g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", "99", TRUE); /* out of range: ignored */
-  g_autoptr(DrPlan) p2 = dr_plan_build(g, NULL, &error);
-  g_assert_cmpuint(p2->cap, ==, 8);
+  g_assert_cmpuint(p1->cap, ==, 8); /* pure: the environment is not read */
+  g_assert_false(p1->uncapped);
+  DrPlanOptions three = {.max_streams = 3, .cap_note = "note"};
+  g_autoptr(DrPlan) p2 = dr_plan_build(g, &three, &error);
+  g_assert_cmpuint(p2->cap, ==, 3);
+  g_assert_cmpstr(p2->cap_note, ==, "note");
   /* Graph mode: no queue cap (capture would turn merges into false edges),
    * neither the default nor the environment's. */
   g->run.mode = DR_MODE_GRAPH;
-  g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", "3", TRUE);
   g_autoptr(DrPlan) pg = dr_plan_build(g, NULL, &error);
   g_assert_cmpuint(pg->cap, ==, 4096);
+  g_assert_true(pg->uncapped);
   g_assert_false(pg->cap_binds);
   g_assert_cmpuint(pg->streams->len, ==, 6);
-  g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", "99", TRUE);
   g->run.max_streams = 4;
   g->run.max_streams_set = TRUE;
   g_autoptr(DrPlan) p3 = dr_plan_build(g, NULL, &error);
   g_assert_cmpuint(p3->cap, ==, 4);
+  g_assert_false(p3->uncapped);
   DrPlanOptions opts = {5, NULL};
   g_autoptr(DrPlan) p4 = dr_plan_build(g, &opts, &error);
   g_assert_cmpuint(p4->cap, ==, 5);
@@ -688,6 +693,10 @@ static void test_cap_sources(void) {
   g_autoptr(DrPlan) p5 = dr_plan_build(g, &huge, &error);
   g_assert_cmpuint(p5->cap, ==, 4096);
   g_assert_cmpuint(p5->streams->len, ==, 6);
+  DrPlanOptions none = {.max_streams = 2, .uncapped = TRUE};
+  g_autoptr(DrPlan) p6 = dr_plan_build(g, &none, &error);
+  g_assert_true(p6->uncapped);
+  g_assert_cmpuint(p6->streams->len, ==, 6);
   g_unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
   g_assert_no_error(error);
 }

@@ -43,7 +43,7 @@ static guint count_substr(const char *s, const char *needle) {
 static DrGraph *load(const char *path) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrDiags) diags = dr_diags_new(0);
-  DrGraph *g = dr__load_file_until(path, DR_LOAD_PASSES, diags, NULL, &error);
+  DrGraph *g = dr_load_file(path, diags, &error);
   g_assert_no_error(error);
   return g;
 }
