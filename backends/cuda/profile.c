@@ -4,19 +4,23 @@
  * iteration's number travels as the ranges' payload.
  *
  * Cost with no tool attached (tests/backends:issue_cost under callgrind,
- * 2000 scale_f32 nodes x 5 iterations, eager, timing off): see the
- * numbers in docs/design.md ("Profiling"). */
+ * -c opt, 2000 scale_f32 nodes x 5 iterations, eager, timing off):
+ * dr__cuda_issue_iteration went from 90.2 to 96.2 instructions per node
+ * and iteration (the two NULL tests around each node). */
 #include "backends/cuda/profile.h"
 
 #include <nvtx3/nvToolsExtCudaRt.h>
+#include <string.h>
 
 /* The process's "dagrun" domain, or NULL when no tool is attached (NVTX's
- * first call looks for one, once). */
+ * first call looks for one, once) or DAGRUN_NVTX=0 asks for no ranges (a
+ * profile of the same run without dagrun's annotations). */
 static nvtxDomainHandle_t profile_domain(void) {
   static gsize once = 0;
   static nvtxDomainHandle_t domain;
   if (g_once_init_enter(&once)) {
-    domain = nvtxDomainCreateA("dagrun");
+    const char *env = g_getenv("DAGRUN_NVTX");
+    domain = env != NULL && strcmp(env, "0") == 0 ? NULL : nvtxDomainCreateA("dagrun");
     g_once_init_leave(&once, 1);
   }
   return domain;
