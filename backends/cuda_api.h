@@ -10,6 +10,7 @@
 #ifndef DAGRUN_BACKENDS_CUDA_API_H
 #define DAGRUN_BACKENDS_CUDA_API_H
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <glib.h>
 
@@ -59,6 +60,8 @@ G_BEGIN_DECLS
   X(cudaLibraryUnload, (cudaLibrary_t lib), (lib))                                                                                               \
   X(cudaLaunchKernel, (const void *func, dim3 grid, dim3 block, void **args, size_t shared, cudaStream_t stream), (func, grid, block, args, shared, stream)) \
   X(cudaDeviceSynchronize, (void), ())                                                                                                           \
+  X(cudaProfilerStart, (void), ())                                                                                                               \
+  X(cudaProfilerStop, (void), ())                                                                                                                \
   X(cudaGetLastError, (void), ())
 /* clang-format on */
 

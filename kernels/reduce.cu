@@ -39,7 +39,7 @@ __device__ double block_tree(double *sh, double v) {
 }
 
 template <class T>
-__global__ void reduce_pass1(const T *x, uint64_t n, bool vec, double *partials) {
+__device__ __forceinline__ void reduce_pass1(const T *x, uint64_t n, bool vec, double *partials) {
   drk::wait_prior_grid();
   extern __shared__ double sh[];
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -65,7 +65,8 @@ __global__ void reduce_pass1(const T *x, uint64_t n, bool vec, double *partials)
 }
 
 template <class T>
-__global__ void reduce_pass2(const double *partials, unsigned n, T *y, unsigned long long *stamp) {
+__device__ __forceinline__ void reduce_pass2(const double *partials, unsigned n, T *y,
+                                             unsigned long long *stamp) {
   __shared__ double sh[kPass2Threads];
   drk::wait_prior_grid(); /* launched normally: a no-op */
   double s = 0.0;
@@ -75,8 +76,15 @@ __global__ void reduce_pass2(const double *partials, unsigned n, T *y, unsigned 
   drk::stamp_block_end(stamp); /* pass 2 ends the node */
 }
 
+/* A reduction's two kernels (DRK_REDUCE_KERNELS below). */
 template <class T>
-int reduce_launch(const DrKLaunch *l) {
+struct ReduceKernels {
+  void (*pass1)(const T *, uint64_t, bool, double *);
+  void (*pass2)(const double *, unsigned, T *, unsigned long long *);
+};
+
+template <class T>
+int reduce_launch(const DrKLaunch *l, ReduceKernels<T> k) {
   DRK_CHECK(dr__kcheck_reduce, l);
   const T *x = (const T *)l->args[0].ptr;
   T *y = (T *)l->args[1].ptr;
@@ -99,10 +107,10 @@ int reduce_launch(const DrKLaunch *l) {
   }
   /* Early launch only when nothing of ours (a borrowed scratch) comes
    * between the previous kernel and pass 1. */
-  int rc = drk::launch(l->pdl != 0 && l->scratch != nullptr, reduce_pass1<T>, g, bt, bt * sizeof(double) + l->shared,
+  int rc = drk::launch(l->pdl != 0 && l->scratch != nullptr, k.pass1, g, bt, bt * sizeof(double) + l->shared,
                        st, x, n, vec, partials);
   if (rc == 0) {
-    reduce_pass2<T><<<1, kPass2Threads, 0, st>>>(partials, g, y, drk::stamp_of(l));
+    k.pass2<<<1, kPass2Threads, 0, st>>>(partials, g, y, drk::stamp_of(l));
     rc = drk::launched();
   }
   if (l->scratch == nullptr) {
@@ -121,8 +129,8 @@ __device__ uint64_t mix(uint64_t v) {
   return m;
 }
 
-__global__ void checksum_kernel(const uint8_t *x, uint64_t n, bool vec, unsigned long long *y,
-                                unsigned long long *stamp) {
+__device__ __forceinline__ void checksum_body(const uint8_t *x, uint64_t n, bool vec, unsigned long long *y,
+                                              unsigned long long *stamp) {
   drk::wait_prior_grid(); /* launched normally (after a memset): a no-op */
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -147,9 +155,33 @@ __global__ void checksum_kernel(const uint8_t *x, uint64_t n, bool vec, unsigned
 
 }  // namespace
 
-extern "C" int dr__k_reduce_sum_f32_launch(const DrKLaunch *l) { return reduce_launch<float>(l); }
+/* One __global__ per built-in (and pass), named after it with C linkage so
+ * that profilers show e.g. `dr_reduce_sum_f32_pass1`; the code is the
+ * bodies above, inlined. */
+#define DRK_REDUCE_KERNELS(name, T)                                                             \
+  extern "C" __global__ void name##_pass1(const T *x, uint64_t n, bool vec, double *partials) { \
+    reduce_pass1<T>(x, n, vec, partials);                                                       \
+  }                                                                                             \
+  extern "C" __global__ void name##_pass2(const double *partials, unsigned n, T *y,             \
+                                          unsigned long long *stamp) {                          \
+    reduce_pass2<T>(partials, n, y, stamp);                                                     \
+  }
 
-extern "C" int dr__k_reduce_sum_f64_launch(const DrKLaunch *l) { return reduce_launch<double>(l); }
+DRK_REDUCE_KERNELS(dr_reduce_sum_f32, float)
+DRK_REDUCE_KERNELS(dr_reduce_sum_f64, double)
+
+extern "C" __global__ void dr_checksum_u8(const uint8_t *x, uint64_t n, bool vec, unsigned long long *y,
+                                          unsigned long long *stamp) {
+  checksum_body(x, n, vec, y, stamp);
+}
+
+extern "C" int dr__k_reduce_sum_f32_launch(const DrKLaunch *l) {
+  return reduce_launch<float>(l, {dr_reduce_sum_f32_pass1, dr_reduce_sum_f32_pass2});
+}
+
+extern "C" int dr__k_reduce_sum_f64_launch(const DrKLaunch *l) {
+  return reduce_launch<double>(l, {dr_reduce_sum_f64_pass1, dr_reduce_sum_f64_pass2});
+}
 
 extern "C" int dr__k_checksum_u8_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_reduce, l);
@@ -168,6 +200,6 @@ extern "C" int dr__k_checksum_u8_launch(const DrKLaunch *l) {
   /* The warp shuffle needs whole warps. */
   unsigned bt = (drk::block_threads(l) + 31u) / 32u * 32u;
   unsigned g = drk::grid_blocks(l, drk::ceil_div(threads, bt));
-  checksum_kernel<<<g, bt, l->shared, st>>>(x, n, vec, y, drk::stamp_of(l));
+  dr_checksum_u8<<<g, bt, l->shared, st>>>(x, n, vec, y, drk::stamp_of(l));
   return drk::launched();
 }

@@ -9,7 +9,9 @@
  * (bind; or capture and instantiate). Each iteration takes a timing slot
  * (iteration % depth): its start event on origin, the mode's enqueueing,
  * its end event, the stamps' copy and its done event; finishing waits for
- * the slot and reads its timing. Close releases in the opposite order, and
+ * the slot and reads its timing. The profiler's capture range spans the
+ * timed iterations, and each iteration's issue is an NVTX range
+ * (profile.c). Close releases in the opposite order, and
  * first drains the device when something may still be in flight. This file
  * makes no decision of its own about streams, memory, launches or timing:
  * each part's file owns those. */
@@ -23,6 +25,9 @@ static void cuda_close(DrBackend *b) {
    * run nothing is (the last iteration drained the device, checked), so
    * close makes only releases and has no error to lose. */
   if (!b->idle) (void)api->cudaDeviceSynchronize();
+  /* A run stopped or failed before its last timed iteration finished. */
+  if (b->profiling) (void)api->cudaProfilerStop();
+  dr__cuda_profile_close(&b->profile);
   dr__cuda_graph_release(&b->cuda_graph);
   dr__cuda_launch_close(&b->launch);
   dr__cuda_memory_close(&b->memory, b->streams.origin);
@@ -45,8 +50,10 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   dr__cuda_launch_open(&b->launch, plan);
   DrCudaTimingAsk ask = {b->mode->depth, b->mode->stamps_by_default, b->mode->stamps_aside};
   if (dr__cuda_streams_open(&b->streams, plan, opts->device, b->mode->keep_fork_join, error) &&
-      dr__cuda_timing_open(&b->timing, plan, &b->streams, opts->node_timing, &ask, error))
+      dr__cuda_timing_open(&b->timing, plan, &b->streams, opts->node_timing, &ask, error)) {
+    dr__cuda_profile_open(&b->profile, plan, &b->streams);
     return b;
+  }
   cuda_close(b);
   return NULL;
 }
@@ -61,14 +68,31 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
  * iteration starts on origin, after the previous iteration's join (origin's
  * order), and its fork holds back every stream until then: iterations never
  * overlap on the device, only the host's issuing overlaps the device's
- * running. */
+ * running.
+ *
+ * The profiler's capture range (cudaProfilerStart/Stop: what `nsys
+ * --capture-range=cudaProfilerApi` and `ncu --profile-from-start off`
+ * record) opens before the first timed iteration's first call and closes
+ * once the last one has finished and the device is drained
+ * (cuda_finish_iteration), so every call inside it belongs to a timed
+ * iteration; warmups, setup, read-back and --verify's reference run (which
+ * times nothing) stay outside. The last warmup may still be running on the
+ * device when it opens (iterations in flight): its calls were all made
+ * before. Each iteration's issue is an NVTX range (profile.h). */
 static gboolean cuda_launch_iteration(DrBackend *b, guint32 iteration, gboolean timed, GError **error) {
+  if (timed && !b->profiling) {
+    if (!DR_CUDA(DR_SITE_SETUP("opening the profiler's capture range"), cudaProfilerStart)) return FALSE;
+    b->profiling = TRUE;
+  }
   guint32 k = iteration % b->timing.depth;
   b->slot = k;
   b->idle = FALSE;
   b->in_flight++;
-  return dr__cuda_timing_begin(&b->timing, k, b->streams.origin, error) && b->mode->issue(b, error) &&
-         dr__cuda_timing_end(&b->timing, k, b->streams.origin, timed, error);
+  nvtxRangeId_t range = dr__cuda_profile_iteration_begin(&b->profile, iteration, iteration < b->opts.warmup);
+  gboolean ok = dr__cuda_timing_begin(&b->timing, k, b->streams.origin, error) && b->mode->issue(b, error) &&
+                dr__cuda_timing_end(&b->timing, k, b->streams.origin, timed, error);
+  dr__cuda_profile_iteration_end(&b->profile, range);
+  return ok;
 }
 
 /* Waits for the oldest iteration in flight, `iteration`, and reads its
@@ -79,9 +103,14 @@ static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTim
   /* After the run's last iteration, drain the whole device and check it:
    * an error that arrives now is the run's to report (DR_ERROR_RUNTIME
    * naming cudaDeviceSynchronize), not close's to drop. */
-  if (iteration + 1 == b->opts.warmup + b->opts.iterations &&
-      !DR_CUDA(DR_SITE_SETUP("draining the device after the last iteration"), cudaDeviceSynchronize))
-    return FALSE;
+  if (iteration + 1 == b->opts.warmup + b->opts.iterations) {
+    if (!DR_CUDA(DR_SITE_SETUP("draining the device after the last iteration"), cudaDeviceSynchronize))
+      return FALSE;
+    if (b->profiling) {
+      b->profiling = FALSE;
+      if (!DR_CUDA(DR_SITE_SETUP("closing the profiler's capture range"), cudaProfilerStop)) return FALSE;
+    }
+  }
   b->in_flight--;
   b->idle = b->in_flight == 0;
   return timing == NULL || dr__cuda_timing_read(&b->timing, k, b->streams.prev_on_stream, timing, error);

@@ -8,6 +8,7 @@
  *             (launch.c, user_kernels.c)
  *   timing    slot events, node timing events, stamps (timing.c)
  *   cuda_graph  graph mode's graph and executable (graph.c)
+ *   profile   NVTX ranges and stream names for profilers (profile.c)
  * The backend (backend.c) opens and closes them in order, keeps the
  * iterations in flight, and calls the mode in effect (`mode`) where the
  * modes differ: how setup ends (bind, or capture and instantiate), what an
@@ -26,6 +27,7 @@
 #include "backends/cuda/issue.h"
 #include "backends/cuda/launch.h"
 #include "backends/cuda/memory.h"
+#include "backends/cuda/profile.h"
 #include "backends/cuda/streams.h"
 #include "backends/cuda/timing.h"
 
@@ -66,6 +68,10 @@ struct DrBackend {
   DrCudaLaunch launch;
   DrCudaTiming timing;
   DrCudaGraphState cuda_graph;
+  DrCudaProfile profile;
+  /* cudaProfilerStart was called and cudaProfilerStop not yet: the
+   * profiler's capture range is open (backend.c). */
+  gboolean profiling;
   /* Iterations in flight (backend.c): the host issues iteration i+1 while
    * the device runs iteration i, so the launch latency of an eager
    * iteration hides behind the one before it. */

@@ -73,7 +73,7 @@ static gboolean issue_timed(const Walk *w, DrId v, guint32 k, cudaStream_t st, G
 
 /* Issues step `step`: its waits, its work, its stamp, its completion
  * event. */
-static gboolean issue_step(const Walk *w, const DrPlanStep *step, GError **error) {
+static gboolean issue_step_work(const Walk *w, const DrPlanStep *step, GError **error) {
   DrBackend *b = w->b;
   DrId v = step->node;
   cudaStream_t st = b->streams.stream[step->stream];
@@ -88,6 +88,16 @@ static gboolean issue_step(const Walk *w, const DrPlanStep *step, GError **error
   gboolean self_stamped = k != DR_NONE && b->launch.kcalls[k].call.launch.stamp != NULL;
   return dr__cuda_timing_node_stamp(&b->timing, v, step->stream, st, self_stamped, error) &&
          dr__cuda_streams_done(&b->streams, w->api, v, st, error);
+}
+
+/* issue_step_work inside the node's NVTX range (profile.h: nothing when no
+ * tool is attached). */
+static gboolean issue_step(const Walk *w, const DrPlanStep *step, GError **error) {
+  const DrCudaProfile *p = &w->b->profile;
+  dr__cuda_profile_node_begin(p, step->node);
+  gboolean ok = issue_step_work(w, step, error);
+  dr__cuda_profile_node_end(p);
+  return ok;
 }
 
 gboolean dr__cuda_issue_iteration(DrBackend *b, const DrCudaCapture *capture, GError **error) {

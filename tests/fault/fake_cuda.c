@@ -57,6 +57,7 @@ static struct {
   gboolean run_twins;
   gboolean dry; /* move no data */
   guint n_streams_made;
+  gboolean profiling; /* between cudaProfilerStart and cudaProfilerStop */
 } fake;
 
 static int pool_token; /* the address is the default pool's handle */
@@ -284,6 +285,25 @@ static cudaError_t fake_cudaStreamSynchronize(cudaStream_t stream) {
   if (!not_capturing("cudaStreamSynchronize")) return finish(cudaErrorStreamCaptureUnsupported);
   return cudaSuccess;
 }
+
+/* The profiler's capture range: starting it twice or stopping it when it
+ * is not started is a misuse. Stopping counts as cleanup (close stops a
+ * range a failed run left open). */
+static cudaError_t fake_cudaProfilerStart(void) {
+  GATE("cudaProfilerStart", NULL, FALSE, FALSE);
+  if (fake.profiling) misuse("cudaProfilerStart: the profiler is already started");
+  fake.profiling = TRUE;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaProfilerStop(void) {
+  GATE("cudaProfilerStop", NULL, FALSE, TRUE);
+  if (!fake.profiling) misuse("cudaProfilerStop: the profiler is not started");
+  fake.profiling = FALSE;
+  return cudaSuccess;
+}
+
+gboolean dr_fake_profiling(void) { return fake.profiling; }
 
 static cudaError_t fake_cudaDeviceSynchronize(void) {
   GATE("cudaDeviceSynchronize", NULL, FALSE, TRUE);
@@ -726,6 +746,7 @@ void dr_fake_reset(void) {
   fake.last_error = cudaSuccess;
   fake.capture_stream = NULL;
   fake.n_streams_made = 0;
+  fake.profiling = FALSE;
 }
 
 void dr_fake_arm(guint64 fail_at, DrFault fault) {

@@ -127,6 +127,9 @@ gboolean dr_fake_only_live(gconstpointer *obj);
 guint dr_fake_pdl_launches(void);
 guint dr_fake_kernel_launches(void);
 
+/* Whether cudaProfilerStart was called and cudaProfilerStop not since. */
+gboolean dr_fake_profiling(void);
+
 /* Fault points counted so far (after a fault-free run: the run's C). */
 guint64 dr_fake_points(void);
 /* Every call since the reset, in order (DrFakeCall). Borrowed. */
@@ -139,7 +142,7 @@ gint64 dr_fake_fault_index(void);
  * Borrowed. */
 const char *dr_fake_misuse(void);
 /* Non-release, non-error-reporting calls made after a sticky fault fired
- * (cudaDeviceSynchronize and cudaStreamEndCapture count as cleanup and are
+ * (cudaDeviceSynchronize, cudaStreamEndCapture and cudaProfilerStop count as cleanup and are
  * not listed), one name per line; "" when none. Borrowed. */
 const char *dr_fake_after_sticky(void);
 

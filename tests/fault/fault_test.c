@@ -755,7 +755,7 @@ static void test_sync_fault_reported(gconstpointer data) {
     syncs++;
   }
   g_assert_cmpuint(syncs, ==, 2); /* one drain per backend run, none in the closes */
-  g_unlink(dev_path); /* the fault-free run saved them */
+  g_unlink(dev_path);             /* the fault-free run saved them */
   g_unlink(host_path);
   dr_fake_reset();
   dr_fake_arm(sync_point, DR_FAULT_ILLEGAL);
@@ -821,6 +821,63 @@ static void test_pipelined(gconstpointer data) {
     if (strcmp(name, "cudaEventSynchronize") == 0) g_string_append_c(order, 'S');
   }
   g_assert_cmpstr(order->str, ==, c->expect);
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  dr_fake_reset();
+}
+
+/* The profiler's capture range (cudaProfilerStart/Stop: what `nsys
+ * --capture-range=cudaProfilerApi` records) wraps exactly the timed
+ * iterations: no warmup before it, all of them inside it, closed after the
+ * last one drained the device, and --verify's reference run (which times
+ * nothing) after it. Counted in the fake's trace: kernel launches (three
+ * an iteration) eagerly, graph launches in graph mode. */
+static void test_profiler_range(gconstpointer data) {
+  DrMode mode = (DrMode)GPOINTER_TO_INT(data);
+  static const char yaml[] =
+      "dagrun: 1\n"
+      "name: profiler\n"
+      "buffers:\n"
+      "  a: {type: f32, count: 1Ki, init: iota}\n"
+      "  b: {type: f32, count: 1Ki}\n"
+      "  c: {type: f32, count: 1Ki}\n"
+      "nodes:\n"
+      "  s1: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: b}}\n"
+      "  s2: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 3.0, y: c}}\n"
+      "  s3: {op: kernel, kernel: add_f32, args: {a: b, b: c, y: b}}\n";
+  enum { WARMUP = 2, ITERATIONS = 3 };
+  g_autoptr(DrGraph) g = load_yaml("profiler.yaml", yaml);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_STAMPS, WARMUP, ITERATIONS);
+  opts.verify = TRUE;
+  dr_fake_reset();
+  DrReport *r = dr_run(plan, &opts, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(r->iterations, ==, ITERATIONS);
+  dr_report_free(r);
+  const char *work = mode == DR_MODE_GRAPH ? "cudaGraphLaunch" : "kernel_launch";
+  guint per = mode == DR_MODE_GRAPH ? 1 : 3; /* work calls an iteration */
+  guint starts = 0, stops = 0, before = 0, inside = 0, after = 0;
+  const char *before_stop = NULL;
+  const GArray *trace = dr_fake_trace();
+  for (guint i = 0; i < trace->len; i++) {
+    const char *name = g_array_index(trace, DrFakeCall, i).name;
+    if (strcmp(name, "cudaProfilerStart") == 0) starts++;
+    if (strcmp(name, "cudaProfilerStop") == 0) {
+      stops++;
+      before_stop = g_array_index(trace, DrFakeCall, i - 1).name;
+    }
+    if (strcmp(name, work) == 0) *(starts == 0 ? &before : stops == 0 ? &inside : &after) += 1;
+  }
+  g_assert_cmpuint(starts, ==, 1);
+  g_assert_cmpuint(stops, ==, 1);
+  g_assert_cmpuint(before, ==, WARMUP * per);
+  g_assert_cmpuint(inside, ==, ITERATIONS * per);
+  g_assert_cmpuint(after, ==, (WARMUP + ITERATIONS) * per);  /* the reference run */
+  g_assert_cmpstr(before_stop, ==, "cudaDeviceSynchronize"); /* the drain */
+  g_assert_false(dr_fake_profiling());
   g_assert_cmpuint(dr_fake_live_total(), ==, 0);
   g_assert_cmpstr(dr_fake_misuse(), ==, "");
   dr_fake_reset();
@@ -1197,16 +1254,20 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/fake/data", test_fake_data);
   g_test_add_func("/fault/fake/lifetimes", test_fake_lifetimes);
   static const PdlCase pdl[] = {
-      {DR_MODE_STREAMS, DR_TIMING_OFF, NULL, 3},    {DR_MODE_STREAMS, DR_TIMING_STAMPS, NULL, 3},
-      {DR_MODE_STREAMS, DR_TIMING_AUTO, NULL, 3},   {DR_MODE_STREAMS, DR_TIMING_EVENTS, NULL, 0},
-      {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, 0},   {DR_MODE_STREAMS, DR_TIMING_OFF, "0", 0},
+      {DR_MODE_STREAMS, DR_TIMING_OFF, NULL, 3},  {DR_MODE_STREAMS, DR_TIMING_STAMPS, NULL, 3},
+      {DR_MODE_STREAMS, DR_TIMING_AUTO, NULL, 3}, {DR_MODE_STREAMS, DR_TIMING_EVENTS, NULL, 0},
+      {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, 0}, {DR_MODE_STREAMS, DR_TIMING_OFF, "0", 0},
   };
   for (guint i = 0; i < G_N_ELEMENTS(pdl); i++) {
     g_autofree char *path =
-        g_strdup_printf("/fault/fake/pdl/%s/%s%s", dr_mode_name(pdl[i].mode), dr_timing_mode_name(pdl[i].timing),
-                        pdl[i].env ? "/DAGRUN_PDL=0" : "");
+        g_strdup_printf("/fault/fake/pdl/%s/%s%s", dr_mode_name(pdl[i].mode),
+                        dr_timing_mode_name(pdl[i].timing), pdl[i].env ? "/DAGRUN_PDL=0" : "");
     g_test_add_data_func(path, &pdl[i], test_pdl);
   }
+  g_test_add_data_func("/fault/fake/profiler-range/streams", GINT_TO_POINTER(DR_MODE_STREAMS),
+                       test_profiler_range);
+  g_test_add_data_func("/fault/fake/profiler-range/graph", GINT_TO_POINTER(DR_MODE_GRAPH),
+                       test_profiler_range);
   g_test_add_data_func("/fault/fake/runner/streams", GINT_TO_POINTER(DR_MODE_STREAMS), test_runner);
   g_test_add_data_func("/fault/fake/runner/graph", GINT_TO_POINTER(DR_MODE_GRAPH), test_runner);
   static const PipelineCase pipelined[] = {

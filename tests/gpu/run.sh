@@ -20,6 +20,12 @@
 #   gpu/timing/spin-chain/{streams,graph}   a chain of 10 spin nodes of
 #                                   200 µs: the sum of the reported node
 #                                   durations is within 5% of 2000 µs
+#   gpu/ncu/{nvtx-node,capture-range}   Nsight Compute sees dagrun's nodes:
+#                                   --nvtx-include "dagrun@b/" profiles
+#                                   exactly node b's one kernel
+#                                   (dr_scale_f32, beside another scale_f32
+#                                   node); --profile-from-start off exactly
+#                                   the timed iterations' kernels
 # and ends with "N passed, N failed" counted from those results (checks
 # not reached within the time budget are counted as failed and named).
 #
@@ -167,6 +173,75 @@ assert abs(got - want) <= 0.05 * want, "sum of durations off by more than 5%"
 assert float(r["makespan_us"]) >= 0.95 * want, "makespan shorter than the chain"
 EOF
 done
+
+# ---- profilers: ncu sees dagrun's nodes (docs/design.md, "Profiling") ----
+# Four built-in nodes, two of them scale_f32 (b and d): only the NVTX range
+# of node b, not the kernel's name, can single b out.
+ncu_pipe=$tmp/ncu.yaml
+cat >"$ncu_pipe" <<'EOF'
+dagrun: 1
+name: ncu-nodes
+buffers:
+  x: {type: f32, count: 4Ki, init: iota}
+  y: {type: f32, count: 4Ki}
+  z: {type: f32, count: 4Ki}
+nodes:
+  a: {op: kernel, kernel: fill_f32, args: {y: y, value: 1.0}}
+  b: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: z}}
+  c: {op: kernel, kernel: relu_f32, args: {x: z, y: z}}
+  d: {op: kernel, kernel: scale_f32, args: {x: y, alpha: 3.0, y: y}}
+EOF
+NCU=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)}
+# ncu_check NAME WANT_COUNT WANT_NAME NCU_ARGS... -- DAGRUN_ARGS...: runs
+# dagrun under ncu (one cheap metric, its CSV to a log file) and passes
+# when exactly WANT_COUNT kernels were profiled, each named WANT_NAME
+# (empty: any built-in's dr_* name).
+ncu_check() {
+  local name=$1 want=$2 want_name=$3; shift 3
+  local ncu_args=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do ncu_args+=("$1"); shift; done
+  shift
+  : >"$tmp/out"
+  if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
+  if [ -z "$NCU" ] || [ ! -x "$NCU" ]; then fail "$name" "ncu (Nsight Compute) not found; set NCU=/path/to/ncu"; return; fi
+  rm -f "$tmp/ncu.csv"
+  if ! timeout -k 5 120 "$NCU" --csv --page raw --metrics gpu__time_duration.sum --log-file "$tmp/ncu.csv" \
+      "${ncu_args[@]}" "$DAGRUN" --backend=cuda --mode=streams --timing=off "$@" "$ncu_pipe" >"$tmp/out" 2>&1; then
+    fail "$name" "ncu or dagrun failed: $NCU ${ncu_args[*]} $DAGRUN $* $ncu_pipe"
+    [ -s "$tmp/ncu.csv" ] && tail -n 15 "$tmp/ncu.csv" | sed 's/^/    ncu: /'
+    return
+  fi
+  if python3 - "$tmp/ncu.csv" "$want" "$want_name" >>"$tmp/out" 2>&1 <<'PY'; then pass "$name"; tail -n 1 "$tmp/out" | sed 's/^/    /'; else fail "$name" "ncu ${ncu_args[*]}"; fi
+import csv, sys
+path, want, want_name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+lines = [l for l in open(path, errors="replace") if not l.startswith("==")]
+rows = list(csv.reader(lines))
+head = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
+if head is None:
+    print("profiled 0 kernel(s): ncu's log has no 'Kernel Name' header; its end:")
+    print("".join(open(path, errors="replace").readlines()[-10:]))
+names = []
+if head is not None:
+    col = rows[head].index("Kernel Name")
+    idcol = rows[head].index("ID") if "ID" in rows[head] else 0
+    names = [r[col] for r in rows[head + 1:] if len(r) > col and r[idcol].strip().isdigit()]
+print("profiled %d kernel(s): %s (want %d%s)" % (len(names), ", ".join(names) or "none", want,
+      " named " + want_name if want_name else ""))
+if len(names) != want:
+    print("hint: none under --nvtx-include means ncu saw no NVTX range 'b' in domain 'dagrun' "
+          "(backends/cuda/profile.c pushes one per node, its id a registered string); "
+          "too many under --profile-from-start off means the capture range "
+          "(cudaProfilerStart/Stop, backends/cuda/backend.c) let warmups in")
+    sys.exit(1)
+bad = [n for n in names if (n != want_name if want_name else not n.startswith("dr_"))]
+if bad:
+    print("unexpected kernel name(s): %s (built-ins are named dr_<built-in>, kernels/*.cu)" % ", ".join(bad))
+    sys.exit(1)
+PY
+}
+ncu_check gpu/ncu/nvtx-node 1 dr_scale_f32 --nvtx --nvtx-include "dagrun@b/" -- --iterations=1 --warmup=0
+# 2 timed iterations x 4 nodes; the warmup's 4 kernels stay outside.
+ncu_check gpu/ncu/capture-range 8 "" --profile-from-start off -- --iterations=2 --warmup=1
 
 # ---- real device faults: clean errors, no crash, no hang ----
 # expect_fault NAME PATTERN FILE [MODE]: dagrun must exit 70 (not crash:
