@@ -30,7 +30,7 @@
 # Usage: bash bench/graph_ab.sh
 # Environment: ALTERNATE=5 ITERATIONS=20 WARMUP=3 BUDGET_S=270
 #   CASES="chain2000 spin32 fanout32 priority" DAGRUN_FLAGS=--timing=off
-#   DIST, NVCC, BUILD=/tmp/dagrun-graph-ab, OUT (as gpu_bench.sh; the
+#   DIST, NVCC, BUILD=/tmp/dagrun-bench-cuda, OUT (as gpu_bench.sh; the
 #   table goes to $OUT/graph_ab.md, the JSON lines to $OUT/graph_ab.jsonl)
 # Exit status: gpu_bench.sh's.
 set -u
@@ -39,7 +39,9 @@ export ALTERNATE=${ALTERNATE:-5}
 export BUDGET_S=${BUDGET_S:-270}
 export CASES=${CASES:-"chain2000 spin32 fanout32 priority"}
 export DAGRUN_FLAGS=${DAGRUN_FLAGS:---timing=off}
-export BUILD=${BUILD:-/tmp/dagrun-graph-ab}
+# gpu_bench.sh's default: a later gpu_bench.sh in the same call keeps
+# these builds.
+export BUILD=${BUILD:-/tmp/dagrun-bench-cuda}
 export RUNS="graph:--mode=graph DAGRUN_GRAPH_PDL=0 DAGRUN_GRAPH_PRIORITY=0;\
 graph-pdl:--mode=graph DAGRUN_GRAPH_PDL=1 DAGRUN_GRAPH_PRIORITY=0;\
 graph-prio:--mode=graph DAGRUN_GRAPH_PDL=0 DAGRUN_GRAPH_PRIORITY=1;\
