@@ -11,6 +11,9 @@
  * host nodes host nodes, timing events external event-record nodes. The
  * graph is instantiated once at setup (outside the timed region) and each
  * iteration is one cudaGraphLaunch between the origin's timing events.
+ * Two switches for A/B runs (graph_switch): programmatic dependent launch
+ * edges between built-ins (DAGRUN_GRAPH_PDL) and per-node priorities
+ * (DAGRUN_GRAPH_PRIORITY).
  * dr__cuda_graph_update re-captures after a library user changed scalar
  * arguments and updates the executable in place (cudaGraphExecUpdate),
  * re-instantiating only when the runtime refuses; when only scalars of
@@ -37,8 +40,9 @@ static cudaGraphNode_t *capture_before(DrBackend *b, cudaStream_t st, gsize *n) 
   if (b->cuda_graph.node == NULL) return NULL;
   enum cudaStreamCaptureStatus status;
   const cudaGraphNode_t *deps = NULL;
+  const cudaGraphEdgeData *edges = NULL; /* asked for: see capture_after */
   size_t n_deps = 0;
-  if (api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, NULL, &n_deps) != cudaSuccess ||
+  if (api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, &edges, &n_deps) != cudaSuccess ||
       status != cudaStreamCaptureStatusActive) {
     (void)api->cudaGetLastError();
     return NULL;
@@ -74,7 +78,10 @@ static void note_node(DrCudaGraphState *cg, DrId v, const cudaGraphNode_t *deps,
   }
   cudaGraphNode_t node = deps[0];
   g_autofree cudaGraphNode_t *in = g_new(cudaGraphNode_t, MAX(n_in, 1));
-  if (n_in && (api->cudaGraphNodeGetDependencies(node, in, NULL, &n_in) != cudaSuccess || n_in != n_before ||
+  /* With edge data: a programmatic edge (DAGRUN_GRAPH_PDL) is not default
+   * data, and without it the query would fail (cudaErrorLossyQuery). */
+  g_autofree cudaGraphEdgeData *edges = g_new0(cudaGraphEdgeData, MAX(n_in, 1));
+  if (n_in && (api->cudaGraphNodeGetDependencies(node, in, edges, &n_in) != cudaSuccess || n_in != n_before ||
                !same_nodes(in, before, n_in))) {
     (void)api->cudaGetLastError();
     return;
@@ -98,9 +105,13 @@ static gboolean capture_after(DrBackend *b, DrId v, cudaStream_t st, gboolean ok
   const DrCudaApi *api = dr_cuda_api();
   enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
   const cudaGraphNode_t *deps = NULL;
+  /* Asked for although unused: without it the query fails
+   * (cudaErrorLossyQuery) when a dependency carries edge data, which
+   * would read as a broken capture. */
+  const cudaGraphEdgeData *edges = NULL;
   size_t n_deps = 0;
   if (api->cudaStreamGetCaptureInfo &&
-      api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, NULL, &n_deps) != cudaSuccess)
+      api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, &edges, &n_deps) != cudaSuccess)
     status = cudaStreamCaptureStatusInvalidated; /* not capturing any more */
   if (status == cudaStreamCaptureStatusActive) {
     if (ok && n_before != G_MAXSIZE && cg->node != NULL) note_node(cg, v, deps, n_deps, before, n_before);
@@ -126,6 +137,59 @@ static gboolean capture_after(DrBackend *b, DrId v, cudaStream_t st, gboolean ok
 
 static const DrCudaCapture capture_hooks = {capture_before, capture_after};
 
+/* Graph mode's two switches, each read from the environment for A/B runs
+ * (bench/graph_ab.sh) with its default here, one constant each, chosen by
+ * measurement on the H200 (BENCHMARKS.md, "graph mode at the hardware's
+ * pace"):
+ *   DAGRUN_GRAPH_PDL=0|1       programmatic dependent launch edges between
+ *                              built-ins, where eager mode launches early
+ *   DAGRUN_GRAPH_PRIORITY=0|1  instantiate with
+ *                              cudaGraphInstantiateFlagUseNodePriority: each
+ *                              kernel node keeps its stream's priority
+ * (capture copies a stream's priority into its kernel nodes; without the
+ * flag the whole graph runs at origin's). The probe of issue #18: a
+ * 1000-leaf fan-out of alternating priorities launched in 278 µs without
+ * the flag, 354 µs with it. */
+#define GRAPH_PDL_DEFAULT FALSE
+#define GRAPH_PRIORITY_DEFAULT FALSE
+
+/* The switch `name`: "1" on, "0" off, anything else (or unset) `dflt`. */
+static gboolean graph_switch(const char *name, gboolean dflt) {
+  const char *v = g_getenv(name);
+  if (v != NULL && strcmp(v, "1") == 0) return TRUE;
+  if (v != NULL && strcmp(v, "0") == 0) return FALSE;
+  return dflt;
+}
+
+/* Graph mode's instantiation flags. */
+static unsigned long long instantiate_flags(void) {
+  return graph_switch("DAGRUN_GRAPH_PRIORITY", GRAPH_PRIORITY_DEFAULT)
+             ? cudaGraphInstantiateFlagUseNodePriority
+             : 0;
+}
+
+/* Binds the built-ins for a capture: as dr__cuda_bind, but with
+ * programmatic dependent launch where DAGRUN_GRAPH_PDL allows it and
+ * nothing is captured between two kernels of a stream. Capture turns such
+ * a launch (cudaLaunchAttributeProgrammaticStreamSerialization) into a
+ * programmatic edge (cudaGraphDependencyTypeProgrammatic, from
+ * cudaGraphKernelNodePortProgrammatic) from the stream's previous kernel
+ * node, so the same rule as eager mode applies (dr__cuda_launch_bind:
+ * no wait, no completion event, a built-in's kernel before), and in
+ * addition no timing node between: timing events are event-record nodes
+ * of their own, and so are inline stamps (DAGRUN_STAMPS_INLINE=1); stamps
+ * aside (the default) add only an event record, which captures no node,
+ * and the side stream's stamp depends on the kernel by a full edge. */
+static gboolean graph_bind(DrBackend *b, GError **error) {
+  const DrCudaTiming *t = &b->timing;
+  gboolean between = t->mode == DR_TIMING_EVENTS || (t->mode == DR_TIMING_STAMPS && !t->stamp_aside);
+  DrCudaBindHow how = {
+      .stamps = b->mode->kernel_stamps && t->mode == DR_TIMING_STAMPS ? t->stamps : NULL,
+      .early = graph_switch("DAGRUN_GRAPH_PDL", GRAPH_PDL_DEFAULT) && !between,
+  };
+  return dr__cuda_launch_bind(&b->launch, &b->streams, &b->memory, &how, error);
+}
+
 /* Captures one iteration into a new graph (*out, owned by the caller).
  * With `map`, the node map maps node ids to the new graph's nodes. */
 static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, gboolean map, GError **error) {
@@ -140,7 +204,7 @@ static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, gboolean map, 
   /* A capture makes a graph that outlives this call: bind what the graph
    * holds now (a library user may have changed scalars since setup, see
    * dr__cuda_graph_update). */
-  gboolean issued = dr__cuda_bind(b, error) && dr__cuda_issue_iteration(b, &capture_hooks, error);
+  gboolean issued = graph_bind(b, error) && dr__cuda_issue_iteration(b, &capture_hooks, error);
   cudaGraph_t graph = NULL;
   cudaError_t rc = api->cudaStreamEndCapture(origin, &graph);
   /* The pointers cudaMallocAsync returned while capturing belong to the
@@ -183,7 +247,8 @@ static gboolean capture_and_instantiate(DrBackend *b, GError **error) {
   DrCudaGraphState *cg = &b->cuda_graph;
   if (!capture_iteration(b, &cg->graph, TRUE, error)) return FALSE;
   if (!write_cuda_graph_dot(b, error)) return FALSE;
-  return DR_CUDA(DR_SITE_SETUP("graph instantiation"), cudaGraphInstantiate, &cg->exec, cg->graph, 0);
+  return DR_CUDA(DR_SITE_SETUP("graph instantiation"), cudaGraphInstantiate, &cg->exec, cg->graph,
+                 instantiate_flags());
 }
 
 /* DrCudaMode.prepare: the capture, outside the timed region. When a node
@@ -234,7 +299,8 @@ gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error) {
     (void)api->cudaGetLastError();
   }
   cudaGraphExec_t exec = NULL;
-  if (!DR_CUDA(DR_SITE_SETUP("graph re-instantiation"), cudaGraphInstantiate, &exec, graph, 0)) {
+  if (!DR_CUDA(DR_SITE_SETUP("graph re-instantiation"), cudaGraphInstantiate, &exec, graph,
+               instantiate_flags())) {
     (void)api->cudaGraphDestroy(graph);
     g_clear_pointer(&cg->node, g_free);
     return FALSE;
@@ -269,6 +335,7 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   if (k == DR_NONE || cg->node == NULL || cg->node[v] == NULL || ln->kcalls[k].patch_count > 0) return FALSE;
   DrKLaunch l = ln->kcalls[k].call.launch;
   l.stream = origin;
+  l.pdl = 0; /* alone in its capture: no kernel before it (the edge is the executable's) */
   cudaGraph_t one = NULL;
   if (api->cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
     (void)api->cudaGetLastError();
@@ -301,7 +368,7 @@ static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, c
                                    GError **error) {
   if (nodes == NULL || b->cuda_graph.node == NULL || b->cuda_graph.exec == NULL)
     return dr__cuda_graph_update(b, how, error);
-  if (!dr__cuda_bind(b, error)) return FALSE;
+  if (!graph_bind(b, error)) return FALSE;
   for (guint32 i = 0; i < n; i++)
     if (!set_node_params(b, nodes[i])) return dr__cuda_graph_update(b, how, error);
   *how = "updated-nodes";
@@ -327,6 +394,7 @@ const DrCudaMode dr__cuda_graph_mode = {
     .stamps_by_default = TRUE,
     .stamps_aside = TRUE,
     .kernel_stamps = FALSE,
+    /* Not read: graph_bind decides (DAGRUN_GRAPH_PDL). */
     .early_launch = FALSE,
     .prepare = graph_prepare,
     .issue = graph_issue,

@@ -79,9 +79,10 @@ gboolean dr__cuda_launch_setup(DrCudaLaunch *l, const DrCudaStreams *s, const Dr
  * node waits on no other stream, the previous node records no completion
  * event and is not a cuBLAS call. The launch latency then overlaps the
  * previous kernel (on the H200 a queued eager launch starts ~3 µs after
- * its predecessor ends, against ~0.8 µs in a graph). NULL when none may:
- * `early` FALSE (graph mode, events timing), or DAGRUN_PDL=0 in the
- * environment (for A/B measurements). */
+ * its predecessor ends, against ~0.8 µs in a graph). In a capture the same
+ * launches become programmatic edges (graph.c, graph_bind). NULL when none
+ * may: `early` FALSE (events timing; graph mode unless DAGRUN_GRAPH_PDL),
+ * or DAGRUN_PDL=0 in the environment (for A/B measurements). */
 static gboolean *early_launches(const DrCudaLaunch *l, const DrCudaStreams *s, gboolean early) {
   const char *env = g_getenv("DAGRUN_PDL");
   if (!early || (env && strcmp(env, "0") == 0)) return NULL;

@@ -494,6 +494,9 @@ static cudaError_t fake_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *g
   return cudaSuccess;
 }
 
+/* The flags of the last instantiation (dr_fake_instantiate_flags). */
+static unsigned long long fake_instantiate_flags;
+
 static cudaError_t fake_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
                                              unsigned long long flags) {
   GATE("cudaGraphInstantiate", graph, FALSE, FALSE);
@@ -502,6 +505,7 @@ static cudaError_t fake_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t 
     return finish(cudaErrorInvalidValue);
   }
   *exec = obj_new(DR_FAKE_GRAPH_EXEC, 0);
+  fake_instantiate_flags = flags;
   return cudaSuccess;
 }
 
@@ -649,8 +653,10 @@ static const char *fake_cudaGetErrorString(cudaError_t error) {
 
 /* The fake's %globaltimer: advances 1 µs per stamp written. */
 static unsigned long long clock_ns;
-/* Kernel launches since the reset, and those that asked for PDL. */
+/* Kernel launches since the reset, and those that asked for PDL; which
+ * did, in launch order ('1' PDL, '0' not). */
 static guint pdl_launches, kernel_launches;
+static GString *pdl_pattern;
 
 static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
   GATE_RECORD("kernel_launch", l->stream, FALSE, FALSE, current()->what = def->name);
@@ -666,6 +672,8 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
     return finish(cudaErrorInvalidValue);
   kernel_launches++;
   pdl_launches += l->pdl != 0;
+  if (pdl_pattern == NULL) pdl_pattern = g_string_new(NULL);
+  g_string_append_c(pdl_pattern, l->pdl ? '1' : '0');
   if (l->stamp != NULL && !(def->flags & DR_KFLAG_STAMPS)) {
     misuse("kernel_launch %s: a stamp for a kernel that does not write one", def->name);
     return finish(cudaErrorInvalidValue);
@@ -718,9 +726,13 @@ const DrCudaApi *dr_fake_api(void) { return &fake_api; }
 
 guint dr_fake_pdl_launches(void) { return pdl_launches; }
 guint dr_fake_kernel_launches(void) { return kernel_launches; }
+const char *dr_fake_pdl_pattern(void) { return pdl_pattern ? pdl_pattern->str : ""; }
+unsigned long long dr_fake_instantiate_flags(void) { return fake_instantiate_flags; }
 
 void dr_fake_reset(void) {
   pdl_launches = kernel_launches = 0;
+  if (pdl_pattern) g_string_truncate(pdl_pattern, 0);
+  fake_instantiate_flags = 0;
   objects_init();
   /* Graphs first: they release the allocations captured into them. */
   for (int pass = 0; pass < 2; pass++) {

@@ -126,6 +126,12 @@ gboolean dr_fake_only_live(gconstpointer *obj);
  * launch (DrKLaunch.pdl), and those made in all. */
 guint dr_fake_pdl_launches(void);
 guint dr_fake_kernel_launches(void);
+/* The kernel launches since the reset in order, '1' for each that asked
+ * for PDL and '0' for each that did not ("" when none). Borrowed. */
+const char *dr_fake_pdl_pattern(void);
+/* The flags of the last successful cudaGraphInstantiate since the reset
+ * (0 when none). */
+unsigned long long dr_fake_instantiate_flags(void);
 
 /* Whether cudaProfilerStart was called and cudaProfilerStop not since. */
 gboolean dr_fake_profiling(void);

@@ -951,44 +951,71 @@ static void test_runner(gconstpointer data) {
  * head b1 waiting on the first chain's head a1 (a cross-stream wait): PDL
  * for a3, b2 and b3 (3). Not for the heads (first on their streams; b1
  * also waits on a1), and not for a2, since a1 records the event b1 waits
- * on between them. None in graph mode, with events, or with
+ * on between them. None with events, or with DAGRUN_PDL=0. Graph mode
+ * (the capture's launches) asks for the same launches, in the same
+ * places, with DAGRUN_GRAPH_PDL=1 and stamps aside or no timing; none by
+ * default (GRAPH_PDL_DEFAULT in backends/cuda/graph.c: change this
+ * expectation with it), with DAGRUN_GRAPH_PDL=0, with events, with inline
+ * stamps (DAGRUN_STAMPS_INLINE=1: a stamp kernel between) or with
  * DAGRUN_PDL=0. */
 typedef struct {
   DrMode mode;
   DrTimingMode timing;
-  const char *env;
+  const char *env;       /* DAGRUN_PDL, or NULL */
+  const char *graph_env; /* DAGRUN_GRAPH_PDL, or NULL */
+  gboolean stamps_inline;
   guint expect;
 } PdlCase;
 
+static const char pdl_yaml[] =
+    "dagrun: 1\n"
+    "name: pdl\n"
+    "buffers:\n"
+    "  a: {type: f32, count: 1Ki, init: iota}\n"
+    "  b: {type: f32, count: 1Ki}\n"
+    "nodes:\n"
+    "  a1: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: a}}\n"
+    "  a2: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: a}}\n"
+    "  a3: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: a}}\n"
+    "  b1: {op: kernel, kernel: spin, args: {ns: 10}, after: [a1]}\n"
+    "  b2: {op: kernel, kernel: fill_f32, args: {y: b, value: 1.0}, after: [b1]}\n"
+    "  b3: {op: kernel, kernel: scale_f32, args: {x: b, alpha: 3.0, y: b}}\n";
+
+/* One run of `plan` as `c` says, with its environment set and then unset;
+ * the fake's counters stay for the caller. */
+static void pdl_run(const DrPlan *plan, const DrGraph *g, const PdlCase *c) {
+  g_autoptr(GError) error = NULL;
+  DrRunOptions opts = fake_run_options(g, c->mode, c->timing, 0, 1);
+  if (c->env) g_setenv("DAGRUN_PDL", c->env, TRUE);
+  if (c->graph_env) g_setenv("DAGRUN_GRAPH_PDL", c->graph_env, TRUE);
+  if (c->stamps_inline) g_setenv("DAGRUN_STAMPS_INLINE", "1", TRUE);
+  dr_fake_reset();
+  DrReport *r = dr_run(plan, &opts, &error);
+  g_unsetenv("DAGRUN_PDL");
+  g_unsetenv("DAGRUN_GRAPH_PDL");
+  g_unsetenv("DAGRUN_STAMPS_INLINE");
+  g_assert_no_error(error);
+  dr_report_free(r);
+  g_assert_cmpuint(dr_fake_kernel_launches(), >=, 6);
+}
+
 static void test_pdl(gconstpointer data) {
   const PdlCase *c = data;
-  static const char yaml[] =
-      "dagrun: 1\n"
-      "name: pdl\n"
-      "buffers:\n"
-      "  a: {type: f32, count: 1Ki, init: iota}\n"
-      "  b: {type: f32, count: 1Ki}\n"
-      "nodes:\n"
-      "  a1: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: a}}\n"
-      "  a2: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: a}}\n"
-      "  a3: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: a}}\n"
-      "  b1: {op: kernel, kernel: spin, args: {ns: 10}, after: [a1]}\n"
-      "  b2: {op: kernel, kernel: fill_f32, args: {y: b, value: 1.0}, after: [b1]}\n"
-      "  b3: {op: kernel, kernel: scale_f32, args: {x: b, alpha: 3.0, y: b}}\n";
-  g_autoptr(DrGraph) g = load_yaml("pdl.yaml", yaml);
+  g_autoptr(DrGraph) g = load_yaml("pdl.yaml", pdl_yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(dr_plan_n_streams(plan), ==, 2);
-  DrRunOptions opts = fake_run_options(g, c->mode, c->timing, 0, 1);
-  if (c->env) g_setenv("DAGRUN_PDL", c->env, TRUE);
-  dr_fake_reset();
-  DrReport *r = dr_run(plan, &opts, &error);
-  g_unsetenv("DAGRUN_PDL");
-  g_assert_no_error(error);
-  dr_report_free(r);
-  g_assert_cmpuint(dr_fake_kernel_launches(), >=, 6);
+  /* Where eager mode asks for PDL, launch by launch. */
+  static const PdlCase eager = {DR_MODE_STREAMS, DR_TIMING_OFF, NULL, NULL, FALSE, 3};
+  pdl_run(plan, g, &eager);
+  g_autofree char *eager_pattern = g_strdup(dr_fake_pdl_pattern());
+  g_assert_cmpuint(dr_fake_pdl_launches(), ==, 3);
+  pdl_run(plan, g, c);
   g_assert_cmpuint(dr_fake_pdl_launches(), ==, c->expect);
+  /* The capture issues the iteration's launches in the same order as an
+   * eager iteration: where it asks for PDL, the pattern is eager mode's. */
+  if (c->expect > 0) g_assert_cmpstr(dr_fake_pdl_pattern(), ==, eager_pattern);
   /* Eagerly, the stream of b1 needs no fork wait (b1 waits on a1, after
    * the fork): the waits are b1's on a1, one fork wait and the two joins. */
   if (c->mode == DR_MODE_STREAMS) {
@@ -998,6 +1025,29 @@ static void test_pdl(gconstpointer data) {
       waits += strcmp(g_array_index(trace, DrFakeCall, i).name, "cudaStreamWaitEvent") == 0;
     g_assert_cmpuint(waits, ==, 4);
   }
+  dr_fake_reset();
+}
+
+/* Graph mode instantiates with cudaGraphInstantiateFlagUseNodePriority
+ * exactly when DAGRUN_GRAPH_PRIORITY=1 (off by default: the probe of
+ * issue #18 launched a fan-out of mixed priorities slower with it), also
+ * after a whole-graph update that re-instantiates. data: the value of
+ * DAGRUN_GRAPH_PRIORITY, or NULL. */
+static void test_graph_priority(gconstpointer data) {
+  const char *env = data;
+  g_autoptr(DrGraph) g = load_yaml("pdl.yaml", pdl_yaml);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  DrRunOptions opts = fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_STAMPS, 0, 1);
+  if (env) g_setenv("DAGRUN_GRAPH_PRIORITY", env, TRUE);
+  dr_fake_reset();
+  DrReport *r = dr_run(plan, &opts, &error);
+  g_unsetenv("DAGRUN_GRAPH_PRIORITY");
+  g_assert_no_error(error);
+  dr_report_free(r);
+  unsigned long long want = env && strcmp(env, "1") == 0 ? cudaGraphInstantiateFlagUseNodePriority : 0;
+  g_assert_cmpuint(dr_fake_instantiate_flags(), ==, want);
   dr_fake_reset();
 }
 
@@ -1254,16 +1304,30 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/fake/data", test_fake_data);
   g_test_add_func("/fault/fake/lifetimes", test_fake_lifetimes);
   static const PdlCase pdl[] = {
-      {DR_MODE_STREAMS, DR_TIMING_OFF, NULL, 3},  {DR_MODE_STREAMS, DR_TIMING_STAMPS, NULL, 3},
-      {DR_MODE_STREAMS, DR_TIMING_AUTO, NULL, 3}, {DR_MODE_STREAMS, DR_TIMING_EVENTS, NULL, 0},
-      {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, 0}, {DR_MODE_STREAMS, DR_TIMING_OFF, "0", 0},
+      {DR_MODE_STREAMS, DR_TIMING_OFF, NULL, NULL, FALSE, 3},
+      {DR_MODE_STREAMS, DR_TIMING_STAMPS, NULL, NULL, FALSE, 3},
+      {DR_MODE_STREAMS, DR_TIMING_AUTO, NULL, NULL, FALSE, 3},
+      {DR_MODE_STREAMS, DR_TIMING_EVENTS, NULL, NULL, FALSE, 0},
+      {DR_MODE_STREAMS, DR_TIMING_OFF, "0", NULL, FALSE, 0},
+      {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, NULL, FALSE, 0},
+      {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, "0", FALSE, 0},
+      {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, "1", FALSE, 3},
+      {DR_MODE_GRAPH, DR_TIMING_OFF, NULL, "1", FALSE, 3},
+      {DR_MODE_GRAPH, DR_TIMING_AUTO, NULL, "1", FALSE, 3},
+      {DR_MODE_GRAPH, DR_TIMING_EVENTS, NULL, "1", FALSE, 0},
+      {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, "1", TRUE, 0},
+      {DR_MODE_GRAPH, DR_TIMING_STAMPS, "0", "1", FALSE, 0},
   };
   for (guint i = 0; i < G_N_ELEMENTS(pdl); i++) {
-    g_autofree char *path =
-        g_strdup_printf("/fault/fake/pdl/%s/%s%s", dr_mode_name(pdl[i].mode),
-                        dr_timing_mode_name(pdl[i].timing), pdl[i].env ? "/DAGRUN_PDL=0" : "");
+    g_autofree char *path = g_strdup_printf(
+        "/fault/fake/pdl/%s/%s%s%s%s%s", dr_mode_name(pdl[i].mode), dr_timing_mode_name(pdl[i].timing),
+        pdl[i].env ? "/DAGRUN_PDL=0" : "", pdl[i].graph_env ? "/DAGRUN_GRAPH_PDL=" : "",
+        pdl[i].graph_env ? pdl[i].graph_env : "", pdl[i].stamps_inline ? "/DAGRUN_STAMPS_INLINE=1" : "");
     g_test_add_data_func(path, &pdl[i], test_pdl);
   }
+  g_test_add_data_func("/fault/fake/graph-priority/default", NULL, test_graph_priority);
+  g_test_add_data_func("/fault/fake/graph-priority/0", "0", test_graph_priority);
+  g_test_add_data_func("/fault/fake/graph-priority/1", "1", test_graph_priority);
   g_test_add_data_func("/fault/fake/profiler-range/streams", GINT_TO_POINTER(DR_MODE_STREAMS),
                        test_profiler_range);
   g_test_add_data_func("/fault/fake/profiler-range/graph", GINT_TO_POINTER(DR_MODE_GRAPH),
