@@ -83,19 +83,12 @@
  * more when more paths are open (wider DAGs need longer alternating
  * paths), and less once failed searches have cost 4 (V + E) in all, which
  * keeps the greedy start linear; Dinic's phases finish what it leaves.
- * DAGRUN_PLAN_MERGE_BUDGET=N replaces it (0: no greedy merges at all, so
+ * DrPlanOptions.no_greedy_merges sets it to 0 (no greedy merges at all, so
  * the tests can hold Dinic's phases alone against the references). */
 #define LOCAL_BUDGET(paths, generous) (256u + ((generous) ? 2048u : 32u) * MIN((paths), 4096u))
 
 /* Ancestors looked at by a budgeted cheap merge before the general search. */
 #define ANCESTOR_BUDGET 256u
-
-static gint64 budget_override(void) {
-  const char *env = g_getenv("DAGRUN_PLAN_MERGE_BUDGET");
-  guint64 v = 0;
-  if (env != NULL && g_ascii_string_to_unsigned(env, 10, 0, G_MAXUINT32, &v, NULL)) return (gint64)v;
-  return -1;
-}
 
 typedef struct {
   const DrPlanCtx *c;
@@ -586,7 +579,7 @@ static void greedy_node(Greedy *g, guint32 i, Mask ends, guint32 best) {
 static guint32 greedy_start(Flow *f) {
   const DrPlanCtx *c = f->c;
   guint32 n = MAX(c->n, 1);
-  Greedy g = {.f = f, .forced = budget_override()};
+  Greedy g = {.f = f, .forced = f->c->no_greedy_merges ? 0 : -1};
   g.pending = g_new(guint32, n);
   g.bits = g_new(Mask, n);
   g.asof = g_new(guint32, n);

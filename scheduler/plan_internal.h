@@ -19,19 +19,20 @@ G_BEGIN_DECLS
 typedef struct {
   const DrGraph *graph;
   guint32 n, m;
-  const DrEdge *edges; /* graph->edges, sorted by (to, from) */
-  guint32 *pred_off;   /* [n+1]: edges pred_off[v] .. pred_off[v+1] end at v */
-  guint32 *succ_off;   /* [n+1]: succ_edge[succ_off[v] ..] start at v */
-  guint32 *succ_edge;  /* [m]: edge indices grouped by `from` */
+  const DrEdge *edges;       /* graph->edges, sorted by (to, from) */
+  guint32 *pred_off;         /* [n+1]: edges pred_off[v] .. pred_off[v+1] end at v */
+  guint32 *succ_off;         /* [n+1]: succ_edge[succ_off[v] ..] start at v */
+  guint32 *succ_edge;        /* [m]: edge indices grouped by `from` */
+  gboolean no_greedy_merges; /* DrPlanOptions' */
 
   /* cost.c */
   double *dur; /* [n] estimated (or profiled) duration, µs */
   /* order.c */
-  guint32 *order;  /* [n] the issue order: node ids, topological */
-  guint32 *pos;    /* [n] position of each node in `order` */
+  guint32 *order; /* [n] the issue order: node ids, topological */
+  guint32 *pos;   /* [n] position of each node in `order` */
   /* chains.c */
-  guint32 *chain;  /* [n] chain of each node (one chain per priority class
-                      never mixes classes) */
+  guint32 *chain; /* [n] chain of each node (one chain per priority class
+                     never mixes classes) */
   guint32 n_chains;
   guint32 class_chains[DR_N_PRIORITIES]; /* chains per priority class */
   /* cap.c */
@@ -63,8 +64,8 @@ guint32 dr__plan_chains(DrPlanCtx *ctx, GArray *antichain);
  * into chain[] starting at `first_chain` (others untouched) and returns
  * the number of chains; when `antichain` is not NULL appends a maximum
  * antichain of the required nodes (as large as the returned count). */
-guint32 dr__chain_cover(const DrPlanCtx *ctx, const guint8 *required, guint32 *chain,
-                        guint32 first_chain, GArray *antichain);
+guint32 dr__chain_cover(const DrPlanCtx *ctx, const guint8 *required, guint32 *chain, guint32 first_chain,
+                        GArray *antichain);
 
 /* cap.c: resolves the stream cap, maps chains to at most that many streams
  * (merging chains when the width exceeds it) and fills plan->streams,

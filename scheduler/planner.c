@@ -77,7 +77,8 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
   DrPlanCtx ctx = {.graph = graph,
                    .n = graph->nodes->len,
                    .m = graph->edges->len,
-                   .edges = (const DrEdge *)graph->edges->data};
+                   .edges = (const DrEdge *)graph->edges->data,
+                   .no_greedy_merges = opts->no_greedy_merges};
   double critical_path_us = 0;
   if (!index_edges(&ctx, error) || !dr__plan_costs(&ctx, opts->profile_path, error) ||
       !dr__plan_order(&ctx, &critical_path_us, error)) {

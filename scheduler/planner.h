@@ -25,10 +25,13 @@ typedef struct {
                                else none in graph mode, else 8 */
   const char *profile_path; /* NULL or a run report JSON whose
                                nodes[].duration_us replace the cost model */
-  gboolean no_memory;       /* skip the memory figures (plan->peak_*: 0);
-                               for measuring what they cost */
-  gboolean uncapped;        /* TRUE: no cap at all (max_streams ignored) */
-  const char *cap_note;     /* static: why this cap, kept as plan->cap_note */
+  /* Tests only: TRUE makes the chain cover skip its greedy merges so
+   * Dinic's phases do all the work (held against the slow references). */
+  gboolean no_greedy_merges;
+  gboolean no_memory;   /* skip the memory figures (plan->peak_*: 0);
+                           for measuring what they cost */
+  gboolean uncapped;    /* TRUE: no cap at all (max_streams ignored) */
+  const char *cap_note; /* static: why this cap, kept as plan->cap_note */
 } DrPlanOptions;
 
 /* Plans `graph`, whose edges must be sorted by (to, from) as dr_passes_run

@@ -21,8 +21,7 @@
 
 static DrId add_node(DrGraph *g, DrOp op, DrPriority prio, const char *fmt, guint32 i) {
   g_autofree char *id = g_strdup_printf(fmt, i);
-  DrNode node = {.op = op, .priority = prio, .device = -1, .kernel = DR_NONE,
-                 .buffer = DR_NONE};
+  DrNode node = {.op = op, .priority = prio, .device = -1, .kernel = DR_NONE, .buffer = DR_NONE};
   node.id = id;
   if (op == DR_OP_KERNEL) node.kernel = dr_graph_find_kernel(g, "k");
   return dr_graph_add_node(g, &node);
@@ -47,8 +46,7 @@ static void shape_edge(Shape *s, guint32 u, guint32 v) {
 }
 
 static Shape shape_new(guint32 n) {
-  return (Shape){n, g_array_new(FALSE, FALSE, sizeof(guint32)),
-                 g_array_new(FALSE, FALSE, sizeof(guint32))};
+  return (Shape){n, g_array_new(FALSE, FALSE, sizeof(guint32)), g_array_new(FALSE, FALSE, sizeof(guint32))};
 }
 
 static void shape_clear(Shape *s) {
@@ -99,7 +97,8 @@ static Shape make_shape(GRand *r, int kind, guint32 max_n) {
         guint32 deg = (guint32)g_rand_int_range(r, 0, 3);
         for (guint32 d = 0; d < deg; d++)
           shape_edge(&s, prev_start + (guint32)g_rand_int_range(r, 0, (gint32)lw), v);
-        if (g_rand_int_range(r, 0, 8) == 0) shape_edge(&s, (guint32)g_rand_int_range(r, 0, (gint32)layer_start), v);
+        if (g_rand_int_range(r, 0, 8) == 0)
+          shape_edge(&s, (guint32)g_rand_int_range(r, 0, (gint32)layer_start), v);
       }
       break;
     }
@@ -152,8 +151,8 @@ static DrGraph *program_graph(GRand *r, guint32 max_n) {
   guint32 n_buf = (guint32)g_rand_int_range(r, 1, 4), n = (guint32)g_rand_int_range(r, 1, (gint32)max_n + 1);
   for (guint32 b = 0; b < n_buf; b++) {
     g_autofree char *name = g_strdup_printf("b%u", b);
-    DrBuffer buf = {.name = name, .type = DR_ELEM_F32, .count = 16, .alloc_node = DR_NONE,
-                    .free_node = DR_NONE};
+    DrBuffer buf = {
+        .name = name, .type = DR_ELEM_F32, .count = 16, .alloc_node = DR_NONE, .free_node = DR_NONE};
     dr_graph_add_buffer(g, &buf);
   }
   for (guint32 v = 0; v < n; v++) {
@@ -345,11 +344,6 @@ static void test_random_small(gconstpointer data) {
   Stats stats = {0};
   for (int iter = 0; iter < 1000; iter++) {
     gboolean priorities = iter % 4 == 3;
-    /* Every fifth plan without greedy merges: Dinic's phases do it all. */
-    if (iter % 5 == 4)
-      g_setenv("DAGRUN_PLAN_MERGE_BUDGET", "0", TRUE);
-    else
-      g_unsetenv("DAGRUN_PLAN_MERGE_BUDGET");
     guint32 cap = iter % 3 == 2 ? (guint32)g_rand_int_range(r, 1, 6) : 64;
     g_autoptr(DrGraph) g = NULL;
     if (kind == 4) {
@@ -359,17 +353,17 @@ static void test_random_small(gconstpointer data) {
       g = shape_graph(r, &s, priorities, iter % 2 == 1);
       shape_clear(&s);
     }
-    DrPlanOptions opts = {cap, NULL};
+    /* Every fifth plan without greedy merges: Dinic's phases do it all. */
+    DrPlanOptions opts = {cap, NULL, .no_greedy_merges = iter % 5 == 4};
     g_autoptr(GError) error = NULL;
     g_autoptr(DrPlan) plan = dr_plan_build(g, &opts, &error);
     g_assert_no_error(error);
     check_small(g, plan, cap, &stats);
   }
-  g_unsetenv("DAGRUN_PLAN_MERGE_BUDGET");
   g_assert_cmpuint(stats.plans, ==, 1000);
   if (g_test_verbose())
-    g_printerr("kind %d: %u plans, %u waits proven necessary, %u with the cap binding\n", kind,
-               stats.plans, stats.waits_checked, stats.binding);
+    g_printerr("kind %d: %u plans, %u waits proven necessary, %u with the cap binding\n", kind, stats.plans,
+               stats.waits_checked, stats.binding);
 }
 
 /* Larger DAGs: no exact reference, but the certificate must hold: an
@@ -378,14 +372,10 @@ static void test_random_small(gconstpointer data) {
 static void test_random_large(void) {
   g_autoptr(GRand) r = g_rand_new_with_seed(99);
   for (int iter = 0; iter < 40; iter++) {
-    if (iter % 3 == 2)
-      g_setenv("DAGRUN_PLAN_MERGE_BUDGET", "0", TRUE);
-    else
-      g_unsetenv("DAGRUN_PLAN_MERGE_BUDGET");
     Shape s = make_shape(r, iter % 4, 3000);
     g_autoptr(DrGraph) g = shape_graph(r, &s, FALSE, iter % 2);
     shape_clear(&s);
-    DrPlanOptions opts = {100000, NULL};
+    DrPlanOptions opts = {100000, NULL, .no_greedy_merges = iter % 3 == 2};
     g_autoptr(GError) error = NULL;
     g_autoptr(DrPlan) plan = dr_plan_build(g, &opts, &error);
     g_assert_no_error(error);
@@ -423,7 +413,6 @@ static void test_random_large(void) {
     g_free(in_chain);
     g_ptr_array_unref(succ);
   }
-  g_unsetenv("DAGRUN_PLAN_MERGE_BUDGET");
 }
 
 /* Large and wide enough that the cap merges chains by the list-scheduling
@@ -495,9 +484,14 @@ static DrGraph *chunked(void) {
   DrBuffer x = {.name = "x", .type = DR_ELEM_F32, .count = 1 << 20};
   DrBuffer y = {.name = "y", .type = DR_ELEM_F32, .count = 1 << 20};
   DrBuffer yh = {.name = "y_host", .type = DR_ELEM_F32, .count = 1 << 20, .where = DR_WHERE_HOST};
-  DrId bxh = dr_graph_add_buffer(g, &xh), bx = dr_graph_add_buffer(g, &x),
-       by = dr_graph_add_buffer(g, &y), byh = dr_graph_add_buffer(g, &yh);
-  DrNode al = {.op = DR_OP_ALLOC, .priority = DR_PRIORITY_NORMAL, .id = "alloc_x", .buffer = bx, .kernel = DR_NONE, .device = -1};
+  DrId bxh = dr_graph_add_buffer(g, &xh), bx = dr_graph_add_buffer(g, &x), by = dr_graph_add_buffer(g, &y),
+       byh = dr_graph_add_buffer(g, &yh);
+  DrNode al = {.op = DR_OP_ALLOC,
+               .priority = DR_PRIORITY_NORMAL,
+               .id = "alloc_x",
+               .buffer = bx,
+               .kernel = DR_NONE,
+               .device = -1};
   DrId alloc = dr_graph_add_node(g, &al);
   DrId up[4], sc[4];
   guint64 q = (1 << 20) / 4;
@@ -520,10 +514,20 @@ static DrGraph *chunked(void) {
   DrAccess dst = {.buffer = byh, .mode = DR_ACCESS_WRITE, .begin = 0, .end = 1 << 20};
   dr_graph_add_access(g, &src);
   dr_graph_add_access(g, &dst);
-  DrNode fr = {.op = DR_OP_FREE, .priority = DR_PRIORITY_NORMAL, .id = "free_x", .buffer = bx, .kernel = DR_NONE, .device = -1};
+  DrNode fr = {.op = DR_OP_FREE,
+               .priority = DR_PRIORITY_NORMAL,
+               .id = "free_x",
+               .buffer = bx,
+               .kernel = DR_NONE,
+               .device = -1};
   DrId free_x = dr_graph_add_node(g, &fr);
-  DrNode rep = {.op = DR_OP_HOST, .priority = DR_PRIORITY_NORMAL, .id = "report", .host_fn = DR_HOST_FN_CHECKSUM,
-                .kernel = DR_NONE, .buffer = DR_NONE, .device = -1};
+  DrNode rep = {.op = DR_OP_HOST,
+                .priority = DR_PRIORITY_NORMAL,
+                .id = "report",
+                .host_fn = DR_HOST_FN_CHECKSUM,
+                .kernel = DR_NONE,
+                .buffer = DR_NONE,
+                .device = -1};
   DrId report = dr_graph_add_node(g, &rep);
   for (guint32 c = 0; c < 4; c++) {
     dr_graph_add_edge(g, alloc, up[c], DR_EDGE_WAW, bx);
@@ -567,8 +571,7 @@ static void check_golden(const char *name, const char *actual) {
   g_autofree char *expected = NULL;
   g_autoptr(GError) error = NULL;
   if (!g_file_get_contents(path, &expected, NULL, &error))
-    g_error("%s: %s (DAGRUN_REGEN=1 bazel run //tests/planner:planner writes it)", path,
-            error->message);
+    g_error("%s: %s (DAGRUN_REGEN=1 bazel run //tests/planner:planner writes it)", path, error->message);
   g_assert_cmpstr(actual, ==, expected);
 }
 
@@ -887,8 +890,8 @@ static void test_dot_renders(void) {
     g_autofree char *out = NULL, *err = NULL;
     gint status = 0;
     const char *argv[] = {"/usr/bin/dot", "-Tsvg", path, NULL};
-    g_assert_true(g_spawn_sync(home, (char **)argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
-                               &status, &error));
+    g_assert_true(
+        g_spawn_sync(home, (char **)argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error));
     g_assert_no_error(error);
     if (!g_spawn_check_wait_status(status, &error)) g_printerr("dot stderr:\n%s", err);
     g_assert_no_error(error);
