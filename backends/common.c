@@ -81,14 +81,29 @@ static float bf16_to_float(guint16 h) { return bits_float((guint32)h << 16); }
 /* Stores `v` (integral for integer types) as element i of `dst`. */
 static void store_elem(DrElemType type, void *dst, guint64 i, double v, gint64 iv) {
   switch (type) {
-    case DR_ELEM_U8: ((guint8 *)dst)[i] = (guint8)(iv & 0xff); break;
-    case DR_ELEM_I32: ((gint32 *)dst)[i] = (gint32)iv; break;
-    case DR_ELEM_I64: ((gint64 *)dst)[i] = iv; break;
-    case DR_ELEM_F16: ((guint16 *)dst)[i] = float_to_f16((float)v); break;
-    case DR_ELEM_BF16: ((guint16 *)dst)[i] = float_to_bf16((float)v); break;
-    case DR_ELEM_F32: ((float *)dst)[i] = (float)v; break;
-    case DR_ELEM_F64: ((double *)dst)[i] = v; break;
-    case DR_ELEM_N_TYPES: g_return_if_reached();
+    case DR_ELEM_U8:
+      ((guint8 *)dst)[i] = (guint8)(iv & 0xff);
+      break;
+    case DR_ELEM_I32:
+      ((gint32 *)dst)[i] = (gint32)iv;
+      break;
+    case DR_ELEM_I64:
+      ((gint64 *)dst)[i] = iv;
+      break;
+    case DR_ELEM_F16:
+      ((guint16 *)dst)[i] = float_to_f16((float)v);
+      break;
+    case DR_ELEM_BF16:
+      ((guint16 *)dst)[i] = float_to_bf16((float)v);
+      break;
+    case DR_ELEM_F32:
+      ((float *)dst)[i] = (float)v;
+      break;
+    case DR_ELEM_F64:
+      ((double *)dst)[i] = v;
+      break;
+    case DR_ELEM_N_TYPES:
+      g_return_if_reached();
   }
 }
 
@@ -104,9 +119,12 @@ static int float_snprint(char *buf, size_t size, const char *format, double v) {
  * allocation: host functions call this on worker and CUDA callback threads. */
 static int elem_snprint(char *buf, size_t size, DrElemType type, const void *data, guint64 i) {
   switch (type) {
-    case DR_ELEM_U8: return g_snprintf(buf, size, "%u", ((const guint8 *)data)[i]);
-    case DR_ELEM_I32: return g_snprintf(buf, size, "%d", ((const gint32 *)data)[i]);
-    case DR_ELEM_I64: return g_snprintf(buf, size, "%" G_GINT64_FORMAT, ((const gint64 *)data)[i]);
+    case DR_ELEM_U8:
+      return g_snprintf(buf, size, "%u", ((const guint8 *)data)[i]);
+    case DR_ELEM_I32:
+      return g_snprintf(buf, size, "%d", ((const gint32 *)data)[i]);
+    case DR_ELEM_I64:
+      return g_snprintf(buf, size, "%" G_GINT64_FORMAT, ((const gint64 *)data)[i]);
     /* The C locale's digits whatever setlocale said: these values land in
      * the run report's "difference" and in host print output. */
     case DR_ELEM_F16:
@@ -117,7 +135,8 @@ static int elem_snprint(char *buf, size_t size, DrElemType type, const void *dat
       return float_snprint(buf, size, "%.9g", ((const float *)data)[i]);
     case DR_ELEM_F64:
       return float_snprint(buf, size, "%.17g", ((const double *)data)[i]);
-    case DR_ELEM_N_TYPES: break;
+    case DR_ELEM_N_TYPES:
+      break;
   }
   return g_snprintf(buf, size, "?");
 }
@@ -135,7 +154,9 @@ gboolean dr__buffer_init(const DrGraph *graph, DrId buffer, void *dst, GError **
   guint64 bytes = dr_buffer_bytes(b);
   switch (b->init) {
     case DR_INIT_NONE:
-    case DR_INIT_ZEROS: memset(dst, 0, bytes); return TRUE;
+    case DR_INIT_ZEROS:
+      memset(dst, 0, bytes);
+      return TRUE;
     case DR_INIT_IOTA:
       for (guint64 i = 0; i < b->count; i++) store_elem(b->type, dst, i, (double)i, (gint64)i);
       return TRUE;
@@ -166,7 +187,8 @@ gboolean dr__buffer_init(const DrGraph *graph, DrId buffer, void *dst, GError **
       }
       if (len != bytes) {
         g_set_error(error, DR_ERROR, DR_ERROR_IO,
-                    "buffer '%s': init file %s holds %" G_GSIZE_FORMAT " bytes, the buffer %" G_GUINT64_FORMAT,
+                    "buffer '%s': init file %s holds %" G_GSIZE_FORMAT
+                    " bytes, the buffer %" G_GUINT64_FORMAT,
                     b->name, path, len, bytes);
         return FALSE;
       }
@@ -183,8 +205,10 @@ void dr__copy_accesses(const DrGraph *graph, const DrNode *node, const DrAccess 
   *src = *dst = NULL;
   for (guint32 i = 0; i < node->access_count; i++) {
     const DrAccess *a = dr__node_access(graph, node, i);
-    if (a->mode == DR_ACCESS_READ && *src == NULL) *src = a;
-    else if (dr_access_writes(a->mode) && *dst == NULL) *dst = a;
+    if (a->mode == DR_ACCESS_READ && *src == NULL)
+      *src = a;
+    else if (dr_access_writes(a->mode) && *dst == NULL)
+      *dst = a;
   }
 }
 
@@ -233,26 +257,33 @@ gboolean dr__kernel_call_bind(const DrGraph *graph, DrId id, void *const *bases,
         break;
       }
       case DR_ARG_INT:
-        if (elem_is_float(p->type)) v->f = (double)arg->v.i;
-        else v->i = arg->v.i;
+        if (elem_is_float(p->type))
+          v->f = (double)arg->v.i;
+        else
+          v->i = arg->v.i;
         break;
       case DR_ARG_FLOAT:
-        if (elem_is_float(p->type)) v->f = arg->v.f;
-        else v->i = (int64_t)arg->v.f;
+        if (elem_is_float(p->type))
+          v->f = arg->v.f;
+        else
+          v->i = (int64_t)arg->v.f;
         break;
-      case DR_ARG_STRING: break;
+      case DR_ARG_STRING:
+        break;
     }
   }
   for (int i = 0; i < def->n_params; i++) {
     if (bound[i]) continue;
     const DrKParam *p = &def->params[i];
     if (p->is_pointer || !p->optional) {
-      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': kernel '%s' parameter '%s' is not bound", n->id,
-                  def->name, p->name);
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': kernel '%s' parameter '%s' is not bound",
+                  n->id, def->name, p->name);
       return FALSE;
     }
-    if (elem_is_float(p->type)) call->args[i].f = p->def;
-    else call->args[i].i = (int64_t)p->def;
+    if (elem_is_float(p->type))
+      call->args[i].f = p->def;
+    else
+      call->args[i].i = (int64_t)p->def;
   }
   DrKLaunch *l = &call->launch;
   l->args = call->args;
@@ -300,20 +331,26 @@ void dr__host_call_bind(const DrGraph *graph, DrId id, void *const *bases, FILE 
         call->buffer_name = b->name;
         break;
       }
-      case DR_ARG_STRING: call->message = arg->v.s; break;
-      case DR_ARG_INT: call->sleep_us = arg->v.i; break;
-      case DR_ARG_FLOAT: call->sleep_us = (gint64)arg->v.f; break;
+      case DR_ARG_STRING:
+        call->message = arg->v.s;
+        break;
+      case DR_ARG_INT:
+        call->sleep_us = arg->v.i;
+        break;
+      case DR_ARG_FLOAT:
+        call->sleep_us = (gint64)arg->v.f;
+        break;
     }
   }
 }
 
 /* Appends with snprintf semantics, keeping *len within size - 1. */
-#define LINE_APPEND(line, len, ...)                                                          \
-  do {                                                                                      \
-    if ((len) < sizeof(line) - 1) {                                                         \
-      int dr__n = g_snprintf((line) + (len), sizeof(line) - (len), __VA_ARGS__);            \
-      (len) = MIN((len) + (size_t)MAX(dr__n, 0), sizeof(line) - 1);                         \
-    }                                                                                       \
+#define LINE_APPEND(line, len, ...)                                              \
+  do {                                                                           \
+    if ((len) < sizeof(line) - 1) {                                              \
+      int dr__n = g_snprintf((line) + (len), sizeof(line) - (len), __VA_ARGS__); \
+      (len) = MIN((len) + (size_t)MAX(dr__n, 0), sizeof(line) - 1);              \
+    }                                                                            \
   } while (0)
 
 void dr__host_call_run(const DrHostCall *call) {
@@ -349,7 +386,8 @@ void dr__host_call_run(const DrHostCall *call) {
                   call->buffer_name ? call->buffer_name : "?",
                   dr__fnv1a64(call->data, call->data ? call->bytes : 0));
       break;
-    case DR_N_HOST_FNS: return;
+    case DR_N_HOST_FNS:
+      return;
   }
   LINE_APPEND(line, len, "\n");
   fwrite(line, 1, len, call->out);

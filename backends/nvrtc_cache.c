@@ -34,8 +34,8 @@
 
 /* The NVRTC entry points used, by name (nvrtc.h's types as plain ints and
  * pointers, so no NVRTC header is needed to build). */
-typedef int (*NvrtcCreate)(void **prog, const char *src, const char *name, int n_headers, const char *const *headers,
-                           const char *const *include_names);
+typedef int (*NvrtcCreate)(void **prog, const char *src, const char *name, int n_headers,
+                           const char *const *headers, const char *const *include_names);
 typedef int (*NvrtcCompile)(void *prog, int n_options, const char *const *options);
 typedef int (*NvrtcSize)(void *prog, size_t *size);
 typedef int (*NvrtcGet)(void *prog, char *out);
@@ -118,8 +118,8 @@ static gboolean open_locked(void) {
   nvrtc.destroy = (NvrtcDestroy)dlsym(h, "nvrtcDestroyProgram");
   nvrtc.error_string = (NvrtcErrorString)dlsym(h, "nvrtcGetErrorString");
   nvrtc.version = (NvrtcVersion)dlsym(h, "nvrtcVersion");
-  nvrtc.ok = nvrtc.create && nvrtc.compile && nvrtc.log_size && nvrtc.log && nvrtc.cubin_size && nvrtc.cubin &&
-             nvrtc.destroy && nvrtc.error_string && nvrtc.version;
+  nvrtc.ok = nvrtc.create && nvrtc.compile && nvrtc.log_size && nvrtc.log && nvrtc.cubin_size &&
+             nvrtc.cubin && nvrtc.destroy && nvrtc.error_string && nvrtc.version;
   if (!nvrtc.ok) {
     g_snprintf(nvrtc.why, sizeof nvrtc.why, "libnvrtc.so.13 lacks an entry point dagrun uses");
     return FALSE;
@@ -160,7 +160,8 @@ static void hash_field(GChecksum *sum, const void *data, gsize len) {
  * header tables and every section with file contents lie inside `len`, so a
  * truncated or overwritten entry is caught before CUDA sees it. */
 static gboolean is_whole_elf(const char *data, gsize len) {
-  if (len < sizeof(Elf64_Ehdr) || memcmp(data, ELFMAG, SELFMAG) != 0 || data[EI_CLASS] != ELFCLASS64) return FALSE;
+  if (len < sizeof(Elf64_Ehdr) || memcmp(data, ELFMAG, SELFMAG) != 0 || data[EI_CLASS] != ELFCLASS64)
+    return FALSE;
   Elf64_Ehdr eh;
   memcpy(&eh, data, sizeof eh);
   if (eh.e_phnum && (eh.e_phentsize < sizeof(Elf64_Phdr) || eh.e_phoff > len ||
@@ -179,8 +180,8 @@ static gboolean is_whole_elf(const char *data, gsize len) {
 }
 
 /* Compiles with NVRTC. Returns the cubin (g_free) or NULL with `error` set. */
-static char *compile(const char *name, const char *source, gsize len, const char *const *options, int n_options,
-                     gsize *out_len, GError **error) {
+static char *compile(const char *name, const char *source, gsize len, const char *const *options,
+                     int n_options, gsize *out_len, GError **error) {
   g_mutex_lock(&lock);
   gboolean ok = open_locked();
   g_mutex_unlock(&lock);
@@ -222,8 +223,8 @@ static char *compile(const char *name, const char *source, gsize len, const char
 }
 
 gboolean dr__nvrtc_compile_cached(const char *name, const char *source, gsize len, const char *arch,
-                                  const char *const *extra_options, char **out_cubin, gsize *out_len, gboolean *hit,
-                                  GError **error) {
+                                  const char *const *extra_options, char **out_cubin, gsize *out_len,
+                                  gboolean *hit, GError **error) {
   g_return_val_if_fail(name != NULL && source != NULL && arch != NULL, FALSE);
   g_return_val_if_fail(out_cubin != NULL && out_len != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
@@ -267,7 +268,8 @@ gboolean dr__nvrtc_compile_cached(const char *name, const char *source, gsize le
   }
 
   gsize cubin_len = 0;
-  char *cubin = compile(name, source, len, (const char *const *)options->pdata, (int)options->len, &cubin_len, error);
+  char *cubin =
+      compile(name, source, len, (const char *const *)options->pdata, (int)options->len, &cubin_len, error);
   if (cubin == NULL) return FALSE;
   /* The cache is an optimisation: failing to store an entry costs the next
    * run a compile, nothing more, so it is only logged. */

@@ -42,8 +42,8 @@ char *dr__nvrtc_cache_dir(void);
  * source does not compile, DR_ERROR_RUNTIME for other NVRTC failures.
  * Messages carry no location; the caller prefixes its own. Thread-safe. */
 gboolean dr__nvrtc_compile_cached(const char *name, const char *source, gsize len, const char *arch,
-                                  const char *const *extra_options, char **out_cubin, gsize *out_len, gboolean *hit,
-                                  GError **error);
+                                  const char *const *extra_options, char **out_cubin, gsize *out_len,
+                                  gboolean *hit, GError **error);
 
 G_END_DECLS
 

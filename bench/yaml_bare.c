@@ -45,12 +45,10 @@ int main(int argc, char **argv) {
     int done = event.type == YAML_STREAM_END_EVENT;
     events++;
     yaml_event_delete(&event);
-    if (done)
-      break;
+    if (done) break;
   }
   yaml_parser_delete(&parser);
   fclose(f);
-  if (rc == 0)
-    printf("events %llu\n", events);
+  if (rc == 0) printf("events %llu\n", events);
   return rc;
 }

@@ -4,12 +4,12 @@
 
 #include <stdarg.h>
 
-G_DEFINE_QUARK(dagrun-error-quark, dr_error)
+G_DEFINE_QUARK(dagrun - error - quark, dr_error)
 
 struct DrDiags {
   GArray *items; /* DrDiag */
   guint max_errors;
-  guint n_errors;   /* counted, stored or not */
+  guint n_errors;    /* counted, stored or not */
   gboolean dropping; /* the last error was over the limit: drop its notes */
 };
 

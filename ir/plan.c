@@ -96,7 +96,8 @@ gboolean dr_plan_check(const DrPlan *plan, GError **error) {
     seen[s->node] = 1;
     if (plan->node_step[s->node] != i) FAIL("P1: node_step of '%s' is wrong", dr_graph_node(g, s->node)->id);
     if (s->stream >= plan->streams->len) FAIL("P1: step %u names no stream", i);
-    if (plan->node_stream[s->node] != s->stream) FAIL("P1: node_stream of '%s' is wrong", dr_graph_node(g, s->node)->id);
+    if (plan->node_stream[s->node] != s->stream)
+      FAIL("P1: node_stream of '%s' is wrong", dr_graph_node(g, s->node)->id);
     const DrStream *st = &g_array_index(plan->streams, DrStream, s->stream);
     if (dr_graph_node(g, s->node)->priority != st->priority)
       FAIL("P4: '%s' has another priority than its stream", dr_graph_node(g, s->node)->id);
@@ -105,7 +106,8 @@ gboolean dr_plan_check(const DrPlan *plan, GError **error) {
     for (guint32 w = s->wait_first; w < s->wait_first + s->wait_count; w++) {
       DrId u = dr_plan_wait(plan, w);
       if (u >= n || plan->node_step[u] >= i || plan->node_stream[u] == s->stream)
-        FAIL("P3: wait %u of '%s' is not an earlier node on another stream", w, dr_graph_node(g, s->node)->id);
+        FAIL("P3: wait %u of '%s' is not an earlier node on another stream", w,
+             dr_graph_node(g, s->node)->id);
       if (!plan->needs_event[u]) FAIL("P3: '%s' is waited on but records no event", dr_graph_node(g, u)->id);
     }
   }

@@ -57,12 +57,12 @@ typedef struct {
 } DrPlanLifetime;
 
 typedef struct {
-  const DrGraph *graph; /* borrowed */
-  GArray *streams;      /* DrStream */
-  GArray *steps;        /* DrPlanStep, in issue order */
-  GArray *waits;        /* DrId: nodes waited upon, grouped per step */
-  guint32 *node_stream; /* [n_nodes] */
-  guint32 *node_step;   /* [n_nodes] */
+  const DrGraph *graph;  /* borrowed */
+  GArray *streams;       /* DrStream */
+  GArray *steps;         /* DrPlanStep, in issue order */
+  GArray *waits;         /* DrId: nodes waited upon, grouped per step */
+  guint32 *node_stream;  /* [n_nodes] */
+  guint32 *node_step;    /* [n_nodes] */
   gboolean *needs_event; /* [n_nodes]: some later step waits on it */
 
   guint32 width;      /* the DAG's width (Dilworth) */

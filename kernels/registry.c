@@ -116,10 +116,10 @@ static const DrKParam p_spin[] = {
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 /* Every built-in but the cuBLAS ones stamps its own end (DR_KFLAG_STAMPS:
  * drk::stamp_block_end closes each kernel, kernels/launch.cuh). */
-#define ENTRY(nm, summary, params, over, block, check, flags, scratch)                                  \
-  {                                                                                                     \
-#nm, summary, params, N(params), over, block, dr__k_##nm##_launch, dr__k_##nm##_host, check,        \
-        (flags) | (((flags) & DR_KFLAG_BLAS) ? 0u : DR_KFLAG_STAMPS), scratch                           \
+#define ENTRY(nm, summary, params, over, block, check, flags, scratch)                           \
+  {                                                                                              \
+#nm, summary, params, N(params), over, block, dr__k_##nm##_launch, dr__k_##nm##_host, check, \
+        (flags) | (((flags)&DR_KFLAG_BLAS) ? 0u : DR_KFLAG_STAMPS), scratch                      \
   }
 
 const DrKernelDef dr_kernel_registry[] = {

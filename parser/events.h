@@ -61,7 +61,7 @@ DrLoc dr__ynode_loc(const DrYNode *node, const char *file);
 const char *dr__ynode_kind_name(const DrYNode *node);
 
 typedef enum {
-  DR_YEV_END,       /* stream end (or the reader stopped on an error) */
+  DR_YEV_END, /* stream end (or the reader stopped on an error) */
   DR_YEV_SCALAR,
   DR_YEV_ALIAS,
   DR_YEV_SEQ_START,

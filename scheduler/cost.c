@@ -58,14 +58,12 @@ double dr__node_cost_us(const DrGraph *g, DrId id) {
   switch (node->op) {
     case DR_OP_COPY:
       /* The source slice: a copy's read access. */
-      return (double)(access_bytes(g, node, FALSE) - access_bytes(g, node, TRUE)) /
-                 COPY_BYTES_PER_US +
+      return (double)(access_bytes(g, node, FALSE) - access_bytes(g, node, TRUE)) / COPY_BYTES_PER_US +
              COPY_FIXED_US;
     case DR_OP_MEMSET:
       return (double)access_bytes(g, node, TRUE) / MEM_BYTES_PER_US + COPY_FIXED_US;
     case DR_OP_KERNEL: {
-      const char *name =
-          node->kernel < g->kernels->len ? dr_graph_kernel(g, node->kernel)->name : "";
+      const char *name = node->kernel < g->kernels->len ? dr_graph_kernel(g, node->kernel)->name : "";
       if (strcmp(name, "spin") == 0) {
         gint64 ns = int_arg(g, node, "ns");
         return ns > 0 ? (double)ns / 1e3 : KERNEL_FIXED_US;

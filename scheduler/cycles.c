@@ -63,10 +63,18 @@ static void note_edge(const DrGraph *g, GHashTable *afters, const DrEdge *e, DrD
   const char *buf = e->buffer != DR_NONE ? dr_graph_buffer(g, e->buffer)->name : "?";
   DrLoc loc = edge_loc(g, afters, e);
   switch (e->kind) {
-    case DR_EDGE_RAW: dr_diags_note(diags, loc, "'%s' reads %s after '%s' writes it", to, buf, from); break;
-    case DR_EDGE_WAR: dr_diags_note(diags, loc, "'%s' writes %s after '%s' reads it", to, buf, from); break;
-    case DR_EDGE_WAW: dr_diags_note(diags, loc, "'%s' writes %s after '%s' writes it", to, buf, from); break;
-    case DR_EDGE_AFTER: dr_diags_note(diags, loc, "'%s' lists '%s' in after:", to, from); break;
+    case DR_EDGE_RAW:
+      dr_diags_note(diags, loc, "'%s' reads %s after '%s' writes it", to, buf, from);
+      break;
+    case DR_EDGE_WAR:
+      dr_diags_note(diags, loc, "'%s' writes %s after '%s' reads it", to, buf, from);
+      break;
+    case DR_EDGE_WAW:
+      dr_diags_note(diags, loc, "'%s' writes %s after '%s' writes it", to, buf, from);
+      break;
+    case DR_EDGE_AFTER:
+      dr_diags_note(diags, loc, "'%s' lists '%s' in after:", to, from);
+      break;
   }
 }
 

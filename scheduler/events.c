@@ -52,8 +52,7 @@ static guint32 slot_alloc(Clocks *c, const guint32 *clock) {
     slot = c->slab->len / c->width;
     g_array_set_size(c->slab, c->slab->len + c->width);
   }
-  memcpy(&g_array_index(c->slab, guint32, (gsize)slot * c->width), clock,
-         c->width * sizeof(guint32));
+  memcpy(&g_array_index(c->slab, guint32, (gsize)slot * c->width), clock, c->width * sizeof(guint32));
   return slot;
 }
 
@@ -61,11 +60,10 @@ void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan) {
   guint32 n = ctx->n, S = MAX(plan->streams->len, 1);
   guint32 **rows = g_new0(guint32 *, S); /* clock of each stream, NULL until it waits */
   guint32 *count = g_new0(guint32, S);
-  guint32 *spos = g_new(guint32, MAX(n, 1));    /* 1-based place in its stream */
+  guint32 *spos = g_new(guint32, MAX(n, 1));     /* 1-based place in its stream */
   guint32 *pending = g_new0(guint32, MAX(n, 1)); /* successors on other streams not issued */
   guint32 *slot = g_new(guint32, MAX(n, 1));
-  Clocks clocks = {S, g_array_new(FALSE, FALSE, sizeof(guint32)),
-                   g_array_new(FALSE, FALSE, sizeof(guint32))};
+  Clocks clocks = {S, g_array_new(FALSE, FALSE, sizeof(guint32)), g_array_new(FALSE, FALSE, sizeof(guint32))};
   GArray *preds = g_array_new(FALSE, FALSE, sizeof(Pred));
 
   for (guint32 e = 0; e < ctx->m; e++)

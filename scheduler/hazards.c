@@ -184,12 +184,15 @@ static void gather(const DrGraph *g, Seen *seen, gsize *count, guint64 *pts, gsi
       if (a->begin >= a->end) continue;
       guint64 v[2] = {a->begin, a->end};
       for (guint k = 0; k < 2; k++) {
-        guint64 h = (v[k] + a->buffer * G_GUINT64_CONSTANT(0x100000001b3)) * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15);
+        guint64 h =
+            (v[k] + a->buffer * G_GUINT64_CONSTANT(0x100000001b3)) * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15);
         Seen *slot = &seen[(h >> 40) & (SEEN_SLOTS - 1)];
         if (slot->buffer == a->buffer && slot->value == v[k]) continue;
         *slot = (Seen){a->buffer, v[k]};
-        if (pts == NULL) count[a->buffer + 1]++;
-        else pts[fill[a->buffer]++] = v[k];
+        if (pts == NULL)
+          count[a->buffer + 1]++;
+        else
+          pts[fill[a->buffer]++] = v[k];
       }
     }
   }
@@ -240,17 +243,17 @@ typedef struct {
 
 typedef struct {
   DrGraph *graph;
-  guint64 *pts;     /* buffer b's sorted distinct boundaries: pts[first[b] .. first[b+1]) */
-  gsize *first;     /* [n_buffers + 1] */
+  guint64 *pts; /* buffer b's sorted distinct boundaries: pts[first[b] .. first[b+1]) */
+  gsize *first; /* [n_buffers + 1] */
   gsize n_pts;
   guint64 *samples;    /* every SAMPLE-th boundary of each buffer */
   gsize *sample_first; /* [n_buffers + 1] */
   gsize *finger;       /* [n_buffers]: the last point() answer */
-  DrId *writer;     /* [n_pts], at run starts: the run's last writer, DR_NONE: none */
-  guint32 *readers; /* [n_pts], at run starts: reader cells since that write, NIL: none */
-  Bits starts;      /* run starts; boundary i stands for [pts[i], pts[i+1]) */
-  GArray *cells;    /* ReaderCell, never freed during the pass */
-  DrId *stamp;      /* [n_nodes]: the last target an edge from it went to */
+  DrId *writer;        /* [n_pts], at run starts: the run's last writer, DR_NONE: none */
+  guint32 *readers;    /* [n_pts], at run starts: reader cells since that write, NIL: none */
+  Bits starts;         /* run starts; boundary i stands for [pts[i], pts[i+1]) */
+  GArray *cells;       /* ReaderCell, never freed during the pass */
+  DrId *stamp;         /* [n_nodes]: the last target an edge from it went to */
 } Hazards;
 
 static void compress(Hazards *hz) {
@@ -301,8 +304,10 @@ static gsize point(Hazards *hz, DrId b, guint64 value) {
   gsize lo = hz->sample_first[b], hi = hz->sample_first[b + 1];
   while (hi - lo > 1) {
     gsize mid = lo + (hi - lo) / 2;
-    if (hz->samples[mid] <= value) lo = mid;
-    else hi = mid;
+    if (hz->samples[mid] <= value)
+      lo = mid;
+    else
+      hi = mid;
   }
   gsize i = hz->first[b] + (lo - hz->sample_first[b]) * SAMPLE;
   while (hz->pts[i] != value) i++; /* within the block: one or two cache lines */

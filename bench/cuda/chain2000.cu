@@ -39,8 +39,8 @@ int main(int argc, char **argv) {
   for (const Case &c : cases) {
     double host_us;
     Stats s = stats_of(time_eager(*c.dag, p, o.warmup, o.iterations, &host_us));
-    snprintf(extra, sizeof extra, ", \"per_node_us\": %.3f, \"host_us_per_node\": %.3f",
-             s.median / N, host_us / N);
+    snprintf(extra, sizeof extra, ", \"per_node_us\": %.3f, \"host_us_per_node\": %.3f", s.median / N,
+             host_us / N);
     print_result("chain2000", c.name, c.eager_cmp, N, 1, o.iterations, s, extra);
   }
   const char *gnames[] = {"graph", "empty_graph"};
@@ -51,10 +51,9 @@ int main(int argc, char **argv) {
     cudaGraphExec_t exec = r.capture(*gdags[k], p, &inst_us);
     Stats s = stats_of(time_graph(exec, o.warmup, o.iterations, &host_us));
     snprintf(extra, sizeof extra,
-             ", \"per_node_us\": %.3f, \"instantiate_us\": %.1f, \"launch_host_us\": %.2f",
-             s.median / N, inst_us, host_us);
-    print_result("chain2000", gnames[k], k == 0 ? "graph" : nullptr, N, 1, o.iterations, s,
-                 extra);
+             ", \"per_node_us\": %.3f, \"instantiate_us\": %.1f, \"launch_host_us\": %.2f", s.median / N,
+             inst_us, host_us);
+    print_result("chain2000", gnames[k], k == 0 ? "graph" : nullptr, N, 1, o.iterations, s, extra);
   }
 
   /* alpha = 1 everywhere, so the data must still be all ones. */

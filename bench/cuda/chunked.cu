@@ -20,20 +20,17 @@ struct Bufs {
   float *x, *y;
 };
 
-static void issue(const Bufs &b, int chunks, std::vector<cudaStream_t> &st,
-                  cudaEvent_t fork, std::vector<cudaEvent_t> &join) {
+static void issue(const Bufs &b, int chunks, std::vector<cudaStream_t> &st, cudaEvent_t fork,
+                  std::vector<cudaEvent_t> &join) {
   long long per = N / chunks;
   CHECK(cudaEventRecord(fork, st[0]));
-  for (int c = 1; c < chunks; c++)
-    CHECK(cudaStreamWaitEvent(st[c], fork, 0));
+  for (int c = 1; c < chunks; c++) CHECK(cudaStreamWaitEvent(st[c], fork, 0));
   for (int c = 0; c < chunks; c++) {
     long long off = c * per;
-    CHECK(cudaMemcpyAsync(b.x + off, b.x_host + off, per * sizeof(float), cudaMemcpyHostToDevice,
-                          st[c]));
+    CHECK(cudaMemcpyAsync(b.x + off, b.x_host + off, per * sizeof(float), cudaMemcpyHostToDevice, st[c]));
     axpy_kernel<<<blocks_for(per, 256), 256, 0, st[c]>>>(ALPHA, b.x + off, b.y + off, per);
     CHECK_LAUNCH();
-    CHECK(cudaMemcpyAsync(b.y_host + off, b.y + off, per * sizeof(float), cudaMemcpyDeviceToHost,
-                          st[c]));
+    CHECK(cudaMemcpyAsync(b.y_host + off, b.y + off, per * sizeof(float), cudaMemcpyDeviceToHost, st[c]));
   }
   for (int c = 1; c < chunks; c++) {
     CHECK(cudaEventRecord(join[c], st[c]));
@@ -70,11 +67,9 @@ int main(int argc, char **argv) {
   const int chunk_counts[] = {16, 1};
   for (int chunks : chunk_counts) {
     std::vector<cudaStream_t> st(chunks);
-    for (auto &s : st)
-      CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (auto &s : st) CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     std::vector<cudaEvent_t> join(chunks);
-    for (auto &e : join)
-      CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    for (auto &e : join) CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     cudaEvent_t fork;
     CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
     char name[64];
@@ -89,10 +84,10 @@ int main(int argc, char **argv) {
     failures += !ok;
     std::string extra = std::string(", \"verified\": ") + (ok ? "true" : "false") +
                         ", \"bytes\": " + std::to_string(2 * bytes);
-    Stats s = stats_of(time_events(st[0], o.warmup, o.iterations,
-                                   [&](cudaStream_t) { issue(b, chunks, st, fork, join); }));
-    print_result(chunks == 16 ? "chunked" : "chunked1", name, "streams", 3 * chunks, chunks,
-                 o.iterations, s, extra + fmt(", \"gbps\": %.1f", 2.0 * bytes / s.median / 1e3));
+    Stats s = stats_of(
+        time_events(st[0], o.warmup, o.iterations, [&](cudaStream_t) { issue(b, chunks, st, fork, join); }));
+    print_result(chunks == 16 ? "chunked" : "chunked1", name, "streams", 3 * chunks, chunks, o.iterations, s,
+                 extra + fmt(", \"gbps\": %.1f", 2.0 * bytes / s.median / 1e3));
 
     if (chunks == 16) {
       cudaGraph_t g;
@@ -114,10 +109,8 @@ int main(int argc, char **argv) {
       print_result("chunked", "chunks16_graph", "graph", 3 * chunks, chunks, o.iterations, s,
                    extra + fmt(", \"gbps\": %.1f", 2.0 * bytes / s.median / 1e3));
     }
-    for (auto s2 : st)
-      CHECK(cudaStreamDestroy(s2));
-    for (auto e : join)
-      CHECK(cudaEventDestroy(e));
+    for (auto s2 : st) CHECK(cudaStreamDestroy(s2));
+    for (auto e : join) CHECK(cudaEventDestroy(e));
     CHECK(cudaEventDestroy(fork));
   }
   CHECK(cudaFreeHost(b.x_host));

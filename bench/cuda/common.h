@@ -30,14 +30,13 @@
 #include <string>
 #include <vector>
 
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    cudaError_t check_err_ = (call);                                                   \
-    if (check_err_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,             \
-              cudaGetErrorString(check_err_));                                         \
-      exit(70);                                                                        \
-    }                                                                                  \
+#define CHECK(call)                                                                                         \
+  do {                                                                                                      \
+    cudaError_t check_err_ = (call);                                                                        \
+    if (check_err_ != cudaSuccess) {                                                                        \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(check_err_)); \
+      exit(70);                                                                                             \
+    }                                                                                                       \
   } while (0)
 
 #define CHECK_LAUNCH() CHECK(cudaGetLastError())
@@ -57,8 +56,7 @@ __global__ void spin_kernel(long long ns) {
 /* y = alpha * x, like dagrun's scale_f32 (blocks of 256 over n). */
 __global__ void scale_kernel(const float *x, float alpha, float *y, long long n) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n)
-    y[i] = alpha * x[i];
+  if (i < n) y[i] = alpha * x[i];
 }
 
 /* y = alpha * x + y (one fma), like dagrun's axpy_f32. */
@@ -81,8 +79,7 @@ static inline uint64_t splitmix64(uint64_t *state) {
 }
 
 static inline double host_now_us() {
-  return std::chrono::duration<double, std::micro>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -118,27 +115,24 @@ static inline Opts parse_opts(int argc, char **argv, int iterations, int warmup)
       exit(64);
     }
   }
-  if (o.iterations < 1)
-    o.iterations = 1;
-  if (o.warmup < 0)
-    o.warmup = 0;
+  if (o.iterations < 1) o.iterations = 1;
+  if (o.warmup < 0) o.warmup = 0;
   return o;
 }
 
 /* Prints one result line. `extra` is either empty or starts with ", ". */
-static inline void print_result(const char *case_name, const char *variant, const char *compare,
-                                size_t nodes, int streams, int iterations, Stats s,
-                                const std::string &extra = "") {
+static inline void print_result(const char *case_name, const char *variant, const char *compare, size_t nodes,
+                                int streams, int iterations, Stats s, const std::string &extra = "") {
   char cmp[32];
   if (compare)
     snprintf(cmp, sizeof cmp, "\"%s\"", compare);
   else
     snprintf(cmp, sizeof cmp, "null");
-  printf("{\"case\": \"%s\", \"variant\": \"%s\", \"compare\": %s, \"nodes\": %zu, "
-         "\"streams\": %d, \"iterations\": %d, \"makespan_us\": %.3f, \"min_us\": %.3f, "
-         "\"max_us\": %.3f%s}\n",
-         case_name, variant, cmp, nodes, streams, iterations, s.median, s.min, s.max,
-         extra.c_str());
+  printf(
+      "{\"case\": \"%s\", \"variant\": \"%s\", \"compare\": %s, \"nodes\": %zu, "
+      "\"streams\": %d, \"iterations\": %d, \"makespan_us\": %.3f, \"min_us\": %.3f, "
+      "\"max_us\": %.3f%s}\n",
+      case_name, variant, cmp, nodes, streams, iterations, s.median, s.min, s.max, extra.c_str());
   fflush(stdout);
 }
 
@@ -148,8 +142,8 @@ enum NodeKind { NODE_SPIN, NODE_SCALE, NODE_EMPTY };
 
 struct Node {
   NodeKind kind;
-  long long ns;       /* spin */
-  const float *x;     /* scale */
+  long long ns;   /* spin */
+  const float *x; /* scale */
   float *y;
   float alpha;
   long long n;
@@ -184,13 +178,11 @@ struct Dag {
   }
   void edge(int from, int to) {
     std::vector<int> &p = nodes[to].preds;
-    if (std::find(p.begin(), p.end(), from) == p.end())
-      p.push_back(from);
+    if (std::find(p.begin(), p.end(), from) == p.end()) p.push_back(from);
   }
   size_t n_edges() const {
     size_t e = 0;
-    for (const Node &n : nodes)
-      e += n.preds.size();
+    for (const Node &n : nodes) e += n.preds.size();
     return e;
   }
 };
@@ -202,15 +194,15 @@ static inline unsigned blocks_for(long long n, unsigned block) {
 
 static inline void launch_node(const Node &n, cudaStream_t s) {
   switch (n.kind) {
-  case NODE_SPIN:
-    spin_kernel<<<1, 1, 0, s>>>(n.ns);
-    break;
-  case NODE_SCALE:
-    scale_kernel<<<blocks_for(n.n, 256), 256, 0, s>>>(n.x, n.alpha, n.y, n.n);
-    break;
-  case NODE_EMPTY:
-    empty_kernel<<<1, 1, 0, s>>>();
-    break;
+    case NODE_SPIN:
+      spin_kernel<<<1, 1, 0, s>>>(n.ns);
+      break;
+    case NODE_SCALE:
+      scale_kernel<<<blocks_for(n.n, 256), 256, 0, s>>>(n.x, n.alpha, n.y, n.n);
+      break;
+    case NODE_EMPTY:
+      empty_kernel<<<1, 1, 0, s>>>();
+      break;
   }
   CHECK_LAUNCH();
 }
@@ -219,16 +211,14 @@ static inline void launch_node(const Node &n, cudaStream_t s) {
 static inline std::vector<int> dag_levels(const Dag &d) {
   std::vector<int> lvl(d.nodes.size(), 0);
   for (size_t i = 0; i < d.nodes.size(); i++)
-    for (int p : d.nodes[i].preds)
-      lvl[i] = std::max(lvl[i], lvl[p] + 1);
+    for (int p : d.nodes[i].preds) lvl[i] = std::max(lvl[i], lvl[p] + 1);
   return lvl;
 }
 
 /* Issue order that interleaves streams: by level, then by index. */
 static inline std::vector<int> level_order(const Dag &d) {
   std::vector<int> lvl = dag_levels(d), order(d.nodes.size());
-  for (size_t i = 0; i < order.size(); i++)
-    order[i] = (int)i;
+  for (size_t i = 0; i < order.size(); i++) order[i] = (int)i;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lvl[a] < lvl[b]; });
   return order;
 }
@@ -249,8 +239,7 @@ static inline StreamPlan plan_round_robin(const Dag &d, int k) {
   p.stream.assign(d.nodes.size(), 0);
   std::vector<int> lvl = dag_levels(d);
   std::vector<int> seen(d.nodes.size() + 1, 0);
-  for (int v : p.order)
-    p.stream[v] = seen[lvl[v]]++ % k;
+  for (int v : p.order) p.stream[v] = seen[lvl[v]]++ % k;
   p.n_streams = k;
   return p;
 }
@@ -292,8 +281,7 @@ static inline StreamPlan plan_serial(const Dag &d) {
   p.n_streams = 1;
   p.stream.assign(d.nodes.size(), 0);
   p.order.resize(d.nodes.size());
-  for (size_t i = 0; i < d.nodes.size(); i++)
-    p.order[i] = (int)i;
+  for (size_t i = 0; i < d.nodes.size(); i++) p.order[i] = (int)i;
   return p;
 }
 
@@ -306,26 +294,21 @@ struct Runner {
 
   Runner(const Dag &d, const StreamPlan &p) {
     streams.resize(p.n_streams);
-    for (auto &s : streams)
-      CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (auto &s : streams) CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     node_event.assign(d.nodes.size(), nullptr);
     for (size_t v = 0; v < d.nodes.size(); v++)
       for (int u : d.nodes[v].preds)
         if (p.stream[u] != p.stream[v] && node_event[u] == nullptr)
           CHECK(cudaEventCreateWithFlags(&node_event[u], cudaEventDisableTiming));
     join.resize(p.n_streams);
-    for (auto &e : join)
-      CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    for (auto &e : join) CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
   }
   ~Runner() {
-    for (auto s : streams)
-      cudaStreamDestroy(s);
+    for (auto s : streams) cudaStreamDestroy(s);
     for (auto e : node_event)
-      if (e)
-        cudaEventDestroy(e);
-    for (auto e : join)
-      cudaEventDestroy(e);
+      if (e) cudaEventDestroy(e);
+    for (auto e : join) cudaEventDestroy(e);
     cudaEventDestroy(fork);
   }
 
@@ -335,16 +318,13 @@ struct Runner {
   void issue(const Dag &d, const StreamPlan &p) {
     cudaStream_t origin = streams[0];
     CHECK(cudaEventRecord(fork, origin));
-    for (int s = 1; s < p.n_streams; s++)
-      CHECK(cudaStreamWaitEvent(streams[s], fork, 0));
+    for (int s = 1; s < p.n_streams; s++) CHECK(cudaStreamWaitEvent(streams[s], fork, 0));
     for (int v : p.order) {
       cudaStream_t s = streams[p.stream[v]];
       for (int u : d.nodes[v].preds)
-        if (p.stream[u] != p.stream[v])
-          CHECK(cudaStreamWaitEvent(s, node_event[u], 0));
+        if (p.stream[u] != p.stream[v]) CHECK(cudaStreamWaitEvent(s, node_event[u], 0));
       launch_node(d.nodes[v], s);
-      if (node_event[v])
-        CHECK(cudaEventRecord(node_event[v], s));
+      if (node_event[v]) CHECK(cudaEventRecord(node_event[v], s));
     }
     for (int s = 1; s < p.n_streams; s++) {
       CHECK(cudaEventRecord(join[s], streams[s]));
@@ -360,8 +340,7 @@ struct Runner {
     cudaGraphExec_t exec;
     double t0 = host_now_us();
     CHECK(cudaGraphInstantiate(&exec, g, 0));
-    if (instantiate_us)
-      *instantiate_us = host_now_us() - t0;
+    if (instantiate_us) *instantiate_us = host_now_us() - t0;
     CHECK(cudaGraphDestroy(g));
     return exec;
   }
@@ -375,8 +354,7 @@ static inline cudaGraphExec_t build_explicit_graph(const Dag &d, double *instant
   for (size_t v = 0; v < d.nodes.size(); v++) {
     const Node &n = d.nodes[v];
     std::vector<cudaGraphNode_t> deps;
-    for (int u : n.preds)
-      deps.push_back(gn[u]);
+    for (int u : n.preds) deps.push_back(gn[u]);
     cudaKernelNodeParams kp{};
     void *args[4];
     long long ns = n.ns, count = n.n;
@@ -384,36 +362,34 @@ static inline cudaGraphExec_t build_explicit_graph(const Dag &d, double *instant
     float *y = n.y;
     float alpha = n.alpha;
     switch (n.kind) {
-    case NODE_SPIN:
-      kp.func = (void *)spin_kernel;
-      kp.gridDim = dim3(1);
-      kp.blockDim = dim3(1);
-      args[0] = &ns;
-      break;
-    case NODE_SCALE:
-      kp.func = (void *)scale_kernel;
-      kp.gridDim = dim3(blocks_for(count, 256));
-      kp.blockDim = dim3(256);
-      args[0] = &x;
-      args[1] = &alpha;
-      args[2] = &y;
-      args[3] = &count;
-      break;
-    case NODE_EMPTY:
-      kp.func = (void *)empty_kernel;
-      kp.gridDim = dim3(1);
-      kp.blockDim = dim3(1);
-      break;
+      case NODE_SPIN:
+        kp.func = (void *)spin_kernel;
+        kp.gridDim = dim3(1);
+        kp.blockDim = dim3(1);
+        args[0] = &ns;
+        break;
+      case NODE_SCALE:
+        kp.func = (void *)scale_kernel;
+        kp.gridDim = dim3(blocks_for(count, 256));
+        kp.blockDim = dim3(256);
+        args[0] = &x;
+        args[1] = &alpha;
+        args[2] = &y;
+        args[3] = &count;
+        break;
+      case NODE_EMPTY:
+        kp.func = (void *)empty_kernel;
+        kp.gridDim = dim3(1);
+        kp.blockDim = dim3(1);
+        break;
     }
     kp.kernelParams = args;
-    CHECK(cudaGraphAddKernelNode(&gn[v], g, deps.empty() ? nullptr : deps.data(), deps.size(),
-                                 &kp));
+    CHECK(cudaGraphAddKernelNode(&gn[v], g, deps.empty() ? nullptr : deps.data(), deps.size(), &kp));
   }
   cudaGraphExec_t exec;
   double t0 = host_now_us();
   CHECK(cudaGraphInstantiate(&exec, g, 0));
-  if (instantiate_us)
-    *instantiate_us = host_now_us() - t0;
+  if (instantiate_us) *instantiate_us = host_now_us() - t0;
   CHECK(cudaGraphDestroy(g));
   return exec;
 }
@@ -422,13 +398,12 @@ static inline cudaGraphExec_t build_explicit_graph(const Dag &d, double *instant
  * then `iterations` timed ones. Returns per-iteration µs. The host time of
  * issuing body (µs, median) goes to *host_us when given. */
 template <typename F>
-static inline std::vector<double> time_events(cudaStream_t stream, int warmup, int iterations,
-                                              F body, double *host_us = nullptr) {
+static inline std::vector<double> time_events(cudaStream_t stream, int warmup, int iterations, F body,
+                                              double *host_us = nullptr) {
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < warmup; i++)
-    body(stream);
+  for (int i = 0; i < warmup; i++) body(stream);
   CHECK(cudaStreamSynchronize(stream));
   CHECK(cudaDeviceSynchronize());
   std::vector<double> t, h;
@@ -444,16 +419,15 @@ static inline std::vector<double> time_events(cudaStream_t stream, int warmup, i
     t.push_back(ms * 1000.0);
   }
   CHECK(cudaGetLastError());
-  if (host_us)
-    *host_us = stats_of(h).median;
+  if (host_us) *host_us = stats_of(h).median;
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   return t;
 }
 
 /* Times the DAG eagerly on the plan's streams. */
-static inline std::vector<double> time_eager(const Dag &d, const StreamPlan &p, int warmup,
-                                             int iterations, double *host_us = nullptr) {
+static inline std::vector<double> time_eager(const Dag &d, const StreamPlan &p, int warmup, int iterations,
+                                             double *host_us = nullptr) {
   Runner r(d, p);
   return time_events(
       r.streams[0], warmup, iterations, [&](cudaStream_t) { r.issue(d, p); }, host_us);
@@ -467,15 +441,14 @@ static inline std::vector<double> time_eager(const Dag &d, const StreamPlan &p, 
  * events still time each iteration alone, since `body` starts on `stream`
  * after the previous iteration joined it. */
 template <typename F>
-static inline std::vector<double> time_events_queued(cudaStream_t stream, int warmup,
-                                                     int iterations, F body) {
+static inline std::vector<double> time_events_queued(cudaStream_t stream, int warmup, int iterations,
+                                                     F body) {
   std::vector<cudaEvent_t> a(iterations), b(iterations);
   for (int i = 0; i < iterations; i++) {
     CHECK(cudaEventCreate(&a[i]));
     CHECK(cudaEventCreate(&b[i]));
   }
-  for (int i = 0; i < warmup; i++)
-    body(stream);
+  for (int i = 0; i < warmup; i++) body(stream);
   for (int i = 0; i < iterations; i++) {
     CHECK(cudaEventRecord(a[i], stream));
     body(stream);
@@ -501,8 +474,7 @@ static inline std::vector<double> time_graph(cudaGraphExec_t exec, int warmup, i
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CHECK(cudaGraphUpload(exec, s));
   std::vector<double> t = time_events(
-      s, warmup, iterations, [&](cudaStream_t st) { CHECK(cudaGraphLaunch(exec, st)); },
-      host_us);
+      s, warmup, iterations, [&](cudaStream_t st) { CHECK(cudaGraphLaunch(exec, st)); }, host_us);
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaStreamDestroy(s));
   return t;
@@ -531,8 +503,7 @@ static inline std::string fmt(const char *f, double v) {
  * after its timed runs; check's verdict goes into the line as "verified"
  * and a false one makes the function return false. */
 static inline bool run_dag_variants(const char *case_name, const Dag &d, const Opts &o,
-                                    const std::string &extra,
-                                    const std::function<void()> &reset = nullptr,
+                                    const std::string &extra, const std::function<void()> &reset = nullptr,
                                     const std::function<bool()> &check = nullptr) {
   size_t n = d.nodes.size();
   std::string base = extra + ", \"edges\": " + std::to_string(d.n_edges());
@@ -540,24 +511,21 @@ static inline bool run_dag_variants(const char *case_name, const Dag &d, const O
   bool all_ok = true;
   double inst_us;
   auto verdict = [&]() {
-    if (!check)
-      return std::string();
+    if (!check) return std::string();
     bool ok = check();
     all_ok = all_ok && ok;
     return std::string(", \"verified\": ") + (ok ? "true" : "false");
   };
   std::vector<double> t;
 
-  if (reset)
-    reset();
+  if (reset) reset();
   cudaGraphExec_t exec = build_explicit_graph(d, &inst_us);
   t = time_graph(exec, o.warmup, o.iterations);
   ex = base + verdict();
   print_result(case_name, "explicit_graph", "graph", n, 0, o.iterations, stats_of(t),
                ex + fmt(", \"instantiate_us\": %.1f", inst_us));
 
-  if (reset)
-    reset();
+  if (reset) reset();
   StreamPlan rr = plan_round_robin(d, 4);
   {
     Runner r(d, rr);
@@ -565,12 +533,10 @@ static inline bool run_dag_variants(const char *case_name, const Dag &d, const O
   }
   t = time_graph(exec, o.warmup, o.iterations);
   ex = base + verdict();
-  print_result(case_name, "roundrobin4_capture", nullptr, n, rr.n_streams, o.iterations,
-               stats_of(t),
+  print_result(case_name, "roundrobin4_capture", nullptr, n, rr.n_streams, o.iterations, stats_of(t),
                ex + fmt(", \"instantiate_us\": %.1f", inst_us));
 
-  if (reset)
-    reset();
+  if (reset) reset();
   StreamPlan cc = plan_chain_cover(d);
   {
     Runner r(d, cc);
@@ -578,12 +544,10 @@ static inline bool run_dag_variants(const char *case_name, const Dag &d, const O
   }
   t = time_graph(exec, o.warmup, o.iterations);
   ex = base + verdict();
-  print_result(case_name, "chaincover_capture", nullptr, n, cc.n_streams, o.iterations,
-               stats_of(t),
+  print_result(case_name, "chaincover_capture", nullptr, n, cc.n_streams, o.iterations, stats_of(t),
                ex + fmt(", \"instantiate_us\": %.1f", inst_us));
 
-  if (reset)
-    reset();
+  if (reset) reset();
   StreamPlan rr8 = plan_round_robin(d, 8);
   double host_us;
   t = time_eager(d, rr8, o.warmup, o.iterations, &host_us);
@@ -591,16 +555,13 @@ static inline bool run_dag_variants(const char *case_name, const Dag &d, const O
   print_result(case_name, "streams8_eager", nullptr, n, 8, o.iterations, stats_of(t),
                ex + fmt(", \"host_us\": %.1f", host_us));
 
-  if (reset)
-    reset();
+  if (reset) reset();
   {
     Runner r(d, rr8);
-    t = time_events_queued(r.streams[0], o.warmup, o.iterations,
-                           [&](cudaStream_t) { r.issue(d, rr8); });
+    t = time_events_queued(r.streams[0], o.warmup, o.iterations, [&](cudaStream_t) { r.issue(d, rr8); });
   }
   ex = base + verdict();
-  print_result(case_name, "streams8_eager_queued", "streams", n, 8, o.iterations, stats_of(t),
-               ex);
+  print_result(case_name, "streams8_eager_queued", "streams", n, 8, o.iterations, stats_of(t), ex);
   return all_ok;
 }
 

@@ -22,14 +22,11 @@ int main(int argc, char **argv) {
   Opts o = parse_opts(argc, argv, 20, 3);
   size_t count = (size_t)W * S;
   float *buf[3]; /* t, a, b */
-  for (auto &p : buf)
-    CHECK(cudaMalloc(&p, count * sizeof(float)));
+  for (auto &p : buf) CHECK(cudaMalloc(&p, count * sizeof(float)));
   std::vector<float> host[3];
-  for (auto &h : host)
-    h.assign(count, 0.0f);
+  for (auto &h : host) h.assign(count, 0.0f);
   uint64_t fill = 7;
-  for (size_t i = 0; i < count; i++)
-    host[0][i] = (float)(splitmix64(&fill) >> 40) / (float)(1 << 24);
+  for (size_t i = 0; i < count; i++) host[0][i] = (float)(splitmix64(&fill) >> 40) / (float)(1 << 24);
   CHECK(cudaMemcpy(buf[0], host[0].data(), count * sizeof(float), cudaMemcpyHostToDevice));
 
   Dag d;
@@ -46,19 +43,16 @@ int main(int argc, char **argv) {
       int p = (int)(splitmix64(&rng) % W);
       int v = d.add_scale(buf[src] + p * S, 1.0f, buf[dst] + j * S, S);
       SlotState &in = slots[{src, p}];
-      if (in.writer >= 0)
-        d.edge(in.writer, v); /* RAW */
+      if (in.writer >= 0) d.edge(in.writer, v); /* RAW */
       SlotState &out = slots[{dst, j}];
-      for (int r : out.readers)
-        d.edge(r, v); /* WAR */
+      for (int r : out.readers) d.edge(r, v); /* WAR */
       if (out.writer >= 0 && out.readers.empty())
         d.edge(out.writer, v); /* WAW, unless a reader in between implies it */
       in.readers.push_back(v);
       out.writer = v;
       out.readers.clear();
       /* The serial host run, in program order. */
-      for (long long e = 0; e < S; e++)
-        host[dst][j * S + e] = host[src][p * S + e];
+      for (long long e = 0; e < S; e++) host[dst][j * S + e] = host[src][p * S + e];
     }
   }
   std::vector<float> got(count);
@@ -80,7 +74,6 @@ int main(int argc, char **argv) {
   char extra[96];
   snprintf(extra, sizeof extra, ", \"width\": %d, \"levels\": %d", W, LEVELS);
   bool ok = run_dag_variants("layered400", d, o, extra, reset, check);
-  for (auto p : buf)
-    CHECK(cudaFree(p));
+  for (auto p : buf) CHECK(cudaFree(p));
   return ok ? 0 : 1;
 }

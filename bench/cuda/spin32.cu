@@ -14,21 +14,18 @@ int main(int argc, char **argv) {
   const int N = 32;
   const long long NS = 100000;
   Dag d;
-  for (int i = 0; i < N; i++)
-    d.add_spin(NS);
+  for (int i = 0; i < N; i++) d.add_spin(NS);
   std::string extra = ", \"ideal_us\": 100.0";
 
   StreamPlan p32 = plan_serial(d);
   p32.n_streams = N;
-  for (int i = 0; i < N; i++)
-    p32.stream[i] = i;
+  for (int i = 0; i < N; i++) p32.stream[i] = i;
   print_result("spin32", "streams32", nullptr, N, N, o.iterations,
                stats_of(time_eager(d, p32, o.warmup, o.iterations)), extra);
 
   StreamPlan p8 = plan_serial(d);
   p8.n_streams = 8;
-  for (int i = 0; i < N; i++)
-    p8.stream[i] = i % 8;
+  for (int i = 0; i < N; i++) p8.stream[i] = i % 8;
   print_result("spin32", "streams8", "streams", N, 8, o.iterations,
                stats_of(time_eager(d, p8, o.warmup, o.iterations)), extra);
 

@@ -175,7 +175,8 @@ void issue_heads4(const Block &k, Streams &st) {
     CHECK(cudaEventRecord(st.join[i], st.s[i]));
     CHECK(cudaStreamWaitEvent(st.s[0], st.join[i], 0));
   }
-  for (const Call *c : {&k.proj, &k.resid1, &k.mlp1, &k.act, &k.mlp2, &k.resid2}) launch(*c, st.s[0], st.blas[0]);
+  for (const Call *c : {&k.proj, &k.resid1, &k.mlp1, &k.act, &k.mlp2, &k.resid2})
+    launch(*c, st.s[0], st.blas[0]);
 }
 
 }  // namespace
@@ -205,7 +206,8 @@ int main(int argc, char **argv) {
   const size_t n = 1 + 4 * H + 6;
   std::string extra = ", \"heads\": 4";
 
-  std::vector<double> t = time_events(st.s[0], o.warmup, o.iterations, [&](cudaStream_t) { issue_serial(k, st); });
+  std::vector<double> t =
+      time_events(st.s[0], o.warmup, o.iterations, [&](cudaStream_t) { issue_serial(k, st); });
   print_result("transformer", "serial_eager", nullptr, n, 1, o.iterations, stats_of(t), extra);
 
   t = time_events_queued(st.s[0], o.warmup, o.iterations, [&](cudaStream_t) { issue_heads4(k, st); });

@@ -65,7 +65,8 @@ static DrGraph *pipeline_graph(guint chunks, guint64 per, const char *save_path)
   return g;
 }
 
-static char *run_and_read(const DrPlan *plan, DrRunOptions *o, const char *path, gsize *len, char **host_out) {
+static char *run_and_read(const DrPlan *plan, DrRunOptions *o, const char *path, gsize *len,
+                          char **host_out) {
   FILE *f = tmpfile();
   o->host_output = f;
   g_autoptr(GError) error = NULL;
@@ -323,9 +324,10 @@ static void test_wide_overlap(void) {
     g_assert_no_error(error);
     /* Timing off: nodes unmeasured, the makespan still measured. */
     g_assert_true(isnan(g_array_index(r->nodes, DrNodeReport, 0).duration_us));
-    g_test_message("16 x 200 us spins on 16 streams, %s, CUDA_DEVICE_MAX_CONNECTIONS=%s: makespan %.1f us "
-                   "(min %.1f)",
-                   r->mode, g_getenv("CUDA_DEVICE_MAX_CONNECTIONS"), r->makespan_us, r->makespan_min_us);
+    g_test_message(
+        "16 x 200 us spins on 16 streams, %s, CUDA_DEVICE_MAX_CONNECTIONS=%s: makespan %.1f us "
+        "(min %.1f)",
+        r->mode, g_getenv("CUDA_DEVICE_MAX_CONNECTIONS"), r->makespan_us, r->makespan_min_us);
     g_assert_cmpfloat(r->makespan_us, >=, 200);
     if (!user_set) g_assert_cmpfloat(r->makespan_us, <, 360);
   }
@@ -369,10 +371,10 @@ static void test_timing_overhead(void) {
   for (int mode = 0; mode < 2; mode++) {
     double stamps = (us[mode][DR_TIMING_STAMPS] - us[mode][DR_TIMING_OFF]) / 500;
     double events = (us[mode][DR_TIMING_EVENTS] - us[mode][DR_TIMING_OFF]) / 500;
-    g_test_message("%s: per-node timing overhead: stamps %.2f us, events %.2f us%s", mode ? "graph" : "streams",
-                   stamps, events,
-                   mode ? (stamps < 0.5 ? " (stamps: target < 0.5 us met)" : " (stamps: target < 0.5 us NOT met)")
-                        : "");
+    g_test_message(
+        "%s: per-node timing overhead: stamps %.2f us, events %.2f us%s", mode ? "graph" : "streams", stamps,
+        events,
+        mode ? (stamps < 0.5 ? " (stamps: target < 0.5 us met)" : " (stamps: target < 0.5 us NOT met)") : "");
   }
   /* Graph mode with the stamps inline (between each node and its
    * successor) rather than aside: what the side branches save. */
@@ -384,8 +386,8 @@ static void test_timing_overhead(void) {
   g_autoptr(DrReport) r = dr_run(plan, &o, &error);
   g_unsetenv("DAGRUN_STAMPS_INLINE");
   g_assert_no_error(error);
-  g_test_message("graph: stamps inline: makespan %.1f us, per-node overhead %.2f us (aside: %.2f us)", r->makespan_us,
-                 (r->makespan_us - us[1][DR_TIMING_OFF]) / 500,
+  g_test_message("graph: stamps inline: makespan %.1f us, per-node overhead %.2f us (aside: %.2f us)",
+                 r->makespan_us, (r->makespan_us - us[1][DR_TIMING_OFF]) / 500,
                  (us[1][DR_TIMING_STAMPS] - us[1][DR_TIMING_OFF]) / 500);
   g_assert_cmpfloat(us[0][DR_TIMING_EVENTS], >, us[0][DR_TIMING_OFF]);
   g_assert_cmpfloat(us[1][DR_TIMING_EVENTS], >, us[1][DR_TIMING_OFF]);
@@ -406,8 +408,8 @@ static void test_stamps_vs_events(void) {
   }
   /* A chain: each spin after the previous one. */
   for (guint i = 1; i < 8; i++)
-    dr_graph_add_after(g, dr_graph_find_node(g, tg_name(g, "spin", i - 1)), dr_graph_find_node(g, tg_name(g, "spin", i)),
-                       (DrLoc){0});
+    dr_graph_add_after(g, dr_graph_find_node(g, tg_name(g, "spin", i - 1)),
+                       dr_graph_find_node(g, tg_name(g, "spin", i)), (DrLoc){0});
   g_autoptr(DrPlan) plan = tg_plan(g);
   g_assert_cmpuint(dr_plan_n_streams(plan), ==, 1); /* checked with or without a GPU */
   g_assert_cmpuint(g->edges->len, ==, 7);
@@ -513,8 +515,8 @@ static void test_graph_update(void) {
 /* ---- fault injection ----------------------------------------------------- */
 
 static struct {
-  guint64 calls;     /* calls made so far */
-  guint64 fail_at;   /* 1-based call to fail; 0: none */
+  guint64 calls;                                         /* calls made so far */
+  guint64 fail_at;                                       /* 1-based call to fail; 0: none */
   gint64 streams, events, mallocs, hosts, graphs, execs; /* live handles */
   gboolean during_cleanup_ok;
 } shim;
@@ -528,15 +530,15 @@ static gboolean shim_tick(void) {
   return shim.fail_at && shim.calls == shim.fail_at;
 }
 
-#define TRACK_CREATE(field, rc) \
-  do {                          \
+#define TRACK_CREATE(field, rc)            \
+  do {                                     \
     if ((rc) == cudaSuccess) shim.field++; \
   } while (0)
 
-#define DR_X(name, params, args)                                   \
-  static cudaError_t shim_##name params {                          \
-    if (shim_tick()) return cudaErrorMemoryAllocation;             \
-    return real->name args;                                        \
+#define DR_X(name, params, args)                       \
+  static cudaError_t shim_##name params {              \
+    if (shim_tick()) return cudaErrorMemoryAllocation; \
+    return real->name args;                            \
   }
 DR_CUDA_API_LIST(DR_X)
 #undef DR_X
@@ -688,13 +690,14 @@ static void fault_sweep(DrMode mode) {
       g_assert_nonnull(error);
       g_assert_true(error->domain == DR_ERROR);
       if (error->code == DR_ERROR_RUNTIME)
-        g_assert_true(strstr(error->message, "failed") != NULL || strstr(error->message, "kernel launch") != NULL);
+        g_assert_true(strstr(error->message, "failed") != NULL ||
+                      strstr(error->message, "kernel launch") != NULL);
     }
     /* Whatever happened, everything made was released. */
     if (shim.streams || shim.events || shim.mallocs || shim.hosts || shim.graphs || shim.execs)
-      g_error("fail at call %" G_GUINT64_FORMAT ": leaked streams %" G_GINT64_FORMAT " events %" G_GINT64_FORMAT
-              " mallocs %" G_GINT64_FORMAT " pinned %" G_GINT64_FORMAT " graphs %" G_GINT64_FORMAT
-              " execs %" G_GINT64_FORMAT " (%s)",
+      g_error("fail at call %" G_GUINT64_FORMAT ": leaked streams %" G_GINT64_FORMAT
+              " events %" G_GINT64_FORMAT " mallocs %" G_GINT64_FORMAT " pinned %" G_GINT64_FORMAT
+              " graphs %" G_GINT64_FORMAT " execs %" G_GINT64_FORMAT " (%s)",
               n, shim.streams, shim.events, shim.mallocs, shim.hosts, shim.graphs, shim.execs,
               error ? error->message : "no error");
   }

@@ -76,7 +76,8 @@ static gboolean value(Json *j) {
     j->p++;
     ws(j);
     ok = TRUE;
-    if (*j->p == '}') j->p++;
+    if (*j->p == '}')
+      j->p++;
     else
       for (;;) {
         ws(j);
@@ -85,7 +86,10 @@ static gboolean value(Json *j) {
         if (*j->p++ != ':') return FALSE;
         if (!value(j)) return FALSE;
         ws(j);
-        if (*j->p == ',') { j->p++; continue; }
+        if (*j->p == ',') {
+          j->p++;
+          continue;
+        }
         if (*j->p++ != '}') return FALSE;
         break;
       }
@@ -93,12 +97,16 @@ static gboolean value(Json *j) {
     j->p++;
     ws(j);
     ok = TRUE;
-    if (*j->p == ']') j->p++;
+    if (*j->p == ']')
+      j->p++;
     else
       for (;;) {
         if (!value(j)) return FALSE;
         ws(j);
-        if (*j->p == ',') { j->p++; continue; }
+        if (*j->p == ',') {
+          j->p++;
+          continue;
+        }
         if (*j->p++ != ']') return FALSE;
         break;
       }
@@ -183,7 +191,8 @@ static JNode *jparse_value(Json *j) {
     if (obj) n->keys = g_ptr_array_new_with_free_func(g_free);
     j->p++;
     ws(j);
-    if (*j->p == close) j->p++;
+    if (*j->p == close)
+      j->p++;
     else
       for (;;) {
         ws(j);
@@ -260,8 +269,10 @@ static void test_json_parser(void) {
     g_autofree char *close = g_strnfill(depth, ']');
     g_autofree char *text = g_strconcat(open, close, NULL);
     g_autoptr(JNode) nested = jparse(text);
-    if (depth == 64) g_assert_nonnull(nested);
-    else g_assert_null(nested);
+    if (depth == 64)
+      g_assert_nonnull(nested);
+    else
+      g_assert_null(nested);
   }
 }
 
@@ -305,8 +316,10 @@ static void check_trace(const char *trace, const DrPlan *plan, guint32 iteration
       char *id = g_strdup_printf("%.0f", jget(e, "id")->num);
       g_assert_false(g_hash_table_contains(set, id));
       g_hash_table_add(set, id);
-      if (ph[0] == 's') n_s++;
-      else n_f++;
+      if (ph[0] == 's')
+        n_s++;
+      else
+        n_f++;
     }
   }
   g_assert_cmpuint(g_hash_table_size(tracks), ==, dr_plan_n_streams(plan));
@@ -381,13 +394,15 @@ static void svg_text(GMarkupParseContext *c, const char *text, gsize len, gpoint
  * own, or the one of the merged run or untimed lane it belongs to. */
 static void check_svg(const char *svg, const DrGraph *g) {
   static const GMarkupParser parser = {svg_start, svg_end, svg_text, NULL, NULL};
-  SvgCheck k = {.title = g_string_new(NULL), .titled = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)};
+  SvgCheck k = {.title = g_string_new(NULL),
+                .titled = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)};
   /* GMarkup does not take the XML declaration: skip it. */
   const char *body = svg;
   if (g_str_has_prefix(body, "<?xml")) body = strstr(body, "?>") + 2;
   GMarkupParseContext *ctx = g_markup_parse_context_new(&parser, 0, &k, NULL);
   g_autoptr(GError) error = NULL;
-  gboolean ok = g_markup_parse_context_parse(ctx, body, -1, &error) && g_markup_parse_context_end_parse(ctx, &error);
+  gboolean ok =
+      g_markup_parse_context_parse(ctx, body, -1, &error) && g_markup_parse_context_end_parse(ctx, &error);
   g_markup_parse_context_free(ctx);
   g_assert_no_error(error);
   g_assert_true(ok);
@@ -703,10 +718,12 @@ static void test_init_contents(void) {
   g_autoptr(DrGraph) g = dr_graph_new();
   const char *names[] = {"rf32", "ru8", "ri32", "if16", "if64", "zf32"};
   DrElemType types[] = {DR_ELEM_F32, DR_ELEM_U8, DR_ELEM_I32, DR_ELEM_F16, DR_ELEM_F64, DR_ELEM_F32};
-  DrInitKind inits[] = {DR_INIT_RANDOM, DR_INIT_RANDOM, DR_INIT_RANDOM, DR_INIT_IOTA, DR_INIT_IOTA, DR_INIT_ZEROS};
+  DrInitKind inits[] = {DR_INIT_RANDOM, DR_INIT_RANDOM, DR_INIT_RANDOM,
+                        DR_INIT_IOTA,   DR_INIT_IOTA,   DR_INIT_ZEROS};
   char *paths[6];
   for (int i = 0; i < 6; i++) {
-    DrId b = tg_buffer(g, names[i], types[i], 300, i == 5 ? DR_WHERE_HOST : DR_WHERE_DEVICE, inits[i], 42 + i);
+    DrId b =
+        tg_buffer(g, names[i], types[i], 300, i == 5 ? DR_WHERE_HOST : DR_WHERE_DEVICE, inits[i], 42 + i);
     paths[i] = g_build_filename(dir, names[i], NULL);
     dr_graph_buffer(g, b)->save_path = dr_graph_intern(g, paths[i]);
   }
@@ -735,12 +752,13 @@ static void test_init_contents(void) {
   for (int i = 0; i < 300; i++) g_assert_cmpuint((guint8)ru8[i], ==, ref_splitmix(&s) % 256);
   g_assert_true(g_file_get_contents(paths[2], &ri32, &len, NULL));
   s = 44;
-  for (int i = 0; i < 300; i++) g_assert_cmpint(((gint32 *)ri32)[i], ==, (gint32)(ref_splitmix(&s) % 2001) - 1000);
+  for (int i = 0; i < 300; i++)
+    g_assert_cmpint(((gint32 *)ri32)[i], ==, (gint32)(ref_splitmix(&s) % 2001) - 1000);
   g_assert_true(g_file_get_contents(paths[3], &if16, &len, NULL));
   g_assert_cmpuint(len, ==, 600);
   g_assert_cmphex(((guint16 *)if16)[0], ==, 0x0000);
-  g_assert_cmphex(((guint16 *)if16)[1], ==, 0x3c00); /* 1.0 */
-  g_assert_cmphex(((guint16 *)if16)[2], ==, 0x4000); /* 2.0 */
+  g_assert_cmphex(((guint16 *)if16)[1], ==, 0x3c00);   /* 1.0 */
+  g_assert_cmphex(((guint16 *)if16)[2], ==, 0x4000);   /* 2.0 */
   g_assert_cmphex(((guint16 *)if16)[299], ==, 0x5cac); /* 299.0 */
   g_assert_true(g_file_get_contents(paths[4], &if64, &len, NULL));
   for (int i = 0; i < 300; i++) g_assert_cmpfloat(((double *)if64)[i], ==, (double)i);
@@ -888,13 +906,14 @@ static void test_trace(void) {
  * after both. The critical path is a -> c, it explains nearly all of the
  * makespan, and two streams are used about half the time. */
 static void test_critical_path(void) {
-  static const char yaml[] = "dagrun: 1\n"
-                             "name: diamond\n"
-                             "run: {iterations: 3, warmup: 0}\n"
-                             "nodes:\n"
-                             "  a: {op: host, fn: sleep, args: {us: 30000}}\n"
-                             "  b: {op: host, fn: sleep, args: {us: 1000}}\n"
-                             "  c: {op: host, fn: sleep, args: {us: 1000}, after: [a, b]}\n";
+  static const char yaml[] =
+      "dagrun: 1\n"
+      "name: diamond\n"
+      "run: {iterations: 3, warmup: 0}\n"
+      "nodes:\n"
+      "  a: {op: host, fn: sleep, args: {us: 30000}}\n"
+      "  b: {op: host, fn: sleep, args: {us: 1000}}\n"
+      "  c: {op: host, fn: sleep, args: {us: 1000}, after: [a, b]}\n";
   g_autoptr(DrDiags) diags = dr_diags_new(0);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrGraph) g = dr_load_string("diamond.yaml", yaml, sizeof yaml - 1, diags, &error);
@@ -957,7 +976,7 @@ static void test_timeline_escaping(void) {
     g_autofree char *lane = g_strdup_printf(">stream %u (normal)</text>", s);
     g_assert_nonnull(strstr(svg, lane));
   }
-  g_assert_nonnull(strstr(svg, ">copy</text>"));  /* the legend */
+  g_assert_nonnull(strstr(svg, ">copy</text>")); /* the legend */
   g_assert_nonnull(strstr(svg, ">host</text>"));
   /* Axis ticks in µs, or in ms when the (host-timed, so load-dependent)
    * iteration ran long. */
@@ -1010,8 +1029,8 @@ static void test_examples_trace_and_timeline(void) {
     g_assert_cmpint(jget(root, "critical_path_us")->kind, ==, 'n');
     g_assert_cmpfloat(r->critical_path_us, >, 0);
     g_assert_cmpuint(r->critical_nodes->len, >, 0);
-    g_test_message("%s: %u nodes, critical path %.1f us of makespan %.1f us, %u streams", f, dr_graph_n_nodes(g),
-                   r->critical_path_us, r->makespan_us, r->streams_used);
+    g_test_message("%s: %u nodes, critical path %.1f us of makespan %.1f us, %u streams", f,
+                   dr_graph_n_nodes(g), r->critical_path_us, r->makespan_us, r->streams_used);
     examples++;
   }
   fclose(devnull);
@@ -1046,7 +1065,8 @@ static void test_cli_timing_and_timeline(void) {
   g_autofree char *timeline = g_strdup_printf("--timeline=%s", svg_path);
   g_autoptr(GString) out = g_string_new(NULL);
   g_autoptr(GString) err = g_string_new(NULL);
-  g_assert_cmpint(cli(out, err, "--backend=host", "--timing=bogus", "graphs/priority.yaml", NULL, NULL, NULL), ==, 64);
+  g_assert_cmpint(cli(out, err, "--backend=host", "--timing=bogus", "graphs/priority.yaml", NULL, NULL, NULL),
+                  ==, 64);
   g_assert_nonnull(strstr(err->str, "--timing must be auto, stamps, events or off, not 'bogus'"));
   const char *modes[] = {"--timing=stamps", "--timing=events", "--timing=off"};
   for (guint i = 0; i < G_N_ELEMENTS(modes); i++) {
@@ -1113,27 +1133,64 @@ DR_CUDA_API_LIST(DR_X)
 
 #define FAKE_FAIL() \
   if (fake_tick()) return cudaErrorMemoryAllocation
-static cudaError_t f_count(int *n) { FAKE_FAIL(); *n = 1; return cudaSuccess; }
-static cudaError_t f_range(int *least, int *greatest) { FAKE_FAIL(); *least = 0; *greatest = -5; return cudaSuccess; }
+static cudaError_t f_count(int *n) {
+  FAKE_FAIL();
+  *n = 1;
+  return cudaSuccess;
+}
+static cudaError_t f_range(int *least, int *greatest) {
+  FAKE_FAIL();
+  *least = 0;
+  *greatest = -5;
+  return cudaSuccess;
+}
 static cudaError_t f_stream(cudaStream_t *s, unsigned f, int p) {
   FAKE_FAIL();
   *s = (cudaStream_t)GSIZE_TO_POINTER(++fake.next_handle);
   fake.streams++;
   return cudaSuccess;
 }
-static cudaError_t f_stream_destroy(cudaStream_t s) { fake.streams--; return cudaSuccess; }
+static cudaError_t f_stream_destroy(cudaStream_t s) {
+  fake.streams--;
+  return cudaSuccess;
+}
 static cudaError_t f_event(cudaEvent_t *e, unsigned f) {
   FAKE_FAIL();
   *e = (cudaEvent_t)GSIZE_TO_POINTER(++fake.next_handle);
   fake.events++;
   return cudaSuccess;
 }
-static cudaError_t f_event_destroy(cudaEvent_t e) { fake.events--; return cudaSuccess; }
-static cudaError_t f_elapsed(float *ms, cudaEvent_t a, cudaEvent_t b) { FAKE_FAIL(); *ms = 0.001f; return cudaSuccess; }
-static cudaError_t f_malloc(void **p, size_t n) { FAKE_FAIL(); *p = g_malloc0(n); fake.mallocs++; return cudaSuccess; }
-static cudaError_t f_free(void *p) { g_free(p); fake.mallocs--; return cudaSuccess; }
-static cudaError_t f_malloc_host(void **p, size_t n) { FAKE_FAIL(); *p = g_malloc0(n); fake.pinned++; return cudaSuccess; }
-static cudaError_t f_free_host(void *p) { g_free(p); fake.pinned--; return cudaSuccess; }
+static cudaError_t f_event_destroy(cudaEvent_t e) {
+  fake.events--;
+  return cudaSuccess;
+}
+static cudaError_t f_elapsed(float *ms, cudaEvent_t a, cudaEvent_t b) {
+  FAKE_FAIL();
+  *ms = 0.001f;
+  return cudaSuccess;
+}
+static cudaError_t f_malloc(void **p, size_t n) {
+  FAKE_FAIL();
+  *p = g_malloc0(n);
+  fake.mallocs++;
+  return cudaSuccess;
+}
+static cudaError_t f_free(void *p) {
+  g_free(p);
+  fake.mallocs--;
+  return cudaSuccess;
+}
+static cudaError_t f_malloc_host(void **p, size_t n) {
+  FAKE_FAIL();
+  *p = g_malloc0(n);
+  fake.pinned++;
+  return cudaSuccess;
+}
+static cudaError_t f_free_host(void *p) {
+  g_free(p);
+  fake.pinned--;
+  return cudaSuccess;
+}
 static cudaError_t f_malloc_async(void **p, size_t n, cudaStream_t s) {
   FAKE_FAIL();
   *p = g_malloc(n);
@@ -1141,16 +1198,32 @@ static cudaError_t f_malloc_async(void **p, size_t n, cudaStream_t s) {
   fake.asyncs++;
   return cudaSuccess;
 }
-static cudaError_t f_free_async(void *p, cudaStream_t s) { FAKE_FAIL(); g_free(p); fake.asyncs--; return cudaSuccess; }
+static cudaError_t f_free_async(void *p, cudaStream_t s) {
+  FAKE_FAIL();
+  g_free(p);
+  fake.asyncs--;
+  return cudaSuccess;
+}
 static cudaError_t f_memcpy_async(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st) {
   FAKE_FAIL();
   memmove(d, s, n);
   return cudaSuccess;
 }
-static cudaError_t f_memset_async(void *d, int v, size_t n, cudaStream_t st) { FAKE_FAIL(); memset(d, v, n); return cudaSuccess; }
-static cudaError_t f_host_func(cudaStream_t st, cudaHostFn_t fn, void *data) { FAKE_FAIL(); fn(data); return cudaSuccess; }
+static cudaError_t f_memset_async(void *d, int v, size_t n, cudaStream_t st) {
+  FAKE_FAIL();
+  memset(d, v, n);
+  return cudaSuccess;
+}
+static cudaError_t f_host_func(cudaStream_t st, cudaHostFn_t fn, void *data) {
+  FAKE_FAIL();
+  fn(data);
+  return cudaSuccess;
+}
 static cudaError_t f_pass(void) { return cudaSuccess; }
-static cudaError_t f_sync(void) { FAKE_FAIL(); return cudaSuccess; }
+static cudaError_t f_sync(void) {
+  FAKE_FAIL();
+  return cudaSuccess;
+}
 static int f_kernel(const DrKernelDef *def, const DrKLaunch *l) {
   if (fake_tick()) return cudaErrorLaunchOutOfResources;
   char err[256];
@@ -1359,7 +1432,8 @@ static cudaError_t f_exec_update_ok(cudaGraphExec_t e, cudaGraph_t g, cudaGraphE
   fake.updates++;
   return cudaSuccess;
 }
-static cudaError_t f_exec_update_refused(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo *info) {
+static cudaError_t f_exec_update_refused(cudaGraphExec_t e, cudaGraph_t g,
+                                         cudaGraphExecUpdateResultInfo *info) {
   fake.updates++;
   info->result = cudaGraphExecUpdateErrorTopologyChanged;
   return cudaErrorGraphExecUpdateFailure;
@@ -1428,8 +1502,8 @@ static int f_kernel_breaking(const DrKernelDef *def, const DrKLaunch *l) {
   }
   return f_kernel(def, l);
 }
-static cudaError_t f_capture_info(cudaStream_t s, enum cudaStreamCaptureStatus *status, unsigned long long *id,
-                                  cudaGraph_t *graph, const cudaGraphNode_t **deps,
+static cudaError_t f_capture_info(cudaStream_t s, enum cudaStreamCaptureStatus *status,
+                                  unsigned long long *id, cudaGraph_t *graph, const cudaGraphNode_t **deps,
                                   const cudaGraphEdgeData **edge_data, size_t *n_deps) {
   *status = !cap.capturing ? cudaStreamCaptureStatusNone
             : cap.broken   ? cudaStreamCaptureStatusInvalidated
@@ -1513,14 +1587,16 @@ static void test_cuda_fake_faults(void) {
     fake.fail_at = k;
     g_autoptr(GError) error = NULL;
     g_autoptr(DrReport) r = dr_run(plan, &o, &error);
-    if (r != NULL) g_error("failing call %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " went unnoticed", k, total);
+    if (r != NULL)
+      g_error("failing call %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " went unnoticed", k, total);
     g_assert_true(error->domain == DR_ERROR);
     g_assert_true(error->code == DR_ERROR_RUNTIME || error->code == DR_ERROR_UNAVAILABLE);
     g_assert_true(strstr(error->message, "failed") || strstr(error->message, "kernel launch") ||
                   strstr(error->message, "no usable CUDA device"));
     if (!fake_balanced())
-      g_error("failing call %" G_GUINT64_FORMAT " (%s) leaked: streams %" G_GINT64_FORMAT " events %" G_GINT64_FORMAT
-              " mallocs %" G_GINT64_FORMAT " pinned %" G_GINT64_FORMAT " async %" G_GINT64_FORMAT,
+      g_error("failing call %" G_GUINT64_FORMAT " (%s) leaked: streams %" G_GINT64_FORMAT
+              " events %" G_GINT64_FORMAT " mallocs %" G_GINT64_FORMAT " pinned %" G_GINT64_FORMAT
+              " async %" G_GINT64_FORMAT,
               k, error->message, fake.streams, fake.events, fake.mallocs, fake.pinned, fake.asyncs);
   }
   dr_cuda_api_set(NULL);
@@ -1599,7 +1675,6 @@ static void test_backend_choice(void) {
   dr_run_options_init(&d, g);
   g_assert_cmpint(d.node_timing, ==, DR_TIMING_AUTO);
 }
-
 
 /* DrRunOptions.stop: a run asked to stop finishes the iteration in flight
  * and returns the report of the iterations done, marked interrupted, with

@@ -69,7 +69,8 @@ static guint count_entries(const char *dir, char **only) {
 
 /* Compiles through the cache; returns FALSE (and skips the test) when NVRTC
  * is not available, else asserts success. */
-static gboolean compile(const char *src, const char *arch, const char *const *opts, GBytes **out, gboolean *hit) {
+static gboolean compile(const char *src, const char *arch, const char *const *opts, GBytes **out,
+                        gboolean *hit) {
   char *cubin = NULL;
   gsize len = 0;
   g_autoptr(GError) error = NULL;
@@ -81,7 +82,10 @@ static gboolean compile(const char *src, const char *arch, const char *const *op
   g_assert_no_error(error);
   g_assert_true(ok);
   g_assert_cmpuint(len, >, 4);
-  g_assert_cmpmem(cubin, 4, "\x7f" "ELF", 4);
+  g_assert_cmpmem(cubin, 4,
+                  "\x7f"
+                  "ELF",
+                  4);
   *out = g_bytes_new_take(cubin, len);
   return TRUE;
 }
@@ -163,10 +167,10 @@ static void test_damaged_entry(Fixture *f, gconstpointer data) {
   if (!compile(kSource, "sm_90", NULL, &good, &hit)) return;
   gsize len = 0;
   const char *bytes = g_bytes_get_data(good, &len);
-  damage_and_recover(f, bytes, len / 2, good);          /* truncated */
-  damage_and_recover(f, bytes, len - 1, good);          /* one byte short */
+  damage_and_recover(f, bytes, len / 2, good);             /* truncated */
+  damage_and_recover(f, bytes, len - 1, good);             /* one byte short */
   damage_and_recover(f, "not a cubin at all\n", 19, good); /* garbage */
-  damage_and_recover(f, "", 0, good);                   /* empty */
+  damage_and_recover(f, "", 0, good);                      /* empty */
   g_autoptr(GBytes) last = NULL;
   g_assert_true(compile(kSource, "sm_90", NULL, &last, &hit));
   g_assert_true(hit);
@@ -191,15 +195,17 @@ static void test_unwritable_dir(Fixture *f, gconstpointer data) {
 
 static void test_compile_error(Fixture *f, gconstpointer data) {
   (void)data;
-  static const char bad[] = "extern \"C\" __global__ void k(float *y) {\n"
-                            "  y[0] = 1.0f;\n"
-                            "  y[1] = undeclared_name;\n"
-                            "}\n";
+  static const char bad[] =
+      "extern \"C\" __global__ void k(float *y) {\n"
+      "  y[0] = 1.0f;\n"
+      "  y[1] = undeclared_name;\n"
+      "}\n";
   char *cubin = NULL;
   gsize len = 0;
   gboolean hit = TRUE;
   g_autoptr(GError) error = NULL;
-  gboolean ok = dr__nvrtc_compile_cached("bad.cu", bad, strlen(bad), "sm_90", NULL, &cubin, &len, &hit, &error);
+  gboolean ok =
+      dr__nvrtc_compile_cached("bad.cu", bad, strlen(bad), "sm_90", NULL, &cubin, &len, &hit, &error);
   if (!ok && g_error_matches(error, DR_ERROR, DR_ERROR_UNAVAILABLE)) {
     g_test_skip(error->message);
     return;
@@ -227,7 +233,8 @@ static void test_default_dir(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
-#define ADD(path, fn) g_test_add("/backends/nvrtc-cache/" path, Fixture, NULL, fixture_set_up, fn, fixture_tear_down)
+#define ADD(path, fn) \
+  g_test_add("/backends/nvrtc-cache/" path, Fixture, NULL, fixture_set_up, fn, fixture_tear_down)
   ADD("miss-then-hit", test_miss_then_hit);
   ADD("key-changes", test_key_changes);
   ADD("damaged-entry", test_damaged_entry);

@@ -41,7 +41,7 @@ static inline DrId tg_kernel(DrGraph *g, const char *name) {
 }
 
 static inline DrId tg_buffer(DrGraph *g, const char *name, DrElemType type, guint64 count, DrWhere where,
-                      DrInitKind init, guint64 seed) {
+                             DrInitKind init, guint64 seed) {
   DrBuffer b = {.name = name, .type = type, .count = count, .where = where, .init = init, .init_seed = seed};
   DrId id = dr_graph_add_buffer(g, &b);
   g_assert_cmpuint(id, !=, DR_NONE);
@@ -56,14 +56,15 @@ static inline const char *tg_name(DrGraph *g, const char *prefix, guint i) {
 }
 
 static inline DrId tg_node(DrGraph *g, const char *id, DrOp op) {
-  DrNode n = {.op = op, .id = id, .device = -1, .priority = DR_PRIORITY_NORMAL, .kernel = DR_NONE,
-              .buffer = DR_NONE};
+  DrNode n = {
+      .op = op, .id = id, .device = -1, .priority = DR_PRIORITY_NORMAL, .kernel = DR_NONE, .buffer = DR_NONE};
   DrId nid = dr_graph_add_node(g, &n);
   g_assert_cmpuint(nid, !=, DR_NONE);
   return nid;
 }
 
-static inline guint32 tg_access(DrGraph *g, const char *buffer, guint64 begin, guint64 end, DrAccessMode mode) {
+static inline guint32 tg_access(DrGraph *g, const char *buffer, guint64 begin, guint64 end,
+                                DrAccessMode mode) {
   DrId b = dr_graph_find_buffer(g, buffer);
   g_assert_cmpuint(b, !=, DR_NONE);
   if (end == 0) end = dr_graph_buffer(g, b)->count;
@@ -74,7 +75,12 @@ static inline guint32 tg_access(DrGraph *g, const char *buffer, guint64 begin, g
 /* A kernel node; then add its arguments with tg_arg_buf / tg_arg_f. */
 static inline DrId tg_kernel_node(DrGraph *g, const char *id, const char *kernel) {
   DrId k = tg_kernel(g, kernel);
-  DrNode n = {.op = DR_OP_KERNEL, .id = id, .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = k, .buffer = DR_NONE};
+  DrNode n = {.op = DR_OP_KERNEL,
+              .id = id,
+              .priority = DR_PRIORITY_NORMAL,
+              .device = -1,
+              .kernel = k,
+              .buffer = DR_NONE};
   DrId nid = dr_graph_add_node(g, &n);
   g_assert_cmpuint(nid, !=, DR_NONE);
   return nid;
@@ -89,7 +95,8 @@ static inline guint32 tg_param(DrGraph *g, DrId node, const char *param) {
 
 /* Binds kernel parameter `param` of the last node to buffer[begin:end)
  * (end 0: the whole buffer) with the parameter's access mode. */
-static inline void tg_arg_buf(DrGraph *g, DrId node, const char *param, const char *buffer, guint64 begin, guint64 end) {
+static inline void tg_arg_buf(DrGraph *g, DrId node, const char *param, const char *buffer, guint64 begin,
+                              guint64 end) {
   guint32 p = tg_param(g, node, param);
   DrAccessMode mode = dr_graph_kernel(g, dr_graph_node(g, node)->kernel)->params[p].access;
   guint32 a = tg_access(g, buffer, begin, end, mode);
@@ -102,8 +109,8 @@ static inline void tg_arg_f(DrGraph *g, DrId node, const char *param, double v) 
   dr_graph_add_arg(g, &arg);
 }
 
-static inline DrId tg_copy(DrGraph *g, const char *id, const char *src, guint64 sb, guint64 se, const char *dst,
-                    guint64 db, guint64 de) {
+static inline DrId tg_copy(DrGraph *g, const char *id, const char *src, guint64 sb, guint64 se,
+                           const char *dst, guint64 db, guint64 de) {
   DrId n = tg_node(g, id, DR_OP_COPY);
   tg_access(g, src, sb, se, DR_ACCESS_READ);
   tg_access(g, dst, db, de, DR_ACCESS_WRITE);
@@ -111,7 +118,12 @@ static inline DrId tg_copy(DrGraph *g, const char *id, const char *src, guint64 
 }
 
 static inline DrId tg_memset(DrGraph *g, const char *id, const char *dst, guint8 value) {
-  DrNode n = {.op = DR_OP_MEMSET, .id = id, .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = DR_NONE, .buffer = DR_NONE,
+  DrNode n = {.op = DR_OP_MEMSET,
+              .id = id,
+              .priority = DR_PRIORITY_NORMAL,
+              .device = -1,
+              .kernel = DR_NONE,
+              .buffer = DR_NONE,
               .memset_value = value};
   DrId nid = dr_graph_add_node(g, &n);
   tg_access(g, dst, 0, 0, DR_ACCESS_WRITE);
@@ -122,7 +134,12 @@ static inline DrId tg_memset(DrGraph *g, const char *id, const char *dst, guint8
  * gives them. */
 static inline DrId tg_lifetime(DrGraph *g, const char *id, const char *buffer, gboolean is_alloc) {
   DrId b = dr_graph_find_buffer(g, buffer);
-  DrNode n = {.op = is_alloc ? DR_OP_ALLOC : DR_OP_FREE, .id = id, .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = DR_NONE, .buffer = b};
+  DrNode n = {.op = is_alloc ? DR_OP_ALLOC : DR_OP_FREE,
+              .id = id,
+              .priority = DR_PRIORITY_NORMAL,
+              .device = -1,
+              .kernel = DR_NONE,
+              .buffer = b};
   DrId nid = dr_graph_add_node(g, &n);
   tg_access(g, buffer, 0, 0, DR_ACCESS_WRITE);
   DrId *first = is_alloc ? &dr_graph_buffer(g, b)->alloc_node : &dr_graph_buffer(g, b)->free_node;
@@ -132,7 +149,13 @@ static inline DrId tg_lifetime(DrGraph *g, const char *id, const char *buffer, g
 
 /* A host node calling `fn` with an optional buffer and message. */
 static inline DrId tg_host(DrGraph *g, const char *id, DrHostFn fn, const char *buffer, const char *message) {
-  DrNode n = {.op = DR_OP_HOST, .id = id, .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = DR_NONE, .buffer = DR_NONE, .host_fn = fn};
+  DrNode n = {.op = DR_OP_HOST,
+              .id = id,
+              .priority = DR_PRIORITY_NORMAL,
+              .device = -1,
+              .kernel = DR_NONE,
+              .buffer = DR_NONE,
+              .host_fn = fn};
   DrId nid = dr_graph_add_node(g, &n);
   guint32 n_params;
   const DrParam *params = dr_host_fn_params(fn, &n_params);
@@ -158,8 +181,13 @@ static inline DrId tg_user_kernel(DrGraph *g, const char *name, const char *sour
       {.name = "a", .type = DR_ELEM_F32},
       {.name = "n", .type = DR_ELEM_I64},
   };
-  DrKernelDecl decl = {.name = name, .origin = DR_KERNEL_USER, .params = params, .n_params = 4,
-                       .grid = {3, 128}, .source = dr_graph_intern(g, source), .entry = name};
+  DrKernelDecl decl = {.name = name,
+                       .origin = DR_KERNEL_USER,
+                       .params = params,
+                       .n_params = 4,
+                       .grid = {3, 128},
+                       .source = dr_graph_intern(g, source),
+                       .entry = name};
   return dr_graph_add_kernel(g, &decl);
 }
 
@@ -171,7 +199,11 @@ static inline DrGraph *tg_user_kernel_graph(const char *source, guint64 n, const
   DrId yh = tg_buffer(g, "yh", DR_ELEM_F32, n, DR_WHERE_HOST, DR_INIT_NONE, 0);
   if (save_path) dr_graph_buffer(g, yh)->save_path = dr_graph_intern(g, save_path);
   DrId k = tg_user_kernel(g, "axpb", source);
-  DrNode node = {.op = DR_OP_KERNEL, .id = "user", .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = k,
+  DrNode node = {.op = DR_OP_KERNEL,
+                 .id = "user",
+                 .priority = DR_PRIORITY_NORMAL,
+                 .device = -1,
+                 .kernel = k,
                  .buffer = DR_NONE};
   DrId u = dr_graph_add_node(g, &node);
   guint32 ax = tg_access(g, "x", 0, 0, DR_ACCESS_READ);

@@ -82,8 +82,10 @@ int main(int argc, char **argv) {
   while ((f = g_dir_read_name(dir)) != NULL) {
     if (!g_str_has_suffix(f, ".yaml")) continue;
     g_ptr_array_add(names, g_strndup(f, strlen(f) - 5));
-    if (g_str_has_prefix(f, "good_")) good++;
-    else bad++;
+    if (g_str_has_prefix(f, "good_"))
+      good++;
+    else
+      bad++;
   }
   g_ptr_array_sort(names, cmp_str);
   for (guint i = 0; i < names->len; i++) {

@@ -14,8 +14,13 @@ static DrId add_buffer(DrGraph *g, const char *name, guint64 count, DrWhere wher
 }
 
 static DrId add_node(DrGraph *g, const char *id, DrOp op) {
-  DrNode n = {.op = op, .id = id, .priority = DR_PRIORITY_NORMAL, .device = -1, .kernel = DR_NONE,
-              .buffer = DR_NONE, .loc = {"t.yaml", 1, 1}};
+  DrNode n = {.op = op,
+              .id = id,
+              .priority = DR_PRIORITY_NORMAL,
+              .device = -1,
+              .kernel = DR_NONE,
+              .buffer = DR_NONE,
+              .loc = {"t.yaml", 1, 1}};
   return dr_graph_add_node(g, &n);
 }
 
@@ -89,7 +94,9 @@ static void test_sort_edges_random(void) {
     for (guint i = 1; i < want->len; i++)
       for (guint j = i; j > 0; j--) {
         DrEdge *a = &g_array_index(want, DrEdge, j - 1), *b = &g_array_index(want, DrEdge, j);
-        gboolean gt = a->to != b->to ? a->to > b->to : a->from != b->from ? a->from > b->from : a->kind > b->kind;
+        gboolean gt = a->to != b->to       ? a->to > b->to
+                      : a->from != b->from ? a->from > b->from
+                                           : a->kind > b->kind;
         if (!gt) break;
         DrEdge t = *a;
         *a = *b;
@@ -98,7 +105,8 @@ static void test_sort_edges_random(void) {
     guint k = 0;
     for (guint i = 0; i < want->len; i++) {
       DrEdge *e = &g_array_index(want, DrEdge, i);
-      if (k > 0 && g_array_index(want, DrEdge, k - 1).from == e->from && g_array_index(want, DrEdge, k - 1).to == e->to)
+      if (k > 0 && g_array_index(want, DrEdge, k - 1).from == e->from &&
+          g_array_index(want, DrEdge, k - 1).to == e->to)
         continue;
       g_array_index(want, DrEdge, k++) = *e;
     }

@@ -37,10 +37,9 @@ int main(int argc, char **argv) {
   gboolean ok2 = ok && dr_passes_run(g, diags);
   double t3 = now();
   guint n = dr_graph_n_nodes(g);
-  printf("open %.3f s, parse %.3f s, passes %.3f s; %u nodes, %u edges, ok=%d/%d\n", t1 - t0, t2 - t1, t3 - t2, n,
-         g->edges->len, ok, ok2);
-  printf("peak RSS after parse %ld KB (%.0f B/node), at end %ld KB (%.0f B/node)\n",
-         rss_parse, n ? rss_parse * 1024.0 / n : 0.0, peak_rss_kb(),
-         n ? peak_rss_kb() * 1024.0 / n : 0.0);
+  printf("open %.3f s, parse %.3f s, passes %.3f s; %u nodes, %u edges, ok=%d/%d\n", t1 - t0, t2 - t1,
+         t3 - t2, n, g->edges->len, ok, ok2);
+  printf("peak RSS after parse %ld KB (%.0f B/node), at end %ld KB (%.0f B/node)\n", rss_parse,
+         n ? rss_parse * 1024.0 / n : 0.0, peak_rss_kb(), n ? peak_rss_kb() * 1024.0 / n : 0.0);
   return ok2 ? 0 : 65;
 }

@@ -183,11 +183,12 @@ static const DrYNode *lookup(const DrYNode *map, const char *key) {
 
 static void test_merge_keys(void) {
   g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(DrYNode) t = tree("a: &a {x: 1, y: 2}\n"
-                              "b: &b {y: 3, z: 4}\n"
-                              "c: {<<: [*a, *b], x: 9}\n"
-                              "d: {w: 0, <<: *b}\n",
-                              diags);
+  g_autoptr(DrYNode) t = tree(
+      "a: &a {x: 1, y: 2}\n"
+      "b: &b {y: 3, z: 4}\n"
+      "c: {<<: [*a, *b], x: 9}\n"
+      "d: {w: 0, <<: *b}\n",
+      diags);
   g_assert_nonnull(t);
   g_assert_cmpuint(dr_diags_n_errors(diags), ==, 0);
   const DrYNode *c = lookup(t, "c");
@@ -280,9 +281,10 @@ static DrGraph *load(const char *yaml, DrDiags *diags) {
 
 static void test_foreach_order(void) {
   g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(DrGraph) g = load("dagrun: 1\nnodes:\n"
-                              "  n{a}_{b}:\n    foreach: {a: 0..1, b: [7, 5, 6]}\n    op: noop\n",
-                              diags);
+  g_autoptr(DrGraph) g = load(
+      "dagrun: 1\nnodes:\n"
+      "  n{a}_{b}:\n    foreach: {a: 0..1, b: [7, 5, 6]}\n    op: noop\n",
+      diags);
   g_assert_nonnull(g);
   const char *want[] = {"n0_7", "n0_5", "n0_6", "n1_7", "n1_5", "n1_6"};
   g_assert_cmpuint(dr_graph_n_nodes(g), ==, G_N_ELEMENTS(want));
@@ -291,13 +293,14 @@ static void test_foreach_order(void) {
 
 static void test_kernel_args(void) {
   g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(DrGraph) g = load("dagrun: 1\n"
-                              "buffers: {y: {type: f32, count: 100}}\n"
-                              "nodes:\n"
-                              "  a: {op: alloc, buffer: y}\n"
-                              "  i: {op: kernel, kernel: iota_f32, args: {y: 'y[10:20]', step: 2}}\n"
-                              "  f: {op: free, buffer: y}\n",
-                              diags);
+  g_autoptr(DrGraph) g = load(
+      "dagrun: 1\n"
+      "buffers: {y: {type: f32, count: 100}}\n"
+      "nodes:\n"
+      "  a: {op: alloc, buffer: y}\n"
+      "  i: {op: kernel, kernel: iota_f32, args: {y: 'y[10:20]', step: 2}}\n"
+      "  f: {op: free, buffer: y}\n",
+      diags);
   g_assert_nonnull(g);
   const DrNode *n = dr_graph_node(g, 1);
   g_assert_cmpuint(n->access_count, ==, 1);

@@ -25,7 +25,9 @@ static void bufs(DrGraph *g, const char *spec) {
   g_auto(GStrv) items = g_strsplit(spec, " ", -1);
   for (guint i = 0; items[i] != NULL; i++) {
     g_auto(GStrv) kv = g_strsplit(items[i], ":", 2);
-    DrBuffer b = {.name = kv[0], .type = DR_ELEM_F32, .count = g_ascii_strtoull(kv[1], NULL, 10),
+    DrBuffer b = {.name = kv[0],
+                  .type = DR_ELEM_F32,
+                  .count = g_ascii_strtoull(kv[1], NULL, 10),
                   .where = DR_WHERE_DEVICE,
                   .loc = {FILE_NAME, 100 + dr_graph_n_buffers(g), 3}};
     g_assert_cmpuint(dr_graph_add_buffer(g, &b), !=, DR_NONE);
@@ -47,8 +49,13 @@ static DrId add(DrGraph *g, const char *id, const char *spec) {
   DrId n = dr_graph_n_nodes(g);
   guint32 line = n + 1;
   g_auto(GStrv) tok = g_strsplit(spec, " ", -1);
-  DrNode node = {.op = DR_OP_NOOP, .id = id, .priority = DR_PRIORITY_NORMAL, .device = -1,
-                 .kernel = DR_NONE, .buffer = DR_NONE, .loc = {FILE_NAME, line, 3}};
+  DrNode node = {.op = DR_OP_NOOP,
+                 .id = id,
+                 .priority = DR_PRIORITY_NORMAL,
+                 .device = -1,
+                 .kernel = DR_NONE,
+                 .buffer = DR_NONE,
+                 .loc = {FILE_NAME, line, 3}};
   gboolean lifetime = tok[0] != NULL && g_str_has_prefix(tok[0], "alloc") | g_str_has_prefix(tok[0], "free");
   if (lifetime) {
     node.op = g_str_has_prefix(tok[0], "alloc") ? DR_OP_ALLOC : DR_OP_FREE;
@@ -124,10 +131,10 @@ static char *diags_text(const DrDiags *d) {
   return g_string_free(s, FALSE);
 }
 
-#define ASSERT_HAZARDS(g, want)                  \
-  do {                                           \
-    g_autofree char *got_ = hazard_edges(g);     \
-    g_assert_cmpstr(got_, ==, want);             \
+#define ASSERT_HAZARDS(g, want)              \
+  do {                                       \
+    g_autofree char *got_ = hazard_edges(g); \
+    g_assert_cmpstr(got_, ==, want);         \
   } while (0)
 
 /* ---- hazards: exact edges ---------------------------------------------- */
@@ -168,8 +175,9 @@ static void test_hazards_partial_overlap(void) {
   add(g, "e", "r x[10:]");  /* only b */
   add(g, "f", "w x[3:12]"); /* after readers c, d, e, and b's unread x[7:10] */
   add(g, "g", "r x[2:3]");  /* still a's */
-  ASSERT_HAZARDS(g, "a>b waw x, a>c raw x, a>d raw x, b>d raw x, b>e raw x, "
-                    "b>f waw x, c>f war x, d>f war x, e>f war x, a>g raw x");
+  ASSERT_HAZARDS(g,
+                 "a>b waw x, a>c raw x, a>d raw x, b>d raw x, b>e raw x, "
+                 "b>f waw x, c>f war x, d>f war x, e>f war x, a>g raw x");
 }
 
 static void test_hazards_readers_then_writer(void) {
@@ -184,9 +192,10 @@ static void test_hazards_readers_then_writer(void) {
   add(g, "w2", "w x");
   add(g, "w3", "w x[2:4]");
   add(g, "r5", "r x");
-  ASSERT_HAZARDS(g, "w0>r0 raw x, w0>r1 raw x, w0>r2 raw x, w0>r3 raw x, w0>r4 raw x, "
-                    "r0>w1 war x, r1>w1 war x, r2>w1 war x, r3>w1 war x, r4>w1 war x, "
-                    "w1>w2 waw x, w2>w3 waw x, w2>r5 raw x, w3>r5 raw x");
+  ASSERT_HAZARDS(g,
+                 "w0>r0 raw x, w0>r1 raw x, w0>r2 raw x, w0>r3 raw x, w0>r4 raw x, "
+                 "r0>w1 war x, r1>w1 war x, r2>w1 war x, r3>w1 war x, r4>w1 war x, "
+                 "w1>w2 waw x, w2>w3 waw x, w2>r5 raw x, w3>r5 raw x");
 }
 
 static void test_hazards_readwrite(void) {
@@ -196,11 +205,12 @@ static void test_hazards_readwrite(void) {
   add(g, "r", "r x");
   add(g, "acc", "rw x"); /* after the writer (RAW) and the reader (WAR) */
   add(g, "acc2", "rw x[0:4]");
-  add(g, "r2", "r x[4:8]"); /* reads acc's half */
+  add(g, "r2", "r x[4:8]");            /* reads acc's half */
   add(g, "both", "r x[0:2] w x[0:2]"); /* one node reading and writing: no self edge */
   add(g, "last", "r x[1:2]");
-  ASSERT_HAZARDS(g, "w>r raw x, w>acc raw x, r>acc war x, acc>acc2 raw x, acc>r2 raw x, "
-                    "acc2>both raw x, both>last raw x");
+  ASSERT_HAZARDS(g,
+                 "w>r raw x, w>acc raw x, r>acc war x, acc>acc2 raw x, acc>r2 raw x, "
+                 "acc2>both raw x, both>last raw x");
 }
 
 static void test_hazards_dedupe(void) {
@@ -247,11 +257,12 @@ static void test_hazards_chunks(void) {
   add(g, "down", "r y w yh");
   add(g, "fx", "free x");
   add(g, "fy", "free y");
-  ASSERT_HAZARDS(g, "ax>up0 waw x, ax>up1 waw x, ax>up2 waw x, ax>up3 waw x, "
-                    "ay>s0 waw y, up0>s0 raw x, ay>s1 waw y, up1>s1 raw x, "
-                    "ay>s2 waw y, up2>s2 raw x, ay>s3 waw y, up3>s3 raw x, "
-                    "s0>down raw y, s1>down raw y, s2>down raw y, s3>down raw y, "
-                    "s0>fx war x, s1>fx war x, s2>fx war x, s3>fx war x, down>fy war y");
+  ASSERT_HAZARDS(g,
+                 "ax>up0 waw x, ax>up1 waw x, ax>up2 waw x, ax>up3 waw x, "
+                 "ay>s0 waw y, up0>s0 raw x, ay>s1 waw y, up1>s1 raw x, "
+                 "ay>s2 waw y, up2>s2 raw x, ay>s3 waw y, up3>s3 raw x, "
+                 "s0>down raw y, s1>down raw y, s2>down raw y, s3>down raw y, "
+                 "s0>fx war x, s1>fx war x, s2>fx war x, s3>fx war x, down>fy war y");
 }
 
 /* ---- hazards: property test against a slow reference ------------------ */
@@ -260,8 +271,7 @@ static void test_hazards_chunks(void) {
  * (both non-empty, sharing an element) and one of them writes. Closure by bitsets (n <= 64). */
 static gboolean accesses_conflict(const DrAccess *a, const DrAccess *b) {
   return a->buffer == b->buffer && a->begin < a->end && b->begin < b->end && a->begin < b->end &&
-         b->begin < a->end &&
-         (dr_access_writes(a->mode) || dr_access_writes(b->mode));
+         b->begin < a->end && (dr_access_writes(a->mode) || dr_access_writes(b->mode));
 }
 
 /* The accesses of node n as the hazard pass sees them: alloc/free without
@@ -299,10 +309,17 @@ static gboolean edge_is_real(const DrGraph *g, const DrEdge *e) {
       if (f->buffer != e->buffer || !accesses_conflict(f, t)) continue;
       gboolean ok = FALSE;
       switch (e->kind) {
-        case DR_EDGE_RAW: ok = dr_access_writes(f->mode) && dr_access_reads(t->mode); break;
-        case DR_EDGE_WAR: ok = dr_access_reads(f->mode) && dr_access_writes(t->mode); break;
-        case DR_EDGE_WAW: ok = dr_access_writes(f->mode) && dr_access_writes(t->mode); break;
-        case DR_EDGE_AFTER: break;
+        case DR_EDGE_RAW:
+          ok = dr_access_writes(f->mode) && dr_access_reads(t->mode);
+          break;
+        case DR_EDGE_WAR:
+          ok = dr_access_reads(f->mode) && dr_access_writes(t->mode);
+          break;
+        case DR_EDGE_WAW:
+          ok = dr_access_writes(f->mode) && dr_access_writes(t->mode);
+          break;
+        case DR_EDGE_AFTER:
+          break;
       }
       if (ok) return TRUE;
     }
@@ -324,8 +341,8 @@ static DrGraph *random_program(GRand *rng) {
   for (guint b = 0; b < n_buffers; b++) {
     char name[8];
     g_snprintf(name, sizeof name, "b%u", b);
-    DrBuffer buf = {.name = name, .type = DR_ELEM_F32, .count = g_rand_int_range(rng, 1, 13),
-                    .where = DR_WHERE_DEVICE};
+    DrBuffer buf = {
+        .name = name, .type = DR_ELEM_F32, .count = g_rand_int_range(rng, 1, 13), .where = DR_WHERE_DEVICE};
     dr_graph_add_buffer(g, &buf);
   }
   for (guint i = 0; i < n_nodes; i++) {
@@ -435,7 +452,9 @@ static void test_hazards_property_large(void) {
     for (guint b = 0; b < n_buffers; b++) {
       char name[8];
       g_snprintf(name, sizeof name, "b%u", b);
-      DrBuffer buf = {.name = name, .type = DR_ELEM_F32, .count = g_rand_int_range(rng, 1000, 1 << 22),
+      DrBuffer buf = {.name = name,
+                      .type = DR_ELEM_F32,
+                      .count = g_rand_int_range(rng, 1000, 1 << 22),
                       .where = DR_WHERE_DEVICE};
       dr_graph_add_buffer(g, &buf);
     }
@@ -449,10 +468,17 @@ static void test_hazards_property_large(void) {
         DrId b = g_rand_int_range(rng, 0, n_buffers);
         guint64 count = dr_graph_buffer(g, b)->count, lo, hi;
         switch (g_rand_int_range(rng, 0, 4)) {
-          case 0: lo = 0, hi = count; break;                              /* whole */
-          case 1: lo = g_rand_int_range(rng, 0, count), hi = MIN(count, lo + count / 8); break; /* wide */
-          case 2: lo = (count / 16) * g_rand_int_range(rng, 0, 16), hi = lo + count / 16; break; /* chunk */
-          default: lo = g_rand_int_range(rng, 0, count), hi = MIN(count, lo + g_rand_int_range(rng, 1, 64));
+          case 0:
+            lo = 0, hi = count;
+            break; /* whole */
+          case 1:
+            lo = g_rand_int_range(rng, 0, count), hi = MIN(count, lo + count / 8);
+            break; /* wide */
+          case 2:
+            lo = (count / 16) * g_rand_int_range(rng, 0, 16), hi = lo + count / 16;
+            break; /* chunk */
+          default:
+            lo = g_rand_int_range(rng, 0, count), hi = MIN(count, lo + g_rand_int_range(rng, 1, 64));
         }
         DrAccess a = {b, (DrAccessMode)g_rand_int_range(rng, 0, DR_ACCESS_N_MODES), lo, hi};
         dr_graph_add_access(g, &a);
@@ -508,7 +534,8 @@ static void test_hazards_size(void) {
     dr_graph_add_node(g, &node);
     guint64 c = (i * 7919u) % chunks;
     DrAccess r = {i % n_bufs, DR_ACCESS_READ, c * 64, c * 64 + 64};
-    DrAccess w = {(i + 1) % n_bufs, DR_ACCESS_WRITE, c * 64 + 32, c * 64 + 96 > chunks * 64 ? chunks * 64 : c * 64 + 96};
+    DrAccess w = {(i + 1) % n_bufs, DR_ACCESS_WRITE, c * 64 + 32,
+                  c * 64 + 96 > chunks * 64 ? chunks * 64 : c * 64 + 96};
     DrAccess rw = {(i + 3) % n_bufs, DR_ACCESS_READ_WRITE, (i % 3) * 64, (i % 3) * 64 + 640};
     dr_graph_add_access(g, &r);
     dr_graph_add_access(g, &w);
@@ -546,16 +573,16 @@ static char *lifetimes(DrGraph *g, gboolean ok) {
   return diags_text(d);
 }
 
-#define ASSERT_LIFETIMES(g, want)                                    \
-  do {                                                               \
-    g_autofree char *got_ = lifetimes(g, want[0] == '\0');           \
-    g_assert_cmpstr(got_, ==, want);                                 \
+#define ASSERT_LIFETIMES(g, want)                          \
+  do {                                                     \
+    g_autofree char *got_ = lifetimes(g, want[0] == '\0'); \
+    g_assert_cmpstr(got_, ==, want);                       \
   } while (0)
 
 static void test_lifetimes_ok(void) {
   g_autoptr(DrGraph) g = dr_graph_new();
   bufs(g, "x:8 tmp:8 w:8");
-  add(g, "u0", "r x w w");  /* whole-run buffers: no rules */
+  add(g, "u0", "r x w w"); /* whole-run buffers: no rules */
   add(g, "a", "alloc tmp");
   add(g, "k", "r x w tmp");
   add(g, "f", "free tmp");
@@ -569,8 +596,9 @@ static void test_lifetimes_use_before_alloc(void) {
   add(g, "k0", "r x w tmp[0:4] r tmp[4:8]"); /* one error per node and buffer */
   add(g, "a", "alloc tmp");
   add(g, "f", "free tmp");
-  ASSERT_LIFETIMES(g, "t.yaml:1:20: error: node 'k0': uses buffer 'tmp' before it is allocated by 'a'\n"
-                      "t.yaml:2:3: note: 'tmp' is allocated here\n");
+  ASSERT_LIFETIMES(g,
+                   "t.yaml:1:20: error: node 'k0': uses buffer 'tmp' before it is allocated by 'a'\n"
+                   "t.yaml:2:3: note: 'tmp' is allocated here\n");
 }
 
 static void test_lifetimes_use_after_free(void) {
@@ -580,8 +608,9 @@ static void test_lifetimes_use_after_free(void) {
   add(g, "k", "w tmp");
   add(g, "free_tmp", "free tmp");
   add(g, "k3", "r x r tmp[2:4]");
-  ASSERT_LIFETIMES(g, "t.yaml:4:20: error: node 'k3': uses buffer 'tmp' after it is freed by 'free_tmp'\n"
-                      "t.yaml:3:3: note: 'tmp' is freed here\n");
+  ASSERT_LIFETIMES(g,
+                   "t.yaml:4:20: error: node 'k3': uses buffer 'tmp' after it is freed by 'free_tmp'\n"
+                   "t.yaml:3:3: note: 'tmp' is freed here\n");
 }
 
 static void test_lifetimes_double_alloc(void) {
@@ -615,8 +644,9 @@ static void test_lifetimes_free_before_alloc(void) {
   add(g, "k", "r tmp");
   /* One error: the early free is not the allocation's free, so no "use
    * after free" for k and no "never freed" for a. */
-  ASSERT_LIFETIMES(g, "t.yaml:1:3: error: node 'f': frees buffer 'tmp' before it is allocated by 'a'\n"
-                      "t.yaml:2:3: note: 'tmp' is allocated here\n");
+  ASSERT_LIFETIMES(g,
+                   "t.yaml:1:3: error: node 'f': frees buffer 'tmp' before it is allocated by 'a'\n"
+                   "t.yaml:2:3: note: 'tmp' is allocated here\n");
 }
 
 static void test_lifetimes_alloc_without_free(void) {
@@ -633,9 +663,10 @@ static void test_lifetimes_free_without_alloc(void) {
   bufs(g, "x:4 w:8");
   add(g, "k", "w w");
   add(g, "f", "free w");
-  ASSERT_LIFETIMES(g, "t.yaml:2:3: error: node 'f': frees buffer 'w', which no alloc node allocates "
-                      "(it lives for the whole run)\n"
-                      "t.yaml:101:3: note: 'w' is declared here\n");
+  ASSERT_LIFETIMES(g,
+                   "t.yaml:2:3: error: node 'f': frees buffer 'w', which no alloc node allocates "
+                   "(it lives for the whole run)\n"
+                   "t.yaml:101:3: note: 'w' is declared here\n");
 }
 
 static void test_lifetimes_several(void) {
@@ -647,11 +678,12 @@ static void test_lifetimes_several(void) {
   add(g, "aq", "alloc q");
   add(g, "fp", "free p");
   add(g, "v", "rw p[1:2]");
-  ASSERT_LIFETIMES(g, "t.yaml:1:10: error: node 'u': uses buffer 'q' before it is allocated by 'aq'\n"
-                      "t.yaml:3:3: note: 'q' is allocated here\n"
-                      "t.yaml:5:10: error: node 'v': uses buffer 'p' after it is freed by 'fp'\n"
-                      "t.yaml:4:3: note: 'p' is freed here\n"
-                      "t.yaml:3:3: error: node 'aq': allocates buffer 'q' but no node frees it\n");
+  ASSERT_LIFETIMES(g,
+                   "t.yaml:1:10: error: node 'u': uses buffer 'q' before it is allocated by 'aq'\n"
+                   "t.yaml:3:3: note: 'q' is allocated here\n"
+                   "t.yaml:5:10: error: node 'v': uses buffer 'p' after it is freed by 'fp'\n"
+                   "t.yaml:4:3: note: 'p' is freed here\n"
+                   "t.yaml:3:3: error: node 'aq': allocates buffer 'q' but no node frees it\n");
 }
 
 static void test_lifetimes_many(void) {
@@ -825,9 +857,10 @@ static void test_cycles_after_only(void) {
   after(g, "a", "b"); /* b: after [a] */
   after(g, "b", "a"); /* a: after [b] closes it */
   g_autofree char *got = run_passes(g, FALSE);
-  g_assert_cmpstr(got, ==, "t.yaml:201:5: error: dependency cycle: a -> b -> a\n"
-                           "t.yaml:200:5: note: 'b' lists 'a' in after:\n"
-                           "t.yaml:201:5: note: 'a' lists 'b' in after:\n");
+  g_assert_cmpstr(got, ==,
+                  "t.yaml:201:5: error: dependency cycle: a -> b -> a\n"
+                  "t.yaml:200:5: note: 'b' lists 'a' in after:\n"
+                  "t.yaml:201:5: note: 'a' lists 'b' in after:\n");
 }
 
 static void test_cycles_through_hazards(void) {
@@ -839,10 +872,11 @@ static void test_cycles_through_hazards(void) {
   add(g, "c", "r x[2:3]"); /* RAW after b */
   after(g, "c", "a");      /* a: after [c] closes a -> b -> c -> a */
   g_autofree char *got = run_passes(g, FALSE);
-  g_assert_cmpstr(got, ==, "t.yaml:200:5: error: dependency cycle: a -> b -> c -> a\n"
-                           "t.yaml:3:3: note: 'b' writes x after 'a' reads it\n"
-                           "t.yaml:4:3: note: 'c' reads x after 'b' writes it\n"
-                           "t.yaml:200:5: note: 'a' lists 'c' in after:\n");
+  g_assert_cmpstr(got, ==,
+                  "t.yaml:200:5: error: dependency cycle: a -> b -> c -> a\n"
+                  "t.yaml:3:3: note: 'b' writes x after 'a' reads it\n"
+                  "t.yaml:4:3: note: 'c' reads x after 'b' writes it\n"
+                  "t.yaml:200:5: note: 'a' lists 'c' in after:\n");
 }
 
 static void test_cycles_several(void) {
@@ -863,13 +897,14 @@ static void test_cycles_several(void) {
   after(g, "w2", "down");
   after(g, "r", "down");
   g_autofree char *got = run_passes(g, FALSE);
-  g_assert_cmpstr(got, ==, "t.yaml:202:5: error: dependency cycle: p -> q -> r -> p\n"
-                           "t.yaml:200:5: note: 'q' lists 'p' in after:\n"
-                           "t.yaml:201:5: note: 'r' lists 'q' in after:\n"
-                           "t.yaml:202:5: note: 'p' lists 'r' in after:\n"
-                           "t.yaml:203:5: error: dependency cycle: w1 -> w2 -> w1\n"
-                           "t.yaml:5:3: note: 'w2' writes x after 'w1' writes it\n"
-                           "t.yaml:203:5: note: 'w1' lists 'w2' in after:\n");
+  g_assert_cmpstr(got, ==,
+                  "t.yaml:202:5: error: dependency cycle: p -> q -> r -> p\n"
+                  "t.yaml:200:5: note: 'q' lists 'p' in after:\n"
+                  "t.yaml:201:5: note: 'r' lists 'q' in after:\n"
+                  "t.yaml:202:5: note: 'p' lists 'r' in after:\n"
+                  "t.yaml:203:5: error: dependency cycle: w1 -> w2 -> w1\n"
+                  "t.yaml:5:3: note: 'w2' writes x after 'w1' writes it\n"
+                  "t.yaml:203:5: note: 'w1' lists 'w2' in after:\n");
 }
 
 static void test_cycles_limit(void) {
@@ -923,8 +958,9 @@ static void test_passes_stop_after_errors(void) {
   add(g, "f", "free tmp");
   after(g, "f", "k"); /* would close a cycle, but lifetimes stop the run first */
   g_autofree char *got = run_passes(g, FALSE);
-  g_assert_cmpstr(got, ==, "t.yaml:1:10: error: node 'k': uses buffer 'tmp' before it is allocated by 'a'\n"
-                           "t.yaml:2:3: note: 'tmp' is allocated here\n");
+  g_assert_cmpstr(got, ==,
+                  "t.yaml:1:10: error: node 'k': uses buffer 'tmp' before it is allocated by 'a'\n"
+                  "t.yaml:2:3: note: 'tmp' is allocated here\n");
   g_assert_cmpuint(g->edges->len, ==, 0);
 }
 
