@@ -10,37 +10,14 @@
  * parser's already-expanded prefix matches. Linear in the graph's size. */
 #include "lib/yaml_writer.h"
 
+#include "report/json.h"
+
 #include <math.h>
 #include <string.h>
 
-static void put_str(GString *out, const char *s) {
-  g_string_append_c(out, '"');
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    switch (*c) {
-      case '"':
-        g_string_append(out, "\\\"");
-        break;
-      case '\\':
-        g_string_append(out, "\\\\");
-        break;
-      case '\n':
-        g_string_append(out, "\\n");
-        break;
-      case '\t':
-        g_string_append(out, "\\t");
-        break;
-      case '\r':
-        g_string_append(out, "\\r");
-        break;
-      default:
-        if (*c < 0x20)
-          g_string_append_printf(out, "\\x%02x", *c);
-        else
-          g_string_append_c(out, (char)*c);
-    }
-  }
-  g_string_append_c(out, '"');
-}
+/* A double-quoted scalar: a JSON string is one (YAML 1.2 reads every JSON
+ * escape), so the one JSON escaper serves. */
+static void put_str(GString *out, const char *s) { dr__json_append_string(out, s); }
 
 static void put_path(GString *out, const char *path) {
   g_autofree char *abs = g_canonicalize_filename(path, NULL);

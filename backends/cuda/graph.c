@@ -149,8 +149,12 @@ static const DrCudaCapture capture_hooks = {capture_before, capture_after};
  * (capture copies a stream's priority into its kernel nodes; without the
  * flag the whole graph runs at origin's). The probe of issue #18: a
  * 1000-leaf fan-out of alternating priorities launched in 278 µs without
- * the flag, 354 µs with it. */
-#define GRAPH_PDL_DEFAULT FALSE
+ * the flag, 354 µs with it. On the H200 (bench/graph_ab.sh, 2026-12-01,
+ * 5 alternating rounds, --timing=off) PDL edges took the 2000-kernel chain
+ * from 1710.8 to 1437.1 µs (0.84x) and left spin32, fanout32 and
+ * priority.yaml within noise (0.98-1.00x); the priority flag changed
+ * nothing measurable (0.97-1.00x). So PDL is on, priorities off. */
+#define GRAPH_PDL_DEFAULT TRUE
 #define GRAPH_PRIORITY_DEFAULT FALSE
 
 /* The switch `name`: "1" on, "0" off, anything else (or unset) `dflt`. */

@@ -953,9 +953,9 @@ static void test_runner(gconstpointer data) {
  * also waits on a1), and not for a2, since a1 records the event b1 waits
  * on between them. None with events, or with DAGRUN_PDL=0. Graph mode
  * (the capture's launches) asks for the same launches, in the same
- * places, with DAGRUN_GRAPH_PDL=1 and stamps aside or no timing; none by
- * default (GRAPH_PDL_DEFAULT in backends/cuda/graph.c: change this
- * expectation with it), with DAGRUN_GRAPH_PDL=0, with events, with inline
+ * places, by default (GRAPH_PDL_DEFAULT in backends/cuda/graph.c: change
+ * this expectation with it) and with DAGRUN_GRAPH_PDL=1, with stamps aside
+ * or no timing; none with DAGRUN_GRAPH_PDL=0, with events, with inline
  * stamps (DAGRUN_STAMPS_INLINE=1: a stamp kernel between) or with
  * DAGRUN_PDL=0. */
 typedef struct {
@@ -1309,7 +1309,7 @@ int main(int argc, char **argv) {
       {DR_MODE_STREAMS, DR_TIMING_AUTO, NULL, NULL, FALSE, 3},
       {DR_MODE_STREAMS, DR_TIMING_EVENTS, NULL, NULL, FALSE, 0},
       {DR_MODE_STREAMS, DR_TIMING_OFF, "0", NULL, FALSE, 0},
-      {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, NULL, FALSE, 0},
+      {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, NULL, FALSE, 3},
       {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, "0", FALSE, 0},
       {DR_MODE_GRAPH, DR_TIMING_STAMPS, NULL, "1", FALSE, 3},
       {DR_MODE_GRAPH, DR_TIMING_OFF, NULL, "1", FALSE, 3},
