@@ -62,9 +62,6 @@ typedef struct {
 static gboolean is_alloc_node(const Flow *f, DrId v) {
   return f->life_of[v] != DR_NONE && f->life[f->life_of[v]].alloc == v;
 }
-static gboolean is_free_node(const Flow *f, DrId v) {
-  return f->life_of[v] != DR_NONE && f->life[f->life_of[v]].free == v;
-}
 
 /* Breadth-first levels from the source; TRUE when the sink is reachable.
  * Without a sink level the search is complete: the certificate's set. */
