@@ -57,7 +57,13 @@ DrStreamPlan *dr_pipeline_plan(DrPipeline *pipeline, const DrPlanSettings *setti
   gboolean wants_queues;
   dr__plan_options_resolve(pipeline->graph, settings, &opts, &mode, &wants_queues);
   /* opts carries the cap (or uncapped) for `mode`: the planner need not
-   * look at the pipeline's own mode. */
+   * look at the pipeline's own mode. The profile is read here, so the
+   * planner opens no file. */
+  g_autofree double *profiled = NULL;
+  if (settings != NULL && settings->profile_path != NULL &&
+      (profiled = dr_profile_durations(settings->profile_path, pipeline->graph, error)) == NULL)
+    return NULL;
+  opts.durations = profiled;
   DrPlan *plan = dr_plan_build(pipeline->graph, &opts, error);
   if (plan == NULL) return NULL;
   DrStreamPlan *sp = g_new0(DrStreamPlan, 1);
@@ -180,9 +186,7 @@ gboolean dr_stream_plan_write_dot_with(const DrStreamPlan *plan, const DrDotSett
     dur = dr_report_durations(s.report->report);
     source = g_strdup("this run");
   } else if (s.profile_path != NULL) {
-    dur = g_new(double, MAX(g->nodes->len, 1));
-    for (guint32 v = 0; v < g->nodes->len; v++) dur[v] = NAN;
-    if (!dr_profile_read(s.profile_path, g, dur, error)) return FALSE;
+    if ((dur = dr_profile_durations(s.profile_path, g, error)) == NULL) return FALSE;
     source = g_strdup_printf("profile %s", s.profile_path);
   }
   DrDotOptions o = {s.detail, dur, source};

@@ -92,7 +92,7 @@ void dr__plan_options_resolve(const DrGraph *graph, const DrPlanSettings *settin
   const DrPlanSettings *s = settings ? settings : &none;
   *mode = s->mode_set ? s->mode : graph->run.mode;
   *wants_queues = FALSE;
-  *opts = (DrPlanOptions){.profile_path = s->profile_path};
+  *opts = (DrPlanOptions){0};
   if (s->max_streams > 0) {
     opts->max_streams = s->max_streams;
     opts->cap_note = "set by max_streams";

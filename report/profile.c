@@ -88,3 +88,12 @@ bad:
               dr__json_reader_pos(&r));
   return FALSE;
 }
+
+double *dr_profile_durations(const char *path, const DrGraph *graph, GError **error) {
+  g_return_val_if_fail(path != NULL && graph != NULL, NULL);
+  guint32 n = dr_graph_n_nodes(graph);
+  g_autofree double *dur = g_new(double, MAX(n, 1));
+  for (guint32 v = 0; v < n; v++) dur[v] = NAN;
+  if (!dr_profile_read(path, graph, dur, error)) return NULL;
+  return g_steal_pointer(&dur);
+}

@@ -231,6 +231,11 @@ double *dr_report_durations(const DrReport *report);
  * array or a "schema" newer than DR_REPORT_SCHEMA. */
 gboolean dr_profile_read(const char *path, const DrGraph *graph, double *dur, GError **error);
 
+/* The durations of the profile at `path` for `graph`: a new array indexed
+ * by DrId (g_free it), NAN for each node the profile does not time. NULL
+ * with dr_profile_read's error. */
+double *dr_profile_durations(const char *path, const DrGraph *graph, GError **error);
+
 G_END_DECLS
 
 #endif

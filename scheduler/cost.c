@@ -1,6 +1,7 @@
 /* cost.c: the planner's cost model, an estimated duration per node,
  * overridden by the measured durations of a previous run's JSON report
- * (--profile=FILE, read by report/profile.c). Not a simulator: the numbers
+ * (--profile=FILE: the library reads it with report/profile.c and passes
+ * the durations in; the planner opens no file). Not a simulator: the numbers
  * only rank merges when the stream cap binds and order the issue timeline.
  *
  * Requires: a graph. Provides: ctx->dur in µs.
@@ -14,7 +15,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "report/report.h"
 #include "scheduler/plan_internal.h"
 
 #define COPY_BYTES_PER_US 55e3 /* 55 GB/s */
@@ -89,8 +89,8 @@ double dr__node_cost_us(const DrGraph *g, DrId id) {
   return 0.0;
 }
 
-gboolean dr__plan_costs(DrPlanCtx *ctx, const char *profile_path, GError **error) {
+void dr__plan_costs(DrPlanCtx *ctx, const double *durations) {
   ctx->dur = g_new(double, MAX(ctx->n, 1));
-  for (DrId v = 0; v < ctx->n; v++) ctx->dur[v] = dr__node_cost_us(ctx->graph, v);
-  return profile_path == NULL || dr_profile_read(profile_path, ctx->graph, ctx->dur, error);
+  for (DrId v = 0; v < ctx->n; v++)
+    ctx->dur[v] = durations != NULL && !isnan(durations[v]) ? durations[v] : dr__node_cost_us(ctx->graph, v);
 }

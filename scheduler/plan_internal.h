@@ -43,10 +43,9 @@ typedef struct {
 #define DR__PRED_BEGIN(c, v) ((c)->pred_off[(v)])
 #define DR__PRED_END(c, v) ((c)->pred_off[(v) + 1])
 
-/* cost.c: fills ctx->dur from the cost model, then overrides the nodes that
- * `profile_path` (when not NULL) names. FALSE with `error` when the profile
- * is unreadable or not the expected JSON. */
-gboolean dr__plan_costs(DrPlanCtx *ctx, const char *profile_path, GError **error);
+/* cost.c: fills ctx->dur from the cost model, except where `durations`
+ * (when not NULL) has a measured value (not NAN). */
+void dr__plan_costs(DrPlanCtx *ctx, const double *durations);
 /* cost.c: the cost model's estimate for one node, µs. */
 double dr__node_cost_us(const DrGraph *graph, DrId node);
 

@@ -80,8 +80,12 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
                    .edges = (const DrEdge *)graph->edges->data,
                    .no_greedy_merges = opts->no_greedy_merges};
   double critical_path_us = 0;
-  if (!index_edges(&ctx, error) || !dr__plan_costs(&ctx, opts->profile_path, error) ||
-      !dr__plan_order(&ctx, &critical_path_us, error)) {
+  if (!index_edges(&ctx, error)) {
+    ctx_clear(&ctx);
+    return NULL;
+  }
+  dr__plan_costs(&ctx, opts->durations);
+  if (!dr__plan_order(&ctx, &critical_path_us, error)) {
     ctx_clear(&ctx);
     return NULL;
   }

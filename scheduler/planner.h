@@ -21,10 +21,12 @@ G_BEGIN_DECLS
  * library resolves the cap (lib/settings.c: the user's max_streams, else
  * CUDA_DEVICE_MAX_CONNECTIONS, else 32 or 8) and passes it here. */
 typedef struct {
-  guint32 max_streams;      /* the cap; 0: graph->run.max_streams when set,
-                               else none in graph mode, else 8 */
-  const char *profile_path; /* NULL or a run report JSON whose
-                               nodes[].duration_us replace the cost model */
+  guint32 max_streams; /* the cap; 0: graph->run.max_streams when set,
+                          else none in graph mode, else 8 */
+  /* NULL, or measured durations in µs indexed by DrId (NAN: keep the cost
+   * model's estimate); the library reads them from a --profile report
+   * (dr_profile_durations), so the planner opens no file. */
+  const double *durations;
   /* Tests only: TRUE makes the chain cover skip its greedy merges so
    * Dinic's phases do all the work (held against the slow references). */
   gboolean no_greedy_merges;
@@ -38,7 +40,7 @@ typedef struct {
  * leaves them and acyclic. `opts` may be NULL (all defaults). Returns a new
  * plan that borrows `graph` (free it with dr_plan_free before the graph), or
  * NULL with `error` set (DR_ERROR_INVALID for unsorted edges or a cycle,
- * DR_ERROR_IO for an unreadable or malformed profile). */
+ * never DR_ERROR_IO: the planner reads no file). */
 DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **error);
 
 G_END_DECLS

@@ -146,7 +146,9 @@ static void test_profile_null_duration(Fixture *f, gconstpointer data) {
   g_assert_no_error(error);
   close(fd);
   g_assert_true(g_file_set_contents(path, json->str, (gssize)json->len, &error));
-  DrPlanOptions opts = {0, path};
+  g_autofree double *dur = dr_profile_durations(path, f->graph, &error);
+  g_assert_no_error(error);
+  DrPlanOptions opts = {0, dur};
   g_autoptr(DrPlan) plan = dr_plan_build(f->graph, &opts, &error);
   g_unlink(path);
   g_assert_no_error(error);
