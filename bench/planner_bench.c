@@ -34,6 +34,19 @@
 
 #define NODE_US 3.0 /* the cost model's price of an access-free kernel */
 
+/* Adds kernel node "n<v>" calling kernel `kid` to `g`. */
+static void add_kernel_node(DrGraph *g, DrId kid, guint32 v) {
+  char id[32];
+  g_snprintf(id, sizeof id, "n%u", v);
+  DrNode node = {.op = DR_OP_KERNEL,
+                 .priority = DR_PRIORITY_NORMAL,
+                 .id = id,
+                 .device = -1,
+                 .kernel = kid,
+                 .buffer = DR_NONE};
+  dr_graph_add_node(g, &node);
+}
+
 static DrGraph *layered(guint32 n, guint32 w, guint32 seed) {
   DrGraph *g = dr_graph_new();
   g->name = dr_graph_intern(g, "layered");
@@ -41,16 +54,8 @@ static DrGraph *layered(guint32 n, guint32 w, guint32 seed) {
   DrId kid = dr_graph_add_kernel(g, &k);
   GRand *r = g_rand_new_with_seed(seed);
   guint32 *perm = g_new(guint32, w);
-  char id[32];
   for (guint32 v = 0; v < n; v++) {
-    g_snprintf(id, sizeof id, "n%u", v);
-    DrNode node = {.op = DR_OP_KERNEL,
-                   .priority = DR_PRIORITY_NORMAL,
-                   .id = id,
-                   .device = -1,
-                   .kernel = kid,
-                   .buffer = DR_NONE};
-    dr_graph_add_node(g, &node);
+    add_kernel_node(g, kid, v);
     guint32 j = v % w;
     if (v < w) continue;
     if (j == 0) {
@@ -93,16 +98,8 @@ static DrGraph *program(guint32 n, guint32 cells, guint32 seed) {
     writer[c] = DR_NONE;
     readers[c] = g_array_new(FALSE, FALSE, sizeof(guint32));
   }
-  char id[32];
   for (guint32 v = 0; v < n; v++) {
-    g_snprintf(id, sizeof id, "n%u", v);
-    DrNode node = {.op = DR_OP_KERNEL,
-                   .priority = DR_PRIORITY_NORMAL,
-                   .id = id,
-                   .device = -1,
-                   .kernel = kid,
-                   .buffer = DR_NONE};
-    dr_graph_add_node(g, &node);
+    add_kernel_node(g, kid, v);
     guint32 touches = (guint32)g_rand_int_range(r, 1, 4);
     for (guint32 t = 0; t < touches; t++) {
       guint32 c = (guint32)g_rand_int_range(r, 0, (gint32)cells);

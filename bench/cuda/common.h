@@ -286,6 +286,17 @@ static inline StreamPlan plan_serial(const Dag &d) {
 }
 
 /* Streams and per-node events for running a plan eagerly or capturing it. */
+/* Instantiates `g` and destroys it; *instantiate_us (if not NULL) gets
+ * the host time cudaGraphInstantiate took. */
+static inline cudaGraphExec_t instantiate_timed(cudaGraph_t g, double *instantiate_us) {
+  cudaGraphExec_t exec;
+  double t0 = host_now_us();
+  CHECK(cudaGraphInstantiate(&exec, g, 0));
+  if (instantiate_us) *instantiate_us = host_now_us() - t0;
+  CHECK(cudaGraphDestroy(g));
+  return exec;
+}
+
 struct Runner {
   std::vector<cudaStream_t> streams;
   std::vector<cudaEvent_t> node_event; /* one per node that a wait names */
@@ -337,12 +348,7 @@ struct Runner {
     CHECK(cudaStreamBeginCapture(streams[0], cudaStreamCaptureModeThreadLocal));
     issue(d, p);
     CHECK(cudaStreamEndCapture(streams[0], &g));
-    cudaGraphExec_t exec;
-    double t0 = host_now_us();
-    CHECK(cudaGraphInstantiate(&exec, g, 0));
-    if (instantiate_us) *instantiate_us = host_now_us() - t0;
-    CHECK(cudaGraphDestroy(g));
-    return exec;
+    return instantiate_timed(g, instantiate_us);
   }
 };
 
@@ -386,12 +392,7 @@ static inline cudaGraphExec_t build_explicit_graph(const Dag &d, double *instant
     kp.kernelParams = args;
     CHECK(cudaGraphAddKernelNode(&gn[v], g, deps.empty() ? nullptr : deps.data(), deps.size(), &kp));
   }
-  cudaGraphExec_t exec;
-  double t0 = host_now_us();
-  CHECK(cudaGraphInstantiate(&exec, g, 0));
-  if (instantiate_us) *instantiate_us = host_now_us() - t0;
-  CHECK(cudaGraphDestroy(g));
-  return exec;
+  return instantiate_timed(g, instantiate_us);
 }
 
 /* Times `body(stream)` between two events on `stream`: warmup untimed runs,
@@ -525,27 +526,20 @@ static inline bool run_dag_variants(const char *case_name, const Dag &d, const O
   print_result(case_name, "explicit_graph", "graph", n, 0, o.iterations, stats_of(t),
                ex + fmt(", \"instantiate_us\": %.1f", inst_us));
 
-  if (reset) reset();
-  StreamPlan rr = plan_round_robin(d, 4);
-  {
-    Runner r(d, rr);
-    exec = r.capture(d, rr, &inst_us);
-  }
-  t = time_graph(exec, o.warmup, o.iterations);
-  ex = base + verdict();
-  print_result(case_name, "roundrobin4_capture", nullptr, n, rr.n_streams, o.iterations, stats_of(t),
-               ex + fmt(", \"instantiate_us\": %.1f", inst_us));
-
-  if (reset) reset();
-  StreamPlan cc = plan_chain_cover(d);
-  {
-    Runner r(d, cc);
-    exec = r.capture(d, cc, &inst_us);
-  }
-  t = time_graph(exec, o.warmup, o.iterations);
-  ex = base + verdict();
-  print_result(case_name, "chaincover_capture", nullptr, n, cc.n_streams, o.iterations, stats_of(t),
-               ex + fmt(", \"instantiate_us\": %.1f", inst_us));
+  /* A stream plan captured into a graph, timed as variant `name`. */
+  auto captured = [&](const char *name, const StreamPlan &plan) {
+    if (reset) reset();
+    {
+      Runner r(d, plan);
+      exec = r.capture(d, plan, &inst_us);
+    }
+    t = time_graph(exec, o.warmup, o.iterations);
+    ex = base + verdict();
+    print_result(case_name, name, nullptr, n, plan.n_streams, o.iterations, stats_of(t),
+                 ex + fmt(", \"instantiate_us\": %.1f", inst_us));
+  };
+  captured("roundrobin4_capture", plan_round_robin(d, 4));
+  captured("chaincover_capture", plan_chain_cover(d));
 
   if (reset) reset();
   StreamPlan rr8 = plan_round_robin(d, 8);
