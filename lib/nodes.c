@@ -200,11 +200,15 @@ gboolean dr_pipeline_node_set_launch(DrPipeline *pipeline, const char *id, const
   if (n->op != DR_OP_KERNEL)
     return dr_set_error_at(error, DR_ERROR_INVALID, n->loc,
                            "node '%s': a launch shape applies to kernel nodes only", id);
-  for (int i = 0; i < 3; i++) {
-    guint gv = grid ? grid[i] : 0, bv = block ? block[i] : 0;
-    if (gv > G_MAXINT32 || bv > G_MAXINT32)
-      return dr_set_error_at(error, DR_ERROR_INVALID, n->loc, "node '%s': grid and block must be below 2^31",
-                             id);
+  /* YAML's range and wording for each given dimension (parser/nodes.c
+   * parse_dim3: 1..2^31-1); 0 here is "not given", as YAML's missing
+   * dimensions, since a C array always has three. */
+  for (int i = 0; i < 6; i++) {
+    const guint *dims = i < 3 ? grid : block;
+    if (dims != NULL && dims[i % 3] > G_MAXINT32)
+      return dr_set_error_at(error, DR_ERROR_INVALID, n->loc,
+                             "node '%s', key '%s': %u is out of range [1, %d]", id, i < 3 ? "grid" : "block",
+                             dims[i % 3], G_MAXINT32);
   }
   /* The parser's convention: all 0 = default, else missing dimensions 1. */
   gboolean has_grid = grid && (grid[0] || grid[1] || grid[2]);

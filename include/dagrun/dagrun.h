@@ -280,7 +280,10 @@ typedef struct {
 gboolean dr_pipeline_add_kernel_node(DrPipeline *pipeline, const char *id, const char *kernel,
                                      const DrNamedArg *args, guint n_args, GError **error);
 /* Sets a kernel node's launch shape: grid and block ({0,0,0} or NULL:
- * the kernel's default) and dynamic shared memory bytes. */
+ * the kernel's default; else a 0 dimension is 1, as a missing one in YAML)
+ * and dynamic shared memory bytes. A dimension above 2^31-1 is
+ * DR_ERROR_INVALID with YAML's wording ("key 'grid': N is out of range
+ * [1, 2147483647]"). */
 gboolean dr_pipeline_node_set_launch(DrPipeline *pipeline, const char *id, const guint grid[3],
                                      const guint block[3], guint shared, GError **error);
 /* Copies src to dst (same length in bytes); the direction follows where

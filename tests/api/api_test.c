@@ -784,6 +784,13 @@ static void test_yaml_round_trip_api(void) {
   g_assert_true(dr_pipeline_node_after(p, "join", "say", &error));
   g_assert_true(dr_pipeline_node_set_device(p, "join", 0, &error));
   guint grid[3] = {4, 0, 0}, block[3] = {128, 0, 0};
+  /* The YAML's range and wording (grid: 3000000000 in a file says the same). */
+  guint huge[3] = {4, 3000000000u, 0};
+  g_assert_false(dr_pipeline_node_set_launch(p, "scale1", grid, huge, 256, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_nonnull(
+      strstr(error->message, "node 'scale1', key 'block': 3000000000 is out of range [1, 2147483647]"));
+  g_clear_error(&error);
   g_assert_true(dr_pipeline_node_set_launch(p, "scale1", grid, block, 256, &error));
   g_assert_true(dr_pipeline_set_max_streams(p, 3, &error));
   g_assert_no_error(error);
