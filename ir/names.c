@@ -75,6 +75,8 @@ DR_DEFINE_NAME_TABLE(DrTimingMode, DR_TIMING_LIST, timing, DR_N_TIMINGS, dr_timi
                      dr_timing_mode_from_name)
 DR_DEFINE_NAME_TABLE(DrVerified, DR_VERIFIED_LIST, verified, G_N_ELEMENTS(verified_names), dr_verified_name,
                      dr_verified_from_name)
+DR_DEFINE_NAME_TABLE(DrDotDetail, DR_DOT_DETAIL_LIST, dot_detail, DR_N_DOT_DETAILS, dr_dot_detail_name,
+                     dr_dot_detail_from_name)
 DR_DEFINE_NAME_TABLE(DrHostFn, DR_HOST_FN_LIST, host_fn, DR_N_HOST_FNS, dr_host_fn_name, dr_host_fn_from_name)
 DR_DEFINE_NAME_TABLE(DrEdgeKind, DR_EDGE_KIND_LIST, edge_kind, G_N_ELEMENTS(edge_kind_names),
                      dr_edge_kind_name, dr_edge_kind_from_name)

@@ -63,20 +63,6 @@ static void html_text(GString *out, const char *s) {
   }
 }
 
-gboolean dr_dot_detail_from_name(const char *name, DrDotDetail *out) {
-  static const char *const names[] = {
-#define DR_X(e, n) n,
-      DR_DOT_DETAIL_LIST(DR_X)
-#undef DR_X
-  };
-  for (guint i = 0; i < G_N_ELEMENTS(names); i++)
-    if (name != NULL && strcmp(name, names[i]) == 0) {
-      *out = (DrDotDetail)i;
-      return TRUE;
-    }
-  return FALSE;
-}
-
 double *dr_report_durations(const DrReport *report) {
   g_return_val_if_fail(report != NULL, NULL);
   double *dur = g_new(double, MAX(report->n_graph_nodes, 1));

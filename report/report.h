@@ -194,9 +194,6 @@ gboolean dr_plan_write_json_file(const DrPlan *plan, FILE *file, const char *wha
  * every node up to DR_DOT_AUTO_FULL_MAX nodes, else the summary. */
 #define DR_DOT_AUTO_FULL_MAX 200
 
-/* Returns TRUE and sets *out when `name` is "auto", "summary" or "full". */
-gboolean dr_dot_detail_from_name(const char *name, DrDotDetail *out);
-
 typedef struct {
   DrDotDetail detail;
   /* NULL, or each graph node's duration in µs (NAN: unknown), from a run
