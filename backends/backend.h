@@ -65,6 +65,24 @@ typedef struct {
   gboolean (*args_changed)(DrBackend *b, const DrId *nodes, guint32 n, const char **how, GError **error);
   /* Copies whole-run buffer `buffer` (all its bytes) into `dst`. */
   gboolean (*read_buffer)(DrBackend *b, DrId buffer, void *dst, GError **error);
+  /* External memory (a session, run.h; all three or none: NULL when the
+   * backend has none). Only between runs. bind_buffer makes whole-run
+   * buffer `buffer` live at the caller's `ptr` (its dr_buffer_bytes,
+   * checked by the caller) from the next iteration on: the backend checks
+   * where `ptr` lives, releases its own memory for the buffer, never frees
+   * `ptr`, and makes every node that touches the buffer use it, setting
+   * *how like args_changed. write_buffer copies `bytes` of `data` into the
+   * buffer at byte `offset` (in range, checked by the caller), ordered
+   * after the work queued before it (the caller's stream of the last
+   * run_on_stream, else the backend's own) and before the next iteration;
+   * `data` may be reused once it returns. run_on_stream enqueues one
+   * untimed iteration after the work queued on `stream` and makes the work
+   * queued on it later wait for the iteration, without waiting on the
+   * host. */
+  gboolean (*bind_buffer)(DrBackend *b, DrId buffer, void *ptr, const char **how, GError **error);
+  gboolean (*write_buffer)(DrBackend *b, DrId buffer, guint64 offset, const void *data, guint64 bytes,
+                           GError **error);
+  gboolean (*run_on_stream)(DrBackend *b, guint32 iteration, void *stream, GError **error);
   /* Releases everything; NULL-safe, tolerates half-built state. */
   void (*close)(DrBackend *b);
   /* The mode name the report shows ("streams" | "graph"). */

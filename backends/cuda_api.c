@@ -26,6 +26,10 @@ static const DrCudaApi real_api = {
     .cudaGraphKernelNodeSetParams = cudaGraphKernelNodeSetParams,
     .cudaGraphExecKernelNodeSetParams = cudaGraphExecKernelNodeSetParams,
     .cudaGraphDebugDotPrint = cudaGraphDebugDotPrint,
+    .cudaPointerGetAttributes = cudaPointerGetAttributes,
+    .cudaGraphExecMemcpyNodeSetParams1D = cudaGraphExecMemcpyNodeSetParams1D,
+    .cudaGraphMemsetNodeGetParams = cudaGraphMemsetNodeGetParams,
+    .cudaGraphExecMemsetNodeSetParams = cudaGraphExecMemsetNodeSetParams,
 };
 
 static const DrCudaApi *current = &real_api;

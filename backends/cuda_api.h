@@ -99,6 +99,16 @@ typedef struct {
                                               const struct cudaKernelNodeParams *params);
   cudaError_t (*cudaGraphExecKernelNodeSetParams)(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                   const struct cudaKernelNodeParams *params);
+  /* External memory (dr_runner_bind_buffer), optional too: without
+   * cudaPointerGetAttributes a bound pointer is not checked; without the
+   * memcpy/memset entries a bound buffer's copy or memset node takes the
+   * whole-graph path. */
+  cudaError_t (*cudaPointerGetAttributes)(struct cudaPointerAttributes *attr, const void *ptr);
+  cudaError_t (*cudaGraphExecMemcpyNodeSetParams1D)(cudaGraphExec_t exec, cudaGraphNode_t node, void *dst,
+                                                    const void *src, size_t count, enum cudaMemcpyKind kind);
+  cudaError_t (*cudaGraphMemsetNodeGetParams)(cudaGraphNode_t node, struct cudaMemsetParams *params);
+  cudaError_t (*cudaGraphExecMemsetNodeSetParams)(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                  const struct cudaMemsetParams *params);
   /* --dot-cuda-graph (cuda_graph.c), optional: NULL makes that option fail
    * with a clear error instead of writing nothing. */
   cudaError_t (*cudaGraphDebugDotPrint)(cudaGraph_t graph, const char *path, unsigned int flags);

@@ -35,7 +35,8 @@ struct DrBackend {
   const DrGraph *graph;
   DrRunOptions opts;
   guint32 n_nodes, n_buffers, n_streams;
-  void **bases;          /* [n_buffers], owned */
+  void **bases;          /* [n_buffers], owned unless external */
+  gboolean *external;    /* [n_buffers]: bases[i] is the caller's (bind_buffer) */
   DrKernelCall *kcalls;  /* [n_nodes], bound at setup */
   DrHostCall *hcalls;    /* [n_nodes], bound at setup */
   guint32 *stream_first; /* [n_streams + 1]: ranges of stream_steps */
@@ -220,8 +221,10 @@ static void host_close(DrBackend *b) {
     pthread_cond_destroy(&b->cond);
   }
   if (b->bases)
-    for (guint32 i = 0; i < b->n_buffers; i++) g_free(b->bases[i]);
+    for (guint32 i = 0; i < b->n_buffers; i++)
+      if (!b->external[i]) g_free(b->bases[i]);
   g_free(b->bases);
+  g_free(b->external);
   g_free(b->kcalls);
   g_free(b->hcalls);
   g_free(b->stream_first);
@@ -241,6 +244,7 @@ static DrBackend *host_open(const DrPlan *plan, const DrRunOptions *opts, GError
   b->n_buffers = dr_graph_n_buffers(b->graph);
   b->n_streams = dr_plan_n_streams(plan);
   b->bases = g_new0(void *, MAX(b->n_buffers, 1));
+  b->external = g_new0(gboolean, MAX(b->n_buffers, 1));
   b->kcalls = g_new0(DrKernelCall, MAX(b->n_nodes, 1));
   b->hcalls = g_new0(DrHostCall, MAX(b->n_nodes, 1));
   b->node_epoch = g_new0(guint32, MAX(b->n_nodes, 1));
@@ -270,6 +274,17 @@ static DrBackend *host_open(const DrPlan *plan, const DrRunOptions *opts, GError
   return b;
 }
 
+/* Binds every kernel and host node to the buffers' memory as it is now. */
+static gboolean bind_calls(DrBackend *b, GError **error) {
+  const DrGraph *g = b->graph;
+  for (DrId i = 0; i < b->n_nodes; i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (n->op == DR_OP_KERNEL && !dr__kernel_call_bind(g, i, b->bases, &b->kcalls[i], error)) return FALSE;
+    if (n->op == DR_OP_HOST) dr__host_call_bind(g, i, b->bases, b->opts.host_output, &b->hcalls[i]);
+  }
+  return TRUE;
+}
+
 static gboolean host_setup(DrBackend *b, GError **error) {
   const DrGraph *g = b->graph;
   for (DrId i = 0; i < b->n_buffers; i++) {
@@ -285,12 +300,7 @@ static gboolean host_setup(DrBackend *b, GError **error) {
     }
     if (buf->alloc_node == DR_NONE && !dr__buffer_init(g, i, b->bases[i], error)) return FALSE;
   }
-  for (DrId i = 0; i < b->n_nodes; i++) {
-    const DrNode *n = dr_graph_node(g, i);
-    if (n->op == DR_OP_KERNEL && !dr__kernel_call_bind(g, i, b->bases, &b->kcalls[i], error)) return FALSE;
-    if (n->op == DR_OP_HOST) dr__host_call_bind(g, i, b->bases, b->opts.host_output, &b->hcalls[i]);
-  }
-  return TRUE;
+  return bind_calls(b, error);
 }
 
 static gboolean host_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
@@ -341,6 +351,39 @@ static gboolean host_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **
   return TRUE;
 }
 
+/* External memory on the host backend: every buffer is host memory here,
+ * `where: device` ones too, so any pointer the caller can read and write
+ * will do (nothing can be checked). Iterations never outlive their
+ * run_iteration, so a bind or a write between them needs no ordering. */
+static gboolean host_bind_buffer(DrBackend *b, DrId buffer, void *ptr, const char **how, GError **error) {
+  if (!b->external[buffer]) g_free(b->bases[buffer]);
+  b->bases[buffer] = ptr;
+  b->external[buffer] = TRUE;
+  *how = "rebound";
+  /* Binding cannot fail: the arguments were checked when bound at setup
+   * and only a base changed. */
+  return bind_calls(b, error);
+}
+
+static gboolean host_write_buffer(DrBackend *b, DrId buffer, guint64 offset, const void *data, guint64 bytes,
+                                  GError **error) {
+  memcpy((char *)b->bases[buffer] + offset, data, bytes);
+  return TRUE;
+}
+
+/* The host backend has no CUDA stream to order against: `stream` must be
+ * NULL, and the iteration has finished when the call returns. */
+static gboolean host_run_on_stream(DrBackend *b, guint32 iteration, void *stream, GError **error) {
+  if (stream != NULL) {
+    g_set_error(
+        error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+        "the host backend has no CUDA streams: run_on_stream takes a NULL stream there (the iteration "
+        "then runs before the call returns)");
+    return FALSE;
+  }
+  return host_run_iteration(b, iteration, NULL, error);
+}
+
 static const char *host_mode_name(const DrBackend *b) { return "streams"; }
 
 static guint64 host_memory_high(const DrBackend *b) { return atomic_load(&((DrBackend *)b)->high_bytes); }
@@ -352,6 +395,9 @@ const DrBackendOps dr__host_backend = {
     .run_iteration = host_run_iteration,
     .args_changed = host_args_changed,
     .read_buffer = host_read_buffer,
+    .bind_buffer = host_bind_buffer,
+    .write_buffer = host_write_buffer,
+    .run_on_stream = host_run_on_stream,
     .close = host_close,
     .mode_name = host_mode_name,
     .memory_high = host_memory_high,

@@ -203,7 +203,7 @@ static const DrBackendOps *choose_backend(const DrRunOptions *opts, GError **err
     g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE, "--backend=cuda: no usable CUDA device (%s)", why);
     return NULL;
   }
-  g_printerr("dagrun: no usable CUDA device (%s); running on the host backend\n", why);
+  g_message("no usable CUDA device (%s); running on the host backend", why);
   return &dr__host_backend;
 }
 
@@ -281,6 +281,7 @@ struct DrSession {
   DrBackend *b;
   const DrPlan *plan; /* borrowed */
   DrRunOptions opts;
+  guint32 on_stream_iterations; /* run_on_stream's iteration numbers */
 };
 
 DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
@@ -342,6 +343,63 @@ gboolean dr_session_read_buffer(DrSession *s, DrId buffer, void *dst, GError **e
     return FALSE;
   }
   return s->ops->read_buffer(s->b, buffer, dst, error);
+}
+
+/* FALSE with DR_ERROR_USAGE when `buf` is stream-ordered: it has no
+ * memory between runs to bind, write or read. */
+static gboolean whole_run(const DrBuffer *buf, const char *what, GError **error) {
+  if (buf->alloc_node == DR_NONE) return TRUE;
+  g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+              "buffer '%s' is stream-ordered (alloc/free nodes): it cannot be %s; only whole-run buffers can",
+              buf->name, what);
+  return FALSE;
+}
+
+/* FALSE with DR_ERROR_UNAVAILABLE when the backend has no external memory. */
+static gboolean has_external(const DrSession *s, GError **error) {
+  if (s->ops->bind_buffer != NULL) return TRUE;
+  g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE, "the %s backend has no external memory", s->ops->name);
+  return FALSE;
+}
+
+gboolean dr_session_bind_buffer(DrSession *s, DrId buffer, void *ptr, gsize bytes, const char **how,
+                                GError **error) {
+  g_return_val_if_fail(s != NULL && ptr != NULL && how != NULL, FALSE);
+  g_return_val_if_fail(buffer < dr_graph_n_buffers(s->plan->graph), FALSE);
+  const DrBuffer *buf = dr_graph_buffer(s->plan->graph, buffer);
+  if (!whole_run(buf, "bound to external memory", error) || !has_external(s, error)) return FALSE;
+  guint64 want = dr_buffer_bytes(buf);
+  if (bytes != want) {
+    g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+                "buffer '%s' holds %" G_GUINT64_FORMAT " bytes; the memory bound to it has %" G_GSIZE_FORMAT,
+                buf->name, want, bytes);
+    return FALSE;
+  }
+  return s->ops->bind_buffer(s->b, buffer, ptr, how, error);
+}
+
+gboolean dr_session_write_buffer(DrSession *s, DrId buffer, guint64 offset, const void *data, guint64 bytes,
+                                 GError **error) {
+  g_return_val_if_fail(s != NULL && (data != NULL || bytes == 0), FALSE);
+  g_return_val_if_fail(buffer < dr_graph_n_buffers(s->plan->graph), FALSE);
+  const DrBuffer *buf = dr_graph_buffer(s->plan->graph, buffer);
+  if (!whole_run(buf, "written", error) || !has_external(s, error)) return FALSE;
+  guint64 size = dr_buffer_bytes(buf);
+  if (offset > size || bytes > size - offset) {
+    g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+                "buffer '%s' holds %" G_GUINT64_FORMAT " bytes: cannot write %" G_GUINT64_FORMAT
+                " at offset %" G_GUINT64_FORMAT,
+                buf->name, size, bytes, offset);
+    return FALSE;
+  }
+  if (bytes == 0) return TRUE;
+  return s->ops->write_buffer(s->b, buffer, offset, data, bytes, error);
+}
+
+gboolean dr_session_run_on_stream(DrSession *s, void *stream, GError **error) {
+  g_return_val_if_fail(s != NULL, FALSE);
+  if (!has_external(s, error)) return FALSE;
+  return s->ops->run_on_stream(s->b, s->on_stream_iterations++, stream, error);
 }
 
 const char *dr_session_backend(const DrSession *s) { return s->ops->name; }

@@ -121,6 +121,16 @@ DrReport *dr_session_run(DrSession *session, GError **error);
 gboolean dr_session_args_changed(DrSession *session, const DrId *nodes, guint32 n, const char **how,
                                  GError **error);
 gboolean dr_session_read_buffer(DrSession *session, DrId buffer, void *dst, GError **error);
+/* External memory and the caller's stream (DrBackendOps.bind_buffer,
+ * write_buffer, run_on_stream): FALSE with DR_ERROR_USAGE for a
+ * stream-ordered buffer, a size that is not the buffer's (bind) or a range
+ * past its end (write); DR_ERROR_UNAVAILABLE when the backend has no such
+ * operation; else as the backend fails. */
+gboolean dr_session_bind_buffer(DrSession *session, DrId buffer, void *ptr, gsize bytes, const char **how,
+                                GError **error);
+gboolean dr_session_write_buffer(DrSession *session, DrId buffer, guint64 offset, const void *data,
+                                 guint64 bytes, GError **error);
+gboolean dr_session_run_on_stream(DrSession *session, void *stream, GError **error);
 const char *dr_session_backend(const DrSession *session); /* "host" | "cuda" */
 void dr_session_close(DrSession *session);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrSession, dr_session_close)

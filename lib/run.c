@@ -51,6 +51,7 @@ struct DrRunner {
   GArray *changed;      /* DrId: nodes whose scalars changed since the last run */
   gboolean *is_changed; /* [n_nodes]: in `changed` */
   const char *update;   /* static: how the last run applied them */
+  const char *bound;    /* static: how the last bind since the last run was applied, or NULL */
 };
 
 DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error) {
@@ -69,18 +70,25 @@ DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings,
   return r;
 }
 
+/* Applies what changed since the last run (binds, already applied, and
+ * scalars) and notes how in runner->update. */
+static gboolean apply_changes(DrRunner *runner, GError **error) {
+  runner->update = runner->bound ? runner->bound : "none";
+  runner->bound = NULL;
+  if (runner->changed->len == 0) return TRUE;
+  if (!dr_session_args_changed(runner->session, (const DrId *)(void *)runner->changed->data,
+                               runner->changed->len, &runner->update, error))
+    return FALSE;
+  for (guint i = 0; i < runner->changed->len; i++)
+    runner->is_changed[g_array_index(runner->changed, DrId, i)] = FALSE;
+  g_array_set_size(runner->changed, 0);
+  return TRUE;
+}
+
 DrRunReport *dr_runner_run(DrRunner *runner, GError **error) {
   g_return_val_if_fail(runner != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  runner->update = "none";
-  if (runner->changed->len > 0) {
-    if (!dr_session_args_changed(runner->session, (const DrId *)(void *)runner->changed->data,
-                                 runner->changed->len, &runner->update, error))
-      return NULL;
-    for (guint i = 0; i < runner->changed->len; i++)
-      runner->is_changed[g_array_index(runner->changed, DrId, i)] = FALSE;
-    g_array_set_size(runner->changed, 0);
-  }
+  if (!apply_changes(runner, error)) return NULL;
   DrReport *r = dr_session_run(runner->session, error);
   return r ? wrap_report(r, runner->plan->plan) : NULL;
 }
@@ -229,6 +237,51 @@ gboolean dr_runner_read_buffer(DrRunner *runner, const char *buffer, void *dst, 
     return FALSE;
   }
   return dr_session_read_buffer(runner->session, b, dst, error);
+}
+
+/* Buffer `buffer` of the runner's graph; NULL with DR_ERROR_INVALID
+ * (with a suggestion) when there is none. */
+static const DrBuffer *runner_buffer(const DrRunner *runner, const char *buffer, DrId *id, GError **error) {
+  const DrGraph *g = runner->plan->pipeline->graph;
+  *id = dr_graph_find_buffer(g, buffer);
+  if (*id != DR_NONE) return dr_graph_buffer(g, *id);
+  DrSuggest sg;
+  dr__suggest_init(&sg, buffer);
+  for (DrId k = 0; k < dr_graph_n_buffers(g); k++) dr__suggest_add(&sg, dr_graph_buffer(g, k)->name);
+  g_autofree char *hint = dr__suggest_hint(&sg);
+  g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "unknown buffer '%s'%s", buffer, hint);
+  return NULL;
+}
+
+gboolean dr_runner_bind_buffer(DrRunner *runner, const char *buffer, void *ptr, gsize bytes, GError **error) {
+  g_return_val_if_fail(runner != NULL && buffer != NULL && ptr != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  DrId b;
+  if (runner_buffer(runner, buffer, &b, error) == NULL) return FALSE;
+  const char *how = NULL;
+  if (!dr_session_bind_buffer(runner->session, b, ptr, bytes, &how, error)) return FALSE;
+  /* The heavier of two binds since the last run is the one to tell. */
+  if (runner->bound == NULL || strcmp(runner->bound, "updated-nodes") == 0 ||
+      strcmp(runner->bound, "rebound") == 0)
+    runner->bound = how;
+  return TRUE;
+}
+
+gboolean dr_runner_write_buffer(DrRunner *runner, const char *buffer, gsize offset, const void *data,
+                                gsize bytes, GError **error) {
+  g_return_val_if_fail(runner != NULL && buffer != NULL && (data != NULL || bytes == 0), FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  DrId b;
+  if (runner_buffer(runner, buffer, &b, error) == NULL) return FALSE;
+  return dr_session_write_buffer(runner->session, b, offset, data, bytes, error);
+}
+
+gboolean dr_runner_run_on_stream(DrRunner *runner, void *stream, GError **error) {
+  g_return_val_if_fail(runner != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  /* What changed applies first, as for a run. */
+  if (!apply_changes(runner, error)) return FALSE;
+  return dr_session_run_on_stream(runner->session, stream, error);
 }
 
 void dr_runner_free(DrRunner *runner) {

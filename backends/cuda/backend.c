@@ -27,6 +27,8 @@ static void cuda_close(DrBackend *b) {
   if (!b->idle) (void)api->cudaDeviceSynchronize();
   /* A run stopped or failed before its last timed iteration finished. */
   if (b->profiling) (void)api->cudaProfilerStop();
+  if (b->caller.in) (void)api->cudaEventDestroy(b->caller.in);
+  if (b->caller.out) (void)api->cudaEventDestroy(b->caller.out);
   dr__cuda_profile_close(&b->profile);
   dr__cuda_graph_release(&b->cuda_graph);
   dr__cuda_launch_close(&b->launch);
@@ -123,17 +125,81 @@ static gboolean cuda_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming
          cuda_finish_iteration(b, iteration, timing, error);
 }
 
+/* The stream a read or write between runs goes on: the library user's
+ * of the last dr_runner_run_on_stream (so it follows that stream's
+ * order), else origin (after every iteration dagrun enqueued). */
+static cudaStream_t between_runs_stream(const DrBackend *b) {
+  return b->caller.set ? b->caller.stream : b->streams.origin;
+}
+
 static gboolean cuda_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **error) {
   if (!dr__cuda_memory_readable(&b->memory, buffer, error)) return FALSE;
   b->idle = FALSE;
-  b->idle = dr__cuda_memory_read(&b->memory, buffer, dst, b->streams.origin, error);
+  /* Every iteration dagrun enqueued is before it: each run_on_stream's
+   * stream waits for its iteration, each plain run drained the device. */
+  b->idle = dr__cuda_memory_read(&b->memory, buffer, dst, between_runs_stream(b), error);
   return b->idle;
+}
+
+/* Waits for the work in flight (run_on_stream's iterations, writes) before
+ * something it may still use changes: a setup step, not a run's order. */
+static gboolean quiesce(DrBackend *b, GError **error) {
+  if (b->idle) return TRUE;
+  if (!DR_CUDA(DR_SITE_SETUP("waiting for the work in flight"), cudaDeviceSynchronize)) return FALSE;
+  b->idle = TRUE;
+  return TRUE;
+}
+
+static gboolean cuda_bind_buffer(DrBackend *b, DrId buffer, void *ptr, const char **how, GError **error) {
+  return quiesce(b, error) &&
+         dr__cuda_memory_bind(&b->memory, buffer, ptr, b->streams.devices[0].ordinal, error) &&
+         b->mode->buffer_moved(b, buffer, how, error);
+}
+
+static gboolean cuda_write_buffer(DrBackend *b, DrId buffer, guint64 offset, const void *data, guint64 bytes,
+                                  GError **error) {
+  b->idle = FALSE;
+  cudaStream_t st = between_runs_stream(b);
+  if (!dr__cuda_memory_write(&b->memory, buffer, offset, data, bytes, st, error)) return FALSE;
+  if (!b->caller.set) return TRUE;
+  /* The write on the user's stream -> every later iteration, a plain
+   * dr_runner_run's too (those start on origin). */
+  DrCudaSite site = DR_SITE_SETUP("ordering a write on the caller's stream");
+  return DR_CUDA(site, cudaEventRecord, b->caller.in, st) &&
+         DR_CUDA(site, cudaStreamWaitEvent, b->streams.origin, b->caller.in, 0);
+}
+
+/* One iteration between the library user's work on `stream` (NULL: the
+ * legacy default stream; cudaStreamPerThread; or theirs), by events and
+ * no host wait: the user's work queued so far -> the iteration's fork on
+ * origin (every plan stream starts after the fork); the iteration's join
+ * on origin (every plan stream joins it) -> the user's later work. */
+static gboolean cuda_run_on_stream(DrBackend *b, guint32 iteration, void *stream, GError **error) {
+  cudaStream_t user = stream;
+  cudaStream_t origin = b->streams.origin;
+  DrCudaSite site = DR_SITE_SETUP("ordering the iteration on the caller's stream");
+  if (b->caller.in == NULL &&
+      (!DR_CUDA(site, cudaEventCreateWithFlags, &b->caller.in, cudaEventDisableTiming) ||
+       !DR_CUDA(site, cudaEventCreateWithFlags, &b->caller.out, cudaEventDisableTiming)))
+    return FALSE;
+  b->idle = FALSE;
+  b->caller.stream = user;
+  b->caller.set = TRUE;
+  /* Slot 0's stamps and events serve untimed iterations (nothing reads
+   * them), like a warmup. */
+  b->slot = 0;
+  nvtxRangeId_t range = dr__cuda_profile_iteration_begin(&b->profile, iteration, TRUE);
+  gboolean ok = DR_CUDA(site, cudaEventRecord, b->caller.in, user) &&
+                DR_CUDA(site, cudaStreamWaitEvent, origin, b->caller.in, 0) && b->mode->issue(b, error) &&
+                DR_CUDA(site, cudaEventRecord, b->caller.out, origin) &&
+                DR_CUDA(site, cudaStreamWaitEvent, user, b->caller.out, 0);
+  dr__cuda_profile_iteration_end(&b->profile, range);
+  return ok;
 }
 
 static gboolean cuda_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
                                   GError **error) {
-  g_return_val_if_fail(b->idle, FALSE);
-  return b->mode->args_changed(b, nodes, n, how, error);
+  return quiesce(b, error) && b->mode->args_changed(b, nodes, n, how, error);
 }
 
 static const char *cuda_mode_name(const DrBackend *b) { return b->mode->name; }
@@ -148,6 +214,9 @@ const DrBackendOps dr__cuda_backend = {
     .max_in_flight = cuda_max_in_flight,
     .args_changed = cuda_args_changed,
     .read_buffer = cuda_read_buffer,
+    .bind_buffer = cuda_bind_buffer,
+    .write_buffer = cuda_write_buffer,
+    .run_on_stream = cuda_run_on_stream,
     .close = cuda_close,
     .mode_name = cuda_mode_name,
 };

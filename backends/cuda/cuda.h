@@ -50,6 +50,10 @@ typedef struct {
   gboolean (*issue)(DrBackend *b, GError **error);
   /* DrBackendOps.args_changed, for this mode. */
   gboolean (*args_changed)(DrBackend *b, const DrId *nodes, guint32 n, const char **how, GError **error);
+  /* Whole-run buffer `buffer` has a new base (external memory, memory.c
+   * bound it; the device is idle): makes every node that touches it use
+   * the new pointer from the next iteration on, *how as args_changed. */
+  gboolean (*buffer_moved)(DrBackend *b, DrId buffer, const char **how, GError **error);
 } DrCudaMode;
 
 /* Streams mode: every iteration is issued (issue.c). */
@@ -81,6 +85,15 @@ struct DrBackend {
    * read-back or device drain finished without an error. close drains the
    * device only when this is FALSE (after a failure). */
   gboolean idle;
+  /* The library user's stream (dr_runner_run_on_stream, backend.c): the
+   * two events that order an iteration after the work queued on it and
+   * its later work after the iteration (created at the first such run),
+   * and the last such stream, which write_buffer and read_buffer follow. */
+  struct {
+    cudaEvent_t in, out;
+    cudaStream_t stream;
+    gboolean set;
+  } caller;
 };
 
 G_END_DECLS

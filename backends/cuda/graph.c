@@ -61,17 +61,17 @@ static gboolean same_nodes(const cudaGraphNode_t *a, const cudaGraphNode_t *b, g
   return TRUE;
 }
 
-/* Maps v to deps[0] when that is one kernel node whose dependencies are
- * exactly `before`: the launch added that one node (a launcher of two
- * kernels, or of a memset and a kernel, ends at a node that depends on
- * its own first node). */
-static void note_node(DrCudaGraphState *cg, DrId v, const cudaGraphNode_t *deps, size_t n_deps,
-                      const cudaGraphNode_t *before, gsize n_before) {
+/* Maps v to deps[0] when that is one node of v's kind (a kernel node for
+ * a built-in, a memcpy or memset node for a copy or memset) whose
+ * dependencies are exactly `before`: the work added that one node (a
+ * launcher of two kernels, or of a memset and a kernel, ends at a node
+ * that depends on its own first node). */
+static void note_node(DrCudaGraphState *cg, DrId v, enum cudaGraphNodeType want, const cudaGraphNode_t *deps,
+                      size_t n_deps, const cudaGraphNode_t *before, gsize n_before) {
   const DrCudaApi *api = dr_cuda_api();
   enum cudaGraphNodeType type;
   size_t n_in = 0;
-  if (n_deps != 1 || api->cudaGraphNodeGetType(deps[0], &type) != cudaSuccess ||
-      type != cudaGraphNodeTypeKernel ||
+  if (n_deps != 1 || api->cudaGraphNodeGetType(deps[0], &type) != cudaSuccess || type != want ||
       api->cudaGraphNodeGetDependencies(deps[0], NULL, NULL, &n_in) != cudaSuccess || n_in != n_before) {
     (void)api->cudaGetLastError();
     return;
@@ -114,7 +114,13 @@ static gboolean capture_after(DrBackend *b, DrId v, cudaStream_t st, gboolean ok
       api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, &edges, &n_deps) != cudaSuccess)
     status = cudaStreamCaptureStatusInvalidated; /* not capturing any more */
   if (status == cudaStreamCaptureStatusActive) {
-    if (ok && n_before != G_MAXSIZE && cg->node != NULL) note_node(cg, v, deps, n_deps, before, n_before);
+    if (ok && n_before != G_MAXSIZE && cg->node != NULL) {
+      DrOp op = dr_graph_node(b->graph, v)->op;
+      enum cudaGraphNodeType want = op == DR_OP_COPY     ? cudaGraphNodeTypeMemcpy
+                                    : op == DR_OP_MEMSET ? cudaGraphNodeTypeMemset
+                                                         : cudaGraphNodeTypeKernel;
+      note_node(cg, v, want, deps, n_deps, before, n_before);
+    }
     return ok;
   }
   (void)api->cudaGetLastError();
@@ -266,8 +272,7 @@ static gboolean graph_prepare(DrBackend *b, GError **error) {
     g_propagate_error(error, g_steal_pointer(&local));
     return FALSE;
   }
-  g_printerr("dagrun: warning: %s; running in streams mode instead (run.fallback: streams)\n",
-             local->message);
+  g_warning("%s; running in streams mode instead (run.fallback: streams)", local->message);
   b->mode = &dr__cuda_streams_mode;
   dr__cuda_timing_inline(&b->timing);
   return b->mode->prepare(b, error);
@@ -379,6 +384,62 @@ static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, c
   return TRUE;
 }
 
+/* Sets copy or memset node v's pointers on the executable from the
+ * buffers' bases now (cudaGraphExecMemcpyNodeSetParams1D,
+ * cudaGraphExecMemsetNodeSetParams). FALSE when that does not work out
+ * (not mapped, no such entry, refused); the caller then updates the whole
+ * graph. */
+static gboolean set_memory_params(DrBackend *b, DrId v) {
+  const DrCudaApi *api = dr_cuda_api();
+  const DrCudaGraphState *cg = &b->cuda_graph;
+  const DrGraph *g = b->graph;
+  const DrNode *n = dr_graph_node(g, v);
+  if (cg->node == NULL || cg->node[v] == NULL) return FALSE;
+  gboolean ok = FALSE;
+  if (n->op == DR_OP_COPY && api->cudaGraphExecMemcpyNodeSetParams1D) {
+    const DrAccess *src, *dst;
+    dr__copy_accesses(g, n, &src, &dst);
+    gsize bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(g, dst->buffer)->type);
+    ok = api->cudaGraphExecMemcpyNodeSetParams1D(
+             cg->exec, cg->node[v], dr__slice_ptr(g, b->memory.bases, dst),
+             dr__slice_ptr(g, b->memory.bases, src), bytes, cudaMemcpyDefault) == cudaSuccess;
+  } else if (n->op == DR_OP_MEMSET && api->cudaGraphMemsetNodeGetParams &&
+             api->cudaGraphExecMemsetNodeSetParams) {
+    struct cudaMemsetParams p;
+    memset(&p, 0, sizeof p);
+    ok = api->cudaGraphMemsetNodeGetParams(cg->node[v], &p) == cudaSuccess;
+    p.dst = dr__slice_ptr(g, b->memory.bases, dr__node_access(g, n, 0));
+    ok = ok && api->cudaGraphExecMemsetNodeSetParams(cg->exec, cg->node[v], &p) == cudaSuccess;
+  }
+  if (!ok) (void)api->cudaGetLastError();
+  return ok;
+}
+
+/* DrCudaMode.buffer_moved: every node that touches `buffer` gets the new
+ * pointer in place on the executable: built-ins re-launched into a
+ * one-node capture and set (cudaGraphExecKernelNodeSetParams), copies and
+ * memsets set directly, host nodes read their host call (rebound) when
+ * they run; *how "updated-nodes", no re-capture. A node that cannot (user
+ * kernels, whose arguments the capture baked in; a node not mapped; a
+ * refused set) sends the whole change down dr__cuda_graph_update. */
+static gboolean graph_buffer_moved(DrBackend *b, DrId buffer, const char **how, GError **error) {
+  const DrGraph *g = b->graph;
+  dr__cuda_launch_rebind_hosts(&b->launch, &b->memory);
+  if (!graph_bind(b, error)) return FALSE;
+  if (b->cuda_graph.node == NULL || b->cuda_graph.exec == NULL) return dr__cuda_graph_update(b, how, error);
+  for (DrId v = 0; v < b->n_nodes; v++) {
+    const DrNode *n = dr_graph_node(g, v);
+    gboolean touches = FALSE;
+    for (guint32 a = 0; a < n->access_count && !touches; a++)
+      touches = dr__node_access(g, n, a)->buffer == buffer;
+    if (!touches || n->op == DR_OP_HOST) continue;
+    gboolean ok = n->op == DR_OP_KERNEL ? set_node_params(b, v) : set_memory_params(b, v);
+    if (!ok) return dr__cuda_graph_update(b, how, error);
+  }
+  *how = "updated-nodes";
+  return TRUE;
+}
+
 /* DrCudaMode.issue: one replay of the executable on origin. */
 static gboolean graph_issue(DrBackend *b, GError **error) {
   return DR_CUDA(DR_SITE_SETUP("graph launch"), cudaGraphLaunch, b->cuda_graph.exec, b->streams.origin);
@@ -403,4 +464,5 @@ const DrCudaMode dr__cuda_graph_mode = {
     .prepare = graph_prepare,
     .issue = graph_issue,
     .args_changed = graph_args_changed,
+    .buffer_moved = graph_buffer_moved,
 };

@@ -56,10 +56,12 @@ typedef struct {
  * `after` (which blames the node when the work broke the capture). */
 static gboolean issue_timed(const Walk *w, DrId v, guint32 k, cudaStream_t st, GError **error) {
   DrBackend *b = w->b;
-  /* Capturing: which graph node a built-in's launch makes (per-node
-   * argument updates, graph.c). */
+  /* Capturing: which graph node a built-in's launch, a copy or a memset
+   * makes (per-node argument and external-pointer updates, graph.c). */
   gsize n_before = G_MAXSIZE;
-  g_autofree cudaGraphNode_t *before = w->cap && k != DR_NONE ? w->cap->before(b, st, &n_before) : NULL;
+  DrOp op = dr_graph_node(b->graph, v)->op;
+  gboolean mapped = k != DR_NONE || op == DR_OP_COPY || op == DR_OP_MEMSET;
+  g_autofree cudaGraphNode_t *before = w->cap && mapped ? w->cap->before(b, st, &n_before) : NULL;
   gboolean capturing = w->cap != NULL;
   if (w->events &&
       !dr__cuda_timing_event(w->t_start[v], st, capturing, dr__cuda_node_site(b->plan, v), error))
@@ -142,6 +144,14 @@ static gboolean streams_args_changed(DrBackend *b, const DrId *nodes, guint32 n,
   return dr__cuda_launch_probe(&b->launch, &b->memory, error) && dr__cuda_bind(b, error);
 }
 
+static gboolean streams_buffer_moved(DrBackend *b, DrId buffer, const char **how, GError **error) {
+  /* Copies and memsets read the bases at each issue; bound built-ins and
+   * host calls hold pointers: bind them again. */
+  *how = "rebound";
+  dr__cuda_launch_rebind_hosts(&b->launch, &b->memory);
+  return dr__cuda_bind(b, error);
+}
+
 const DrCudaMode dr__cuda_streams_mode = {
     .name = "streams",
     .depth = DR_CUDA_MAX_IN_FLIGHT,
@@ -153,4 +163,5 @@ const DrCudaMode dr__cuda_streams_mode = {
     .prepare = dr__cuda_bind,
     .issue = streams_issue,
     .args_changed = streams_args_changed,
+    .buffer_moved = streams_buffer_moved,
 };

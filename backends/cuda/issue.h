@@ -12,7 +12,7 @@ G_BEGIN_DECLS
  * With it, timing events are recorded as external event nodes so that
  * they survive capture. */
 typedef struct {
-  /* Before node v's built-in kernel launch on `st`: what the next node
+  /* Before node v's built-in kernel launch, copy or memset on `st`: what the next node
    * captured on `st` will depend on (a copy, *n of them, for the walk to
    * free; NULL and *n = G_MAXSIZE when it is not asked). */
   cudaGraphNode_t *(*before)(DrBackend *b, cudaStream_t st, gsize *n);

@@ -182,6 +182,12 @@ static void CUDART_CB host_trampoline(void *data) {
   dr__host_call_run(data);
 }
 
+void dr__cuda_launch_rebind_hosts(DrCudaLaunch *l, const DrCudaMemory *m) {
+  for (DrId i = 0; i < l->n_nodes; i++)
+    if (dr_graph_node(l->graph, i)->op == DR_OP_HOST)
+      dr__host_call_bind(l->graph, i, m->bases, l->hcalls[i].out, &l->hcalls[i]);
+}
+
 gboolean dr__cuda_launch_host(DrCudaLaunch *l, DrId id, cudaStream_t st, DrCudaSite site, GError **error) {
   return DR_CUDA(site, cudaLaunchHostFunc, st, host_trampoline, &l->hcalls[id]);
 }

@@ -120,6 +120,12 @@ static inline gboolean dr__cuda_launch_kernel(const DrCudaLaunch *l, const DrCud
   return G_LIKELY(rc == 0) || dr__cuda_launch_failed(k, rc, site, error);
 }
 
+/* Binds every host node again to `m`'s pointers as they are now (a
+ * buffer was bound to external memory), writing where it wrote before.
+ * The host calls keep their addresses, so host nodes already enqueued or
+ * captured read the new pointers when they run. No CUDA call. */
+void dr__cuda_launch_rebind_hosts(DrCudaLaunch *l, const DrCudaMemory *m);
+
 /* Enqueues host node `id`'s function on `st` (cudaLaunchHostFunc). */
 gboolean dr__cuda_launch_host(DrCudaLaunch *l, DrId id, cudaStream_t st, DrCudaSite site, GError **error);
 

@@ -10,6 +10,8 @@
  * runs (issue.c) nor on which stream (streams.c). */
 #include "backends/cuda/memory.h"
 
+#include <string.h>
+
 #include "backends/backend.h"
 
 void dr__cuda_memory_open(DrCudaMemory *m, const DrGraph *graph) {
@@ -18,6 +20,7 @@ void dr__cuda_memory_open(DrCudaMemory *m, const DrGraph *graph) {
   m->bases = g_new0(void *, MAX(m->n_buffers, 1));
   m->pinned = g_new0(gboolean, MAX(m->n_buffers, 1));
   m->async_live = g_new0(gboolean, MAX(m->n_buffers, 1));
+  m->external = g_new0(gboolean, MAX(m->n_buffers, 1));
 }
 
 /* Allocates whole-run buffer `i` and fills it with its init contents. */
@@ -127,11 +130,94 @@ gboolean dr__cuda_memory_read(const DrCudaMemory *m, DrId buffer, void *dst, cud
          DR_CUDA(site, cudaStreamSynchronize, origin);
 }
 
+/* The kind of memory `ptr` is, for the error message. */
+static const char *memory_kind(enum cudaMemoryType type) {
+  switch (type) {
+    case cudaMemoryTypeHost:
+      return "pinned host memory";
+    case cudaMemoryTypeDevice:
+      return "device memory";
+    case cudaMemoryTypeManaged:
+      return "managed memory";
+    default:
+      return "pageable host memory (not known to CUDA)";
+  }
+}
+
+gboolean dr__cuda_memory_bind(DrCudaMemory *m, DrId buffer, void *ptr, int device, GError **error) {
+  const DrCudaApi *api = dr_cuda_api();
+  const DrBuffer *buf = dr_graph_buffer(m->graph, buffer);
+  g_autofree char *what = g_strdup_printf("binding buffer '%s' to external memory", buf->name);
+  DrCudaSite site = DR_SITE_SETUP(what);
+  if (api->cudaPointerGetAttributes != NULL) {
+    struct cudaPointerAttributes attr;
+    memset(&attr, 0, sizeof attr);
+    if (!DR_CUDA(site, cudaPointerGetAttributes, &attr, ptr)) return FALSE;
+    gboolean fits = buf->where == DR_WHERE_DEVICE
+                        ? attr.type == cudaMemoryTypeManaged ||
+                              (attr.type == cudaMemoryTypeDevice && attr.device == device)
+                        : attr.type == cudaMemoryTypeHost || attr.type == cudaMemoryTypeManaged;
+    if (!fits) {
+      g_autofree char *detail =
+          buf->where == DR_WHERE_DEVICE && attr.type == cudaMemoryTypeDevice
+              ? g_strdup_printf(" of device %d, not %d", attr.device, device)
+              : g_strdup(buf->where == DR_WHERE_HOST ? " (pin it with cudaHostRegister)" : "");
+      g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "buffer '%s' lives %s; the memory bound to it is %s%s",
+                  buf->name, buf->where == DR_WHERE_DEVICE ? "on the device" : "in pinned host memory",
+                  memory_kind(attr.type), detail);
+      return FALSE;
+    }
+  }
+  if (!m->external[buffer] && m->bases[buffer] != NULL) {
+    gboolean ok = m->pinned[buffer] ? DR_CUDA(site, cudaFreeHost, m->bases[buffer])
+                                    : DR_CUDA(site, cudaFree, m->bases[buffer]);
+    if (!ok) return FALSE;
+  }
+  m->bases[buffer] = ptr;
+  m->pinned[buffer] = FALSE;
+  m->external[buffer] = TRUE;
+  return TRUE;
+}
+
+/* A host buffer's write, run in stream order by a host function. */
+typedef struct {
+  void *dst;
+  void *src; /* owned */
+  gsize bytes;
+} HostWrite;
+
+static void CUDART_CB host_write(void *data) {
+  HostWrite *w = data;
+  memcpy(w->dst, w->src, w->bytes);
+  g_free(w->src);
+  g_free(w);
+}
+
+gboolean dr__cuda_memory_write(const DrCudaMemory *m, DrId buffer, guint64 offset, const void *data,
+                               guint64 bytes, cudaStream_t st, GError **error) {
+  const DrBuffer *buf = dr_graph_buffer(m->graph, buffer);
+  g_autofree char *what = g_strdup_printf("writing buffer '%s'", buf->name);
+  DrCudaSite site = DR_SITE_SETUP(what);
+  char *dst = (char *)m->bases[buffer] + offset;
+  if (buf->where == DR_WHERE_HOST) {
+    HostWrite *w = g_new(HostWrite, 1);
+    *w = (HostWrite){dst, g_memdup2(data, bytes), bytes};
+    if (DR_CUDA(site, cudaLaunchHostFunc, st, host_write, w)) return TRUE;
+    g_free(w->src);
+    g_free(w);
+    return FALSE;
+  }
+  /* From pageable memory the runtime stages the bytes before it returns,
+   * so the copy can go with this call. */
+  g_autofree void *tmp = g_memdup2(data, bytes);
+  return DR_CUDA(site, cudaMemcpyAsync, dst, tmp, bytes, cudaMemcpyHostToDevice, st);
+}
+
 void dr__cuda_memory_close(DrCudaMemory *m, cudaStream_t origin) {
   const DrCudaApi *api = dr_cuda_api();
   gboolean freed_async = FALSE;
   for (guint32 i = 0; m->bases && i < m->n_buffers; i++) {
-    if (m->bases[i] == NULL) continue;
+    if (m->bases[i] == NULL || m->external[i]) continue;
     freed_async |= m->async_live[i];
     if (m->async_live[i])
       (void)api->cudaFreeAsync(m->bases[i], origin);
@@ -145,6 +231,7 @@ void dr__cuda_memory_close(DrCudaMemory *m, cudaStream_t origin) {
   g_free(m->bases);
   g_free(m->pinned);
   g_free(m->async_live);
+  g_free(m->external);
   m->bases = NULL;
-  m->pinned = m->async_live = NULL;
+  m->pinned = m->async_live = m->external = NULL;
 }

@@ -21,6 +21,7 @@ typedef struct {
   void **bases;         /* [n_buffers]: device or pinned host memory, NULL: none (yet) */
   gboolean *pinned;     /* [n_buffers]: bases[i] is cudaMallocHost memory */
   gboolean *async_live; /* [n_buffers]: bases[i] came from cudaMallocAsync */
+  gboolean *external;   /* [n_buffers]: bases[i] is the library user's (never freed) */
 } DrCudaMemory;
 
 /* Prepares `m` for `graph`'s buffers; no memory yet, no CUDA call. */
@@ -63,6 +64,25 @@ gboolean dr__cuda_memory_readable(const DrCudaMemory *m, DrId buffer, GError **e
  * `origin` and waits for it. Fails as DR_CUDA does. */
 gboolean dr__cuda_memory_read(const DrCudaMemory *m, DrId buffer, void *dst, cudaStream_t origin,
                               GError **error);
+
+/* External memory (dr_runner_bind_buffer): checks that `ptr` is memory
+ * whole-run buffer `buffer` can live in (cudaPointerGetAttributes: device
+ * or managed memory of device `device` for a device buffer; pinned,
+ * registered or managed host memory for a host buffer), frees the
+ * buffer's own memory and makes `ptr` its base, never to be freed here.
+ * The device must be idle (nothing in flight still uses the old memory).
+ * FALSE with DR_ERROR_USAGE for memory of the wrong kind, or as DR_CUDA
+ * fails; the buffer is then unchanged. */
+gboolean dr__cuda_memory_bind(DrCudaMemory *m, DrId buffer, void *ptr, int device, GError **error);
+
+/* Enqueues a copy of `bytes` of `data` to whole-run buffer `buffer` at
+ * byte `offset` on `st` (any stream, the legacy one too), from a host
+ * copy this call makes, so `data` may be reused at once: a device buffer
+ * takes cudaMemcpyAsync from pageable memory (consumed before the call
+ * returns), a host buffer a host function in stream order. Fails as
+ * DR_CUDA does. */
+gboolean dr__cuda_memory_write(const DrCudaMemory *m, DrId buffer, guint64 offset, const void *data,
+                               guint64 bytes, cudaStream_t st, GError **error);
 
 /* Releases every buffer; stream-ordered ones still live (after a failed
  * iteration) are freed on `origin` and drained. */

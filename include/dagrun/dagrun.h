@@ -35,6 +35,14 @@
  * the host backend's worker threads or on CUDA's callback thread. Running
  * two plans at the same time on the CUDA backend is not supported.
  *
+ * Messages: the library writes nothing to stderr. Its warnings (a
+ * graph-mode run that fell back to streams) and notices (`auto` running
+ * on the host) go through GLib's g_log in the log domain "dagrun"
+ * (G_LOG_DOMAIN), as do the criticals of programming errors: silence or
+ * redirect them with g_log_set_handler("dagrun", ...). Host functions'
+ * print/checksum output goes to DrRunSettings.host_output, and the
+ * progress bar, when asked for, is drawn on stderr.
+ *
  * This header is self-contained (it needs GLib's headers: pkg-config
  * dagrun). It is not the pipeline format (docs/format.md) nor the command
  * line (dagrun --help). */
@@ -117,9 +125,10 @@ DrPipeline *dr_pipeline_load_file(const char *path, GError **error);
 
 /* Diagnostics with their locations, for a display that shows the source
  * line (the command line's caret). A list of errors, each followed by the
- * notes that explain it, in the order found; at most 20 errors are kept
- * (dr_diagnostics_n_errors counts them all). Free with
- * dr_diagnostics_free (NULL-safe). */
+ * notes that explain it, in the order found; at most 20 errors are kept,
+ * and the parser stops looking once it has found that many
+ * (dr_diagnostics_n_errors counts every error found, kept or not). Free
+ * with dr_diagnostics_free (NULL-safe). */
 typedef struct DrDiagnostics DrDiagnostics;
 typedef enum { DR_DIAGNOSTIC_ERROR, DR_DIAGNOSTIC_NOTE } DrDiagnosticKind;
 typedef struct {
@@ -429,7 +438,8 @@ typedef struct {
    * thread with an atomic store (g_atomic_int_set or __atomic_store_n). */
   const volatile sig_atomic_t *stop;
   /* Graph mode: when a node's launch breaks the capture, run eagerly
-   * instead of failing (warning on stderr). The pipeline's run.fallback. */
+   * instead of failing (a g_log warning, domain "dagrun"). The pipeline's
+   * run.fallback. */
   gboolean graph_fallback;
   /* Graph mode on CUDA: NULL, or where to write CUDA's own DOT of the
    * captured graph (cudaGraphDebugDotPrint, verbose), once it is captured;
@@ -490,7 +500,9 @@ void dr_run_report_free(DrRunReport *report);
  * DR_ERROR_INVALID and change nothing. */
 typedef struct DrRunner DrRunner;
 
-/* Opens and sets up a runner; fails like dr_stream_plan_run (nothing runs). */
+/* Opens and sets up a runner; fails like dr_stream_plan_run (nothing runs).
+ * dr_runner_last_update tells how the changes made since the run before
+ * (scalars, and dr_runner_bind_buffer below) were applied. */
 DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error);
 /* One run; fails like dr_stream_plan_run (DR_ERROR_RUNTIME also when a
  * graph update failed; the runner then keeps the previous graph). */
@@ -503,8 +515,67 @@ gboolean dr_runner_set_float(DrRunner *runner, const char *node, const char *par
 const char *dr_runner_last_update(const DrRunner *runner);
 const char *dr_runner_backend(const DrRunner *runner); /* "host" | "cuda" */
 /* Copies a whole-run buffer (all of it: `size` must be its byte size)
- * into `dst`; DR_ERROR_USAGE for a stream-ordered buffer or a wrong size. */
+ * into `dst` and returns once it is there; DR_ERROR_USAGE for a
+ * stream-ordered buffer or a wrong size. On CUDA the copy is made on the
+ * stream of the last dr_runner_run_on_stream (see below), else on
+ * dagrun's own, and waited for. */
 gboolean dr_runner_read_buffer(DrRunner *runner, const char *buffer, void *dst, gsize size, GError **error);
+
+/* ---- external memory and the caller's stream ---------------------------
+ * dr_runner_bind_buffer makes whole-run buffer `buffer` live at the
+ * caller's `ptr` from the next iteration on: `bytes` must be the buffer's
+ * byte size. dagrun frees the memory it had allocated for the buffer and
+ * never allocates, frees or initialises `ptr` (the buffer's `init:` does
+ * not apply to it: its contents are the caller's). `ptr` must stay valid
+ * until the runner is freed or the buffer bound elsewhere. On CUDA, a
+ * `where: device` buffer takes device memory of the run's device (or
+ * managed memory), a `where: host` buffer pinned or registered host memory
+ * (cudaMallocHost, cudaHostRegister; or managed), checked with
+ * cudaPointerGetAttributes; on the host backend every buffer is host
+ * memory and any pointer to `bytes` readable, writable bytes will do.
+ * Every node that touches the buffer follows: in graph mode the
+ * executable is updated in place, each such node's parameters set
+ * (cudaGraphExecKernelNodeSetParams for built-in kernels,
+ * cudaGraphExecMemcpyNodeSetParams1D and cudaGraphExecMemsetNodeSetParams
+ * for copies and memsets; host nodes read their pointers when they run):
+ * dr_runner_last_update says "updated-nodes"; a node that cannot (a user
+ * kernel, a built-in that also points into a stream-ordered buffer, or a
+ * refused update) makes it a re-capture ("updated", or "re-instantiated"
+ * if the runtime refuses that too). In streams mode and on the host the
+ * launches are bound again ("rebound"). A bind first waits for any work
+ * dagrun has in flight. Fails with DR_ERROR_INVALID for an unknown
+ * buffer, DR_ERROR_USAGE for a stream-ordered buffer (alloc/free nodes: it
+ * has no memory between runs), a wrong size or memory of the wrong kind,
+ * DR_ERROR_RUNTIME when CUDA fails; the buffer is then as it was.
+ *
+ * dr_runner_write_buffer copies `bytes` bytes of `data` into the buffer
+ * at byte `offset` (the range must lie inside it), in order: after
+ * everything queued before (the iterations; on CUDA the work on the
+ * stream of the last dr_runner_run_on_stream, where the copy is made,
+ * else dagrun's own stream) and before the next iteration. `data` may be
+ * reused as soon as the call returns. Fails as bind does (but for kinds
+ * of memory).
+ *
+ * dr_runner_run_on_stream enqueues one iteration (untimed: no report, no
+ * `save:` files, no trace) ordered against the caller's CUDA stream
+ * `stream` (a cudaStream_t: NULL or cudaStreamLegacy for the legacy
+ * default stream, cudaStreamPerThread, or the caller's own): the
+ * iteration starts after the work already queued on `stream`, and the
+ * work queued on it later waits for the whole iteration. The ordering is
+ * two events (cudaEventRecord on `stream` and cudaStreamWaitEvent of
+ * dagrun's entry stream, and the reverse at the end): the call never
+ * waits on the host, and returns once the iteration is queued. The stream
+ * must outlive the work queued and, as dr_runner_write_buffer and
+ * dr_runner_read_buffer use it next, until another is given. Scalars
+ * changed with dr_runner_set_int apply first, as for a run. dr_runner_run
+ * stays ordered after these iterations (on dagrun's own stream) but not
+ * against the caller's stream. On the host backend `stream` must be NULL:
+ * the iteration then runs before the call returns; anything else is
+ * DR_ERROR_UNAVAILABLE (exit code 69). */
+gboolean dr_runner_bind_buffer(DrRunner *runner, const char *buffer, void *ptr, gsize bytes, GError **error);
+gboolean dr_runner_write_buffer(DrRunner *runner, const char *buffer, gsize offset, const void *data,
+                                gsize bytes, GError **error);
+gboolean dr_runner_run_on_stream(DrRunner *runner, void *stream, GError **error);
 void dr_runner_free(DrRunner *runner);
 
 /* The report as data. Nodes are in plan (issue) order; times are medians
