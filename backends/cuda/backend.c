@@ -150,10 +150,23 @@ static gboolean quiesce(DrBackend *b, GError **error) {
   return TRUE;
 }
 
+/* The memory before is released only once every node follows the new
+ * pointer; when they cannot, the old pointer is put back and the nodes
+ * follow it again (best effort: the runner should then be freed). */
 static gboolean cuda_bind_buffer(DrBackend *b, DrId buffer, void *ptr, const char **how, GError **error) {
-  return quiesce(b, error) &&
-         dr__cuda_memory_bind(&b->memory, buffer, ptr, b->streams.devices[0].ordinal, error) &&
-         b->mode->buffer_moved(b, buffer, how, error);
+  DrCudaBase old;
+  if (!quiesce(b, error) ||
+      !dr__cuda_memory_bind(&b->memory, buffer, ptr, b->streams.devices[0].ordinal, &old, error))
+    return FALSE;
+  if (!b->mode->buffer_moved(b, buffer, how, error)) {
+    dr__cuda_memory_unbind(&b->memory, buffer, &old);
+    const char *again_how = NULL;
+    g_autoptr(GError) again = NULL;
+    (void)b->mode->buffer_moved(b, buffer, &again_how, &again);
+    return FALSE;
+  }
+  dr__cuda_memory_release(&old);
+  return TRUE;
 }
 
 static gboolean cuda_write_buffer(DrBackend *b, DrId buffer, guint64 offset, const void *data, guint64 bytes,

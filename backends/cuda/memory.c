@@ -144,7 +144,8 @@ static const char *memory_kind(enum cudaMemoryType type) {
   }
 }
 
-gboolean dr__cuda_memory_bind(DrCudaMemory *m, DrId buffer, void *ptr, int device, GError **error) {
+gboolean dr__cuda_memory_bind(DrCudaMemory *m, DrId buffer, void *ptr, int device, DrCudaBase *old,
+                              GError **error) {
   const DrCudaApi *api = dr_cuda_api();
   const DrBuffer *buf = dr_graph_buffer(m->graph, buffer);
   g_autofree char *what = g_strdup_printf("binding buffer '%s' to external memory", buf->name);
@@ -168,15 +169,29 @@ gboolean dr__cuda_memory_bind(DrCudaMemory *m, DrId buffer, void *ptr, int devic
       return FALSE;
     }
   }
-  if (!m->external[buffer] && m->bases[buffer] != NULL) {
-    gboolean ok = m->pinned[buffer] ? DR_CUDA(site, cudaFreeHost, m->bases[buffer])
-                                    : DR_CUDA(site, cudaFree, m->bases[buffer]);
-    if (!ok) return FALSE;
-  }
+  *old = (DrCudaBase){m->bases[buffer], m->pinned[buffer], m->external[buffer]};
   m->bases[buffer] = ptr;
   m->pinned[buffer] = FALSE;
   m->external[buffer] = TRUE;
   return TRUE;
+}
+
+void dr__cuda_memory_unbind(DrCudaMemory *m, DrId buffer, const DrCudaBase *old) {
+  m->bases[buffer] = old->ptr;
+  m->pinned[buffer] = old->pinned;
+  m->external[buffer] = old->external;
+}
+
+void dr__cuda_memory_release(const DrCudaBase *old) {
+  const DrCudaApi *api = dr_cuda_api();
+  /* A failed release has nothing to undo (the memory is lost to the
+   * context at worst). */
+  if (old->external || old->ptr == NULL)
+    return;
+  else if (old->pinned)
+    (void)api->cudaFreeHost(old->ptr);
+  else
+    (void)api->cudaFree(old->ptr);
 }
 
 /* A host buffer's write, run in stream order by a host function. */

@@ -65,15 +65,26 @@ gboolean dr__cuda_memory_readable(const DrCudaMemory *m, DrId buffer, GError **e
 gboolean dr__cuda_memory_read(const DrCudaMemory *m, DrId buffer, void *dst, cudaStream_t origin,
                               GError **error);
 
+/* A buffer's memory as it was before a bind. */
+typedef struct {
+  void *ptr;
+  gboolean pinned, external;
+} DrCudaBase;
+
 /* External memory (dr_runner_bind_buffer): checks that `ptr` is memory
  * whole-run buffer `buffer` can live in (cudaPointerGetAttributes: device
  * or managed memory of device `device` for a device buffer; pinned,
- * registered or managed host memory for a host buffer), frees the
- * buffer's own memory and makes `ptr` its base, never to be freed here.
- * The device must be idle (nothing in flight still uses the old memory).
+ * registered or managed host memory for a host buffer), then makes `ptr`
+ * its base, never to be freed here, and its memory before into *old: the
+ * caller then either makes the nodes follow and releases *old
+ * (dr__cuda_memory_release), or puts it back (dr__cuda_memory_unbind).
  * FALSE with DR_ERROR_USAGE for memory of the wrong kind, or as DR_CUDA
  * fails; the buffer is then unchanged. */
-gboolean dr__cuda_memory_bind(DrCudaMemory *m, DrId buffer, void *ptr, int device, GError **error);
+gboolean dr__cuda_memory_bind(DrCudaMemory *m, DrId buffer, void *ptr, int device, DrCudaBase *old,
+                              GError **error);
+void dr__cuda_memory_unbind(DrCudaMemory *m, DrId buffer, const DrCudaBase *old);
+/* Frees `old` when it was dagrun's (the device must be idle). */
+void dr__cuda_memory_release(const DrCudaBase *old);
 
 /* Enqueues a copy of `bytes` of `data` to whole-run buffer `buffer` at
  * byte `offset` on `st` (any stream, the legacy one too), from a host

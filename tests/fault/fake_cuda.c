@@ -17,7 +17,33 @@ typedef struct {
   guint flags;          /* events: creation flags */
   guint serial;         /* streams: creation number since the reset */
   GPtrArray *graph_mem; /* graphs: allocations captured into them (Obj *) */
+  GPtrArray *nodes;     /* graphs: their nodes (FakeNode *, owned), in capture order;
+                           graph execs: their own copies (FakeNode *, owned) */
 } Obj;
+
+/* A node of a captured graph (the graph-node model, fake_cuda.h): what a
+ * captured call made, with the nodes it depends on. Kernel nodes keep the
+ * built-in and a deep copy of its launch. */
+typedef struct FakeNode {
+  enum cudaGraphNodeType type;
+  GPtrArray *deps;             /* FakeNode * (borrowed) */
+  const struct FakeNode *orig; /* in an exec: the graph's node it copies */
+  const DrKernelDef *def;      /* kernel */
+  DrKValue args[32];
+  uint64_t counts[32];
+  DrKLaunch l;
+  void *dst; /* memcpy, memset */
+  const void *src;
+  size_t count;
+  int value;
+  cudaHostFn_t fn; /* host */
+  void *data;
+} FakeNode;
+
+static void fake_node_free(FakeNode *n) {
+  g_ptr_array_unref(n->deps);
+  g_free(n);
+}
 
 static const char *const kind_names[] = {
 #define DR_X(e, s) s,
@@ -58,7 +84,78 @@ static struct {
   gboolean dry; /* move no data */
   guint n_streams_made;
   gboolean profiling; /* between cudaProfilerStart and cudaProfilerStop */
+  /* The graph-node model, while capturing: each stream's current
+   * dependencies (stream -> GPtrArray of FakeNode *), each event's captured
+   * dependencies, and the nodes made so far (owned). */
+  GHashTable *tails, *event_deps;
+  GPtrArray *capture_nodes;
+  gboolean allow_default_streams;
+  gboolean replay;
+  guint exec_node_sets;
 } fake;
+
+/* ---- the graph-node model ------------------------------------------------ */
+
+static GPtrArray *tail_of(gconstpointer stream) {
+  if (fake.tails == NULL) {
+    fake.tails =
+        g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_ptr_array_unref);
+    fake.event_deps =
+        g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_ptr_array_unref);
+  }
+  GPtrArray *t = g_hash_table_lookup(fake.tails, stream);
+  if (t == NULL) {
+    t = g_ptr_array_new();
+    g_hash_table_insert(fake.tails, (gpointer)stream, t);
+  }
+  return t;
+}
+
+/* A new node captured on `stream`: it depends on the stream's current
+ * dependencies and becomes them. NULL when not capturing. */
+static FakeNode *capture_node(gconstpointer stream, enum cudaGraphNodeType type) {
+  if (fake.capture_stream == NULL) return NULL;
+  GPtrArray *t = tail_of(stream);
+  FakeNode *n = g_new0(FakeNode, 1);
+  n->type = type;
+  n->deps = g_ptr_array_copy(t, NULL, NULL);
+  g_ptr_array_set_size(t, 0);
+  g_ptr_array_add(t, n);
+  if (fake.capture_nodes == NULL)
+    fake.capture_nodes = g_ptr_array_new_with_free_func((GDestroyNotify)fake_node_free);
+  g_ptr_array_add(fake.capture_nodes, n);
+  return n;
+}
+
+/* Ends the model's capture: the nodes made, for the graph (or NULL). */
+static GPtrArray *capture_model_end(void) {
+  GPtrArray *nodes = g_steal_pointer(&fake.capture_nodes);
+  if (fake.tails) {
+    g_hash_table_remove_all(fake.tails);
+    g_hash_table_remove_all(fake.event_deps);
+  }
+  return nodes;
+}
+
+/* Node copy `n` with its launch pointing at its own arrays. */
+static FakeNode *node_copy(const FakeNode *n) {
+  FakeNode *c = g_new(FakeNode, 1);
+  *c = *n;
+  c->deps = g_ptr_array_new();
+  c->orig = n;
+  c->l.args = c->args;
+  c->l.counts = c->counts;
+  return c;
+}
+
+static void set_launch(FakeNode *n, const DrKernelDef *def, const DrKLaunch *l) {
+  n->def = def;
+  n->l = *l;
+  memcpy(n->args, l->args, sizeof(DrKValue) * (gsize)def->n_params);
+  memcpy(n->counts, l->counts, sizeof(uint64_t) * (gsize)def->n_params);
+  n->l.args = n->args;
+  n->l.counts = n->counts;
+}
 
 static int pool_token; /* the address is the default pool's handle */
 
@@ -104,6 +201,7 @@ static void obj_release(gpointer key) {
     for (guint i = 0; i < o->graph_mem->len; i++) obj_release(o->graph_mem->pdata[i]);
     g_ptr_array_unref(o->graph_mem);
   }
+  if (o->nodes) g_ptr_array_unref(o->nodes);
   g_ptr_array_remove(fake.capture_mem, key);
   obj_free_memory(key, o);
   if (key != (gpointer)o)
@@ -195,6 +293,7 @@ static cudaError_t finish(cudaError_t rc) {
  * fake stream. */
 static gboolean stream_ok(const char *call, cudaStream_t s) {
   if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread) {
+    if (fake.allow_default_streams) return TRUE;
     misuse("%s: the legacy/per-thread default stream (%p)", call, (void *)s);
     return FALSE;
   }
@@ -331,6 +430,8 @@ static cudaError_t fake_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) 
   GATE("cudaEventRecord", stream, FALSE, FALSE);
   if (!event_ok("cudaEventRecord", event) || !stream_ok("cudaEventRecord", stream))
     return finish(cudaErrorInvalidResourceHandle);
+  if (fake.capture_stream)
+    g_hash_table_insert(fake.event_deps, event, g_ptr_array_copy(tail_of(stream), NULL, NULL));
   return cudaSuccess;
 }
 
@@ -338,6 +439,7 @@ static cudaError_t fake_cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t
   GATE("cudaEventRecordWithFlags", stream, FALSE, FALSE);
   if (!event_ok("cudaEventRecordWithFlags", event) || !stream_ok("cudaEventRecordWithFlags", stream))
     return finish(cudaErrorInvalidResourceHandle);
+  (void)capture_node(stream, cudaGraphNodeTypeEventRecord);
   return cudaSuccess;
 }
 
@@ -364,6 +466,12 @@ static cudaError_t fake_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t eve
   GATE("cudaStreamWaitEvent", stream, FALSE, FALSE);
   if (!stream_ok("cudaStreamWaitEvent", stream) || !event_ok("cudaStreamWaitEvent", event))
     return finish(cudaErrorInvalidResourceHandle);
+  GPtrArray *captured = fake.capture_stream ? g_hash_table_lookup(fake.event_deps, event) : NULL;
+  if (captured) {
+    GPtrArray *t = tail_of(stream);
+    for (guint i = 0; i < captured->len; i++)
+      if (!g_ptr_array_find(t, captured->pdata[i], NULL)) g_ptr_array_add(t, captured->pdata[i]);
+  }
   return cudaSuccess;
 }
 
@@ -407,6 +515,7 @@ static cudaError_t fake_cudaMallocAsync(void **ptr, size_t size, cudaStream_t st
   if (!stream_ok("cudaMallocAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
   *ptr = obj_new(DR_FAKE_DEVICE_MEM, size);
   if (fake.capture_stream) g_ptr_array_add(fake.capture_mem, *ptr);
+  (void)capture_node(stream, cudaGraphNodeTypeMemAlloc);
   return cudaSuccess;
 }
 
@@ -441,6 +550,12 @@ static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count
   if (!mem_ok("cudaMemcpyAsync dst", dst, count) || !mem_ok("cudaMemcpyAsync src", src, count))
     return finish(cudaErrorInvalidValue);
   if (fake.capture_stream == NULL && !fake.dry && count) memmove(dst, src, count);
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeMemcpy);
+  if (n) {
+    n->dst = dst;
+    n->src = src;
+    n->count = count;
+  }
   return cudaSuccess;
 }
 
@@ -449,6 +564,12 @@ static cudaError_t fake_cudaMemsetAsync(void *ptr, int value, size_t count, cuda
   if (!stream_ok("cudaMemsetAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
   if (!mem_ok("cudaMemsetAsync", ptr, count)) return finish(cudaErrorInvalidValue);
   if (fake.capture_stream == NULL && !fake.dry && count) memset(ptr, value, count);
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeMemset);
+  if (n) {
+    n->dst = ptr;
+    n->value = value;
+    n->count = count;
+  }
   return cudaSuccess;
 }
 
@@ -456,6 +577,11 @@ static cudaError_t fake_cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn,
   GATE("cudaLaunchHostFunc", stream, FALSE, FALSE);
   if (!stream_ok("cudaLaunchHostFunc", stream)) return finish(cudaErrorInvalidResourceHandle);
   if (fake.capture_stream == NULL && !fake.dry) fn(data);
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeHost);
+  if (n) {
+    n->fn = fn;
+    n->data = data;
+  }
   return cudaSuccess;
 }
 
@@ -469,6 +595,8 @@ static cudaError_t fake_cudaStreamBeginCapture(cudaStream_t stream, enum cudaStr
     return finish(cudaErrorIllegalState);
   }
   fake.capture_stream = stream;
+  (void)capture_model_end();
+  (void)tail_of(stream);
   return cudaSuccess;
 }
 
@@ -481,13 +609,16 @@ static cudaError_t fake_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *g
     return finish(gate.rc ? gate.rc : cudaErrorIllegalState);
   }
   fake.capture_stream = NULL;
+  GPtrArray *nodes = capture_model_end();
   if (!gate.act || gate.rc != cudaSuccess) {
     /* No graph: what was allocated while capturing goes with it. */
     while (fake.capture_mem->len) obj_release(fake.capture_mem->pdata[0]);
+    if (nodes) g_ptr_array_unref(nodes);
     return gate.rc;
   }
   *graph = obj_new(DR_FAKE_GRAPH, 0);
   Obj *g = (Obj *)*graph;
+  g->nodes = nodes ? nodes : g_ptr_array_new_with_free_func((GDestroyNotify)fake_node_free);
   /* Captured allocations not freed inside the capture belong to the graph. */
   for (guint i = 0; i < fake.capture_mem->len; i++) g_ptr_array_add(g->graph_mem, fake.capture_mem->pdata[i]);
   g_ptr_array_set_size(fake.capture_mem, 0);
@@ -505,6 +636,10 @@ static cudaError_t fake_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t 
     return finish(cudaErrorInvalidValue);
   }
   *exec = obj_new(DR_FAKE_GRAPH_EXEC, 0);
+  Obj *e = (Obj *)*exec, *g = (Obj *)graph;
+  e->nodes = g_ptr_array_new_with_free_func((GDestroyNotify)fake_node_free);
+  for (guint i = 0; g->nodes && i < g->nodes->len; i++)
+    g_ptr_array_add(e->nodes, node_copy(g->nodes->pdata[i]));
   fake_instantiate_flags = flags;
   return cudaSuccess;
 }
@@ -519,6 +654,11 @@ static cudaError_t fake_cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t gr
     return finish(cudaErrorInvalidValue);
   }
   if (info) info->result = cudaGraphExecUpdateSuccess;
+  /* The executable now runs the graph's work. */
+  Obj *e = (Obj *)exec, *g = (Obj *)graph;
+  g_ptr_array_set_size(e->nodes, 0);
+  for (guint i = 0; g->nodes && i < g->nodes->len; i++)
+    g_ptr_array_add(e->nodes, node_copy(g->nodes->pdata[i]));
   return cudaSuccess;
 }
 
@@ -529,6 +669,18 @@ static cudaError_t fake_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t strea
     return finish(cudaErrorInvalidValue);
   }
   if (!stream_ok("cudaGraphLaunch", stream)) return finish(cudaErrorInvalidResourceHandle);
+  /* Replay (dr_fake_set_replay_graphs): each node's work, in capture
+   * order (a topological order). */
+  Obj *e = (Obj *)exec;
+  for (guint i = 0; fake.replay && !fake.dry && e->nodes && i < e->nodes->len; i++) {
+    const FakeNode *n = e->nodes->pdata[i];
+    char err[DR_KERR_SIZE] = {0};
+    if (n->type == cudaGraphNodeTypeKernel && n->def && n->def->host && n->def->host(&n->l, err) != 0)
+      misuse("cudaGraphLaunch: kernel %s: host twin refused: %s", n->def->name, err);
+    if (n->type == cudaGraphNodeTypeMemcpy && n->count) memmove(n->dst, n->src, n->count);
+    if (n->type == cudaGraphNodeTypeMemset && n->count) memset(n->dst, n->value, n->count);
+    if (n->type == cudaGraphNodeTypeHost) n->fn(n->data);
+  }
   return cudaSuccess;
 }
 
@@ -687,6 +839,8 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
       return finish(cudaErrorInvalidValue);
     }
   }
+  FakeNode *node = capture_node(l->stream, cudaGraphNodeTypeKernel);
+  if (node) set_launch(node, def, l);
   /* A self-stamping built-in raises its stamp to its end (atomicMax). */
   if (l->stamp != NULL && !fake.dry && fake.capture_stream == NULL) {
     unsigned long long *slot = l->stamp;
@@ -706,6 +860,174 @@ static int fake_stamp_launch(unsigned long long *slot, cudaStream_t stream) {
     return finish(cudaErrorInvalidValue);
   }
   if (fake.capture_stream == NULL && !fake.dry) *slot = clock_ns += 1000;
+  (void)capture_node(stream, cudaGraphNodeTypeKernel); /* no built-in: never mapped */
+  return cudaSuccess;
+}
+
+/* ---- graph-node queries and per-node updates (dr_fake_api_graph_nodes) ---------- */
+
+static gboolean node_ok(const char *call, cudaGraphNode_t node) {
+  if (node != NULL) return TRUE;
+  misuse("%s: a NULL node", call);
+  return FALSE;
+}
+
+static FakeNode *exec_node(Obj *e, cudaGraphNode_t node) {
+  for (guint i = 0; e && e->nodes && i < e->nodes->len; i++)
+    if (((FakeNode *)e->nodes->pdata[i])->orig == (const FakeNode *)node) return e->nodes->pdata[i];
+  return NULL;
+}
+
+static cudaError_t fake_cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
+                                                 unsigned long long *id, cudaGraph_t *graph,
+                                                 const cudaGraphNode_t **deps,
+                                                 const cudaGraphEdgeData **edge_data, size_t *n_deps) {
+  GATE("cudaStreamGetCaptureInfo", stream, FALSE, FALSE);
+  if (!stream_ok("cudaStreamGetCaptureInfo", stream)) return finish(cudaErrorInvalidResourceHandle);
+  *status = fake.capture_stream ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  GPtrArray *t = fake.capture_stream ? tail_of(stream) : NULL;
+  if (deps) *deps = t ? (const cudaGraphNode_t *)t->pdata : NULL;
+  if (edge_data) *edge_data = NULL; /* all default edges */
+  if (n_deps) *n_deps = t ? t->len : 0;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *n_nodes) {
+  GATE("cudaGraphGetNodes", graph, FALSE, FALSE);
+  Obj *g = obj_find(graph, DR_FAKE_GRAPH);
+  if (g == NULL) {
+    misuse("cudaGraphGetNodes: %p is not a live graph", (void *)graph);
+    return finish(cudaErrorInvalidValue);
+  }
+  size_t n = g->nodes ? g->nodes->len : 0;
+  if (nodes)
+    for (size_t i = 0; i < MIN(n, *n_nodes); i++) nodes[i] = g->nodes->pdata[i];
+  *n_nodes = n;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *deps,
+                                                     cudaGraphEdgeData *edge_data, size_t *n_deps) {
+  GATE("cudaGraphNodeGetDependencies", NULL, FALSE, FALSE);
+  if (!node_ok("cudaGraphNodeGetDependencies", node)) return finish(cudaErrorInvalidValue);
+  const FakeNode *n = (const FakeNode *)node;
+  if (deps)
+    for (size_t i = 0; i < MIN(n->deps->len, *n_deps); i++) {
+      deps[i] = n->deps->pdata[i];
+      if (edge_data) memset(&edge_data[i], 0, sizeof edge_data[i]);
+    }
+  *n_deps = n->deps->len;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *type) {
+  GATE("cudaGraphNodeGetType", NULL, FALSE, FALSE);
+  if (!node_ok("cudaGraphNodeGetType", node)) return finish(cudaErrorInvalidValue);
+  *type = ((const FakeNode *)node)->type;
+  return cudaSuccess;
+}
+
+/* A fake kernel node's parameters: func is the built-in, kernelParams its
+ * launch (the node's copy, valid while the node lives). */
+static cudaError_t fake_cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *p) {
+  GATE("cudaGraphKernelNodeGetParams", NULL, FALSE, FALSE);
+  FakeNode *n = (FakeNode *)node;
+  if (!node_ok("cudaGraphKernelNodeGetParams", node) || n->type != cudaGraphNodeTypeKernel || n->def == NULL)
+    return finish(cudaErrorInvalidValue);
+  memset(p, 0, sizeof *p);
+  p->func = (void *)n->def;
+  p->kernelParams = (void **)(void *)n;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
+                                                     const struct cudaKernelNodeParams *p) {
+  GATE("cudaGraphKernelNodeSetParams", NULL, FALSE, FALSE);
+  FakeNode *n = (FakeNode *)node, *from = (FakeNode *)(void *)p->kernelParams;
+  if (!node_ok("cudaGraphKernelNodeSetParams", node) || from == NULL) return finish(cudaErrorInvalidValue);
+  set_launch(n, from->def, &from->l);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                         const struct cudaKernelNodeParams *p) {
+  GATE("cudaGraphExecKernelNodeSetParams", exec, FALSE, FALSE);
+  FakeNode *n = exec_node(obj_find(exec, DR_FAKE_GRAPH_EXEC), node);
+  FakeNode *from = (FakeNode *)(void *)p->kernelParams;
+  if (n == NULL || n->type != cudaGraphNodeTypeKernel || from == NULL || from->def != n->def) {
+    misuse("cudaGraphExecKernelNodeSetParams: node %p is not a kernel node of %p's graph", (void *)node,
+           (void *)exec);
+    return finish(cudaErrorInvalidValue);
+  }
+  set_launch(n, from->def, &from->l);
+  fake.exec_node_sets++;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                           void *dst, const void *src, size_t count,
+                                                           enum cudaMemcpyKind kind) {
+  GATE_RECORD("cudaGraphExecMemcpyNodeSetParams1D", exec, FALSE, FALSE, current()->size = count);
+  FakeNode *n = exec_node(obj_find(exec, DR_FAKE_GRAPH_EXEC), node);
+  if (n == NULL || n->type != cudaGraphNodeTypeMemcpy || count != n->count) {
+    misuse("cudaGraphExecMemcpyNodeSetParams1D: node %p is not a memcpy node of %zu bytes of %p's graph",
+           (void *)node, count, (void *)exec);
+    return finish(cudaErrorInvalidValue);
+  }
+  if (!mem_ok("cudaGraphExecMemcpyNodeSetParams1D dst", dst, count) ||
+      !mem_ok("cudaGraphExecMemcpyNodeSetParams1D src", src, count))
+    return finish(cudaErrorInvalidValue);
+  n->dst = dst;
+  n->src = src;
+  fake.exec_node_sets++;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *p) {
+  GATE("cudaGraphMemsetNodeGetParams", NULL, FALSE, FALSE);
+  const FakeNode *n = (const FakeNode *)node;
+  if (!node_ok("cudaGraphMemsetNodeGetParams", node) || n->type != cudaGraphNodeTypeMemset)
+    return finish(cudaErrorInvalidValue);
+  memset(p, 0, sizeof *p);
+  p->dst = n->dst;
+  p->value = (unsigned)n->value;
+  p->elementSize = 1;
+  p->width = n->count;
+  p->height = 1;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                         const struct cudaMemsetParams *p) {
+  GATE("cudaGraphExecMemsetNodeSetParams", exec, FALSE, FALSE);
+  FakeNode *n = exec_node(obj_find(exec, DR_FAKE_GRAPH_EXEC), node);
+  if (n == NULL || n->type != cudaGraphNodeTypeMemset || p->width != n->count || p->elementSize != 1 ||
+      p->height != 1) {
+    misuse("cudaGraphExecMemsetNodeSetParams: node %p is not this memset of %p's graph", (void *)node,
+           (void *)exec);
+    return finish(cudaErrorInvalidValue);
+  }
+  if (!mem_ok("cudaGraphExecMemsetNodeSetParams", p->dst, p->width)) return finish(cudaErrorInvalidValue);
+  n->dst = p->dst;
+  n->value = (int)p->value;
+  fake.exec_node_sets++;
+  return cudaSuccess;
+}
+
+/* Fake device memory is device memory of device 0, fake pinned memory host
+ * memory, anything else the caller's pageable memory. */
+static cudaError_t fake_cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr) {
+  GATE("cudaPointerGetAttributes", NULL, FALSE, FALSE);
+  gboolean partial = FALSE;
+  gpointer key = mem_find(ptr, 1, &partial);
+  Obj *o = key ? g_hash_table_lookup(fake.objects, key) : NULL;
+  memset(attr, 0, sizeof *attr);
+  attr->type = o == NULL                       ? cudaMemoryTypeUnregistered
+               : o->kind == DR_FAKE_DEVICE_MEM ? cudaMemoryTypeDevice
+                                               : cudaMemoryTypeHost;
+  attr->device = 0;
+  attr->devicePointer = o && o->kind == DR_FAKE_DEVICE_MEM ? (void *)ptr : NULL;
+  attr->hostPointer = o && o->kind == DR_FAKE_HOST_MEM ? (void *)ptr : NULL;
   return cudaSuccess;
 }
 
@@ -723,6 +1045,27 @@ static const DrCudaApi fake_api = {
 };
 
 const DrCudaApi *dr_fake_api(void) { return &fake_api; }
+
+const DrCudaApi *dr_fake_api_graph_nodes(void) {
+  static DrCudaApi api;
+  api = fake_api;
+  api.cudaStreamGetCaptureInfo = fake_cudaStreamGetCaptureInfo;
+  api.cudaGraphGetNodes = fake_cudaGraphGetNodes;
+  api.cudaGraphNodeGetDependencies = fake_cudaGraphNodeGetDependencies;
+  api.cudaGraphNodeGetType = fake_cudaGraphNodeGetType;
+  api.cudaGraphKernelNodeGetParams = fake_cudaGraphKernelNodeGetParams;
+  api.cudaGraphKernelNodeSetParams = fake_cudaGraphKernelNodeSetParams;
+  api.cudaGraphExecKernelNodeSetParams = fake_cudaGraphExecKernelNodeSetParams;
+  api.cudaGraphExecMemcpyNodeSetParams1D = fake_cudaGraphExecMemcpyNodeSetParams1D;
+  api.cudaGraphMemsetNodeGetParams = fake_cudaGraphMemsetNodeGetParams;
+  api.cudaGraphExecMemsetNodeSetParams = fake_cudaGraphExecMemsetNodeSetParams;
+  api.cudaPointerGetAttributes = fake_cudaPointerGetAttributes;
+  return &api;
+}
+
+void dr_fake_set_replay_graphs(gboolean replay) { fake.replay = replay; }
+void dr_fake_allow_default_streams(gboolean allow) { fake.allow_default_streams = allow; }
+guint dr_fake_exec_node_sets(void) { return fake.exec_node_sets; }
 
 guint dr_fake_pdl_launches(void) { return pdl_launches; }
 guint dr_fake_kernel_launches(void) { return kernel_launches; }
@@ -759,6 +1102,12 @@ void dr_fake_reset(void) {
   fake.capture_stream = NULL;
   fake.n_streams_made = 0;
   fake.profiling = FALSE;
+  if (fake.capture_nodes) g_ptr_array_set_size(fake.capture_nodes, 0);
+  if (fake.tails) {
+    g_hash_table_remove_all(fake.tails);
+    g_hash_table_remove_all(fake.event_deps);
+  }
+  fake.exec_node_sets = 0;
 }
 
 void dr_fake_arm(guint64 fail_at, DrFault fault) {

@@ -133,6 +133,28 @@ const char *dr_fake_pdl_pattern(void);
  * (0 when none). */
 unsigned long long dr_fake_instantiate_flags(void);
 
+/* The graph-node model. While capturing, the fake also records what each
+ * captured call made as a node of the graph (kernel launches with a deep
+ * copy of the launch, copies, memsets, host functions, external event
+ * records, stream-ordered allocations), with the nodes it depends on as
+ * stream order and captured event waits imply; a graph owns its nodes and
+ * an executable its own copies. dr_fake_api_graph_nodes is dr_fake_api
+ * plus what per-node graph updates use (cudaStreamGetCaptureInfo, node
+ * queries, kernel/memcpy/memset node parameters, exec per-node sets) and
+ * cudaPointerGetAttributes (fake device memory is device 0's, fake pinned
+ * memory host memory, anything else unregistered); dr_fake_api leaves them
+ * NULL as before. With dr_fake_set_replay_graphs(TRUE) a graph launch
+ * performs its executable's nodes in capture order (kernels through their
+ * host twins), so a test can see which pointers the executable holds.
+ * dr_fake_allow_default_streams(TRUE) accepts the legacy and per-thread
+ * default streams (a library user's streams) instead of calling them a
+ * misuse. dr_fake_exec_node_sets counts successful per-node sets on
+ * executables since the reset. */
+const DrCudaApi *dr_fake_api_graph_nodes(void);
+void dr_fake_set_replay_graphs(gboolean replay);
+void dr_fake_allow_default_streams(gboolean allow);
+guint dr_fake_exec_node_sets(void);
+
 /* Whether cudaProfilerStart was called and cudaProfilerStop not since. */
 gboolean dr_fake_profiling(void);
 
