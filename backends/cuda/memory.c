@@ -208,6 +208,8 @@ static void CUDART_CB host_write(void *data) {
   g_free(w);
 }
 
+static void CUDART_CB host_free(void *data) { g_free(data); }
+
 gboolean dr__cuda_memory_write(const DrCudaMemory *m, DrId buffer, guint64 offset, const void *data,
                                guint64 bytes, cudaStream_t st, GError **error) {
   const DrBuffer *buf = dr_graph_buffer(m->graph, buffer);
@@ -222,10 +224,18 @@ gboolean dr__cuda_memory_write(const DrCudaMemory *m, DrId buffer, guint64 offse
     g_free(w);
     return FALSE;
   }
-  /* From pageable memory the runtime stages the bytes before it returns,
-   * so the copy can go with this call. */
-  g_autofree void *tmp = g_memdup2(data, bytes);
-  return DR_CUDA(site, cudaMemcpyAsync, dst, tmp, bytes, cudaMemcpyHostToDevice, st);
+  /* The copy is freed by a host function after it, in stream order, so
+   * it outlives the transfer however the runtime stages pageable memory. */
+  void *tmp = g_memdup2(data, bytes);
+  if (!DR_CUDA(site, cudaMemcpyAsync, dst, tmp, bytes, cudaMemcpyHostToDevice, st)) {
+    g_free(tmp);
+    return FALSE;
+  }
+  if (DR_CUDA(site, cudaLaunchHostFunc, st, host_free, tmp)) return TRUE;
+  /* Not enqueued: wait for the copy before the bytes go. */
+  (void)dr_cuda_api()->cudaStreamSynchronize(st);
+  g_free(tmp);
+  return FALSE;
 }
 
 void dr__cuda_memory_close(DrCudaMemory *m, cudaStream_t origin) {

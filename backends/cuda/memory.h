@@ -89,9 +89,9 @@ void dr__cuda_memory_release(const DrCudaBase *old);
 /* Enqueues a copy of `bytes` of `data` to whole-run buffer `buffer` at
  * byte `offset` on `st` (any stream, the legacy one too), from a host
  * copy this call makes, so `data` may be reused at once: a device buffer
- * takes cudaMemcpyAsync from pageable memory (consumed before the call
- * returns), a host buffer a host function in stream order. Fails as
- * DR_CUDA does. */
+ * takes cudaMemcpyAsync from it and a host function after that frees it,
+ * a host buffer one host function that copies and frees, both in stream
+ * order and without waiting. Fails as DR_CUDA does. */
 gboolean dr__cuda_memory_write(const DrCudaMemory *m, DrId buffer, guint64 offset, const void *data,
                                guint64 bytes, cudaStream_t st, GError **error);
 
