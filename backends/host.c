@@ -14,7 +14,9 @@
  * uninitialised, 0xDD on free), so a use that a plan leaves unordered with
  * respect to its lifetime's alloc or free, or with a neighbouring lifetime,
  * reads or leaves different bytes and --verify sees it. Kernels run their
- * registry host twins. With a delay seed, each node first sleeps a
+ * registry host twins. A buffer bound to a library user's memory
+ * (bind_buffer) is that memory, never freed here; the only stream
+ * run_on_stream takes is NULL. With a delay seed, each node first sleeps a
  * pseudo-random time, so a plan that lacks a wait produces a different
  * result under --verify. This is not a simulator of GPU timing: times are
  * host wall-clock.

@@ -11,8 +11,8 @@
  * the same initial contents and compares every written buffer byte for byte.
  * This file does not plan (scheduler/) nor render reports (report/), and
  * does not print to the terminal except the host functions' output
- * (print, checksum) and the one-line notice when `auto` falls back to the
- * host. */
+ * (print, checksum) and the progress bar when asked; the notice when
+ * `auto` falls back to the host is a g_message (domain "dagrun"). */
 #ifndef DAGRUN_BACKENDS_RUN_H
 #define DAGRUN_BACKENDS_RUN_H
 

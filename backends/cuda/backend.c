@@ -11,7 +11,9 @@
  * its end event, the stamps' copy and its done event; finishing waits for
  * the slot and reads its timing. The profiler's capture range spans the
  * timed iterations, and each iteration's issue is an NVTX range
- * (profile.c). Close releases in the opposite order, and
+ * (profile.c). A library user's stream orders an iteration by two events
+ * (run_on_stream), and binds and writes of external memory go to memory.c
+ * and the mode. Close releases in the opposite order, and
  * first drains the device when something may still be in flight. This file
  * makes no decision of its own about streams, memory, launches or timing:
  * each part's file owns those. */

@@ -18,7 +18,10 @@
  * arguments and updates the executable in place (cudaGraphExecUpdate),
  * re-instantiating only when the runtime refuses; when only scalars of
  * mapped kernel nodes changed, each node's parameters are set on the
- * executable instead. A node whose work breaks the capture is named, and
+ * executable instead. A buffer bound to new memory (graph_buffer_moved)
+ * is followed the same way: each kernel, memcpy and memset node that
+ * touches it gets its new parameters on the executable, and only what
+ * cannot takes the re-capture. A node whose work breaks the capture is named, and
  * with run.fallback: streams the backend goes on in streams mode. This
  * file owns the graph, the executable and the node map (graph.h); it
  * issues nothing itself. */

@@ -1,7 +1,9 @@
 /* memory.c: the CUDA backend's buffers: whole-run device and pinned host
  * buffers with their init contents, the default pool's release threshold,
  * the stream-ordered allocations of alloc/free nodes, the copies and
- * memsets of copy/memset nodes, and reading a buffer back.
+ * memsets of copy/memset nodes, reading a buffer back, and a library
+ * user's memory bound to a buffer (checked, never freed) and written
+ * between runs in stream order.
  *
  * Whole-run pointers are fixed from setup on, so launches bind them once
  * (launch.c); a stream-ordered buffer's pointer exists only from its alloc

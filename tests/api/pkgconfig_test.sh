@@ -28,7 +28,7 @@ grep_log() { # NAME PATTERN: the last command's output must match
   if grep -q -- "$2" "$tmp/log"; then ok "$1"; else not_ok "$1: no '$2' in the output"; fi
 }
 
-echo "1..22"
+echo "1..27"
 check "install" "$root/tools/install.sh" "$prefix"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "pkg-config knows dagrun" pkg-config --exists dagrun
@@ -48,7 +48,15 @@ public_only() { # the shared object's exported functions are the public API
   [ -z "$other" ] || { echo "also exported: $other"; return 1; }
 }
 check "libdagrun.so exports the public API only" public_only
-for ex in pipelined custom_kernel runner; do
+external_api() { # the external-memory and caller-stream functions are there
+  local all f
+  all=$(nm -D --defined-only "$prefix/lib/libdagrun.so" | awk '$2 == "T" {print $3}')
+  for f in dr_runner_bind_buffer dr_runner_write_buffer dr_runner_read_buffer dr_runner_run_on_stream; do
+    echo "$all" | grep -qx "$f" || { echo "not exported: $f"; return 1; }
+  done
+}
+check "libdagrun.so exports bind/write/read_buffer and run_on_stream" external_api
+for ex in pipelined custom_kernel runner embed; do
   # shellcheck disable=SC2046
   check "build examples/$ex.c" $cc -std=c11 -Wall -Wextra -Werror -o "$tmp/$ex" "$root/examples/$ex.c" \
     $(pkg-config --cflags --libs dagrun)
@@ -64,9 +72,12 @@ grep_log "custom_kernel checks its results" "custom kernel OK on the host backen
 check "run runner (shared)" "$tmp/runner" host
 grep_log "runner's first run binds nothing" "^run 1 on host: alpha 1.0, y\[1\] = 1.0, change applied: none$"
 grep_log "runner's changed alpha takes effect" "^run 3 on host: alpha 3.0, y\[1\] = 3.0, change applied: rebound$"
+check "run embed (shared)" "$tmp/embed"
+grep_log "embed computes into the program's own array" "^bound:   y\[1\] = 1.5, y\[1023\] = 1534.5, change applied: rebound$"
+grep_log "embed's written input is what the next iteration reads" "^written: y\[1\] = 1.5, y\[1023\] = 3.0, change applied: none$"
 # shellcheck disable=SC2046
 check "static: pipelined against libdagrun.a" sh -c "$cc -std=c11 -o '$tmp/pipelined_static' '$root/examples/pipelined.c' \
   $(pkg-config --cflags dagrun) '$prefix/lib/libdagrun.a' $(pkg-config --static --libs dagrun | sed 's/-ldagrun//') &&
   ! ldd '$tmp/pipelined_static' | grep -q libdagrun && '$tmp/pipelined_static' 2"
-[ "$cases" -eq 22 ] || { echo "# planned 22 cases, ran $cases"; failed=$((failed + 1)); }
+[ "$cases" -eq 27 ] || { echo "# planned 27 cases, ran $cases"; failed=$((failed + 1)); }
 [ $failed -eq 0 ]
