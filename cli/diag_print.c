@@ -9,31 +9,49 @@
 /* Longer source lines (generated files) are not echoed. */
 #define MAX_SHOWN_LINE 1000
 
-/* Finds line `line` (1-based) of text; returns its start and sets *n. */
+/* Finds line `line` (1-based) of text; returns its start and sets *n.
+ * Lines end at LF, CR LF or a lone CR, as the parser counts them. */
 static const char *find_line(const char *text, gsize len, guint32 line, gsize *n) {
   const char *p = text, *end = text + len;
   for (guint32 l = 1; l < line; l++) {
-    const char *nl = memchr(p, '\n', (gsize)(end - p));
-    if (nl == NULL) return NULL;
-    p = nl + 1;
+    const char *q = p;
+    while (q < end && *q != '\n' && *q != '\r') q++;
+    if (q == end) return NULL;
+    p = q + (*q == '\r' && q + 1 < end && q[1] == '\n' ? 2 : 1);
   }
-  const char *nl = memchr(p, '\n', (gsize)(end - p));
-  *n = (gsize)((nl ? nl : end) - p);
-  if (*n > 0 && p[*n - 1] == '\r') (*n)--;
+  const char *q = p;
+  while (q < end && *q != '\n' && *q != '\r') q++;
+  *n = (gsize)(q - p);
   return p;
 }
 
-/* gcc's layout: the line with its number in the gutter, then the caret. */
+/* gcc's layout: the line with its number in the gutter, then the caret.
+ * Columns count characters (code points), as the parser's do; a byte that
+ * is no valid UTF-8, or a control character, shows as '?' in one column, so
+ * the line never garbles the terminal and the caret still lines up. A
+ * UTF-8 byte-order mark at the start of the file is not shown. */
 static void append_source(GString *out, const char *line, gsize n, guint32 lineno, guint32 col) {
-  g_string_append_printf(out, "%5u | %.*s\n      | ", lineno, (int)n, line);
-  /* Keep tabs so the caret lines up; skip UTF-8 continuation bytes. */
-  for (gsize i = 0; i + 1 < col && i < n; i++) {
-    unsigned char c = (unsigned char)line[i];
-    if (c == '\t')
-      g_string_append_c(out, '\t');
-    else if ((c & 0xC0) != 0x80)
-      g_string_append_c(out, ' ');
+  if (lineno == 1 && n >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+    line += 3;
+    n -= 3;
   }
+  g_autoptr(GString) caret = g_string_new("      | ");
+  g_string_append_printf(out, "%5u | ", lineno);
+  guint32 c = 1;
+  for (gsize i = 0; i < n; c++) {
+    gunichar u = g_utf8_get_char_validated(line + i, (gssize)(n - i));
+    gsize w = u >= 0x80 && u < 0x110000 ? (gsize)(g_utf8_next_char(line + i) - (line + i)) : 1;
+    gboolean shown = u < 0x110000 && (u >= 0x20 || u == '\t') && u != 0x7F && !(u >= 0x80 && u <= 0x9F);
+    if (shown)
+      g_string_append_len(out, line + i, (gssize)w);
+    else
+      g_string_append_c(out, '?');
+    /* Keep tabs so the caret lines up under them. */
+    if (c < col) g_string_append_c(caret, u == '\t' ? '\t' : ' ');
+    i += w;
+  }
+  g_string_append_c(out, '\n');
+  g_string_append(out, caret->str);
   g_string_append(out, "^\n");
 }
 

@@ -14,10 +14,22 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "parser/bytes.h"
+
 #define SMALL_MAP 16
+/* Bytes read from the input and checked at a time. */
+#define CHUNK (64 * 1024)
 
 struct DrYReader {
   yaml_parser_t parser;
+  /* The input, checked by the byte scanner before libyaml reads it. */
+  const char *mem; /* NULL: read fp */
+  gsize mem_len, mem_pos;
+  FILE *fp;
+  gboolean src_eof;
+  DrByteScan scan;
+  guint8 *chunk;
+  gsize chunk_len, chunk_ready, chunk_pos; /* read, checked, handed to libyaml */
   yaml_event_t event;
   gboolean have_event;
   const char *file;
@@ -153,6 +165,48 @@ static guint64 sat_add(guint64 a, guint64 b) { return a + b < a ? G_MAXUINT64 : 
 
 /* ---- the reader -------------------------------------------------------- */
 
+/* Fills buf with up to n bytes of the source; 0 at its end. */
+static gsize source_read(DrYReader *r, guint8 *buf, gsize n) {
+  if (r->mem != NULL) {
+    gsize k = MIN(n, r->mem_len - r->mem_pos);
+    memcpy(buf, r->mem + r->mem_pos, k);
+    r->mem_pos += k;
+    return k;
+  }
+  return fread(buf, 1, n, r->fp);
+}
+
+/* libyaml's read handler: hands out only bytes the scanner checked, and
+ * fails (libyaml: "input error") at the first bad one, which
+ * report_syntax_error then reports at its place. */
+static int read_handler(void *data, unsigned char *buffer, size_t size, size_t *size_read) {
+  DrYReader *r = data;
+  *size_read = 0;
+  while (r->chunk_pos == r->chunk_ready) {
+    if (r->scan.problem != NULL) return 0;
+    gsize tail = r->chunk_len - r->chunk_ready; /* an incomplete character */
+    if (r->chunk == NULL) r->chunk = g_malloc(CHUNK);
+    memmove(r->chunk, r->chunk + r->chunk_ready, tail);
+    r->chunk_len = tail;
+    r->chunk_ready = r->chunk_pos = 0;
+    if (r->src_eof) return 1; /* the end: the scanner reported any tail */
+    gsize got = source_read(r, r->chunk + tail, CHUNK - tail);
+    if (got == 0) {
+      if (r->fp != NULL && ferror(r->fp)) return 0;
+      r->src_eof = TRUE;
+    }
+    r->chunk_len = tail + got;
+    gsize skip;
+    r->chunk_ready = dr__bytescan_feed(&r->scan, r->chunk, r->chunk_len, r->src_eof, &skip);
+    r->chunk_pos = skip;
+  }
+  gsize n = MIN(size, r->chunk_ready - r->chunk_pos);
+  memcpy(buffer, r->chunk + r->chunk_pos, n);
+  r->chunk_pos += n;
+  *size_read = n;
+  return 1;
+}
+
 static DrYReader *reader_new(const char *file, DrDiags *diags) {
   DrYReader *r = g_new0(DrYReader, 1);
   yaml_parser_initialize(&r->parser);
@@ -162,20 +216,22 @@ static DrYReader *reader_new(const char *file, DrDiags *diags) {
   r->building = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   r->frames = g_array_new(FALSE, FALSE, sizeof(Frame));
   r->values = g_ptr_array_new();
+  dr__bytescan_init(&r->scan);
+  yaml_parser_set_input(&r->parser, read_handler, r);
+  yaml_parser_set_encoding(&r->parser, YAML_UTF8_ENCODING);
   return r;
 }
 
 DrYReader *dr__yreader_new(const char *file, const char *yaml, gsize len, DrDiags *diags) {
   DrYReader *r = reader_new(file, diags);
-  yaml_parser_set_input_string(&r->parser, (const unsigned char *)yaml, len);
-  yaml_parser_set_encoding(&r->parser, YAML_UTF8_ENCODING);
+  r->mem = yaml;
+  r->mem_len = len;
   return r;
 }
 
 DrYReader *dr__yreader_new_file(const char *file, FILE *fp, DrDiags *diags) {
   DrYReader *r = reader_new(file, diags);
-  yaml_parser_set_input_file(&r->parser, fp);
-  yaml_parser_set_encoding(&r->parser, YAML_UTF8_ENCODING);
+  r->fp = fp;
   return r;
 }
 
@@ -196,6 +252,8 @@ void dr__yreader_free(DrYReader *r) {
   g_hash_table_unref(r->building);
   g_array_unref(r->frames);
   g_ptr_array_unref(r->values);
+  dr__bytescan_clear(&r->scan);
+  g_free(r->chunk);
   g_free(r);
 }
 
@@ -220,8 +278,19 @@ static void fatal(DrYReader *r, guint32 line, guint32 col, const char *fmt, ...)
 
 static void report_syntax_error(DrYReader *r) {
   yaml_parser_t *p = &r->parser;
-  guint32 line, col;
+  if (r->scan.problem != NULL) {
+    fatal(r, r->scan.problem_line, r->scan.problem_col, "%s", r->scan.problem);
+    return;
+  }
+  guint32 line, col, tab_col;
   mark_to_pos(p->problem_mark, &line, &col);
+  /* libyaml's words for a tab in indentation ("found character that cannot
+   * start any token", "found a tab character that violates indentation")
+   * name no tab, or name it from the wrong end. */
+  if (p->error == YAML_SCANNER_ERROR && dr__bytescan_indent_tab(&r->scan, line, &tab_col) && col >= tab_col) {
+    fatal(r, line, tab_col, "YAML forbids tabs for indentation; indent with spaces");
+    return;
+  }
   const char *problem = p->problem ? p->problem : "malformed YAML";
   if (p->context != NULL) {
     guint32 cl, cc;
