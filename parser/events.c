@@ -334,6 +334,12 @@ gboolean dr__yreader_next(DrYReader *r, DrYEvent *ev) {
         ev->text = (char *)e->data.alias.anchor;
         return TRUE;
       case YAML_SCALAR_EVENT:
+        /* "\0" in a quoted scalar: the C string would end there and
+         * "op\0" read as op. */
+        if (memchr(e->data.scalar.value, '\0', e->data.scalar.length) != NULL)
+          dr_diags_error(
+              r->diags, (DrLoc){r->file, ev->line, ev->col},
+              "a string holds a NUL character (\\0 or \\x00): no key, name or value may contain one");
         ev->type = DR_YEV_SCALAR;
         ev->anchor = (char *)e->data.scalar.anchor;
         ev->text = (char *)e->data.scalar.value;
@@ -399,11 +405,24 @@ static gboolean is_merge_key(const DrYNode *k) {
  * later copies. Returns the new entry count. */
 static guint drop_duplicates(DrYReader *r, DrYNode **items, guint n) {
   g_autoptr(GHashTable) seen = n > SMALL_MAP ? g_hash_table_new(g_str_hash, g_str_equal) : NULL;
+  const DrYNode *first_merge = NULL;
   guint w = 0;
   for (guint i = 0; i < n; i++) {
     DrYNode *k = items[2 * i], *v = items[2 * i + 1];
     const DrYNode *first = NULL;
-    if (!is_merge_key(k)) {
+    if (is_merge_key(k)) {
+      /* Two '<<' are two equal keys like any other (libyaml accepts them;
+       * some readers merge both, others keep the last). */
+      if (first_merge != NULL) {
+        dr_diags_error(r->diags, dr__ynode_loc(k, r->file),
+                       "duplicate key '<<' (to merge several mappings, write one '<<: [*a, *b]')");
+        dr_diags_note(r->diags, dr__ynode_loc(first_merge, r->file), "'<<' first appears here");
+        dr__ynode_unref(k);
+        dr__ynode_unref(v);
+        continue;
+      }
+      first_merge = k;
+    } else {
       if (seen != NULL) {
         first = g_hash_table_lookup(seen, k->u.text);
         if (first == NULL) g_hash_table_insert(seen, k->u.text, k);

@@ -83,7 +83,12 @@ static void top_section(DrParse *p, Top *top, int idx, DrYNode *v) {
       dr__parse_kernels(p, v);
       break;
     case TOP_NODES:
-      if (dr__ynode_is_null(v)) break;
+      if (dr__ynode_is_null(v)) {
+        dr__parse_error_at(p, v, "top level", "nodes",
+                           "expected a mapping of node ids to nodes, got empty (a pipeline without nodes "
+                           "writes 'nodes: {}')");
+        break;
+      }
       if (!dr__parse_expect_map(p, "top level", "nodes", v)) break;
       for (guint i = 0; i < v->len && !dr_diags_full(p->diags); i++)
         node_entry(p, top, dr_ynode_key(v, i), dr_ynode_value(v, i));

@@ -424,6 +424,26 @@ static void test_events_errors(void) {
     g_string_free(bomb, TRUE);
   }
   {
+    /* Two merge keys are a duplicate key; the second is dropped. */
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    g_autoptr(DrYNode) t = tree("a: &a {x: 1}\nb: &b {y: 2}\nc: {<<: *a, <<: *b}\n", diags);
+    g_assert_cmpuint(dr_diags_n_errors(diags), ==, 1);
+    g_assert_nonnull(strstr(dr_diags_get(diags, 0)->message, "duplicate key '<<'"));
+    g_assert_cmpuint(dr_diags_get(diags, 0)->loc.col, ==, 13);
+    g_assert_cmpuint(dr_diags_get(diags, 1)->loc.col, ==, 5);
+    const DrYNode *c = lookup(t, "c");
+    g_assert_cmpuint(c->len, ==, 1);
+    g_assert_cmpstr(dr_ynode_key(c, 0)->u.text, ==, "x");
+  }
+  {
+    /* "op\0" is not op. */
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    g_autoptr(DrYNode) t = tree("a: {\"op\\0\": noop}\n", diags);
+    g_assert_cmpuint(dr_diags_n_errors(diags), ==, 1);
+    g_assert_nonnull(strstr(dr_diags_get(diags, 0)->message, "NUL character"));
+    g_assert_cmpuint(dr_diags_get(diags, 0)->loc.col, ==, 5);
+  }
+  {
     g_autoptr(DrDiags) diags = dr_diags_new(0);
     g_autoptr(DrYNode) t = tree("a: &a [1, *a]\n", diags);
     g_assert_nonnull(strstr(dr_diags_get(diags, 0)->message, "refers to its own anchor"));
