@@ -100,7 +100,8 @@ gboolean dr_diags_to_error(const DrDiags *diags, GError **error) {
     g_string_append(s, line);
   }
   if (diags->n_errors > diags->max_errors)
-    g_string_append_printf(s, "\nerror: too many errors (%u), stopping", diags->n_errors);
+    g_string_append_printf(s, "\nerror: too many errors (%u), showing the first %u", diags->n_errors,
+                           diags->max_errors);
   g_set_error_literal(error, DR_ERROR, DR_ERROR_INVALID, s->str);
   g_string_free(s, TRUE);
   return FALSE;

@@ -90,8 +90,7 @@ static void top_section(DrParse *p, Top *top, int idx, DrYNode *v) {
         break;
       }
       if (!dr__parse_expect_map(p, "top level", "nodes", v)) break;
-      for (guint i = 0; i < v->len && !dr_diags_full(p->diags); i++)
-        node_entry(p, top, dr_ynode_key(v, i), dr_ynode_value(v, i));
+      for (guint i = 0; i < v->len; i++) node_entry(p, top, dr_ynode_key(v, i), dr_ynode_value(v, i));
       break;
   }
 }
@@ -133,7 +132,7 @@ static void stream_nodes(DrParse *p, Top *top) {
                      "nodes: merge keys '<<' are not supported directly under 'nodes:'");
       continue;
     }
-    if (!dr_diags_full(p->diags)) node_entry(p, top, key, value);
+    node_entry(p, top, key, value);
   }
 }
 
@@ -284,7 +283,7 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
       dr_diags_error(diags, root_loc,
                      "top level: missing key 'dagrun' (the format version: write 'dagrun: 1')");
     if (top.seen[TOP_NODES].line == 0) dr__parse_missing(p, root_loc, "top level", "nodes");
-    for (guint i = 0; i + 1 < p->deferred->len && !dr_diags_full(diags); i += 2)
+    for (guint i = 0; i + 1 < p->deferred->len; i += 2)
       dr__parse_node_entry(p, p->deferred->pdata[i], p->deferred->pdata[i + 1]);
     dr__parse_resolve_afters(p);
     check_whole_run_buffers(p);

@@ -220,8 +220,7 @@ void dr__parse_buffers(DrParse *p, const DrYNode *v) {
   p->seen_buffers = TRUE;
   if (dr__ynode_is_null(v)) return;
   if (!dr__parse_expect_map(p, "top level", "buffers", v)) return;
-  for (guint i = 0; i < v->len && !dr_diags_full(p->diags); i++)
-    parse_buffer(p, dr_ynode_key(v, i), dr_ynode_value(v, i));
+  for (guint i = 0; i < v->len; i++) parse_buffer(p, dr_ynode_key(v, i), dr_ynode_value(v, i));
 }
 
 /* ---- kernels: ---------------------------------------------------------- */
@@ -410,6 +409,5 @@ void dr__parse_kernels(DrParse *p, const DrYNode *v) {
   p->seen_kernels = TRUE;
   if (dr__ynode_is_null(v)) return;
   if (!dr__parse_expect_map(p, "top level", "kernels", v)) return;
-  for (guint i = 0; i < v->len && !dr_diags_full(p->diags); i++)
-    parse_kernel(p, dr_ynode_key(v, i), dr_ynode_value(v, i));
+  for (guint i = 0; i < v->len; i++) parse_kernel(p, dr_ynode_key(v, i), dr_ynode_value(v, i));
 }

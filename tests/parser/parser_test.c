@@ -536,6 +536,11 @@ static void test_diags_limit(void) {
   g_autoptr(DrGraph) g = load(y->str, diags);
   g_assert_null(g);
   g_assert_cmpuint(dr_diags_len(diags), ==, 5);
+  /* The parser reads on past the limit, so the count is exact. */
+  g_assert_cmpuint(dr_diags_n_errors(diags), ==, 100);
+  g_autoptr(GError) error = NULL;
+  g_assert_false(dr_diags_to_error(diags, &error));
+  g_assert_true(g_str_has_suffix(error->message, "\nerror: too many errors (100), showing the first 5"));
   g_string_free(y, TRUE);
 }
 
