@@ -167,6 +167,22 @@ static void test_suggest(void) {
   dr__suggest_init(&s, "zzzzzz");
   dr__suggest_add(&s, "nodes");
   g_assert_null(dr__suggest_best(&s));
+  /* Look-alikes: compared by their ASCII spelling, and named. */
+  dr__suggest_init(&s, "\xd0\xbep"); /* Cyrillic o, Latin p */
+  dr__suggest_add(&s, "after");
+  dr__suggest_add(&s, "op");
+  g_assert_cmpstr(dr__suggest_best(&s), ==, "op");
+  g_autofree char *cyr = dr__suggest_hint(&s);
+  g_assert_cmpstr(cyr, ==,
+                  " (did you mean 'op'? '\xd0\xbe' is U+043E CYRILLIC SMALL LETTER O, not the ASCII 'o')");
+  dr__suggest_init(&s, "x\xe2\x80\x93y"); /* an en dash */
+  dr__suggest_add(&s, "x-y");
+  g_assert_cmpstr(dr__suggest_best(&s), ==, "x-y");
+  dr__suggest_init(&s, "\xef\xbd\x8f\xef\xbd\x90"); /* fullwidth op */
+  dr__suggest_add(&s, "op");
+  g_assert_cmpstr(dr__suggest_best(&s), ==, "op");
+  g_autofree char *none = dr__suggest_describe_non_ascii("plain");
+  g_assert_null(none);
   /* A one-letter key is no typo of a two-letter one it shares nothing with. */
   dr__suggest_init(&s, "x");
   dr__suggest_add(&s, "op");
