@@ -67,6 +67,15 @@ void dr_diags_note(DrDiags *diags, DrLoc loc, const char *fmt, ...) {
   va_end(ap);
 }
 
+void dr_diags_insert_note(DrDiags *diags, guint index, DrLoc loc, const char *fmt, ...) {
+  g_return_if_fail(diags != NULL && index <= diags->items->len);
+  va_list ap;
+  va_start(ap, fmt);
+  DrDiag item = {DR_DIAG_NOTE, loc, g_strdup_vprintf(fmt, ap)};
+  va_end(ap);
+  g_array_insert_val(diags->items, index, item);
+}
+
 guint dr_diags_n_errors(const DrDiags *diags) { return diags->n_errors; }
 gboolean dr_diags_full(const DrDiags *diags) { return diags->n_errors >= diags->max_errors; }
 guint dr_diags_len(const DrDiags *diags) { return diags->items->len; }

@@ -54,6 +54,11 @@ void dr_diags_error(DrDiags *diags, DrLoc loc, const char *fmt, ...) G_GNUC_PRIN
  * cycle). Notes after a dropped error are dropped too. */
 void dr_diags_note(DrDiags *diags, DrLoc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 
+/* Inserts a note at position `index` (<= dr_diags_len), for notes that
+ * are known only after the error was recorded (the parser's "in expansion
+ * of alias" notes). */
+void dr_diags_insert_note(DrDiags *diags, guint index, DrLoc loc, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
 guint dr_diags_n_errors(const DrDiags *diags);
 gboolean dr_diags_full(const DrDiags *diags);
 guint dr_diags_len(const DrDiags *diags);

@@ -42,7 +42,16 @@ struct DrYReader {
   guint64 alias_values; /* over the whole file */
   guint documents;
   gboolean failed;
+  /* Where aliases were used, for "in expansion of alias" notes. */
+  GHashTable *spans;     /* anchor name -> Span (owned): its value's text */
+  GArray *entry_uses;    /* DrYAliasUse since entry_begin */
+  GArray *anchored_uses; /* DrYAliasUse inside anchored values */
+  GStringChunk *names;   /* the uses' names */
 };
+
+typedef struct {
+  guint32 from_line, from_col, to_line, to_col;
+} Span;
 
 typedef struct {
   DrYKind kind;
@@ -217,6 +226,10 @@ static DrYReader *reader_new(const char *file, DrDiags *diags) {
   r->frames = g_array_new(FALSE, FALSE, sizeof(Frame));
   r->values = g_ptr_array_new();
   dr__bytescan_init(&r->scan);
+  r->spans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  r->entry_uses = g_array_new(FALSE, FALSE, sizeof(DrYAliasUse));
+  r->anchored_uses = g_array_new(FALSE, FALSE, sizeof(DrYAliasUse));
+  r->names = g_string_chunk_new(256);
   yaml_parser_set_input(&r->parser, read_handler, r);
   yaml_parser_set_encoding(&r->parser, YAML_UTF8_ENCODING);
   return r;
@@ -253,12 +266,33 @@ void dr__yreader_free(DrYReader *r) {
   g_array_unref(r->frames);
   g_ptr_array_unref(r->values);
   dr__bytescan_clear(&r->scan);
+  g_hash_table_unref(r->spans);
+  g_array_unref(r->entry_uses);
+  g_array_unref(r->anchored_uses);
+  g_string_chunk_free(r->names);
   g_free(r->chunk);
   g_free(r);
 }
 
 gboolean dr__yreader_failed(const DrYReader *r) { return r->failed; }
-void dr__yreader_entry_begin(DrYReader *r) { r->entry_values = 0; }
+void dr__yreader_entry_begin(DrYReader *r) {
+  r->entry_values = 0;
+  g_array_set_size(r->entry_uses, 0);
+}
+
+const GArray *dr__yreader_entry_aliases(const DrYReader *r) { return r->entry_uses; }
+const GArray *dr__yreader_anchored_aliases(const DrYReader *r) { return r->anchored_uses; }
+
+/* Remembers the text span of the value anchored as `name`, which ends
+ * (exclusive) at libyaml's mark `end`. */
+static void record_span(DrYReader *r, const char *name, guint32 line, guint32 col, yaml_mark_t end) {
+  Span *sp = g_new(Span, 1);
+  sp->from_line = line;
+  sp->from_col = col;
+  sp->to_line = (guint32)end.line + 1; /* the same conversion as mark_to_pos */
+  sp->to_col = (guint32)end.column + 1;
+  g_hash_table_replace(r->spans, g_strdup(name), sp);
+}
 
 /* The one place where libyaml's 0-based marks become 1-based positions. */
 static void mark_to_pos(yaml_mark_t mark, guint32 *line, guint32 *col) {
@@ -516,9 +550,39 @@ static DrYNode *close_frame(DrYReader *r) {
       g_hash_table_remove(r->building, f.anchor);
     else
       g_hash_table_insert(r->building, g_strdup(f.anchor), GUINT_TO_POINTER(GPOINTER_TO_UINT(count_p) - 1));
+    record_span(r, f.anchor, f.line, f.col, r->event.start_mark);
     g_hash_table_replace(r->anchors, f.anchor, dr__ynode_ref(n));
   }
   return n;
+}
+
+/* TRUE when the next value of the open frames is the value of a '<<' key
+ * or an item of the list that is. */
+static gboolean merging(const DrYReader *r) {
+  guint n = r->frames->len;
+  for (guint up = 0; up < 2 && up < n; up++) {
+    const Frame *f = &g_array_index(r->frames, Frame, n - 1 - up);
+    guint end = up == 0 ? r->values->len : g_array_index(r->frames, Frame, n - up).start;
+    if (f->kind == DR_Y_MAP) return (end - f->start) % 2 == 1 && is_merge_key(r->values->pdata[end - 1]);
+  }
+  return FALSE;
+}
+
+/* Records the alias `ev` (an anchor that exists) for alias notes. */
+static void record_use(DrYReader *r, const DrYEvent *ev) {
+  const Span *sp = g_hash_table_lookup(r->spans, ev->text);
+  if (sp == NULL) return; /* unknown or still being defined: reported already */
+  DrYAliasUse u = {g_string_chunk_insert_const(r->names, ev->text),
+                   ev->line,
+                   ev->col,
+                   sp->from_line,
+                   sp->from_col,
+                   sp->to_line,
+                   sp->to_col,
+                   merging(r)};
+  g_array_append_val(r->entry_uses, u);
+  if (g_hash_table_size(r->building) > 0 && r->anchored_uses->len < DR_YAML_MAX_ANCHORED_ALIASES)
+    g_array_append_val(r->anchored_uses, u);
 }
 
 DrYNode *dr__yreader_build(DrYReader *r, const DrYEvent *first) {
@@ -531,11 +595,15 @@ DrYNode *dr__yreader_build(DrYReader *r, const DrYEvent *first) {
         done = node_new(DR_Y_SCALAR, ev.line, ev.col);
         done->plain = ev.plain;
         done->u.text = steal_scalar(r);
-        if (ev.anchor) g_hash_table_replace(r->anchors, g_strdup(ev.anchor), dr__ynode_ref(done));
+        if (ev.anchor) {
+          g_hash_table_replace(r->anchors, g_strdup(ev.anchor), dr__ynode_ref(done));
+          record_span(r, ev.anchor, ev.line, ev.col, r->event.end_mark);
+        }
         r->entry_values++;
         break;
       case DR_YEV_ALIAS:
         done = resolve_alias(r, &ev);
+        record_use(r, &ev);
         r->entry_values = sat_add(r->entry_values, done->size);
         r->alias_values = sat_add(r->alias_values, done->size);
         if (r->entry_values > DR_YAML_MAX_ENTRY_VALUES) {

@@ -560,6 +560,56 @@ static void test_diags_limit(void) {
   g_string_free(y, TRUE);
 }
 
+/* An error in anchored content gets a note at each alias that brought it
+ * into the node, innermost first, whether the nodes are converted at once
+ * or held until buffers: is read. */
+static void test_alias_notes(void) {
+  const char *body =
+      "  base: &base {op: kernel, kernel: scale_f32, args: {x: x, alpha: bad, y: y}}\n"
+      "  mid: &mid {<<: *base, priority: high}\n"
+      "  top: {<<: *mid, label: top}\n";
+  const char *bufs = "buffers: {x: {type: f32, count: 8}, y: {type: f32, count: 8}}\n";
+  for (int deferred = 0; deferred < 2; deferred++) {
+    g_autofree char *y = deferred ? g_strdup_printf("dagrun: 1\nnodes:\n%s%s", body, bufs)
+                                  : g_strdup_printf("dagrun: 1\n%snodes:\n%s", bufs, body);
+    guint base_line = deferred ? 3 : 4;
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    g_autoptr(DrGraph) g = load(y, diags);
+    g_assert_null(g);
+    g_assert_cmpuint(dr_diags_n_errors(diags), ==, 3);
+    g_assert_cmpuint(dr_diags_len(diags), ==, 6);
+    static const struct {
+      DrDiagKind kind;
+      guint line_off, col;
+      const char *text;
+    } want[] = {
+        {DR_DIAG_ERROR, 0, 67, "node 'base', argument 'alpha': expected a number, got 'bad'"},
+        {DR_DIAG_ERROR, 0, 67, "node 'mid', argument 'alpha': expected a number, got 'bad'"},
+        {DR_DIAG_NOTE, 1, 18, "in expansion of alias '*base' (merged by '<<') here"},
+        {DR_DIAG_ERROR, 0, 67, "node 'top', argument 'alpha': expected a number, got 'bad'"},
+        {DR_DIAG_NOTE, 1, 18, "in expansion of alias '*base' (merged by '<<') here"},
+        {DR_DIAG_NOTE, 2, 13, "in expansion of alias '*mid' (merged by '<<') here"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+      const DrDiag *d = dr_diags_get(diags, i);
+      g_assert_cmpint(d->kind, ==, want[i].kind);
+      g_assert_cmpstr(d->message, ==, want[i].text);
+      g_assert_cmpuint(d->loc.line, ==, base_line + want[i].line_off);
+      g_assert_cmpuint(d->loc.col, ==, want[i].col);
+    }
+  }
+  /* A plain alias (no merge) in a buffer, and no note for the anchor's own
+   * definition. */
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(DrGraph) g =
+      load("dagrun: 1\nbuffers:\n  z: &bad {type: f33, count: 8}\n  w: *bad\nnodes: {}\n", diags);
+  g_assert_cmpuint(dr_diags_len(diags), ==, 3);
+  g_assert_cmpint(dr_diags_get(diags, 1)->kind, ==, DR_DIAG_ERROR);
+  g_assert_cmpstr(dr_diags_get(diags, 2)->message, ==, "in expansion of alias '*bad' here");
+  g_assert_cmpuint(dr_diags_get(diags, 2)->loc.line, ==, 4);
+  g_assert_cmpuint(dr_diags_get(diags, 2)->loc.col, ==, 6);
+}
+
 static void test_load_errors(void) {
   g_autoptr(DrDiags) diags = dr_diags_new(0);
   g_autoptr(GError) error = NULL;
@@ -600,6 +650,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/parser/nodes/kernel-args", test_kernel_args);
   g_test_add_func("/parser/errors/limit", test_diags_limit);
   g_test_add_func("/parser/errors/spread-alias-bomb", test_spread_alias_bomb);
+  g_test_add_func("/parser/errors/alias-notes", test_alias_notes);
   g_test_add_func("/lib/load/errors", test_load_errors);
   g_test_add_func("/lib/load/builtins", test_builtins_registered);
   return g_test_run();
