@@ -1,8 +1,10 @@
 /* diag.h: source locations, dagrun's GError domain, and the diagnostics
  * collector every pass reports into.
  *
- * A DrLoc is a 1-based (line, column) in a named file; libyaml's 0-based
- * marks are converted in exactly one place (parser/events.c). A DrDiags
+ * A DrLoc is a 1-based (line, column) in a named file, the column counting
+ * characters (Unicode code points), not bytes; libyaml's 0-based marks are
+ * converted in exactly one place (parser/events.c), and parser/bytes.c
+ * counts the same way for bytes libyaml never sees. A DrDiags
  * gathers errors and notes up to a limit, like a compiler, so one
  * `dagrun --check` shows several problems at once. This file does not print:
  * the caret display belongs to the CLI (cli/diag_print.c). */

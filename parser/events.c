@@ -275,6 +275,12 @@ void dr__yreader_free(DrYReader *r) {
 }
 
 gboolean dr__yreader_failed(const DrYReader *r) { return r->failed; }
+/* The one place where libyaml's 0-based marks become 1-based positions. */
+static void mark_to_pos(yaml_mark_t mark, guint32 *line, guint32 *col) {
+  *line = (guint32)mark.line + 1;
+  *col = (guint32)mark.column + 1;
+}
+
 void dr__yreader_entry_begin(DrYReader *r) {
   r->entry_values = 0;
   g_array_set_size(r->entry_uses, 0);
@@ -289,15 +295,8 @@ static void record_span(DrYReader *r, const char *name, guint32 line, guint32 co
   Span *sp = g_new(Span, 1);
   sp->from_line = line;
   sp->from_col = col;
-  sp->to_line = (guint32)end.line + 1; /* the same conversion as mark_to_pos */
-  sp->to_col = (guint32)end.column + 1;
+  mark_to_pos(end, &sp->to_line, &sp->to_col);
   g_hash_table_replace(r->spans, g_strdup(name), sp);
-}
-
-/* The one place where libyaml's 0-based marks become 1-based positions. */
-static void mark_to_pos(yaml_mark_t mark, guint32 *line, guint32 *col) {
-  *line = (guint32)mark.line + 1;
-  *col = (guint32)mark.column + 1;
 }
 
 static void fatal(DrYReader *r, guint32 line, guint32 col, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
