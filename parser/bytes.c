@@ -113,6 +113,15 @@ gsize dr__bytescan_feed(DrByteScan *s, const guint8 *buf, gsize len, gboolean eo
   gsize i = *skip;
   while (i < len) {
     guint8 b = buf[i];
+    /* The common case, a run of printable ASCII inside a line. */
+    if (b >= 0x20 && b < 0x7F && !s->in_indent) {
+      gsize j = i + 1;
+      while (j < len && buf[j] >= 0x20 && buf[j] < 0x7F) j++;
+      s->col += (guint32)(j - i);
+      s->prev_cr = FALSE;
+      i = j;
+      continue;
+    }
     if (b < 0x80) {
       if (!printable(b)) {
         problem(s, describe_unprintable(b));
