@@ -84,8 +84,11 @@ gboolean dr_build_name_ok(DrBuild *b, DrNameKind kind, const char *name, const c
       break;
   }
   const char *why = ok && kind == DR_NAME_NODE ? "'/' is reserved for scoped ids (LOOP/NODE); " : "";
-  dr_diags_error(b->diags, loc, "%s: %sa %s uses letters, digits, '_', '-' and '.'", what, why,
-                 name_nouns[kind]);
+  /* "letters" means ASCII ones: name a look-alike that is not. */
+  g_autofree char *chars = dr__suggest_describe_non_ascii(name);
+  g_autofree char *detail = chars != NULL ? g_strdup_printf(" (%s)", chars) : g_strdup("");
+  dr_diags_error(b->diags, loc, "%s: %sa %s uses letters, digits, '_', '-' and '.'%s", what, why,
+                 name_nouns[kind], detail);
   return FALSE;
 }
 
