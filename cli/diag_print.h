@@ -13,8 +13,10 @@ G_BEGIN_DECLS
 
 /* Appends every diagnostic in `diags` to `out`. When a diagnostic's file is
  * `file` (compared as strings) and `text` (len bytes) is not NULL, the
- * source line and a caret follow it. Ends with a "too many errors" line
- * when the collector dropped some. */
+ * source line and a caret follow it, the caret under the column counted
+ * in characters. Ends with "error: too many errors (N), showing the first
+ * M" when the collector dropped some (the library's error text ends the
+ * same way). */
 void dr__diag_print(const DrDiagnostics *diags, const char *file, const char *text, gsize len, GString *out);
 
 G_END_DECLS

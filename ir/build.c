@@ -84,8 +84,11 @@ gboolean dr_build_name_ok(DrBuild *b, DrNameKind kind, const char *name, const c
       break;
   }
   const char *why = ok && kind == DR_NAME_NODE ? "'/' is reserved for scoped ids (LOOP/NODE); " : "";
-  dr_diags_error(b->diags, loc, "%s: %sa %s uses letters, digits, '_', '-' and '.'", what, why,
-                 name_nouns[kind]);
+  /* "letters" means ASCII ones: name a look-alike that is not. */
+  g_autofree char *chars = dr__suggest_describe_non_ascii(name);
+  g_autofree char *detail = chars != NULL ? g_strdup_printf(" (%s)", chars) : g_strdup("");
+  dr_diags_error(b->diags, loc, "%s: %sa %s uses letters, digits, '_', '-' and '.'%s", what, why,
+                 name_nouns[kind], detail);
   return FALSE;
 }
 
@@ -148,7 +151,8 @@ gboolean dr_build_kernel_ref(DrBuild *b, const char *name, DrLoc loc) {
   if (k == DR_NONE) {
     DrSuggest sg;
     dr__suggest_init(&sg, name);
-    for (DrId i = 0; i < g->kernels->len; i++) dr__suggest_add(&sg, dr_graph_kernel(g, i)->name);
+    for (DrId i = 0; i < g->kernels->len && !dr_diags_full(b->diags); i++)
+      dr__suggest_add(&sg, dr_graph_kernel(g, i)->name);
     g_autofree char *hint = dr__suggest_hint(&sg);
     report(b, loc, "key 'kernel'", "unknown kernel '%s'%s", name, hint);
     return FALSE;
@@ -344,7 +348,9 @@ char *dr_build_buffer_hint(const DrGraph *g, const char *name) {
 static DrId find_buffer(DrBuild *b, const char *key, const char *name, DrLoc loc) {
   DrId id = dr_graph_find_buffer(b->g, name);
   if (id != DR_NONE) return id;
-  g_autofree char *hint = dr_build_buffer_hint(b->g, name);
+  /* Past the error limit the report is only counted (the parser reads on
+   * to count them all): skip the hint, O(buffers). */
+  g_autofree char *hint = dr_diags_full(b->diags) ? g_strdup("") : dr_build_buffer_hint(b->g, name);
   report(b, loc, key, "unknown buffer '%s'%s", name, hint);
   return DR_NONE;
 }

@@ -67,6 +67,15 @@ void dr_diags_note(DrDiags *diags, DrLoc loc, const char *fmt, ...) {
   va_end(ap);
 }
 
+void dr_diags_insert_note(DrDiags *diags, guint index, DrLoc loc, const char *fmt, ...) {
+  g_return_if_fail(diags != NULL && index <= diags->items->len);
+  va_list ap;
+  va_start(ap, fmt);
+  DrDiag item = {DR_DIAG_NOTE, loc, g_strdup_vprintf(fmt, ap)};
+  va_end(ap);
+  g_array_insert_val(diags->items, index, item);
+}
+
 guint dr_diags_n_errors(const DrDiags *diags) { return diags->n_errors; }
 gboolean dr_diags_full(const DrDiags *diags) { return diags->n_errors >= diags->max_errors; }
 guint dr_diags_len(const DrDiags *diags) { return diags->items->len; }
@@ -100,7 +109,8 @@ gboolean dr_diags_to_error(const DrDiags *diags, GError **error) {
     g_string_append(s, line);
   }
   if (diags->n_errors > diags->max_errors)
-    g_string_append_printf(s, "\nerror: too many errors (%u), stopping", diags->n_errors);
+    g_string_append_printf(s, "\nerror: too many errors (%u), showing the first %u", diags->n_errors,
+                           diags->max_errors);
   g_set_error_literal(error, DR_ERROR, DR_ERROR_INVALID, s->str);
   g_string_free(s, TRUE);
   return FALSE;

@@ -1,8 +1,10 @@
 /* diag.h: source locations, dagrun's GError domain, and the diagnostics
  * collector every pass reports into.
  *
- * A DrLoc is a 1-based (line, column) in a named file; libyaml's 0-based
- * marks are converted in exactly one place (parser/events.c). A DrDiags
+ * A DrLoc is a 1-based (line, column) in a named file, the column counting
+ * characters (Unicode code points), not bytes; libyaml's 0-based marks are
+ * converted in exactly one place (parser/events.c), and parser/bytes.c
+ * counts the same way for bytes libyaml never sees. A DrDiags
  * gathers errors and notes up to a limit, like a compiler, so one
  * `dagrun --check` shows several problems at once. This file does not print:
  * the caret display belongs to the CLI (cli/diag_print.c). */
@@ -53,6 +55,11 @@ void dr_diags_error(DrDiags *diags, DrLoc loc, const char *fmt, ...) G_GNUC_PRIN
 /* Records a note that explains the error before it (e.g. one step of a
  * cycle). Notes after a dropped error are dropped too. */
 void dr_diags_note(DrDiags *diags, DrLoc loc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+/* Inserts a note at position `index` (<= dr_diags_len), for notes that
+ * are known only after the error was recorded (the parser's "in expansion
+ * of alias" notes). */
+void dr_diags_insert_note(DrDiags *diags, guint index, DrLoc loc, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
 
 guint dr_diags_n_errors(const DrDiags *diags);
 gboolean dr_diags_full(const DrDiags *diags);

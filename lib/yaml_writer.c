@@ -270,7 +270,8 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
     g_string_append_printf(out, "memory: {release_threshold: %" G_GUINT64_FORMAT "}\n", r->release_threshold);
   write_buffers(graph, out);
   write_kernels(graph, out);
-  g_string_append(out, "nodes:\n");
+  /* An empty 'nodes:' is null, which the parser refuses. */
+  g_string_append(out, dr_graph_n_nodes(graph) > 0 ? "nodes:\n" : "nodes: {}\n");
   for (DrId i = 0; i < dr_graph_n_nodes(graph); i++) write_node(graph, i, out);
   return TRUE;
 }

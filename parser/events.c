@@ -14,10 +14,22 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "parser/bytes.h"
+
 #define SMALL_MAP 16
+/* Bytes read from the input and checked at a time. */
+#define CHUNK (64 * 1024)
 
 struct DrYReader {
   yaml_parser_t parser;
+  /* The input, checked by the byte scanner before libyaml reads it. */
+  const char *mem; /* NULL: read fp */
+  gsize mem_len, mem_pos;
+  FILE *fp;
+  gboolean src_eof;
+  DrByteScan scan;
+  guint8 *chunk;
+  gsize chunk_len, chunk_ready, chunk_pos; /* read, checked, handed to libyaml */
   yaml_event_t event;
   gboolean have_event;
   const char *file;
@@ -30,7 +42,16 @@ struct DrYReader {
   guint64 alias_values; /* over the whole file */
   guint documents;
   gboolean failed;
+  /* Where aliases were used, for "in expansion of alias" notes. */
+  GHashTable *spans;     /* anchor name -> Span (owned): its value's text */
+  GArray *entry_uses;    /* DrYAliasUse since entry_begin */
+  GArray *anchored_uses; /* DrYAliasUse inside anchored values */
+  GStringChunk *names;   /* the uses' names */
 };
+
+typedef struct {
+  guint32 from_line, from_col, to_line, to_col;
+} Span;
 
 typedef struct {
   DrYKind kind;
@@ -153,6 +174,48 @@ static guint64 sat_add(guint64 a, guint64 b) { return a + b < a ? G_MAXUINT64 : 
 
 /* ---- the reader -------------------------------------------------------- */
 
+/* Fills buf with up to n bytes of the source; 0 at its end. */
+static gsize source_read(DrYReader *r, guint8 *buf, gsize n) {
+  if (r->mem != NULL) {
+    gsize k = MIN(n, r->mem_len - r->mem_pos);
+    memcpy(buf, r->mem + r->mem_pos, k);
+    r->mem_pos += k;
+    return k;
+  }
+  return fread(buf, 1, n, r->fp);
+}
+
+/* libyaml's read handler: hands out only bytes the scanner checked, and
+ * fails (libyaml: "input error") at the first bad one, which
+ * report_syntax_error then reports at its place. */
+static int read_handler(void *data, unsigned char *buffer, size_t size, size_t *size_read) {
+  DrYReader *r = data;
+  *size_read = 0;
+  while (r->chunk_pos == r->chunk_ready) {
+    if (r->scan.problem != NULL) return 0;
+    gsize tail = r->chunk_len - r->chunk_ready; /* an incomplete character */
+    if (r->chunk == NULL) r->chunk = g_malloc(CHUNK);
+    memmove(r->chunk, r->chunk + r->chunk_ready, tail);
+    r->chunk_len = tail;
+    r->chunk_ready = r->chunk_pos = 0;
+    if (r->src_eof) return 1; /* the end: the scanner reported any tail */
+    gsize got = source_read(r, r->chunk + tail, CHUNK - tail);
+    if (got == 0) {
+      if (r->fp != NULL && ferror(r->fp)) return 0;
+      r->src_eof = TRUE;
+    }
+    r->chunk_len = tail + got;
+    gsize skip;
+    r->chunk_ready = dr__bytescan_feed(&r->scan, r->chunk, r->chunk_len, r->src_eof, &skip);
+    r->chunk_pos = skip;
+  }
+  gsize n = MIN(size, r->chunk_ready - r->chunk_pos);
+  memcpy(buffer, r->chunk + r->chunk_pos, n);
+  r->chunk_pos += n;
+  *size_read = n;
+  return 1;
+}
+
 static DrYReader *reader_new(const char *file, DrDiags *diags) {
   DrYReader *r = g_new0(DrYReader, 1);
   yaml_parser_initialize(&r->parser);
@@ -162,20 +225,26 @@ static DrYReader *reader_new(const char *file, DrDiags *diags) {
   r->building = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   r->frames = g_array_new(FALSE, FALSE, sizeof(Frame));
   r->values = g_ptr_array_new();
+  dr__bytescan_init(&r->scan);
+  r->spans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  r->entry_uses = g_array_new(FALSE, FALSE, sizeof(DrYAliasUse));
+  r->anchored_uses = g_array_new(FALSE, FALSE, sizeof(DrYAliasUse));
+  r->names = g_string_chunk_new(256);
+  yaml_parser_set_input(&r->parser, read_handler, r);
+  yaml_parser_set_encoding(&r->parser, YAML_UTF8_ENCODING);
   return r;
 }
 
 DrYReader *dr__yreader_new(const char *file, const char *yaml, gsize len, DrDiags *diags) {
   DrYReader *r = reader_new(file, diags);
-  yaml_parser_set_input_string(&r->parser, (const unsigned char *)yaml, len);
-  yaml_parser_set_encoding(&r->parser, YAML_UTF8_ENCODING);
+  r->mem = yaml;
+  r->mem_len = len;
   return r;
 }
 
 DrYReader *dr__yreader_new_file(const char *file, FILE *fp, DrDiags *diags) {
   DrYReader *r = reader_new(file, diags);
-  yaml_parser_set_input_file(&r->parser, fp);
-  yaml_parser_set_encoding(&r->parser, YAML_UTF8_ENCODING);
+  r->fp = fp;
   return r;
 }
 
@@ -196,16 +265,38 @@ void dr__yreader_free(DrYReader *r) {
   g_hash_table_unref(r->building);
   g_array_unref(r->frames);
   g_ptr_array_unref(r->values);
+  dr__bytescan_clear(&r->scan);
+  g_hash_table_unref(r->spans);
+  g_array_unref(r->entry_uses);
+  g_array_unref(r->anchored_uses);
+  g_string_chunk_free(r->names);
+  g_free(r->chunk);
   g_free(r);
 }
 
 gboolean dr__yreader_failed(const DrYReader *r) { return r->failed; }
-void dr__yreader_entry_begin(DrYReader *r) { r->entry_values = 0; }
-
 /* The one place where libyaml's 0-based marks become 1-based positions. */
 static void mark_to_pos(yaml_mark_t mark, guint32 *line, guint32 *col) {
   *line = (guint32)mark.line + 1;
   *col = (guint32)mark.column + 1;
+}
+
+void dr__yreader_entry_begin(DrYReader *r) {
+  r->entry_values = 0;
+  g_array_set_size(r->entry_uses, 0);
+}
+
+const GArray *dr__yreader_entry_aliases(const DrYReader *r) { return r->entry_uses; }
+const GArray *dr__yreader_anchored_aliases(const DrYReader *r) { return r->anchored_uses; }
+
+/* Remembers the text span of the value anchored as `name`, which ends
+ * (exclusive) at libyaml's mark `end`. */
+static void record_span(DrYReader *r, const char *name, guint32 line, guint32 col, yaml_mark_t end) {
+  Span *sp = g_new(Span, 1);
+  sp->from_line = line;
+  sp->from_col = col;
+  mark_to_pos(end, &sp->to_line, &sp->to_col);
+  g_hash_table_replace(r->spans, g_strdup(name), sp);
 }
 
 static void fatal(DrYReader *r, guint32 line, guint32 col, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
@@ -220,8 +311,19 @@ static void fatal(DrYReader *r, guint32 line, guint32 col, const char *fmt, ...)
 
 static void report_syntax_error(DrYReader *r) {
   yaml_parser_t *p = &r->parser;
-  guint32 line, col;
+  if (r->scan.problem != NULL) {
+    fatal(r, r->scan.problem_line, r->scan.problem_col, "%s", r->scan.problem);
+    return;
+  }
+  guint32 line, col, tab_col;
   mark_to_pos(p->problem_mark, &line, &col);
+  /* libyaml's words for a tab in indentation ("found character that cannot
+   * start any token", "found a tab character that violates indentation")
+   * name no tab, or name it from the wrong end. */
+  if (p->error == YAML_SCANNER_ERROR && dr__bytescan_indent_tab(&r->scan, line, &tab_col) && col >= tab_col) {
+    fatal(r, line, tab_col, "YAML forbids tabs for indentation; indent with spaces");
+    return;
+  }
   const char *problem = p->problem ? p->problem : "malformed YAML";
   if (p->context != NULL) {
     guint32 cl, cc;
@@ -265,6 +367,12 @@ gboolean dr__yreader_next(DrYReader *r, DrYEvent *ev) {
         ev->text = (char *)e->data.alias.anchor;
         return TRUE;
       case YAML_SCALAR_EVENT:
+        /* "\0" in a quoted scalar: the C string would end there and
+         * "op\0" read as op. */
+        if (memchr(e->data.scalar.value, '\0', e->data.scalar.length) != NULL)
+          dr_diags_error(
+              r->diags, (DrLoc){r->file, ev->line, ev->col},
+              "a string holds a NUL character (\\0 or \\x00): no key, name or value may contain one");
         ev->type = DR_YEV_SCALAR;
         ev->anchor = (char *)e->data.scalar.anchor;
         ev->text = (char *)e->data.scalar.value;
@@ -330,11 +438,24 @@ static gboolean is_merge_key(const DrYNode *k) {
  * later copies. Returns the new entry count. */
 static guint drop_duplicates(DrYReader *r, DrYNode **items, guint n) {
   g_autoptr(GHashTable) seen = n > SMALL_MAP ? g_hash_table_new(g_str_hash, g_str_equal) : NULL;
+  const DrYNode *first_merge = NULL;
   guint w = 0;
   for (guint i = 0; i < n; i++) {
     DrYNode *k = items[2 * i], *v = items[2 * i + 1];
     const DrYNode *first = NULL;
-    if (!is_merge_key(k)) {
+    if (is_merge_key(k)) {
+      /* Two '<<' are two equal keys like any other (libyaml accepts them;
+       * some readers merge both, others keep the last). */
+      if (first_merge != NULL) {
+        dr_diags_error(r->diags, dr__ynode_loc(k, r->file),
+                       "duplicate key '<<' (to merge several mappings, write one '<<: [*a, *b]')");
+        dr_diags_note(r->diags, dr__ynode_loc(first_merge, r->file), "'<<' first appears here");
+        dr__ynode_unref(k);
+        dr__ynode_unref(v);
+        continue;
+      }
+      first_merge = k;
+    } else {
       if (seen != NULL) {
         first = g_hash_table_lookup(seen, k->u.text);
         if (first == NULL) g_hash_table_insert(seen, k->u.text, k);
@@ -428,9 +549,39 @@ static DrYNode *close_frame(DrYReader *r) {
       g_hash_table_remove(r->building, f.anchor);
     else
       g_hash_table_insert(r->building, g_strdup(f.anchor), GUINT_TO_POINTER(GPOINTER_TO_UINT(count_p) - 1));
+    record_span(r, f.anchor, f.line, f.col, r->event.start_mark);
     g_hash_table_replace(r->anchors, f.anchor, dr__ynode_ref(n));
   }
   return n;
+}
+
+/* TRUE when the next value of the open frames is the value of a '<<' key
+ * or an item of the list that is. */
+static gboolean merging(const DrYReader *r) {
+  guint n = r->frames->len;
+  for (guint up = 0; up < 2 && up < n; up++) {
+    const Frame *f = &g_array_index(r->frames, Frame, n - 1 - up);
+    guint end = up == 0 ? r->values->len : g_array_index(r->frames, Frame, n - up).start;
+    if (f->kind == DR_Y_MAP) return (end - f->start) % 2 == 1 && is_merge_key(r->values->pdata[end - 1]);
+  }
+  return FALSE;
+}
+
+/* Records the alias `ev` (an anchor that exists) for alias notes. */
+static void record_use(DrYReader *r, const DrYEvent *ev) {
+  const Span *sp = g_hash_table_lookup(r->spans, ev->text);
+  if (sp == NULL) return; /* unknown or still being defined: reported already */
+  DrYAliasUse u = {g_string_chunk_insert_const(r->names, ev->text),
+                   ev->line,
+                   ev->col,
+                   sp->from_line,
+                   sp->from_col,
+                   sp->to_line,
+                   sp->to_col,
+                   merging(r)};
+  g_array_append_val(r->entry_uses, u);
+  if (g_hash_table_size(r->building) > 0 && r->anchored_uses->len < DR_YAML_MAX_ANCHORED_ALIASES)
+    g_array_append_val(r->anchored_uses, u);
 }
 
 DrYNode *dr__yreader_build(DrYReader *r, const DrYEvent *first) {
@@ -443,11 +594,15 @@ DrYNode *dr__yreader_build(DrYReader *r, const DrYEvent *first) {
         done = node_new(DR_Y_SCALAR, ev.line, ev.col);
         done->plain = ev.plain;
         done->u.text = steal_scalar(r);
-        if (ev.anchor) g_hash_table_replace(r->anchors, g_strdup(ev.anchor), dr__ynode_ref(done));
+        if (ev.anchor) {
+          g_hash_table_replace(r->anchors, g_strdup(ev.anchor), dr__ynode_ref(done));
+          record_span(r, ev.anchor, ev.line, ev.col, r->event.end_mark);
+        }
         r->entry_values++;
         break;
       case DR_YEV_ALIAS:
         done = resolve_alias(r, &ev);
+        record_use(r, &ev);
         r->entry_values = sat_add(r->entry_values, done->size);
         r->alias_values = sat_add(r->alias_values, done->size);
         if (r->entry_values > DR_YAML_MAX_ENTRY_VALUES) {

@@ -104,8 +104,30 @@ DrYNode *dr__yreader_build(DrYReader *reader, const DrYEvent *first);
 /* Skips the value that starts with `first` without building it. */
 void dr__yreader_skip(DrYReader *reader, const DrYEvent *first);
 
-/* Starts a new top-level entry: resets the alias expansion budget. */
+/* Starts a new top-level entry: resets the alias expansion budget and the
+ * entry's list of alias uses. */
 void dr__yreader_entry_begin(DrYReader *reader);
+
+/* One use of an alias, kept so that an error found in the anchored value
+ * can point back at the alias that brought it into a node ("in expansion
+ * of alias '*x' here"): where the alias is, and the text span
+ * [from, to) of the value its anchor names. */
+typedef struct {
+  const char *name; /* the anchor's name, owned by the reader */
+  guint32 line, col;
+  guint32 from_line, from_col, to_line, to_col;
+  gboolean merged; /* the value of a '<<' key, or an item of its list */
+} DrYAliasUse;
+
+/* Aliases used since the last dr__yreader_entry_begin, in text order;
+ * valid until the next one (copy it to keep it; names stay valid while
+ * the reader lives). */
+const GArray *dr__yreader_entry_aliases(const DrYReader *reader);
+/* Aliases used inside anchored values anywhere so far (at most
+ * DR_YAML_MAX_ANCHORED_ALIASES), to follow an expansion inside an
+ * expansion. Valid while the reader lives. */
+const GArray *dr__yreader_anchored_aliases(const DrYReader *reader);
+#define DR_YAML_MAX_ANCHORED_ALIASES 100000u
 
 /* TRUE once a fatal error stopped the reader. */
 gboolean dr__yreader_failed(const DrYReader *reader);

@@ -49,21 +49,78 @@ static const char *class_list(DrSizeClass cls) {
   }
 }
 
-/* Reads digits and an optional suffix at *p; advances *p. */
-static gboolean read_number(const char **p, DrSizeClass classes, guint64 *out, char **msg) {
+/* Reads an integer literal at s[0..end) (end NULL: up to the NUL): decimal,
+ * 0x hexadecimal or 0o octal digits, the YAML 1.2 core schema's integers.
+ * Sets *after past the digits. FALSE + *msg (naming `text`, the whole
+ * scalar) on `_` separators (YAML 1.1 only), a prefix without digits, or
+ * more than 64 bits. */
+static gboolean scan_integer(const char *s, const char *end, const char *text, guint64 *out,
+                             const char **after, char **msg) {
+#define AT(q) ((end == NULL || (q) < end) ? *(q) : '\0')
+  guint base = 10;
+  if (AT(s) == '0' && (AT(s + 1) == 'x' || AT(s + 1) == 'o')) {
+    base = AT(s + 1) == 'x' ? 16 : 8;
+    s += 2;
+  } else if (AT(s) == '0' && AT(s + 1) == 'b' && (AT(s + 2) == '0' || AT(s + 2) == '1')) {
+    *msg = g_strdup_printf(
+        "'%s' is a binary number, which only YAML 1.1 reads; write it in hexadecimal (0x...)", text);
+    return FALSE;
+  }
+  guint64 v = 0;
+  const char *digits = s;
+  for (;; s++) {
+    char c = AT(s);
+    guint d;
+    if (g_ascii_isdigit(c) && (guint)(c - '0') < base)
+      d = (guint)(c - '0');
+    else if (base == 16 && g_ascii_isxdigit(c))
+      d = (guint)g_ascii_xdigit_value(c);
+    else if (c == '_' && s > digits) {
+      *msg = g_strdup_printf(
+          "'%s' is not a number: only YAML 1.1 reads '_' as a digit separator; write the digits "
+          "without it",
+          text);
+      return FALSE;
+    } else
+      break;
+    if (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, (guint64)d, &v)) {
+      *msg = g_strdup_printf("'%s' does not fit in 64 bits", text);
+      return FALSE;
+    }
+  }
+  if (s == digits) {
+    *msg = base == 10
+               ? g_strdup("expected a number")
+               : g_strdup_printf("'%s' has no digits after its '0%c' prefix", text, base == 16 ? 'x' : 'o');
+    return FALSE;
+  }
+#undef AT
+  *after = s;
+  *out = v;
+  return TRUE;
+}
+
+/* TRUE when `text` reads whole as a floating-point number ("1.5", "1e3"):
+ * then "not an integer" says more than "not a number". */
+static gboolean looks_like_float(const char *text) {
+  char *end = NULL;
+  const char *t = text;
+  while (*t == ' ') t++;
+  if (!g_ascii_isdigit(*t) && *t != '.' && *t != '-' && *t != '+') return FALSE;
+  if (strpbrk(t, ".eE") == NULL || strpbrk(t, "xX") != NULL) return FALSE;
+  g_ascii_strtod(t, &end);
+  return end != t && *end == '\0';
+}
+
+/* Reads an integer and an optional suffix at *p; advances *p. */
+static gboolean read_number(const char **p, DrSizeClass classes, const char *text, guint64 *out, char **msg) {
   const char *s = *p;
   if (!g_ascii_isdigit(*s)) {
     *msg = g_strdup("expected a number");
     return FALSE;
   }
   guint64 v = 0;
-  while (g_ascii_isdigit(*s)) {
-    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (guint64)(*s - '0'), &v)) {
-      *msg = g_strdup("number too large");
-      return FALSE;
-    }
-    s++;
-  }
+  if (!scan_integer(s, NULL, text, &v, &s, msg)) return FALSE;
   const char *suf = s;
   while (g_ascii_isalpha(*s)) s++;
   if (s > suf) {
@@ -74,7 +131,9 @@ static gboolean read_number(const char **p, DrSizeClass classes, guint64 *out, c
       return FALSE;
     }
     if (__builtin_mul_overflow(v, suffixes[i].mult, &v)) {
-      *msg = g_strdup("number too large");
+      *msg = g_strdup_printf(suffixes[i].cls == DR_SIZE_BYTES ? "'%s' does not fit in a 64-bit size in bytes"
+                                                              : "'%s' does not fit in 64 bits",
+                             text);
       return FALSE;
     }
   }
@@ -90,16 +149,48 @@ gboolean dr__size_parse(const char *text, DrSizeClass classes, guint64 *out, cha
     *msg = g_strdup_printf("'%s' is negative", text);
     return FALSE;
   }
+  if (looks_like_float(text)) {
+    *msg = g_strdup_printf("'%s' is not an integer", text);
+    return FALSE;
+  }
   if (!g_ascii_isdigit(*p)) {
     *msg = g_strdup_printf("'%s' is not a number", text);
     return FALSE;
   }
-  if (!read_number(&p, classes, out, msg)) return FALSE;
+  if (!read_number(&p, classes, text, out, msg)) return FALSE;
   while (*p == ' ') p++;
   if (*p != '\0') {
     *msg = g_strdup_printf("'%s' is not a number", text);
     return FALSE;
   }
+  return TRUE;
+}
+
+gboolean dr__int_parse(const char *text, DrSizeClass classes, gint64 *out, char **msg) {
+  const char *p = text;
+  while (*p == ' ') p++;
+  gboolean negative = *p == '-';
+  if (*p == '-' || *p == '+') p++;
+  if (looks_like_float(text)) {
+    *msg = g_strdup_printf("'%s' is not an integer", text);
+    return FALSE;
+  }
+  guint64 mag;
+  if (!g_ascii_isdigit(*p)) {
+    *msg = g_strdup_printf("expected an integer, got '%s'", text);
+    return FALSE;
+  }
+  if (!read_number(&p, classes, text, &mag, msg)) return FALSE;
+  while (*p == ' ') p++;
+  if (*p != '\0') {
+    *msg = g_strdup_printf("expected an integer, got '%s'", text);
+    return FALSE;
+  }
+  if (mag > (guint64)G_MAXINT64 + (negative ? 1u : 0u)) {
+    *msg = g_strdup_printf("'%s' does not fit in a 64-bit signed integer", text);
+    return FALSE;
+  }
+  *out = negative ? (gint64)(0 - mag) : (gint64)mag;
   return TRUE;
 }
 
@@ -144,11 +235,14 @@ static gboolean expr_primary(Expr *e, gint64 *out) {
   if (g_ascii_isdigit(c)) {
     const char *s = e->p;
     guint64 v = 0;
-    while (s < e->end && g_ascii_isdigit(*s)) {
-      if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (guint64)(*s - '0'), &v))
-        return fail(e, g_strdup("number too large"));
-      s++;
+    g_autofree char *lit = NULL;
+    {
+      const char *q = s;
+      while (q < e->end && (g_ascii_isalnum(*q) || *q == '_')) q++;
+      lit = g_strndup(s, (gsize)(q - s));
     }
+    char *msg = NULL;
+    if (!scan_integer(s, e->end, lit, &v, &s, &msg)) return fail(e, msg);
     const char *suf = s;
     while (s < e->end && g_ascii_isalnum(*s)) s++;
     if (s > suf) {
@@ -156,9 +250,10 @@ static gboolean expr_primary(Expr *e, gint64 *out) {
       if (i < 0)
         return fail(e, g_strdup_printf("unknown size suffix '%.*s' (use %s)", (int)(s - suf), suf,
                                        class_list(DR_SIZE_ANY)));
-      if (__builtin_mul_overflow(v, suffixes[i].mult, &v)) return fail(e, g_strdup("number too large"));
+      if (__builtin_mul_overflow(v, suffixes[i].mult, &v))
+        return fail(e, g_strdup_printf("'%s' does not fit in 64 bits", lit));
     }
-    if (v > G_MAXINT64) return fail(e, g_strdup("number too large"));
+    if (v > G_MAXINT64) return fail(e, g_strdup_printf("'%s' does not fit in a 64-bit signed integer", lit));
     e->p = s;
     *out = (gint64)v;
     return TRUE;

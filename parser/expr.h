@@ -41,6 +41,12 @@ typedef struct {
  * or misplaced suffix, or overflow. */
 gboolean dr__size_parse(const char *text, DrSizeClass classes, guint64 *out, char **msg);
 
+/* The same for a signed integer (an optional '-' or '+'): FALSE + *msg when
+ * it does not fit in 64 signed bits. Integers are decimal, 0x hexadecimal
+ * or 0o octal (the YAML 1.2 core schema) in both; "1.5" is "not an
+ * integer", and `_` separators and 0b binary (YAML 1.1 only) say so. */
+gboolean dr__int_parse(const char *text, DrSizeClass classes, gint64 *out, char **msg);
+
 /* Evaluates the integer expression text[0..len) over `env` (NULL: no
  * variables): + - * / % with C precedence and truncating division,
  * parentheses, unary minus, integers with any size suffix. FALSE + *msg on

@@ -31,10 +31,12 @@ typedef struct {
   DrDiags *diags;
   const char *file; /* interned */
   DrYReader *reader;
-  guint64 n_nodes;     /* nodes after foreach expansion */
-  guint64 values_left; /* budget of values walked while expanding foreach */
-  GArray *afters;      /* DrPendingAfter */
-  GPtrArray *deferred; /* key, value pairs of nodes seen before buffers:/kernels: */
+  guint64 n_nodes;           /* nodes after foreach expansion */
+  guint64 values_left;       /* budget of values walked while expanding foreach */
+  GArray *afters;            /* DrPendingAfter */
+  GPtrArray *deferred;       /* key, value pairs of nodes seen before buffers:/kernels: */
+  GArray *deferred_uses;     /* DrYAliasUse: the aliases of the deferred nodes, in order */
+  GArray *deferred_use_ends; /* guint per deferred node: the end of its uses there */
   gboolean seen_buffers, seen_kernels, streaming_nodes;
   DrBuild build;               /* the IR builder; build.what is "node 'x'" of the node being converted */
   GString *arg_what, *arg_key; /* scratch: "node 'x', argument 'y'", "argument 'y'" */
@@ -76,6 +78,18 @@ guint dr__parse_map_slots(DrParse *p, const char *what, const DrYNode *map, cons
                           const DrYNode **slots);
 /* TRUE when v is a mapping; else "expected a mapping" and FALSE. */
 gboolean dr__parse_expect_map(DrParse *p, const char *what, const char *key, const DrYNode *v);
+
+/* ---- aliases.c ---- */
+
+/* Adds "in expansion of alias '*x' here" notes to the errors recorded
+ * since diagnostic index `first` that lie in the value of one of the
+ * n_uses aliases in `uses` written in [from, to) (to.line 0: no end), the
+ * text of the item just converted. */
+void dr__parse_alias_notes(DrParse *p, guint first, DrLoc from, DrLoc to, const DrYAliasUse *uses,
+                           guint n_uses);
+/* Appends to `out` the uses in `uses` written in [from, to): for an item
+ * converted later (nodes held until buffers: is read). */
+void dr__parse_alias_uses_in(const GArray *uses, DrLoc from, DrLoc to, GArray *out);
 
 /* ---- sections.c: `run:`, `memory:`, `buffers:`, `kernels:` ---- */
 

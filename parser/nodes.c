@@ -345,7 +345,7 @@ void dr__parse_resolve_afters(DrParse *p) {
   DrGraph *g = p->g;
   g_autofree DrId *sorted = NULL;
   guint64 total = g->afters->len;
-  for (guint i = 0; i < p->afters->len && !dr_diags_full(p->diags); i++) {
+  for (guint i = 0; i < p->afters->len; i++) {
     const DrPendingAfter *pa = &g_array_index(p->afters, DrPendingAfter, i);
     const DrNode *to = dr_graph_node(g, pa->to);
     dr_build_set_what(&p->build, to->id);
@@ -355,9 +355,12 @@ void dr__parse_resolve_afters(DrParse *p) {
       if (from == pa->to) {
         dr_diags_error(p->diags, pa->loc, "%s, key 'after': a node cannot come after itself", WHAT(p));
       } else if (from == DR_NONE) {
+        /* Past the limit the error is only counted: skip the O(nodes) hint.
+         * The node itself is no suggestion for its own after:. */
         DrSuggest s;
         dr__suggest_init(&s, pa->name);
-        for (DrId n = 0; n < dr_graph_n_nodes(g); n++) dr__suggest_add(&s, dr_graph_node(g, n)->id);
+        for (DrId n = 0; n < dr_graph_n_nodes(g) && !dr_diags_full(p->diags); n++)
+          if (n != pa->to) dr__suggest_add(&s, dr_graph_node(g, n)->id);
         g_autofree char *hint = dr__suggest_hint(&s);
         dr_diags_error(p->diags, pa->loc, "%s, key 'after': unknown node '%s'%s", WHAT(p), pa->name, hint);
       } else {
@@ -666,7 +669,7 @@ void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value) {
   guint64 idx[MAX_FOREACH_VARS] = {0};
   for (guint i = 0; i < n_vars; i++) bound[i] = (DrVar){vars[i].name, loop_value(p, &vars[i], 0)};
   DrEnv env = {bound, n_vars};
-  for (guint64 c = 0; c < total && !dr_diags_full(p->diags); c++) {
+  for (guint64 c = 0; c < total; c++) {
     /* One bad expansion is enough: the others would repeat its errors. */
     guint errors = dr_diags_n_errors(p->diags);
     convert_node(p, key, value, &env);

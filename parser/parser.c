@@ -45,14 +45,27 @@ typedef struct {
   gboolean not_a_map; /* the document is no mapping: nothing is missing */
 } Top;
 
-/* Takes references to key and value when it must hold them. */
-static void node_entry(DrParse *p, Top *top, DrYNode *key, DrYNode *value) {
+/* Takes references to key and value when it must hold them. The node's
+ * text ends at `to` (line 0: at the end of the entry being read), which
+ * scopes the aliases that its alias notes look at. */
+static void node_entry(DrParse *p, Top *top, DrYNode *key, DrYNode *value, DrLoc to) {
+  const GArray *uses = dr__yreader_entry_aliases(p->reader);
   if (top->defer_nodes) {
     g_ptr_array_add(p->deferred, dr__ynode_ref(key));
     g_ptr_array_add(p->deferred, dr__ynode_ref(value));
+    dr__parse_alias_uses_in(uses, DR_LOC(p, key), to, p->deferred_uses);
+    g_array_append_val(p->deferred_use_ends, p->deferred_uses->len);
     return;
   }
+  guint first = dr_diags_len(p->diags);
   dr__parse_node_entry(p, key, value);
+  dr__parse_alias_notes(p, first, DR_LOC(p, key), to, (const DrYAliasUse *)(gconstpointer)uses->data,
+                        uses->len);
+}
+
+/* The text of map entry i ends where entry i+1 starts (the last: no end). */
+static DrLoc entry_end(DrParse *p, const DrYNode *map, guint i) {
+  return i + 1 < map->len ? DR_LOC(p, dr_ynode_key(map, i + 1)) : DR_LOC_NONE;
 }
 
 static void top_section(DrParse *p, Top *top, int idx, DrYNode *v) {
@@ -83,10 +96,15 @@ static void top_section(DrParse *p, Top *top, int idx, DrYNode *v) {
       dr__parse_kernels(p, v);
       break;
     case TOP_NODES:
-      if (dr__ynode_is_null(v)) break;
+      if (dr__ynode_is_null(v)) {
+        dr__parse_error_at(p, v, "top level", "nodes",
+                           "expected a mapping of node ids to nodes, got empty (a pipeline without nodes "
+                           "writes 'nodes: {}')");
+        break;
+      }
       if (!dr__parse_expect_map(p, "top level", "nodes", v)) break;
-      for (guint i = 0; i < v->len && !dr_diags_full(p->diags); i++)
-        node_entry(p, top, dr_ynode_key(v, i), dr_ynode_value(v, i));
+      for (guint i = 0; i < v->len; i++)
+        node_entry(p, top, dr_ynode_key(v, i), dr_ynode_value(v, i), entry_end(p, v, i));
       break;
   }
 }
@@ -128,7 +146,7 @@ static void stream_nodes(DrParse *p, Top *top) {
                      "nodes: merge keys '<<' are not supported directly under 'nodes:'");
       continue;
     }
-    if (!dr_diags_full(p->diags)) node_entry(p, top, key, value);
+    node_entry(p, top, key, value, DR_LOC_NONE);
   }
 }
 
@@ -241,6 +259,8 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
   p->values_left = DR_PARSE_MAX_EXPANDED_VALUES;
   p->afters = g_array_new(FALSE, FALSE, sizeof(DrPendingAfter));
   p->deferred = g_ptr_array_new_with_free_func((GDestroyNotify)dr__ynode_unref);
+  p->deferred_uses = g_array_new(FALSE, FALSE, sizeof(DrYAliasUse));
+  p->deferred_use_ends = g_array_new(FALSE, FALSE, sizeof(guint));
   dr_build_init(&p->build, graph, diags);
   p->arg_what = g_string_new(NULL);
   p->arg_key = g_string_new(NULL);
@@ -279,13 +299,22 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
       dr_diags_error(diags, root_loc,
                      "top level: missing key 'dagrun' (the format version: write 'dagrun: 1')");
     if (top.seen[TOP_NODES].line == 0) dr__parse_missing(p, root_loc, "top level", "nodes");
-    for (guint i = 0; i + 1 < p->deferred->len && !dr_diags_full(diags); i += 2)
+    for (guint i = 0; i + 1 < p->deferred->len; i += 2) {
+      guint first = dr_diags_len(diags);
       dr__parse_node_entry(p, p->deferred->pdata[i], p->deferred->pdata[i + 1]);
+      guint from = i == 0 ? 0 : g_array_index(p->deferred_use_ends, guint, i / 2 - 1);
+      guint to = g_array_index(p->deferred_use_ends, guint, i / 2);
+      dr__parse_alias_notes(p, first, DR_LOC_NONE, DR_LOC_NONE,
+                            to > from ? &g_array_index(p->deferred_uses, DrYAliasUse, from) : NULL,
+                            to - from);
+    }
     dr__parse_resolve_afters(p);
     check_whole_run_buffers(p);
   }
   dr__yreader_free(p->reader);
   g_ptr_array_unref(p->deferred);
+  g_array_unref(p->deferred_uses);
+  g_array_unref(p->deferred_use_ends);
   g_array_unref(p->afters);
   dr_build_clear(&p->build);
   g_string_free(p->arg_what, TRUE);

@@ -220,8 +220,14 @@ void dr__parse_buffers(DrParse *p, const DrYNode *v) {
   p->seen_buffers = TRUE;
   if (dr__ynode_is_null(v)) return;
   if (!dr__parse_expect_map(p, "top level", "buffers", v)) return;
-  for (guint i = 0; i < v->len && !dr_diags_full(p->diags); i++)
+  const GArray *uses = dr__yreader_entry_aliases(p->reader);
+  for (guint i = 0; i < v->len; i++) {
+    guint first = dr_diags_len(p->diags);
     parse_buffer(p, dr_ynode_key(v, i), dr_ynode_value(v, i));
+    DrLoc to = i + 1 < v->len ? DR_LOC(p, dr_ynode_key(v, i + 1)) : DR_LOC_NONE;
+    dr__parse_alias_notes(p, first, DR_LOC(p, dr_ynode_key(v, i)), to,
+                          (const DrYAliasUse *)(gconstpointer)uses->data, uses->len);
+  }
 }
 
 /* ---- kernels: ---------------------------------------------------------- */
@@ -410,6 +416,12 @@ void dr__parse_kernels(DrParse *p, const DrYNode *v) {
   p->seen_kernels = TRUE;
   if (dr__ynode_is_null(v)) return;
   if (!dr__parse_expect_map(p, "top level", "kernels", v)) return;
-  for (guint i = 0; i < v->len && !dr_diags_full(p->diags); i++)
+  const GArray *uses = dr__yreader_entry_aliases(p->reader);
+  for (guint i = 0; i < v->len; i++) {
+    guint first = dr_diags_len(p->diags);
     parse_kernel(p, dr_ynode_key(v, i), dr_ynode_value(v, i));
+    DrLoc to = i + 1 < v->len ? DR_LOC(p, dr_ynode_key(v, i + 1)) : DR_LOC_NONE;
+    dr__parse_alias_notes(p, first, DR_LOC(p, dr_ynode_key(v, i)), to,
+                          (const DrYAliasUse *)(gconstpointer)uses->data, uses->len);
+  }
 }

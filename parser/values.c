@@ -74,19 +74,12 @@ gboolean dr__parse_int(DrParse *p, const char *what, const char *key, const DrYN
   g_autofree char *owned = NULL;
   const char *t = scalar_text(p, what, key, v, env, "an integer", &owned);
   if (t == NULL) return FALSE;
-  const char *s = t[0] == '-' ? t + 1 : t;
-  guint64 mag;
+  gint64 val;
   g_autofree char *msg = NULL;
-  if (!g_ascii_isdigit(s[0]) || !dr__size_parse(s, DR_SIZE_COUNT, &mag, &msg)) {
-    if (msg == NULL || !g_ascii_isdigit(s[0])) {
-      g_free(msg);
-      msg = g_strdup_printf("expected an integer, got '%s'", t);
-    }
+  if (!dr__int_parse(t, DR_SIZE_COUNT, &val, &msg)) {
     dr__parse_error_at(p, v, what, key, msg);
     return FALSE;
   }
-  if (mag > (guint64)G_MAXINT64) mag = (guint64)G_MAXINT64;
-  gint64 val = t[0] == '-' ? -(gint64)mag : (gint64)mag;
   if (val < min || val > max) {
     g_autofree char *m = g_strdup_printf(
         "%" G_GINT64_FORMAT " is out of range [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", val, min, max);

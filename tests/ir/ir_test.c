@@ -184,7 +184,7 @@ static void test_diags(void) {
                   "p.yaml:3:7: error: node 'n1': bad\n"
                   "p.yaml:1:1: note: see here\n"
                   "p.yaml:4:1: error: second\n"
-                  "error: too many errors (3), stopping");
+                  "error: too many errors (3), showing the first 2");
   g_assert_cmpint(dr_error_exit_code(error), ==, 65);
   g_autoptr(GError) e2 = NULL;
   dr_set_error_at(&e2, DR_ERROR_IO, (DrLoc){"q.yaml", 0, 0}, "cannot read");

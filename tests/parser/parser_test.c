@@ -2,9 +2,11 @@
  * conversion through dr_load_string) and lib/load. Golden files cover the
  * messages end to end; these pin down the pieces' semantics. */
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "lib/load.h"
+#include "parser/bytes.h"
 #include "parser/events.h"
 #include "parser/expr.h"
 #include "parser/parser.h"
@@ -165,10 +167,211 @@ static void test_suggest(void) {
   dr__suggest_init(&s, "zzzzzz");
   dr__suggest_add(&s, "nodes");
   g_assert_null(dr__suggest_best(&s));
+  /* Look-alikes: compared by their ASCII spelling, and named. */
+  dr__suggest_init(&s, "\xd0\xbep"); /* Cyrillic o, Latin p */
+  dr__suggest_add(&s, "after");
+  dr__suggest_add(&s, "op");
+  g_assert_cmpstr(dr__suggest_best(&s), ==, "op");
+  g_autofree char *cyr = dr__suggest_hint(&s);
+  g_assert_cmpstr(cyr, ==,
+                  " (did you mean 'op'? '\xd0\xbe' is U+043E CYRILLIC SMALL LETTER O, not the ASCII 'o')");
+  dr__suggest_init(&s, "x\xe2\x80\x93y"); /* an en dash */
+  dr__suggest_add(&s, "x-y");
+  g_assert_cmpstr(dr__suggest_best(&s), ==, "x-y");
+  dr__suggest_init(&s, "\xef\xbd\x8f\xef\xbd\x90"); /* fullwidth op */
+  dr__suggest_add(&s, "op");
+  g_assert_cmpstr(dr__suggest_best(&s), ==, "op");
+  g_autofree char *none = dr__suggest_describe_non_ascii("plain");
+  g_assert_null(none);
   /* A one-letter key is no typo of a two-letter one it shares nothing with. */
   dr__suggest_init(&s, "x");
   dr__suggest_add(&s, "op");
   g_assert_null(dr__suggest_best(&s));
+}
+
+static void test_numbers(void) {
+  gint64 i;
+  guint64 u;
+  char *msg = NULL;
+  g_assert_true(dr__int_parse("0x1F", DR_SIZE_COUNT, &i, &msg));
+  g_assert_cmpint(i, ==, 31);
+  g_assert_true(dr__int_parse("0o17", DR_SIZE_COUNT, &i, &msg));
+  g_assert_cmpint(i, ==, 15);
+  g_assert_true(dr__int_parse("-0x10", DR_SIZE_COUNT, &i, &msg));
+  g_assert_cmpint(i, ==, -16);
+  g_assert_true(dr__int_parse("+7", DR_SIZE_COUNT, &i, &msg));
+  g_assert_cmpint(i, ==, 7);
+  g_assert_true(dr__int_parse("-9223372036854775808", DR_SIZE_COUNT, &i, &msg));
+  g_assert_cmpint(i, ==, G_MININT64);
+  g_assert_true(dr__size_parse("0x10KiB", DR_SIZE_BYTES, &u, &msg));
+  g_assert_cmpuint(u, ==, 16384);
+  g_assert_true(dr__size_parse("0xFFFFFFFFFFFFFFFF", DR_SIZE_COUNT, &u, &msg));
+  g_assert_cmpuint(u, ==, G_MAXUINT64);
+  g_assert_true(dr__size_parse("010", DR_SIZE_COUNT, &u, &msg)); /* 1.2: decimal, not octal */
+  g_assert_cmpuint(u, ==, 10);
+  static const struct {
+    const char *text;
+    const char *msg;
+  } bad[] = {
+      {"1.5", "'1.5' is not an integer"},
+      {"2e3", "'2e3' is not an integer"},
+      {"1_000",
+       "'1_000' is not a number: only YAML 1.1 reads '_' as a digit separator; write the digits without it"},
+      {"0b11", "'0b11' is a binary number, which only YAML 1.1 reads; write it in hexadecimal (0x...)"},
+      {"0o", "'0o' has no digits after its '0o' prefix"},
+      {"0o8", "'0o8' has no digits after its '0o' prefix"},
+      {"18446744073709551616", "'18446744073709551616' does not fit in 64 bits"},
+      {"0x10000000000000000", "'0x10000000000000000' does not fit in 64 bits"},
+      {"16Gi", NULL}, /* fits */
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(bad); k++) {
+    gboolean ok = dr__size_parse(bad[k].text, DR_SIZE_COUNT, &u, &msg);
+    if (bad[k].msg == NULL) {
+      g_assert_true(ok);
+      continue;
+    }
+    g_assert_false(ok);
+    g_assert_cmpstr(msg, ==, bad[k].msg);
+    g_clear_pointer(&msg, g_free);
+  }
+  g_assert_false(dr__size_parse("16777216TiB", DR_SIZE_BYTES, &u, &msg)); /* no such suffix */
+  g_clear_pointer(&msg, g_free);
+  g_assert_false(dr__size_parse("17179869184GiB", DR_SIZE_BYTES, &u, &msg));
+  g_assert_cmpstr(msg, ==, "'17179869184GiB' does not fit in a 64-bit size in bytes");
+  g_clear_pointer(&msg, g_free);
+  g_assert_false(dr__int_parse("9223372036854775808", DR_SIZE_COUNT, &i, &msg));
+  g_assert_cmpstr(msg, ==, "'9223372036854775808' does not fit in a 64-bit signed integer");
+  g_clear_pointer(&msg, g_free);
+  g_assert_false(dr__int_parse("many", DR_SIZE_COUNT, &i, &msg));
+  g_assert_cmpstr(msg, ==, "expected an integer, got 'many'");
+  g_clear_pointer(&msg, g_free);
+  /* Expressions read the same integers. */
+  g_assert_cmpint(eval("0x10 + 0o10", NULL), ==, 24);
+  g_autofree char *m1 = eval_error("1_000 + 1", NULL);
+  g_assert_nonnull(strstr(m1, "only YAML 1.1"));
+  g_autofree char *m2 = eval_error("99999999999999999999", NULL);
+  g_assert_nonnull(strstr(m2, "does not fit in 64 bits"));
+}
+
+/* Feeds `text` to a scanner in pieces of `step` bytes, the way events.c
+ * does (an incomplete character is fed again with the next piece);
+ * returns the good bytes handed on, with the BOM dropped. */
+static GString *scan_in_steps(DrByteScan *s, const char *text, gsize len, gsize step) {
+  GString *out = g_string_new(NULL);
+  gsize have = 0, pos = 0; /* text[pos..have): fed, not yet handed on */
+  for (;;) {
+    gsize next = MIN(len, have + step);
+    gboolean eof = next == len;
+    gsize skip;
+    gsize ready = dr__bytescan_feed(s, (const guint8 *)text + pos, next - pos, eof, &skip);
+    g_string_append_len(out, text + pos + skip, (gssize)(ready - skip));
+    pos += ready;
+    have = next;
+    if (s->problem != NULL || eof) break;
+  }
+  return out;
+}
+
+static void test_bytescan(void) {
+  /* Line breaks as libyaml counts them; columns count characters. */
+  const char *text = "a: 1\r\nb: \xd0\xba\xd0\xbb\rc: \xe2\x82\xac\n\td: \x01";
+  for (gsize step = 1; step <= 8; step++) {
+    DrByteScan s;
+    dr__bytescan_init(&s);
+    g_autoptr(GString) out = scan_in_steps(&s, text, strlen(text), step);
+    g_assert_nonnull(s.problem);
+    g_assert_cmpstr(s.problem, ==,
+                    "control character U+0001; YAML allows only tab, line feed and carriage return");
+    g_assert_cmpuint(s.problem_line, ==, 4);
+    g_assert_cmpuint(s.problem_col, ==, 5);
+    g_assert_cmpuint(out->len, ==, strlen(text) - 1);
+    guint32 col;
+    g_assert_true(dr__bytescan_indent_tab(&s, 4, &col));
+    g_assert_cmpuint(col, ==, 1);
+    g_assert_false(dr__bytescan_indent_tab(&s, 3, &col));
+    dr__bytescan_clear(&s);
+  }
+  {
+    DrByteScan s;
+    dr__bytescan_init(&s);
+    g_autoptr(GString) out = scan_in_steps(&s,
+                                           "\xef\xbb\xbf"
+                                           "a: \xc3",
+                                           7, 2);
+    g_assert_cmpstr(out->str, ==, "a: ");
+    g_assert_cmpuint(s.problem_line, ==, 1);
+    g_assert_cmpuint(s.problem_col, ==, 4); /* the BOM takes no column */
+    g_assert_nonnull(strstr(s.problem, "the file ends inside the character that byte 0xC3 starts"));
+    dr__bytescan_clear(&s);
+  }
+  static const struct {
+    const char *text;
+    gsize len;
+    const char *msg;
+    guint32 col;
+  } bad[] = {
+      {"\xff\xfe"
+       "a\0",
+       4, "the file is UTF-16 (little-endian, with a byte-order mark)", 1},
+      {"\0a\0:", 4, "the file is UTF-16 (big-endian)", 1},
+      {"a\0\0\0", 4, "the file is UTF-32 (little-endian)", 1},
+      {"\0\0\xfe\xff", 4, "the file is UTF-32 (big-endian, with a byte-order mark)", 1},
+      {"ab\0", 3, "a NUL byte (U+0000)", 3},
+      {"ab\x80", 3, "invalid UTF-8 byte 0x80: a continuation byte without a first byte", 3},
+      {"a\xc0\x80", 3, "invalid UTF-8 byte 0xC0: no UTF-8 character starts with it", 2},
+      {"a\xe0\x80\x80", 4, "invalid UTF-8 sequence starting with byte 0xE0 (an overlong form)", 2},
+      {"a\xed\xa0\x80", 4, "invalid UTF-8 sequence starting with byte 0xED (a UTF-16 surrogate)", 2},
+      {"a\xf4\x90\x80\x80", 5, "invalid UTF-8 sequence starting with byte 0xF4 (past U+10FFFF)", 2},
+      {"a\xc2\x9b", 3, "control character U+009B", 2},
+      {"a\xef\xbf\xbe", 4, "character U+FFFE, which YAML does not allow in a file", 2},
+      {"\xc3(", 2, "invalid UTF-8 byte 0xC3: it starts a 2-byte character, but 0x28 does not continue it", 1},
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(bad); k++) {
+    DrByteScan s;
+    dr__bytescan_init(&s);
+    g_autoptr(GString) out = scan_in_steps(&s, bad[k].text, bad[k].len, 64);
+    g_assert_nonnull(s.problem);
+    if (!g_str_has_prefix(s.problem, bad[k].msg)) g_error("case %u: got '%s'", k, s.problem);
+    g_assert_cmpuint(s.problem_line, ==, 1);
+    g_assert_cmpuint(s.problem_col, ==, bad[k].col);
+    dr__bytescan_clear(&s);
+  }
+  /* Everything YAML allows passes: U+0085, U+00A0, U+FEFF inside, 4-byte. */
+  {
+    const char *ok = "a: \xc2\x85\xc2\xa0\xef\xbb\xbf\xf0\x9f\x98\x80\n";
+    DrByteScan s;
+    dr__bytescan_init(&s);
+    g_autoptr(GString) out = scan_in_steps(&s, ok, strlen(ok), 3);
+    g_assert_null(s.problem);
+    g_assert_cmpstr(out->str, ==, ok);
+    g_assert_cmpuint(s.line, ==, 3); /* U+0085 (NEL) ends a line for libyaml */
+    dr__bytescan_clear(&s);
+  }
+}
+
+/* A file read in 64 KiB chunks: a character across the boundary is
+ * carried, and a bad byte far into the file is placed exactly. */
+static void test_file_chunks(void) {
+  GString *y = g_string_new("dagrun: 1\nnodes:\n  a: {op: noop, label: \"");
+  while (y->len < 65535) g_string_append_c(y, 'x');
+  g_string_append(y, "\xd0\xba\"}\n"); /* 0xD0 is the last byte of chunk 1 */
+  g_string_append(y, "  b: {op: noop, label: \"\x1b\"}\n");
+  g_autofree char *dir = g_dir_make_tmp("dagrun-parser-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "p.yaml", NULL);
+  g_assert_true(g_file_set_contents(path, y->str, (gssize)y->len, NULL));
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrGraph) g = dr_load_file(path, diags, &error);
+  g_assert_null(g);
+  g_assert_cmpuint(dr_diags_n_errors(diags), ==, 1);
+  const DrDiag *d = dr_diags_get(diags, 0);
+  g_assert_cmpstr(d->message, ==,
+                  "control character U+001B; YAML allows only tab, line feed and carriage return");
+  g_assert_cmpuint(d->loc.line, ==, 4);
+  g_assert_cmpuint(d->loc.col, ==, 25);
+  g_unlink(path);
+  g_rmdir(dir);
+  g_string_free(y, TRUE);
 }
 
 static DrYNode *tree(const char *yaml, DrDiags *diags) {
@@ -235,6 +438,26 @@ static void test_events_errors(void) {
     g_assert_null(t);
     g_assert_nonnull(strstr(dr_diags_get(diags, 0)->message, "alias bomb"));
     g_string_free(bomb, TRUE);
+  }
+  {
+    /* Two merge keys are a duplicate key; the second is dropped. */
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    g_autoptr(DrYNode) t = tree("a: &a {x: 1}\nb: &b {y: 2}\nc: {<<: *a, <<: *b}\n", diags);
+    g_assert_cmpuint(dr_diags_n_errors(diags), ==, 1);
+    g_assert_nonnull(strstr(dr_diags_get(diags, 0)->message, "duplicate key '<<'"));
+    g_assert_cmpuint(dr_diags_get(diags, 0)->loc.col, ==, 13);
+    g_assert_cmpuint(dr_diags_get(diags, 1)->loc.col, ==, 5);
+    const DrYNode *c = lookup(t, "c");
+    g_assert_cmpuint(c->len, ==, 1);
+    g_assert_cmpstr(dr_ynode_key(c, 0)->u.text, ==, "x");
+  }
+  {
+    /* "op\0" is not op. */
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    g_autoptr(DrYNode) t = tree("a: {\"op\\0\": noop}\n", diags);
+    g_assert_cmpuint(dr_diags_n_errors(diags), ==, 1);
+    g_assert_nonnull(strstr(dr_diags_get(diags, 0)->message, "NUL character"));
+    g_assert_cmpuint(dr_diags_get(diags, 0)->loc.col, ==, 5);
   }
   {
     g_autoptr(DrDiags) diags = dr_diags_new(0);
@@ -329,7 +552,62 @@ static void test_diags_limit(void) {
   g_autoptr(DrGraph) g = load(y->str, diags);
   g_assert_null(g);
   g_assert_cmpuint(dr_diags_len(diags), ==, 5);
+  /* The parser reads on past the limit, so the count is exact. */
+  g_assert_cmpuint(dr_diags_n_errors(diags), ==, 100);
+  g_autoptr(GError) error = NULL;
+  g_assert_false(dr_diags_to_error(diags, &error));
+  g_assert_true(g_str_has_suffix(error->message, "\nerror: too many errors (100), showing the first 5"));
   g_string_free(y, TRUE);
+}
+
+/* An error in anchored content gets a note at each alias that brought it
+ * into the node, innermost first, whether the nodes are converted at once
+ * or held until buffers: is read. */
+static void test_alias_notes(void) {
+  const char *body =
+      "  base: &base {op: kernel, kernel: scale_f32, args: {x: x, alpha: bad, y: y}}\n"
+      "  mid: &mid {<<: *base, priority: high}\n"
+      "  top: {<<: *mid, label: top}\n";
+  const char *bufs = "buffers: {x: {type: f32, count: 8}, y: {type: f32, count: 8}}\n";
+  for (int deferred = 0; deferred < 2; deferred++) {
+    g_autofree char *y = deferred ? g_strdup_printf("dagrun: 1\nnodes:\n%s%s", body, bufs)
+                                  : g_strdup_printf("dagrun: 1\n%snodes:\n%s", bufs, body);
+    guint base_line = deferred ? 3 : 4;
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    g_autoptr(DrGraph) g = load(y, diags);
+    g_assert_null(g);
+    g_assert_cmpuint(dr_diags_n_errors(diags), ==, 3);
+    g_assert_cmpuint(dr_diags_len(diags), ==, 6);
+    static const struct {
+      DrDiagKind kind;
+      guint line_off, col;
+      const char *text;
+    } want[] = {
+        {DR_DIAG_ERROR, 0, 67, "node 'base', argument 'alpha': expected a number, got 'bad'"},
+        {DR_DIAG_ERROR, 0, 67, "node 'mid', argument 'alpha': expected a number, got 'bad'"},
+        {DR_DIAG_NOTE, 1, 18, "in expansion of alias '*base' (merged by '<<') here"},
+        {DR_DIAG_ERROR, 0, 67, "node 'top', argument 'alpha': expected a number, got 'bad'"},
+        {DR_DIAG_NOTE, 1, 18, "in expansion of alias '*base' (merged by '<<') here"},
+        {DR_DIAG_NOTE, 2, 13, "in expansion of alias '*mid' (merged by '<<') here"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+      const DrDiag *d = dr_diags_get(diags, i);
+      g_assert_cmpint(d->kind, ==, want[i].kind);
+      g_assert_cmpstr(d->message, ==, want[i].text);
+      g_assert_cmpuint(d->loc.line, ==, base_line + want[i].line_off);
+      g_assert_cmpuint(d->loc.col, ==, want[i].col);
+    }
+  }
+  /* A plain alias (no merge) in a buffer, and no note for the anchor's own
+   * definition. */
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(DrGraph) g =
+      load("dagrun: 1\nbuffers:\n  z: &bad {type: f33, count: 8}\n  w: *bad\nnodes: {}\n", diags);
+  g_assert_cmpuint(dr_diags_len(diags), ==, 3);
+  g_assert_cmpint(dr_diags_get(diags, 1)->kind, ==, DR_DIAG_ERROR);
+  g_assert_cmpstr(dr_diags_get(diags, 2)->message, ==, "in expansion of alias '*bad' here");
+  g_assert_cmpuint(dr_diags_get(diags, 2)->loc.line, ==, 4);
+  g_assert_cmpuint(dr_diags_get(diags, 2)->loc.col, ==, 6);
 }
 
 static void test_load_errors(void) {
@@ -362,6 +640,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/parser/expr/sizes", test_sizes);
   g_test_add_func("/parser/expr/slices", test_slices);
   g_test_add_func("/parser/expr/substitute", test_substitute);
+  g_test_add_func("/parser/expr/numbers", test_numbers);
+  g_test_add_func("/parser/bytes/scan", test_bytescan);
+  g_test_add_func("/parser/bytes/file-chunks", test_file_chunks);
   g_test_add_func("/parser/suggest", test_suggest);
   g_test_add_func("/parser/events/merge-keys", test_merge_keys);
   g_test_add_func("/parser/events/errors", test_events_errors);
@@ -369,6 +650,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/parser/nodes/kernel-args", test_kernel_args);
   g_test_add_func("/parser/errors/limit", test_diags_limit);
   g_test_add_func("/parser/errors/spread-alias-bomb", test_spread_alias_bomb);
+  g_test_add_func("/parser/errors/alias-notes", test_alias_notes);
   g_test_add_func("/lib/load/errors", test_load_errors);
   g_test_add_func("/lib/load/builtins", test_builtins_registered);
   return g_test_run();
