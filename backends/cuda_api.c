@@ -26,6 +26,9 @@ static const DrCudaApi real_api = {
     .cudaGraphKernelNodeSetParams = cudaGraphKernelNodeSetParams,
     .cudaGraphExecKernelNodeSetParams = cudaGraphExecKernelNodeSetParams,
     .cudaGraphDebugDotPrint = cudaGraphDebugDotPrint,
+    .cudaMemPoolGetAttribute = cudaMemPoolGetAttribute,
+    .cudaDeviceGetGraphMemAttribute = cudaDeviceGetGraphMemAttribute,
+    .cudaDeviceSetGraphMemAttribute = cudaDeviceSetGraphMemAttribute,
 };
 
 static const DrCudaApi *current = &real_api;

@@ -18,6 +18,8 @@ void dr__cuda_memory_open(DrCudaMemory *m, const DrGraph *graph) {
   m->bases = g_new0(void *, MAX(m->n_buffers, 1));
   m->pinned = g_new0(gboolean, MAX(m->n_buffers, 1));
   m->async_live = g_new0(gboolean, MAX(m->n_buffers, 1));
+  m->pool = NULL;
+  m->high = G_MAXUINT64;
 }
 
 /* Allocates whole-run buffer `i` and fills it with its init contents. */
@@ -59,8 +61,40 @@ gboolean dr__cuda_memory_setup(DrCudaMemory *m, const DrCudaStreams *s, GError *
   cudaMemPool_t pool = NULL;
   guint64 threshold = g->run.release_threshold_set ? g->run.release_threshold : G_MAXUINT64;
   DrCudaSite site = DR_SITE_SETUP("the device's default memory pool");
-  return DR_CUDA(site, cudaDeviceGetDefaultMemPool, &pool, s->devices[0].ordinal) &&
-         DR_CUDA(site, cudaMemPoolSetAttribute, pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+  m->device = s->devices[0].ordinal;
+  if (!DR_CUDA(site, cudaDeviceGetDefaultMemPool, &pool, m->device) ||
+      !DR_CUDA(site, cudaMemPoolSetAttribute, pool, cudaMemPoolAttrReleaseThreshold, &threshold))
+    return FALSE;
+  m->pool = pool;
+  return TRUE;
+}
+
+gboolean dr__cuda_memory_reset_high(DrCudaMemory *m, gboolean graph_mode, GError **error) {
+  if (graph_mode || m->pool == NULL || dr_cuda_api()->cudaMemPoolGetAttribute == NULL) return TRUE;
+  guint64 zero = 0;
+  return DR_CUDA(DR_SITE_SETUP("resetting the pool's high-water mark"), cudaMemPoolSetAttribute, m->pool,
+                 cudaMemPoolAttrUsedMemHigh, &zero);
+}
+
+gboolean dr__cuda_memory_read_high(DrCudaMemory *m, gboolean graph_mode, GError **error) {
+  const DrCudaApi *api = dr_cuda_api();
+  guint64 high = 0;
+  m->high = G_MAXUINT64;
+  if (m->pool == NULL) {
+    m->high = 0; /* nothing stream-ordered */
+    return TRUE;
+  }
+  DrCudaSite site = DR_SITE_SETUP("reading the high-water mark of stream-ordered memory");
+  if (graph_mode) {
+    if (api->cudaDeviceGetGraphMemAttribute == NULL) return TRUE;
+    if (!DR_CUDA(site, cudaDeviceGetGraphMemAttribute, m->device, cudaGraphMemAttrUsedMemHigh, &high))
+      return FALSE;
+  } else {
+    if (api->cudaMemPoolGetAttribute == NULL) return TRUE;
+    if (!DR_CUDA(site, cudaMemPoolGetAttribute, m->pool, cudaMemPoolAttrUsedMemHigh, &high)) return FALSE;
+  }
+  m->high = high;
+  return TRUE;
 }
 
 gboolean dr__cuda_memory_alloc(DrCudaMemory *m, DrId buffer, cudaStream_t st, DrCudaSite site,

@@ -17,6 +17,9 @@ typedef struct {
   guint flags;          /* events: creation flags */
   guint serial;         /* streams: creation number since the reset */
   GPtrArray *graph_mem; /* graphs: allocations captured into them (Obj *) */
+  guint64 pooled;       /* stream-ordered memory: the bytes the pool counts for it */
+  gboolean captured;    /* stream-ordered memory: allocated while capturing */
+  guint64 graph_peak;   /* graphs and execs: the most captured bytes live at once */
 } Obj;
 
 static const char *const kind_names[] = {
@@ -58,7 +61,21 @@ static struct {
   gboolean dry; /* move no data */
   guint n_streams_made;
   gboolean profiling; /* between cudaProfilerStart and cudaProfilerStop */
+  /* The default pool's and the graph allocator's accounting: an eager
+   * cudaMallocAsync counts its size rounded up to FAKE_POOL_GRANULE until
+   * its cudaFreeAsync; a graph's footprint is the most captured bytes live
+   * at once in capture order, used from its first launch on. */
+  guint64 pool_used, pool_high;
+  guint64 capture_live, capture_peak;
+  guint64 graph_high;
 } fake;
+
+/* The pool's rounding of an allocation: 512 bytes (CuPy's async pool
+ * reports 512 used bytes for a 12-byte allocation, cupy/cupy#5177). */
+#define FAKE_POOL_GRANULE 512u
+static guint64 fake_pool_bytes(gsize size) {
+  return (MAX(size, 1) + FAKE_POOL_GRANULE - 1) / FAKE_POOL_GRANULE * FAKE_POOL_GRANULE;
+}
 
 static int pool_token; /* the address is the default pool's handle */
 
@@ -406,7 +423,17 @@ static cudaError_t fake_cudaMallocAsync(void **ptr, size_t size, cudaStream_t st
   GATE_RECORD("cudaMallocAsync", stream, FALSE, FALSE, current()->size = size);
   if (!stream_ok("cudaMallocAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
   *ptr = obj_new(DR_FAKE_DEVICE_MEM, size);
-  if (fake.capture_stream) g_ptr_array_add(fake.capture_mem, *ptr);
+  Obj *o = g_hash_table_lookup(fake.objects, *ptr);
+  o->pooled = fake_pool_bytes(size);
+  o->captured = fake.capture_stream != NULL;
+  if (o->captured) {
+    g_ptr_array_add(fake.capture_mem, *ptr);
+    fake.capture_live += o->pooled;
+    fake.capture_peak = MAX(fake.capture_peak, fake.capture_live);
+  } else {
+    fake.pool_used += o->pooled;
+    fake.pool_high = MAX(fake.pool_high, fake.pool_used);
+  }
   return cudaSuccess;
 }
 
@@ -416,6 +443,11 @@ static cudaError_t fake_cudaFreeAsync(void *ptr, cudaStream_t stream) {
    * released with the context either way. */
   if (fake.sticky == cudaSuccess && !stream_ok("cudaFreeAsync", stream))
     return finish(cudaErrorInvalidResourceHandle);
+  Obj *o = ptr ? obj_find(ptr, DR_FAKE_DEVICE_MEM) : NULL;
+  if (o && o->captured)
+    fake.capture_live -= MIN(fake.capture_live, o->pooled);
+  else if (o)
+    fake.pool_used -= MIN(fake.pool_used, o->pooled);
   return release_mem("cudaFreeAsync", ptr, DR_FAKE_DEVICE_MEM, gate);
 }
 
@@ -431,7 +463,51 @@ static cudaError_t fake_cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMem
     misuse("cudaMemPoolSetAttribute: bad pool %p or value", (void *)pool);
     return finish(cudaErrorInvalidValue);
   }
+  if (attr == cudaMemPoolAttrUsedMemHigh || attr == cudaMemPoolAttrReservedMemHigh) {
+    if (*(guint64 *)value != 0) {
+      misuse("cudaMemPoolSetAttribute: a high-water mark can only be reset to 0");
+      return finish(cudaErrorInvalidValue);
+    }
+    fake.pool_high = 0;
+  }
   return cudaSuccess;
+}
+
+static cudaError_t fake_cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value) {
+  GATE("cudaMemPoolGetAttribute", NULL, FALSE, FALSE);
+  if (pool != (cudaMemPool_t)&pool_token || value == NULL) {
+    misuse("cudaMemPoolGetAttribute: bad pool %p or value", (void *)pool);
+    return finish(cudaErrorInvalidValue);
+  }
+  if (attr == cudaMemPoolAttrUsedMemHigh)
+    *(guint64 *)value = fake.pool_high;
+  else if (attr == cudaMemPoolAttrUsedMemCurrent)
+    *(guint64 *)value = fake.pool_used;
+  else
+    return finish(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
+                                                       void *value) {
+  GATE("cudaDeviceGetGraphMemAttribute", NULL, FALSE, FALSE);
+  if (value == NULL || attr != cudaGraphMemAttrUsedMemHigh) {
+    misuse("cudaDeviceGetGraphMemAttribute: attribute %d or value", (int)attr);
+    return finish(cudaErrorInvalidValue);
+  }
+  *(guint64 *)value = fake.graph_high;
+  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+}
+
+static cudaError_t fake_cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
+                                                       void *value) {
+  GATE("cudaDeviceSetGraphMemAttribute", NULL, FALSE, FALSE);
+  if (value == NULL || attr != cudaGraphMemAttrUsedMemHigh || *(guint64 *)value != 0) {
+    misuse("cudaDeviceSetGraphMemAttribute: only UsedMemHigh, reset to 0");
+    return finish(cudaErrorInvalidValue);
+  }
+  fake.graph_high = 0;
+  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
 }
 
 static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
@@ -469,6 +545,7 @@ static cudaError_t fake_cudaStreamBeginCapture(cudaStream_t stream, enum cudaStr
     return finish(cudaErrorIllegalState);
   }
   fake.capture_stream = stream;
+  fake.capture_live = fake.capture_peak = 0;
   return cudaSuccess;
 }
 
@@ -488,6 +565,7 @@ static cudaError_t fake_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *g
   }
   *graph = obj_new(DR_FAKE_GRAPH, 0);
   Obj *g = (Obj *)*graph;
+  g->graph_peak = fake.capture_peak;
   /* Captured allocations not freed inside the capture belong to the graph. */
   for (guint i = 0; i < fake.capture_mem->len; i++) g_ptr_array_add(g->graph_mem, fake.capture_mem->pdata[i]);
   g_ptr_array_set_size(fake.capture_mem, 0);
@@ -505,6 +583,7 @@ static cudaError_t fake_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t 
     return finish(cudaErrorInvalidValue);
   }
   *exec = obj_new(DR_FAKE_GRAPH_EXEC, 0);
+  ((Obj *)*exec)->graph_peak = ((Obj *)obj_find(graph, DR_FAKE_GRAPH))->graph_peak;
   fake_instantiate_flags = flags;
   return cudaSuccess;
 }
@@ -529,6 +608,7 @@ static cudaError_t fake_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t strea
     return finish(cudaErrorInvalidValue);
   }
   if (!stream_ok("cudaGraphLaunch", stream)) return finish(cudaErrorInvalidResourceHandle);
+  fake.graph_high = MAX(fake.graph_high, ((Obj *)obj_find(exec, DR_FAKE_GRAPH_EXEC))->graph_peak);
   return cudaSuccess;
 }
 
@@ -720,6 +800,9 @@ static const DrCudaApi fake_api = {
     .kernel_launch = fake_kernel_launch,
     .stamp_launch = fake_stamp_launch,
     .cudaGraphExecUpdate = fake_cudaGraphExecUpdate,
+    .cudaMemPoolGetAttribute = fake_cudaMemPoolGetAttribute,
+    .cudaDeviceGetGraphMemAttribute = fake_cudaDeviceGetGraphMemAttribute,
+    .cudaDeviceSetGraphMemAttribute = fake_cudaDeviceSetGraphMemAttribute,
 };
 
 const DrCudaApi *dr_fake_api(void) { return &fake_api; }
@@ -759,6 +842,7 @@ void dr_fake_reset(void) {
   fake.capture_stream = NULL;
   fake.n_streams_made = 0;
   fake.profiling = FALSE;
+  fake.pool_used = fake.pool_high = fake.capture_live = fake.capture_peak = fake.graph_high = 0;
 }
 
 void dr_fake_arm(guint64 fail_at, DrFault fault) {
