@@ -76,6 +76,7 @@ void dr_graph_free(DrGraph *graph) {
   g_hash_table_unref(graph->node_index);
   g_hash_table_unref(graph->buffer_index);
   g_hash_table_unref(graph->kernel_index);
+  if (graph->memory_edges) g_array_unref(graph->memory_edges);
   g_string_chunk_free(graph->strings);
   g_free(graph);
 }
@@ -342,6 +343,7 @@ static void dump_run(const DrGraph *graph, GString *out) {
   if (r->release_threshold_set)
     g_string_append_printf(out, " release_threshold=%" G_GUINT64_FORMAT, r->release_threshold);
   if (r->fallback_streams) g_string_append_printf(out, " fallback=%s", dr_fallback_name(DR_FALLBACK_STREAMS));
+  if (r->memory_limit_set) g_string_append_printf(out, " memory_limit=%" G_GUINT64_FORMAT, r->memory_limit);
   g_string_append_c(out, '\n');
 }
 

@@ -245,7 +245,27 @@ typedef struct {
    * captured (a node's launch breaks the capture) runs eagerly instead of
    * failing. Default FALSE (none). */
   gboolean fallback_streams;
+  /* memory.limit (or --memory-limit=): the most device bytes the plan may
+   * need at once (scheduler/budget.c adds ordering edges until the
+   * certified bound fits). memory_limit_loc: where the file gave it
+   * (DR_LOC_NONE: the command line or the API). */
+  guint64 memory_limit;
+  gboolean memory_limit_set;
+  DrLoc memory_limit_loc;
 } DrRunConfig;
+
+/* What the memory budget pass (scheduler/budget.c) did under a limit:
+ * the certified bound, width and estimated critical path (cost model, µs)
+ * before and after the ordering edges it added (kept in
+ * DrGraph.memory_edges as AFTER edges, also in DrGraph.edges). */
+typedef struct {
+  gboolean ran; /* a limit was set and the pass ran */
+  guint64 limit;
+  guint64 serial_peak_bytes;
+  guint64 bound_before_bytes, bound_after_bytes;
+  guint32 width_before, width_after; /* equal to each other when no edge was added */
+  double path_before_us, path_after_us;
+} DrMemoryBudget;
 
 typedef struct {
   const char *name;     /* `name:`, or the file's base name */
@@ -264,6 +284,8 @@ typedef struct {
   GHashTable *node_index;   /* id -> DrId+1, interned keys */
   GHashTable *buffer_index; /* name -> DrId+1 */
   GHashTable *kernel_index; /* name -> DrId+1 */
+  DrMemoryBudget budget;    /* scheduler/budget.c */
+  GArray *memory_edges;     /* DrEdge: the edges it added (NULL: none) */
 } DrGraph;
 
 /* Returns a new empty graph with default run settings. Free with

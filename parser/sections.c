@@ -71,16 +71,21 @@ void dr__parse_run(DrParse *p, const DrYNode *v) {
   }
 }
 
-static const char *const memory_keys[] = {"release_threshold"};
+static const char *const memory_keys[] = {"release_threshold", "limit"};
 
 void dr__parse_memory(DrParse *p, const DrYNode *v) {
   if (!dr__parse_expect_map(p, "top level", "memory", v)) return;
-  const DrYNode *s[1];
-  dr__parse_map_slots(p, "memory", v, memory_keys, 1, s);
+  const DrYNode *s[2];
+  dr__parse_map_slots(p, "memory", v, memory_keys, 2, s);
   guint64 t;
   if (s[0] && dr__parse_size(p, "memory", "release_threshold", s[0], NULL, DR_SIZE_BYTES, &t)) {
     p->g->run.release_threshold = t;
     p->g->run.release_threshold_set = TRUE;
+  }
+  if (s[1] && dr__parse_size(p, "memory", "limit", s[1], NULL, DR_SIZE_BYTES, &t)) {
+    p->g->run.memory_limit = t;
+    p->g->run.memory_limit_set = TRUE;
+    p->g->run.memory_limit_loc = DR_LOC(p, s[1]);
   }
 }
 

@@ -240,15 +240,8 @@ static void scan_lifetimes(const DrGraph *g, DrPlan *plan, GArray *lives, guint3
   plan->n_lifetimes = w;
 }
 
-void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan) {
-  const DrGraph *g = ctx->graph;
-  g_autoptr(GArray) lives = g_array_new(FALSE, FALSE, sizeof(DrPlanLifetime));
-  g_autofree guint32 *life_of = g_new(guint32, MAX(ctx->n, 1));
-  scan_lifetimes(g, plan, lives, life_of);
-  g_array_set_size(plan->peak_bound, 0);
-  plan->peak_bound_bytes = plan->whole_run_bytes;
-  if (lives->len == 0) return;
-
+guint64 dr__memory_bound(const DrPlanCtx *ctx, GArray *lives, guint32 *life_of, GArray *antichain) {
+  if (lives->len == 0) return 0;
   Flow f = {
       .c = ctx, .n = ctx->n, .life_of = life_of, .life = (DrPlanLifetime *)lives->data, .n_life = lives->len};
   guint64 total = 0;
@@ -270,7 +263,7 @@ void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan) {
   for (guint32 i = 0; i < f.n_life; i++) {
     const DrPlanLifetime *l = &f.life[i];
     if (f.level[l->free] != UNSEEN && f.level[l->alloc] == UNSEEN) {
-      g_array_append_val(plan->peak_bound, *l);
+      g_array_append_val(antichain, *l);
       weight += l->bytes;
     }
   }
@@ -278,11 +271,28 @@ void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan) {
     g_critical("memory bound: antichain of %" G_GUINT64_FORMAT
                " bytes against a flow bound of %" G_GUINT64_FORMAT,
                weight, total - flow);
-  plan->peak_bound_bytes = plan->whole_run_bytes + MAX(weight, total - flow);
   g_free(f.supply);
   g_free(f.demand);
   g_free(f.fe);
   g_free(f.level);
   g_free(f.cur);
   g_free(f.queue);
+  return MAX(weight, total - flow);
+}
+
+void dr__memory_lifetimes(const DrGraph *graph, GArray *lives, guint32 *life_of, guint64 *whole_run,
+                          guint64 *serial_peak) {
+  DrPlan tmp = {0};
+  scan_lifetimes(graph, &tmp, lives, life_of);
+  *whole_run = tmp.whole_run_bytes;
+  *serial_peak = tmp.peak_serial_bytes;
+}
+
+void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan) {
+  const DrGraph *g = ctx->graph;
+  g_autoptr(GArray) lives = g_array_new(FALSE, FALSE, sizeof(DrPlanLifetime));
+  g_autofree guint32 *life_of = g_new(guint32, MAX(ctx->n, 1));
+  scan_lifetimes(g, plan, lives, life_of);
+  g_array_set_size(plan->peak_bound, 0);
+  plan->peak_bound_bytes = plan->whole_run_bytes + dr__memory_bound(ctx, lives, life_of, plan->peak_bound);
 }
