@@ -161,9 +161,10 @@ static Candidate choose_edge(Work *w, const GArray *anti, double *ef, double *tl
   return best;
 }
 
-gboolean dr__budget_edges(const DrGraph *graph, guint64 limit, gboolean widths, GArray *added,
-                          DrMemoryBudget *out) {
-  g_return_val_if_fail(graph != NULL && added != NULL && out != NULL, FALSE);
+/* dr__budget_edges over the edges `base` (DrEdge, sorted) instead of the
+ * graph's own. */
+static gboolean budget_edges_on(const DrGraph *graph, const GArray *base, guint64 limit, gboolean widths,
+                                GArray *added, DrMemoryBudget *out) {
   guint32 n = graph->nodes->len;
   g_autoptr(GArray) lives = g_array_new(FALSE, FALSE, sizeof(DrPlanLifetime));
   g_autofree guint32 *life_of = g_new(guint32, MAX(n, 1));
@@ -172,8 +173,8 @@ gboolean dr__budget_edges(const DrGraph *graph, guint64 limit, gboolean widths, 
   *out = (DrMemoryBudget){.ran = TRUE, .limit = limit, .serial_peak_bytes = serial};
   if (limit < serial) return FALSE;
 
-  Work w = {.g = graph, .edges = g_array_sized_new(FALSE, FALSE, sizeof(DrEdge), graph->edges->len + 16)};
-  g_array_append_vals(w.edges, graph->edges->data, graph->edges->len);
+  Work w = {.g = graph, .edges = g_array_sized_new(FALSE, FALSE, sizeof(DrEdge), base->len + 16)};
+  g_array_append_vals(w.edges, base->data, base->len);
   work_index(&w);
   g_autoptr(GArray) anti = g_array_new(FALSE, FALSE, sizeof(DrPlanLifetime));
   guint64 bound = whole + dr__memory_bound(&w.ctx, lives, life_of, anti);
@@ -204,6 +205,12 @@ gboolean dr__budget_edges(const DrGraph *graph, guint64 limit, gboolean widths, 
   if (widths && out->width_before == 0) out->width_before = out->width_after = work_width(&w);
   work_clear(&w);
   return TRUE;
+}
+
+gboolean dr__budget_edges(const DrGraph *graph, guint64 limit, gboolean widths, GArray *added,
+                          DrMemoryBudget *out) {
+  g_return_val_if_fail(graph != NULL && added != NULL && out != NULL, FALSE);
+  return budget_edges_on(graph, graph->edges, limit, widths, added, out);
 }
 
 /* The error of a limit below the serial peak, with the certificate: the
@@ -270,9 +277,21 @@ gboolean dr__budget_run(DrGraph *graph, DrDiags *diags) {
 void dr__budget_curve(const DrGraph *graph, guint n_points, GArray *points) {
   g_return_if_fail(graph != NULL && points != NULL && n_points > 0);
   g_autoptr(GArray) added = g_array_new(FALSE, FALSE, sizeof(DrEdge));
+  /* The graph without the edges a limit added: the curve is the trade-off
+   * of the pipeline itself. */
+  g_autoptr(GArray) base = g_array_sized_new(FALSE, FALSE, sizeof(DrEdge), graph->edges->len);
+  for (guint e = 0; e < graph->edges->len; e++) {
+    const DrEdge *ed = dr_graph_edge(graph, e);
+    gboolean ours = FALSE;
+    for (guint k = 0; graph->memory_edges && k < graph->memory_edges->len && !ours; k++) {
+      const DrEdge *m = &g_array_index(graph->memory_edges, DrEdge, k);
+      ours = m->from == ed->from && m->to == ed->to && ed->kind == DR_EDGE_AFTER;
+    }
+    if (!ours) g_array_append_val(base, *ed);
+  }
   DrMemoryBudget top;
   /* The unconstrained bound: a limit nothing exceeds. */
-  dr__budget_edges(graph, G_MAXUINT64, TRUE, added, &top);
+  budget_edges_on(graph, base, G_MAXUINT64, TRUE, added, &top);
   guint64 lo = top.serial_peak_bytes, hi = top.bound_before_bytes;
   guint k = hi > lo ? MAX(n_points, 2) : 1;
   for (guint i = 0; i < k; i++) {
@@ -280,7 +299,7 @@ void dr__budget_curve(const DrGraph *graph, guint n_points, GArray *points) {
     if (i == k - 1) limit = hi;
     DrMemoryBudget b;
     g_array_set_size(added, 0);
-    dr__budget_edges(graph, limit, TRUE, added, &b);
+    budget_edges_on(graph, base, limit, TRUE, added, &b);
     DrMemoryCurvePoint p = {limit, b.width_after, added->len, b.path_after_us};
     g_array_append_val(points, p);
   }

@@ -49,7 +49,8 @@ typedef struct {
 } DrMemoryCurvePoint;
 
 /* The trade-off between memory and concurrency of `graph` (sorted edges,
- * a DAG, no limit applied): `points` (DrMemoryCurvePoint) gets up to
+ * a DAG; the edges a limit added, graph->memory_edges, are left out, so
+ * it is the pipeline's own): `points` (DrMemoryCurvePoint) gets up to
  * `n_points` limits spread evenly from the serial peak to the
  * unconstrained bound (both included; one point when they are equal),
  * each with the width and estimated critical path that dr__budget_edges
