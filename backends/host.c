@@ -220,7 +220,8 @@ static void host_close(DrBackend *b) {
     pthread_cond_destroy(&b->cond);
   }
   if (b->bases)
-    for (guint32 i = 0; i < b->n_buffers; i++) g_free(b->bases[i]);
+    for (guint32 i = 0; i < b->n_buffers; i++)
+      if (b->plan->storage == NULL || b->plan->storage[i] == i) g_free(b->bases[i]); /* not a reuse alias */
   g_free(b->bases);
   g_free(b->kcalls);
   g_free(b->hcalls);
@@ -272,9 +273,11 @@ static DrBackend *host_open(const DrPlan *plan, const DrRunOptions *opts, GError
 
 static gboolean host_setup(DrBackend *b, GError **error) {
   const DrGraph *g = b->graph;
+  const DrId *storage = b->plan->storage;
   for (DrId i = 0; i < b->n_buffers; i++) {
     const DrBuffer *buf = dr_graph_buffer(g, i);
-    guint64 bytes = dr_buffer_bytes(buf);
+    guint64 bytes = storage ? b->plan->storage_bytes[i] : dr_buffer_bytes(buf);
+    if (storage && storage[i] != i) continue; /* in another's storage (reuse): below */
     if (b->bases[i] == NULL) {
       b->bases[i] = g_try_malloc0(MAX(bytes, 1));
       if (b->bases[i] == NULL) {
@@ -284,6 +287,11 @@ static gboolean host_setup(DrBackend *b, GError **error) {
       }
     }
     if (buf->alloc_node == DR_NONE && !dr__buffer_init(g, i, b->bases[i], error)) return FALSE;
+  }
+  for (DrId i = 0; storage && i < b->n_buffers; i++) {
+    if (storage[i] == i) continue;
+    b->bases[i] = b->bases[storage[i]];
+    if (!dr__buffer_init(g, i, b->bases[i], error)) return FALSE;
   }
   for (DrId i = 0; i < b->n_nodes; i++) {
     const DrNode *n = dr_graph_node(g, i);

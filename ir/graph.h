@@ -73,6 +73,10 @@ typedef struct {
   const char *save_path; /* NULL unless `save:` */
   DrId alloc_node;       /* DR_NONE: lives for the whole run */
   DrId free_node;
+  /* `scratch: true`: a whole-run device buffer whose contents mean nothing
+   * between its uses (no init, no save): memory.reuse may share its
+   * storage with others (scheduler/reuse.c). */
+  gboolean scratch;
 } DrBuffer;
 
 static inline guint64 dr_buffer_bytes(const DrBuffer *b) { return b->count * (guint64)dr_elem_size(b->type); }
@@ -252,6 +256,9 @@ typedef struct {
   guint64 memory_limit;
   gboolean memory_limit_set;
   DrLoc memory_limit_loc;
+  /* memory.reuse: auto: scratch buffers share storage when every
+   * execution orders their uses (scheduler/reuse.c). Default FALSE. */
+  gboolean reuse;
 } DrRunConfig;
 
 /* What the memory budget pass (scheduler/budget.c) did under a limit:

@@ -56,6 +56,7 @@ static void write_plan(const DrPlan *plan, DrJsonWriter *w) {
   }
   dr__json_end_array(w);
   dr__plan_budget_json(plan, w);
+  dr__plan_reuse_json(plan, w);
   dr__json_end_object(w);
   dr__json_key(w, "stream_priorities");
   dr__json_begin_array(w);

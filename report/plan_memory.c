@@ -63,3 +63,44 @@ void dr__plan_budget_json(const DrPlan *plan, DrJsonWriter *w) {
   dr__json_end_array(w);
   dr__json_end_object(w);
 }
+
+void dr__plan_reuse_text(const DrPlan *plan, GString *out) {
+  const DrGraph *g = plan->graph;
+  if (!g->run.reuse) return;
+  g_string_append(out, "memory reuse: ");
+  if (plan->n_shared == 0) {
+    g_string_append(out, "no scratch buffers share storage\n");
+    return;
+  }
+  dr__num_size_iec(out, plan->reuse_saved_bytes);
+  g_string_append_printf(out, " saved, %u buffer%s in another's storage:", plan->n_shared,
+                         plan->n_shared == 1 ? "" : "s");
+  guint shown = 0;
+  for (DrId b = 0; b < g->buffers->len && shown < EDGES_SHOWN; b++) {
+    if (plan->storage[b] == b) continue;
+    g_string_append_printf(out, "%s%s in %s", shown ? ", " : " ", dr_graph_buffer(g, b)->name,
+                           dr_graph_buffer(g, plan->storage[b])->name);
+    shown++;
+  }
+  if (plan->n_shared > shown) g_string_append_printf(out, " ... (%u more)", plan->n_shared - shown);
+  g_string_append_c(out, '\n');
+}
+
+void dr__plan_reuse_json(const DrPlan *plan, DrJsonWriter *w) {
+  const DrGraph *g = plan->graph;
+  if (!g->run.reuse) return;
+  dr__json_key(w, "reuse");
+  dr__json_begin_object(w);
+  dr__json_member_uint(w, "saved_bytes", plan->reuse_saved_bytes);
+  dr__json_key(w, "shared");
+  dr__json_begin_array(w);
+  for (DrId b = 0; plan->storage && b < g->buffers->len; b++) {
+    if (plan->storage[b] == b) continue;
+    dr__json_begin_object(w);
+    dr__json_member_string(w, "buffer", dr_graph_buffer(g, b)->name);
+    dr__json_member_string(w, "storage", dr_graph_buffer(g, plan->storage[b])->name);
+    dr__json_end_object(w);
+  }
+  dr__json_end_array(w);
+  dr__json_end_object(w);
+}

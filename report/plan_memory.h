@@ -24,6 +24,15 @@ void dr__plan_budget_text(const DrPlan *plan, GString *out);
  * without a limit. */
 void dr__plan_budget_json(const DrPlan *plan, DrJsonWriter *w);
 
+/* Under memory.reuse: auto, appends "memory reuse: S saved, N buffers in
+ * another's storage: b in a ..." (or that none share); nothing without. */
+void dr__plan_reuse_text(const DrPlan *plan, GString *out);
+
+/* Under memory.reuse: auto, writes the member "reuse": {"saved_bytes",
+ * "shared": [{"buffer", "storage"}]} (each buffer placed in another's
+ * storage, and that buffer) into the open object of `w`. */
+void dr__plan_reuse_json(const DrPlan *plan, DrJsonWriter *w);
+
 G_END_DECLS
 
 #endif

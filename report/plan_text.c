@@ -123,6 +123,7 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
                   plan->planned_path_us);
   if (plan->peak_bound_bytes > 0) write_memory(plan, out); /* no device memory: no line */
   dr__plan_budget_text(plan, out);
+  dr__plan_reuse_text(plan, out);
 
   guint32 *start = NULL;
   guint32 *bucket = dr__plan_steps_by_stream(plan, &start);

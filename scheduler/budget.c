@@ -22,7 +22,8 @@
  *
  * Cost per added edge: the chosen edge's insertion into a copy of the edge
  * array (O(E)), the edge index and issue order again (O(V + E) and a heap),
- * the bound's flow (memory.c), and O(A^2) candidate pairs for an
+ * the new augmenting paths of the bound's flow (memory.c continues the
+ * flow so far: added capacity keeps it feasible), and O(A^2) candidate pairs for an
  * antichain of A lifetimes. The widths (before and after) cost a chain
  * cover each, only when an edge is added. Nothing without a limit. */
 #include "scheduler/budget.h"
@@ -73,8 +74,9 @@ static guint32 work_width(Work *w) {
   return dr__plan_chains(&w->ctx, antichain);
 }
 
-/* Inserts edge (from, to) keeping w->edges sorted by (to, from). */
-static void insert_edge(GArray *edges, DrEdge e) {
+/* Inserts edge (from, to) keeping w->edges sorted by (to, from); returns
+ * its index. */
+static guint insert_edge(GArray *edges, DrEdge e) {
   guint lo = 0, hi = edges->len;
   while (lo < hi) {
     guint mid = (lo + hi) / 2;
@@ -85,6 +87,7 @@ static void insert_edge(GArray *edges, DrEdge e) {
       hi = mid;
   }
   g_array_insert_val(edges, lo, e);
+  return lo;
 }
 
 /* Whether `src` reaches `dst` (issue order positions bound the search: a
@@ -177,7 +180,8 @@ static gboolean budget_edges_on(const DrGraph *graph, const GArray *base, guint6
   g_array_append_vals(w.edges, base->data, base->len);
   work_index(&w);
   g_autoptr(GArray) anti = g_array_new(FALSE, FALSE, sizeof(DrPlanLifetime));
-  guint64 bound = whole + dr__memory_bound(&w.ctx, lives, life_of, anti);
+  DrMemoryFlow *flow = dr__memory_flow_new(&w.ctx, lives, life_of);
+  guint64 bound = whole + dr__memory_flow_run(flow, anti);
   out->bound_before_bytes = bound;
   out->path_before_us = w.path_us;
   if (widths && bound > limit) out->width_before = work_width(&w);
@@ -194,11 +198,13 @@ static gboolean budget_edges_on(const DrGraph *graph, const GArray *base, guint6
       break;
     }
     g_array_append_val(added, cand.edge);
-    insert_edge(w.edges, cand.edge);
+    guint at = insert_edge(w.edges, cand.edge);
     work_index(&w);
+    dr__memory_flow_insert_edge(flow, at, w.edges->len);
     g_array_set_size(anti, 0);
-    bound = whole + dr__memory_bound(&w.ctx, lives, life_of, anti);
+    bound = whole + dr__memory_flow_run(flow, anti); /* the flow so far stays feasible */
   }
+  dr__memory_flow_free(flow);
   out->bound_after_bytes = bound;
   out->path_after_us = w.path_us;
   if (widths) out->width_after = added->len > first ? work_width(&w) : out->width_before;

@@ -47,6 +47,8 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   b->mode = opts->mode == DR_MODE_GRAPH ? &dr__cuda_graph_mode : &dr__cuda_streams_mode;
   b->cuda_graph.uncapturable = DR_NONE;
   dr__cuda_memory_open(&b->memory, plan->graph);
+  b->memory.storage = plan->storage;
+  b->memory.storage_bytes = plan->storage_bytes;
   dr__cuda_launch_open(&b->launch, plan);
   DrCudaTimingAsk ask = {b->mode->depth, b->mode->stamps_by_default, b->mode->stamps_aside};
   if (dr__cuda_streams_open(&b->streams, plan, opts->device, b->mode->keep_fork_join, error) &&

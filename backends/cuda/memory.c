@@ -34,7 +34,10 @@ static gboolean whole_run_buffer(DrCudaMemory *m, DrId i, cudaStream_t origin, G
     m->pinned[i] = TRUE;
     return dr__buffer_init(g, i, m->bases[i], error);
   }
-  if (!DR_CUDA(site, cudaMalloc, &m->bases[i], bytes)) return FALSE;
+  if (m->storage && m->storage[i] != i)
+    m->bases[i] = m->bases[m->storage[i]]; /* reuse: in that buffer's storage, allocated first */
+  else if (!DR_CUDA(site, cudaMalloc, &m->bases[i], m->storage ? MAX(m->storage_bytes[i], 1) : bytes))
+    return FALSE;
   g_autofree void *tmp = g_try_malloc(bytes);
   if (tmp == NULL) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "%s: out of host memory for its init", what);
@@ -51,12 +54,15 @@ static gboolean whole_run_buffer(DrCudaMemory *m, DrId i, cudaStream_t origin, G
 gboolean dr__cuda_memory_setup(DrCudaMemory *m, const DrCudaStreams *s, GError **error) {
   const DrGraph *g = m->graph;
   gboolean any_alloc = FALSE;
-  for (DrId i = 0; i < m->n_buffers; i++) {
-    if (dr_graph_buffer(g, i)->alloc_node != DR_NONE)
-      any_alloc = TRUE; /* lives from its alloc node to its free node */
-    else if (!whole_run_buffer(m, i, s->origin, error))
-      return FALSE;
-  }
+  /* Groups' storage first, then the buffers placed in it (reuse). */
+  for (int pass = 0; pass < 2; pass++)
+    for (DrId i = 0; i < m->n_buffers; i++) {
+      gboolean alias = m->storage && m->storage[i] != i;
+      if (dr_graph_buffer(g, i)->alloc_node != DR_NONE)
+        any_alloc = TRUE; /* lives from its alloc node to its free node */
+      else if (alias == (pass == 1) && !whole_run_buffer(m, i, s->origin, error))
+        return FALSE;
+    }
   if (!any_alloc) return TRUE;
   cudaMemPool_t pool = NULL;
   guint64 threshold = g->run.release_threshold_set ? g->run.release_threshold : G_MAXUINT64;
@@ -165,7 +171,7 @@ void dr__cuda_memory_close(DrCudaMemory *m, cudaStream_t origin) {
   const DrCudaApi *api = dr_cuda_api();
   gboolean freed_async = FALSE;
   for (guint32 i = 0; m->bases && i < m->n_buffers; i++) {
-    if (m->bases[i] == NULL) continue;
+    if (m->bases[i] == NULL || (m->storage && m->storage[i] != i)) continue; /* none, or a reuse alias */
     freed_async |= m->async_live[i];
     if (m->async_live[i])
       (void)api->cudaFreeAsync(m->bases[i], origin);

@@ -21,8 +21,12 @@ typedef struct {
   void **bases;         /* [n_buffers]: device or pinned host memory, NULL: none (yet) */
   gboolean *pinned;     /* [n_buffers]: bases[i] is cudaMallocHost memory */
   gboolean *async_live; /* [n_buffers]: bases[i] came from cudaMallocAsync */
-  cudaMemPool_t pool;   /* the device's default pool, once setup found a stream-ordered buffer */
-  int device;           /* its CUDA ordinal */
+  /* Reuse (the plan's storage, storage_bytes; NULL: none): a whole-run
+   * buffer b with storage[b] != b points into that buffer's allocation. */
+  const DrId *storage;
+  const guint64 *storage_bytes;
+  cudaMemPool_t pool; /* the device's default pool, once setup found a stream-ordered buffer */
+  int device;         /* its CUDA ordinal */
   /* The high-water mark of stream-ordered bytes the last run measured
    * (dr__cuda_memory_read_high); G_MAXUINT64: not measured. */
   guint64 high;

@@ -532,6 +532,92 @@ static void test_budget_curve(void) {
   }
 }
 
+/* Reuse (scheduler/reuse.c): random programs whose whole-run buffers are
+ * scratch, planned with memory.reuse: auto. Two buffers in one storage
+ * have every use of the earlier reach every use of the later (closure),
+ * so no execution has them live together; the saving is what the groups'
+ * largest members save, taken off the whole-run bytes; no edge is added. */
+/* A random program of whole-run scratch buffers only: up to 14 noops,
+ * each writing or reading one or two of 2-5 buffers, a random `after:`. */
+static DrGraph *random_scratch_program(GRand *r) {
+  Prog p = {dr_graph_new(), 0};
+  p.g->name = dr_graph_intern(p.g, "scratch");
+  guint32 nb = (guint32)g_rand_int_range(r, 2, 6);
+  for (guint32 b = 0; b < nb; b++) {
+    g_autofree char *name = g_strdup_printf("s%u", b);
+    DrId id = buffer(&p, name, (guint64)g_rand_int_range(r, 1, 5000));
+    dr_graph_buffer(p.g, id)->scratch = TRUE;
+  }
+  guint32 n = (guint32)g_rand_int_range(r, 2, 15);
+  for (guint32 v = 0; v < n; v++) {
+    node(&p, DR_OP_NOOP, DR_NONE);
+    guint32 k = (guint32)g_rand_int_range(r, 1, 3);
+    for (guint32 a = 0; a < k; a++)
+      use(&p, (DrId)g_rand_int_range(r, 0, (gint32)nb), g_rand_boolean(r) ? DR_ACCESS_READ : DR_ACCESS_WRITE);
+  }
+  if (n > 2 && g_rand_boolean(r)) {
+    DrId u = (DrId)g_rand_int_range(r, 0, (gint32)n - 1);
+    dr_graph_add_after(p.g, u, (DrId)g_rand_int_range(r, (gint32)u + 1, (gint32)n), (DrLoc){"t.yaml", 1, 1});
+  }
+  return p.g;
+}
+
+static void test_reuse_property(void) {
+  g_autoptr(GRand) r = g_rand_new_with_seed(3003);
+  guint shared_total = 0;
+  for (guint iter = 0; iter < 3000; iter++) {
+    g_autoptr(DrGraph) g = iter % 2 ? random_scratch_program(r) : random_program(r, 14);
+    for (DrId b = 0; b < g->buffers->len; b++) {
+      DrBuffer *buf = dr_graph_buffer(g, b);
+      if (buf->alloc_node == DR_NONE) buf->scratch = TRUE;
+    }
+    g_autoptr(DrPlan) plain = plan_of(g);
+    g->run.reuse = TRUE;
+    guint32 edges = g->edges->len;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(g->edges->len, ==, edges);
+    g_assert_cmpuint(plan->width, ==, plain->width);
+    g_assert_cmpuint(plan->whole_run_bytes + plan->reuse_saved_bytes, ==, plain->whole_run_bytes);
+    g_assert_cmpuint(plan->peak_bound_bytes + plan->reuse_saved_bytes, ==, plain->peak_bound_bytes);
+    if (plan->storage == NULL) {
+      g_assert_cmpuint(plan->reuse_saved_bytes, ==, 0);
+      continue;
+    }
+    guint64 reach[64];
+    closure(g, reach);
+    guint32 n = g->nodes->len;
+    for (DrId a = 0; a < g->buffers->len; a++)
+      for (DrId b = 0; b < g->buffers->len; b++) {
+        if (a == b || plan->storage[a] != plan->storage[b]) continue;
+        /* Ordered one way or the other: every use of one reaches every use of the other. */
+        gboolean ab = TRUE, ba = TRUE;
+        for (DrId u = 0; u < n; u++)
+          for (DrId v = 0; v < n; v++) {
+            const DrNode *nu = dr_graph_node(g, u), *nv = dr_graph_node(g, v);
+            gboolean u_a = FALSE, v_b = FALSE;
+            for (guint32 k = nu->access_first; k < nu->access_first + nu->access_count; k++)
+              u_a |= dr_graph_access(g, k)->buffer == a;
+            for (guint32 k = nv->access_first; k < nv->access_first + nv->access_count; k++)
+              v_b |= dr_graph_access(g, k)->buffer == b;
+            if (!u_a || !v_b) continue;
+            if (!((reach[u] >> v) & 1)) ab = FALSE;
+            if (!((reach[v] >> u) & 1)) ba = FALSE;
+          }
+        g_assert_true(ab || ba);
+      }
+    for (DrId b = 0; b < g->buffers->len; b++) {
+      if (plan->storage[b] == b) continue;
+      shared_total++;
+      g_assert_cmpuint(plan->storage[plan->storage[b]], ==, plan->storage[b]); /* a group's first buffer */
+      g_assert_cmpuint(plan->storage_bytes[plan->storage[b]], >=, dr_buffer_bytes(dr_graph_buffer(g, b)));
+    }
+  }
+  g_test_message("%u buffers placed in another's storage", shared_total);
+  g_assert_cmpuint(shared_total, >, 100);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/planner/memory/chain", test_chain);
@@ -543,5 +629,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/planner/memory/budget-fork", test_budget_fork);
   g_test_add_func("/planner/memory/budget-property", test_budget_property);
   g_test_add_func("/planner/memory/budget-curve", test_budget_curve);
+  g_test_add_func("/planner/memory/reuse-property", test_reuse_property);
   return g_test_run();
 }
