@@ -94,7 +94,8 @@ void dr__timeline_memory_track(const DrReport *r, const double *t_start, const d
     dr__num_appendf(out, " %.1f,%.1f", x, top + h - live * ys);
   }
   dr__num_appendf(out, " %.1f,%.1f\">", x0 + span * scale, top + h - live * ys);
+  /* A <desc>, not a <title>: every <title> of the timeline names nodes. */
   g_string_append(out,
-                  "<title>live device bytes: whole-run buffers plus each stream-ordered lifetime from "
-                  "its alloc's start to its free's end</title></polyline>\n");
+                  "<desc>live device bytes: whole-run buffers plus each stream-ordered lifetime from "
+                  "its alloc's start to its free's end</desc></polyline>\n");
 }
