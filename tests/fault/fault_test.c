@@ -888,6 +888,54 @@ static void test_measured_high(gconstpointer data) {
   dr_fake_reset();
 }
 
+/* Reuse on the CUDA backend: scratch buffers placed in another's storage
+ * point into it (one cudaMalloc per group: 4 whole-run allocations for 5
+ * buffers), and close frees each group once (the fake reports a double
+ * free as misuse), in both modes. */
+static void test_reuse_aliases(gconstpointer data) {
+  DrMode mode = (DrMode)GPOINTER_TO_INT(data);
+  static const char yaml[] =
+      "dagrun: 1\n"
+      "name: reuse\n"
+      "memory: {reuse: auto}\n"
+      "buffers:\n"
+      "  x: {type: f32, count: 1024, init: iota}\n"
+      "  y: {type: f32, count: 1024}\n"
+      "  t0: {type: f32, count: 1024, scratch: true}\n"
+      "  t1: {type: f32, count: 2048, scratch: true}\n"
+      "  t2: {type: f32, count: 1024, scratch: true}\n"
+      "nodes:\n"
+      "  a: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: t0}}\n"
+      "  b: {op: kernel, kernel: scale_f32, args: {x: t0, alpha: 3.0, y: y}}\n"
+      "  c: {op: kernel, kernel: scale_f32, args: {x: y, alpha: 4.0, y: \"t1[0:1024]\"}}\n"
+      "  d: {op: kernel, kernel: scale_f32, args: {x: y, alpha: 5.0, y: t2}}\n"
+      "  e: {op: kernel, kernel: add_f32, args: {a: \"t1[0:1024]\", b: t2, y: x}}\n";
+  g_autoptr(DrGraph) g = load_yaml("reuse.yaml", yaml);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan->n_shared, ==, 1);
+  DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 2);
+  dr_fake_reset();
+  DrReport *r = dr_run(plan, &opts, &error);
+  g_assert_no_error(error);
+  dr_report_free(r);
+  guint mallocs = 0;
+  const GArray *trace = dr_fake_trace();
+  for (guint i = 0; i < trace->len; i++)
+    mallocs += strcmp(g_array_index(trace, DrFakeCall, i).name, "cudaMalloc") == 0;
+  g_assert_cmpuint(mallocs, >=, 4);
+  guint big = 0; /* t0's storage holds t1: 8 KiB */
+  for (guint i = 0; i < trace->len; i++) {
+    const DrFakeCall *fc = &g_array_index(trace, DrFakeCall, i);
+    big += strcmp(fc->name, "cudaMalloc") == 0 && fc->size == 8192;
+  }
+  g_assert_cmpuint(big, ==, 1);
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  dr_fake_reset();
+}
+
 /* The reset: a pipeline whose warmup allocates more than its timed
  * iterations cannot be written, but a pool that setup left high can: the
  * fake's mark is raised by hand before the run and the eager report still
@@ -1425,6 +1473,8 @@ int main(int argc, char **argv) {
                        test_measured_high);
   g_test_add_data_func("/fault/fake/measured-high/graph", GINT_TO_POINTER(DR_MODE_GRAPH), test_measured_high);
   g_test_add_func("/fault/fake/measured-high/reset", test_measured_reset);
+  g_test_add_data_func("/fault/fake/reuse/streams", GINT_TO_POINTER(DR_MODE_STREAMS), test_reuse_aliases);
+  g_test_add_data_func("/fault/fake/reuse/graph", GINT_TO_POINTER(DR_MODE_GRAPH), test_reuse_aliases);
   g_test_add_data_func("/fault/fake/runner/streams", GINT_TO_POINTER(DR_MODE_STREAMS), test_runner);
   g_test_add_data_func("/fault/fake/runner/graph", GINT_TO_POINTER(DR_MODE_GRAPH), test_runner);
   static const PipelineCase pipelined[] = {
