@@ -88,7 +88,8 @@ typedef struct {
   /* The mode name the report shows ("streams" | "graph"). */
   const char *(*mode_name)(const DrBackend *b);
   /* Optional: the most stream-ordered bytes (dr_pool_bytes per lifetime)
-   * live at once so far, as the backend measured it. NULL: not measured. */
+   * live at once so far, as the backend measured it. NULL, or G_MAXUINT64
+   * returned: not measured. */
   guint64 (*memory_high)(const DrBackend *b);
 } DrBackendOps;
 

@@ -30,6 +30,9 @@ static const DrCudaApi real_api = {
     .cudaGraphExecMemcpyNodeSetParams1D = cudaGraphExecMemcpyNodeSetParams1D,
     .cudaGraphMemsetNodeGetParams = cudaGraphMemsetNodeGetParams,
     .cudaGraphExecMemsetNodeSetParams = cudaGraphExecMemsetNodeSetParams,
+    .cudaMemPoolGetAttribute = cudaMemPoolGetAttribute,
+    .cudaDeviceGetGraphMemAttribute = cudaDeviceGetGraphMemAttribute,
+    .cudaDeviceSetGraphMemAttribute = cudaDeviceSetGraphMemAttribute,
 };
 
 static const DrCudaApi *current = &real_api;

@@ -112,6 +112,13 @@ typedef struct {
   /* --dot-cuda-graph (cuda_graph.c), optional: NULL makes that option fail
    * with a clear error instead of writing nothing. */
   cudaError_t (*cudaGraphDebugDotPrint)(cudaGraph_t graph, const char *path, unsigned int flags);
+  /* The measured high-water mark of stream-ordered memory (cuda/memory.c),
+   * optional: with cudaMemPoolGetAttribute NULL the streams mode's report
+   * says "not measured", with either graph-memory entry NULL graph mode's.
+   * The pool's mark is reset through cudaMemPoolSetAttribute (X-list). */
+  cudaError_t (*cudaMemPoolGetAttribute)(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value);
+  cudaError_t (*cudaDeviceGetGraphMemAttribute)(int device, enum cudaGraphMemAttributeType attr, void *value);
+  cudaError_t (*cudaDeviceSetGraphMemAttribute)(int device, enum cudaGraphMemAttributeType attr, void *value);
 } DrCudaApi;
 
 /* The table in use (the real runtime unless a shim was set). */

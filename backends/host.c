@@ -224,7 +224,8 @@ static void host_close(DrBackend *b) {
   }
   if (b->bases)
     for (guint32 i = 0; i < b->n_buffers; i++)
-      if (!b->external[i]) g_free(b->bases[i]);
+      if (!b->external[i] && (b->plan->storage == NULL || b->plan->storage[i] == i))
+        g_free(b->bases[i]); /* not the caller's, nor a reuse alias */
   g_free(b->bases);
   g_free(b->external);
   g_free(b->kcalls);
@@ -289,9 +290,11 @@ static gboolean bind_calls(DrBackend *b, GError **error) {
 
 static gboolean host_setup(DrBackend *b, GError **error) {
   const DrGraph *g = b->graph;
+  const DrId *storage = b->plan->storage;
   for (DrId i = 0; i < b->n_buffers; i++) {
     const DrBuffer *buf = dr_graph_buffer(g, i);
-    guint64 bytes = dr_buffer_bytes(buf);
+    guint64 bytes = storage ? b->plan->storage_bytes[i] : dr_buffer_bytes(buf);
+    if (storage && storage[i] != i) continue; /* in another's storage (reuse): below */
     if (b->bases[i] == NULL) {
       b->bases[i] = g_try_malloc0(MAX(bytes, 1));
       if (b->bases[i] == NULL) {
@@ -301,6 +304,11 @@ static gboolean host_setup(DrBackend *b, GError **error) {
       }
     }
     if (buf->alloc_node == DR_NONE && !dr__buffer_init(g, i, b->bases[i], error)) return FALSE;
+  }
+  for (DrId i = 0; storage && i < b->n_buffers; i++) {
+    if (storage[i] == i) continue;
+    b->bases[i] = b->bases[storage[i]];
+    if (!dr__buffer_init(g, i, b->bases[i], error)) return FALSE;
   }
   return bind_calls(b, error);
 }
@@ -358,6 +366,15 @@ static gboolean host_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **
  * will do (nothing can be checked). Iterations never outlive their
  * run_iteration, so a bind or a write between them needs no ordering. */
 static gboolean host_bind_buffer(DrBackend *b, DrId buffer, void *ptr, const char **how, GError **error) {
+  const DrId *storage = b->plan->storage;
+  for (DrId j = 0; storage && j < b->n_buffers; j++)
+    if (storage[j] != j && (j == buffer || storage[j] == buffer)) {
+      g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+                  "buffer '%s' shares its storage with other scratch buffers (memory.reuse: auto); it cannot "
+                  "be bound to external memory",
+                  dr_graph_buffer(b->graph, buffer)->name);
+      return FALSE;
+    }
   if (!b->external[buffer]) g_free(b->bases[buffer]);
   b->bases[buffer] = ptr;
   b->external[buffer] = TRUE;

@@ -174,6 +174,15 @@ static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGr
   return ok;
 }
 
+/* The report's measured peak: whole-run bytes plus the backend's
+ * high-water mark of stream-ordered bytes; G_MAXUINT64 (not measured) when
+ * the backend measures none or the plan has no device memory. */
+static guint64 measured_peak(const DrBackendOps *ops, const DrBackend *b, const DrPlan *plan) {
+  if (ops->memory_high == NULL || plan->peak_bound_bytes == 0) return G_MAXUINT64;
+  guint64 high = ops->memory_high(b);
+  return high == G_MAXUINT64 ? G_MAXUINT64 : plan->whole_run_bytes + high;
+}
+
 /* Opens `ops` on `plan`, sets up, runs warmup + iterations (timed into
  * `report` when non-NULL), reads the `save:` buffers into *saves when
  * non-NULL, captures written buffers into *capture when non-NULL,
@@ -185,8 +194,7 @@ static gboolean run_pipeline(const DrBackendOps *ops, const DrPlan *plan, const 
   if (b == NULL) return FALSE;
   gboolean stopped = FALSE;
   gboolean ok = ops->setup(b, error) && run_iterations(ops, b, g, opts, report, &stopped, error);
-  if (ok && report && ops->memory_high && plan->peak_bound_bytes > 0)
-    report->peak_measured_bytes = plan->whole_run_bytes + ops->memory_high(b);
+  if (ok && report) report->peak_measured_bytes = measured_peak(ops, b, plan);
   /* An interrupted run's buffers hold a partial result: neither saved nor
    * verified. */
   if (ok && !stopped && saves) ok = (*saves = read_saves(ops, b, g, error)) != NULL;
@@ -316,8 +324,7 @@ DrReport *dr_session_run(DrSession *s, GError **error) {
   report->backend = s->ops->name;
   gboolean stopped = FALSE;
   if (!run_iterations(s->ops, s->b, s->plan->graph, &s->opts, report, &stopped, error)) return NULL;
-  if (s->ops->memory_high && s->plan->peak_bound_bytes > 0)
-    report->peak_measured_bytes = s->plan->whole_run_bytes + s->ops->memory_high(s->b);
+  report->peak_measured_bytes = measured_peak(s->ops, s->b, s->plan);
   dr_report_summarise(report, s->plan);
   if (!write_outputs(report, s->plan, &s->opts, error)) return NULL;
   if (!stopped) {

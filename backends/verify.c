@@ -22,7 +22,9 @@ GPtrArray *dr__verify_capture(const DrBackendOps *ops, DrBackend *b, const DrGra
   g_autoptr(GPtrArray) out = g_ptr_array_new_full(dr_graph_n_buffers(g), (GDestroyNotify)g_bytes_unref);
   for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
     const DrBuffer *buf = dr_graph_buffer(g, i);
-    if (buf->alloc_node != DR_NONE || !buffer_is_written(g, i)) {
+    /* Scratch contents mean nothing after the run (and reuse may have
+     * shared their storage with a later buffer's). */
+    if (buf->alloc_node != DR_NONE || buf->scratch || !buffer_is_written(g, i)) {
       g_ptr_array_add(out, NULL);
       continue;
     }

@@ -29,6 +29,9 @@ typedef struct {
   char *fallback;
   char *dot_detail, *dot_cuda_graph;
   gint iterations, warmup, max_streams, device;
+  char *memory_limit;         /* --memory-limit=SIZE as given */
+  guint64 memory_limit_bytes; /* parsed by validate */
+  gboolean memory_curve;
   char **files;
 } Options;
 
@@ -45,6 +48,7 @@ static void options_clear(Options *o) {
   g_free(o->fallback);
   g_free(o->dot_detail);
   g_free(o->dot_cuda_graph);
+  g_free(o->memory_limit);
   g_strfreev(o->files);
 }
 
@@ -145,8 +149,32 @@ static int check_names(const Options *o, GString *err) {
   return 0;
 }
 
+/* A size as the pipeline format writes one: decimal digits, optionally
+ * followed by Ki, Mi, Gi (or KiB, MiB, GiB). FALSE when it is not one or
+ * overflows 64 bits. */
+static gboolean parse_size(const char *s, guint64 *out) {
+  static const struct {
+    const char *suffix;
+    guint shift;
+  } suffixes[] = {{"", 0}, {"Ki", 10}, {"KiB", 10}, {"Mi", 20}, {"MiB", 20}, {"Gi", 30}, {"GiB", 30}};
+  const char *p = s;
+  guint64 v = 0;
+  if (!g_ascii_isdigit(*p)) return FALSE;
+  for (; g_ascii_isdigit(*p); p++) {
+    if (v > (G_MAXUINT64 - (guint64)(*p - '0')) / 10) return FALSE;
+    v = v * 10 + (guint64)(*p - '0');
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+    if (strcmp(p, suffixes[i].suffix) != 0) continue;
+    if (suffixes[i].shift > 0 && v > (G_MAXUINT64 >> suffixes[i].shift)) return FALSE;
+    *out = v << suffixes[i].shift;
+    return TRUE;
+  }
+  return FALSE;
+}
+
 /* Checks the option values that GOption cannot. Returns 0 or 64. */
-static int validate(const Options *o, GString *err) {
+static int validate(Options *o, GString *err) {
   int rc = check_names(o, err);
   if (rc != 0) return rc;
   if (!in_range(o->iterations, "iterations", 1, DR_ITERATIONS_MAX, err) ||
@@ -155,6 +183,10 @@ static int validate(const Options *o, GString *err) {
       !in_range(o->device, "device", 0, DR_DEVICE_MAX, err))
     return 64;
   if (o->delay_seed < 0) return usage_error(err, "--delay-seed must not be negative");
+  if (o->memory_limit && !parse_size(o->memory_limit, &o->memory_limit_bytes))
+    return usage_error(err, "--memory-limit must be a size in bytes (e.g. 512MiB, 2Gi, 1048576); not '%s'",
+                       o->memory_limit);
+  if (o->memory_curve && !o->plan) return usage_error(err, "--memory-curve needs --plan");
   return 0;
 }
 
@@ -350,6 +382,8 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, GString *out, GS
     else
       dr_stream_plan_write_text(plan, out);
     if (json) g_string_append_c(out, '\n');
+    if (o->memory_curve && !dr_pipeline_write_memory_curve(pipeline, 5, out, &error))
+      return report_error(err, error);
     return 0;
   }
   /* --dot alone is for review and does not run; with run flags it does. */
@@ -369,6 +403,13 @@ static int load_and_go(const Options *o, const char *path, GString *out, GString
   }
   g_autoptr(DrPipeline) pipeline = dr_pipeline_load_file_diagnostics(path, diags, &error);
   if (pipeline == NULL) return load_failed(path, diags, error, err);
+  if (o->memory_limit && !dr_pipeline_set_memory_limit(pipeline, o->memory_limit_bytes, &error)) {
+    /* The message says which buffers the serial peak has live together. */
+    g_string_append_printf(
+        err, "%s: error: --memory-limit=%s: %s\n", path, o->memory_limit,
+        strstr(error->message, "error: ") ? strstr(error->message, "error: ") + 7 : error->message);
+    return dr_error_exit_code(error);
+  }
   if (o->check) {
     g_string_append_printf(out, "ok: %u nodes, %u edges\n", dr_pipeline_n_nodes(pipeline),
                            dr_pipeline_n_edges(pipeline));
@@ -406,7 +447,7 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
        NULL},
       {"version", 0, 0, G_OPTION_ARG_NONE, &o.version, "Print the version", NULL},
       {"dump-after", 0, 0, G_OPTION_ARG_STRING, &o.dump_after, "Print the IR after a pass and exit",
-       "parse|lifetimes|hazards|afters|cycles|passes"},
+       "parse|lifetimes|hazards|afters|cycles|memory|passes"},
       {"fallback", 0, 0, G_OPTION_ARG_STRING, &o.fallback,
        "Graph mode: when a node's launch breaks the capture, run in streams mode instead of failing "
        "(streams), "
@@ -424,6 +465,11 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
        "FILE"},
       {"timeline", 0, 0, G_OPTION_ARG_FILENAME, &o.timeline, "Write an SVG timeline of the median iteration",
        "FILE.svg"},
+      {"memory-limit", 0, 0, G_OPTION_ARG_STRING, &o.memory_limit,
+       "Most device bytes live at once: add ordering edges until the certified peak fits (memory.limit)",
+       "SIZE"},
+      {"memory-curve", 0, 0, G_OPTION_ARG_NONE, &o.memory_curve,
+       "With --plan: width and estimated critical path for limits from the serial peak to the bound", NULL},
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.files, NULL, "PIPELINE.yaml"},
       {NULL, 0, 0, 0, NULL, NULL, NULL},
   };

@@ -76,6 +76,7 @@ void dr_graph_free(DrGraph *graph) {
   g_hash_table_unref(graph->node_index);
   g_hash_table_unref(graph->buffer_index);
   g_hash_table_unref(graph->kernel_index);
+  if (graph->memory_edges) g_array_unref(graph->memory_edges);
   g_string_chunk_free(graph->strings);
   g_free(graph);
 }
@@ -342,6 +343,8 @@ static void dump_run(const DrGraph *graph, GString *out) {
   if (r->release_threshold_set)
     g_string_append_printf(out, " release_threshold=%" G_GUINT64_FORMAT, r->release_threshold);
   if (r->fallback_streams) g_string_append_printf(out, " fallback=%s", dr_fallback_name(DR_FALLBACK_STREAMS));
+  if (r->memory_limit_set) g_string_append_printf(out, " memory_limit=%" G_GUINT64_FORMAT, r->memory_limit);
+  if (r->reuse) g_string_append(out, " reuse=auto");
   g_string_append_c(out, '\n');
 }
 
@@ -358,6 +361,7 @@ static void dump_buffer(const DrGraph *graph, const DrBuffer *b, GString *out) {
     g_string_append_printf(out, " alloc=%s", dr_graph_node(graph, b->alloc_node)->id);
   if (b->free_node != DR_NONE)
     g_string_append_printf(out, " free=%s", dr_graph_node(graph, b->free_node)->id);
+  if (b->scratch) g_string_append(out, " scratch");
   g_string_append_c(out, '\n');
 }
 

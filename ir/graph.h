@@ -73,6 +73,10 @@ typedef struct {
   const char *save_path; /* NULL unless `save:` */
   DrId alloc_node;       /* DR_NONE: lives for the whole run */
   DrId free_node;
+  /* `scratch: true`: a whole-run device buffer whose contents mean nothing
+   * between its uses (no init, no save): memory.reuse may share its
+   * storage with others (scheduler/reuse.c). */
+  gboolean scratch;
 } DrBuffer;
 
 static inline guint64 dr_buffer_bytes(const DrBuffer *b) { return b->count * (guint64)dr_elem_size(b->type); }
@@ -245,7 +249,30 @@ typedef struct {
    * captured (a node's launch breaks the capture) runs eagerly instead of
    * failing. Default FALSE (none). */
   gboolean fallback_streams;
+  /* memory.limit (or --memory-limit=): the most device bytes the plan may
+   * need at once (scheduler/budget.c adds ordering edges until the
+   * certified bound fits). memory_limit_loc: where the file gave it
+   * (DR_LOC_NONE: the command line or the API). */
+  guint64 memory_limit;
+  gboolean memory_limit_set;
+  DrLoc memory_limit_loc;
+  /* memory.reuse: auto: scratch buffers share storage when every
+   * execution orders their uses (scheduler/reuse.c). Default FALSE. */
+  gboolean reuse;
 } DrRunConfig;
+
+/* What the memory budget pass (scheduler/budget.c) did under a limit:
+ * the certified bound, width and estimated critical path (cost model, µs)
+ * before and after the ordering edges it added (kept in
+ * DrGraph.memory_edges as AFTER edges, also in DrGraph.edges). */
+typedef struct {
+  gboolean ran; /* a limit was set and the pass ran */
+  guint64 limit;
+  guint64 serial_peak_bytes;
+  guint64 bound_before_bytes, bound_after_bytes;
+  guint32 width_before, width_after; /* equal to each other when no edge was added */
+  double path_before_us, path_after_us;
+} DrMemoryBudget;
 
 typedef struct {
   const char *name;     /* `name:`, or the file's base name */
@@ -264,6 +291,8 @@ typedef struct {
   GHashTable *node_index;   /* id -> DrId+1, interned keys */
   GHashTable *buffer_index; /* name -> DrId+1 */
   GHashTable *kernel_index; /* name -> DrId+1 */
+  DrMemoryBudget budget;    /* scheduler/budget.c */
+  GArray *memory_edges;     /* DrEdge: the edges it added (NULL: none) */
 } DrGraph;
 
 /* Returns a new empty graph with default run settings. Free with

@@ -31,6 +31,8 @@ void dr_plan_free(DrPlan *plan) {
   g_free(plan->node_stream);
   g_free(plan->node_step);
   g_free(plan->needs_event);
+  g_free(plan->storage);
+  g_free(plan->storage_bytes);
   g_free(plan);
 }
 

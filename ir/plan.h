@@ -91,6 +91,17 @@ typedef struct {
   guint64 peak_bound_bytes;
   GArray *peak_bound;
   guint32 n_lifetimes;
+  /* Reuse (scheduler/reuse.c, memory.reuse: auto): storage[b] is the
+   * buffer whose allocation holds whole-run buffer b (b itself when it has
+   * its own; a member of a shared group names the group's first buffer),
+   * storage_bytes[b] what a group's first buffer allocates (its members'
+   * largest size). NULL without reuse. reuse_saved_bytes: the whole-run
+   * bytes this saves (already taken off whole_run_bytes and the peaks),
+   * n_shared: buffers placed in another's storage. */
+  DrId *storage;
+  guint64 *storage_bytes;
+  guint64 reuse_saved_bytes;
+  guint32 n_shared;
   gboolean uncapped;    /* no cap asked for (graph mode): cap is 4096, report "none" */
   const char *cap_note; /* static: why the cap is what it is, or NULL */
 } DrPlan;

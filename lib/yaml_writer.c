@@ -73,6 +73,7 @@ static void write_buffers(const DrGraph *g, GString *out) {
       g_string_append(out, ", save: ");
       put_path(out, b->save_path);
     }
+    if (b->scratch) g_string_append(out, ", scratch: true");
     g_string_append(out, "}\n");
   }
 }
@@ -266,8 +267,20 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
   if (r->fallback_streams)
     g_string_append_printf(out, ", fallback: %s", dr_fallback_name(DR_FALLBACK_STREAMS));
   g_string_append(out, "}\n");
-  if (r->release_threshold_set)
-    g_string_append_printf(out, "memory: {release_threshold: %" G_GUINT64_FORMAT "}\n", r->release_threshold);
+  if (r->release_threshold_set || r->memory_limit_set || r->reuse) {
+    const char *sep = "";
+    g_string_append(out, "memory: {");
+    if (r->release_threshold_set) {
+      g_string_append_printf(out, "release_threshold: %" G_GUINT64_FORMAT, r->release_threshold);
+      sep = ", ";
+    }
+    if (r->memory_limit_set) {
+      g_string_append_printf(out, "%slimit: %" G_GUINT64_FORMAT, sep, r->memory_limit);
+      sep = ", ";
+    }
+    if (r->reuse) g_string_append_printf(out, "%sreuse: auto", sep);
+    g_string_append(out, "}\n");
+  }
   write_buffers(graph, out);
   write_kernels(graph, out);
   /* An empty 'nodes:' is null, which the parser refuses. */

@@ -71,16 +71,30 @@ void dr__parse_run(DrParse *p, const DrYNode *v) {
   }
 }
 
-static const char *const memory_keys[] = {"release_threshold"};
+static const char *const memory_keys[] = {"release_threshold", "limit", "reuse"};
 
 void dr__parse_memory(DrParse *p, const DrYNode *v) {
   if (!dr__parse_expect_map(p, "top level", "memory", v)) return;
-  const DrYNode *s[1];
-  dr__parse_map_slots(p, "memory", v, memory_keys, 1, s);
+  const DrYNode *s[3];
+  dr__parse_map_slots(p, "memory", v, memory_keys, 3, s);
   guint64 t;
   if (s[0] && dr__parse_size(p, "memory", "release_threshold", s[0], NULL, DR_SIZE_BYTES, &t)) {
     p->g->run.release_threshold = t;
     p->g->run.release_threshold_set = TRUE;
+  }
+  if (s[1] && dr__parse_size(p, "memory", "limit", s[1], NULL, DR_SIZE_BYTES, &t)) {
+    p->g->run.memory_limit = t;
+    p->g->run.memory_limit_set = TRUE;
+    p->g->run.memory_limit_loc = DR_LOC(p, s[1]);
+  }
+  if (s[2] != NULL) {
+    g_autofree char *r = NULL;
+    if (dr__parse_string(p, "memory", "reuse", s[2], NULL, &r)) {
+      if (strcmp(r, "auto") == 0 || strcmp(r, "none") == 0)
+        p->g->run.reuse = strcmp(r, "auto") == 0;
+      else
+        expected(p, s[2], "memory", "reuse", "auto or none");
+    }
   }
 }
 
@@ -92,7 +106,8 @@ void dr__parse_memory(DrParse *p, const DrYNode *v) {
   X(BYTES, "bytes")        \
   X(WHERE, "where")        \
   X(INIT, "init")          \
-  X(SAVE, "save")
+  X(SAVE, "save")          \
+  X(SCRATCH, "scratch")
 
 enum {
 #define X(e, s) BUF_##e,
@@ -212,6 +227,20 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
   if (s[BUF_SAVE] != NULL) {
     g_autofree char *path = NULL;
     if (dr__parse_string(p, what, "save", s[BUF_SAVE], NULL, &path)) b.save_path = resolve_path(p, path);
+  }
+  if (s[BUF_SCRATCH] != NULL) {
+    g_autofree char *v = NULL;
+    if (dr__parse_string(p, what, "scratch", s[BUF_SCRATCH], NULL, &v)) {
+      if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0)
+        b.scratch = strcmp(v, "true") == 0;
+      else
+        expected(p, s[BUF_SCRATCH], what, "scratch", "true or false");
+    }
+    /* Scratch contents mean nothing between uses: no init, no save. */
+    if (b.scratch && (s[BUF_INIT] != NULL || s[BUF_SAVE] != NULL || b.where != DR_WHERE_DEVICE))
+      dr__parse_error_at(p, s[BUF_SCRATCH], what, "scratch",
+                         "a scratch buffer is a device buffer with no 'init' and no 'save' (its contents "
+                         "mean nothing between its uses, and 'memory: {reuse: auto}' may share its storage)");
   }
   dr_build_add_buffer(&p->build, &b);
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "report/json.h"
+#include "report/plan_memory.h"
 #include "report/report.h"
 
 static void write_plan(const DrPlan *plan, DrJsonWriter *w) {
@@ -54,6 +55,8 @@ static void write_plan(const DrPlan *plan, DrJsonWriter *w) {
     dr__json_end_object(w);
   }
   dr__json_end_array(w);
+  dr__plan_budget_json(plan, w);
+  dr__plan_reuse_json(plan, w);
   dr__json_end_object(w);
   dr__json_key(w, "stream_priorities");
   dr__json_begin_array(w);

@@ -12,6 +12,7 @@
  * locale): no addresses, so the text is stable. O(V + E). */
 #include "report/num.h"
 #include "report/plan_common.h"
+#include "report/plan_memory.h"
 #include "report/report.h"
 
 /* At most this many antichain ids are printed. */
@@ -121,6 +122,8 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
   dr__num_appendf(out, "critical path %.1f us, planned path %.1f us\n", plan->critical_path_us,
                   plan->planned_path_us);
   if (plan->peak_bound_bytes > 0) write_memory(plan, out); /* no device memory: no line */
+  dr__plan_budget_text(plan, out);
+  dr__plan_reuse_text(plan, out);
 
   guint32 *start = NULL;
   guint32 *bucket = dr__plan_steps_by_stream(plan, &start);

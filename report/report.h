@@ -94,8 +94,13 @@ typedef struct {
    * over every execution the plan allows; and the high-water mark the
    * backend measured over the run (whole-run buffers plus the most
    * stream-ordered bytes live at once), G_MAXUINT64 when the backend does
-   * not measure it (the CUDA backends do not yet). */
+   * not measure it or the plan has no device memory. */
   guint64 peak_serial_bytes, peak_bound_bytes, peak_measured_bytes;
+  /* For the memory track (memory_track.c): the whole-run device bytes and,
+   * per graph node, the pool bytes an alloc node takes (+) or a free node
+   * gives back (-), else 0; mem_delta NULL when no node allocates. */
+  guint64 whole_run_bytes;
+  gint64 *mem_delta;
 } DrReport;
 
 /* A new report for a run of `plan` (stats.c): named after the plan's

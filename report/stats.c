@@ -158,6 +158,14 @@ DrReport *dr_report_new(const DrPlan *plan, guint32 iterations, guint32 warmup) 
   r->peak_serial_bytes = plan->peak_serial_bytes;
   r->peak_bound_bytes = plan->peak_bound_bytes;
   r->peak_measured_bytes = G_MAXUINT64;
+  r->whole_run_bytes = plan->whole_run_bytes;
+  if (plan->n_lifetimes > 0) r->mem_delta = g_new0(gint64, MAX(dr_graph_n_nodes(g), 1));
+  for (DrId v = 0; r->mem_delta && v < dr_graph_n_nodes(g); v++) {
+    const DrNode *node = dr_graph_node(g, v);
+    if (node->op != DR_OP_ALLOC && node->op != DR_OP_FREE) continue;
+    gint64 bytes = (gint64)dr_pool_bytes(dr_buffer_bytes(dr_graph_buffer(g, node->buffer)));
+    r->mem_delta[v] = node->op == DR_OP_ALLOC ? bytes : -bytes;
+  }
   r->iterations = iterations;
   r->iterations_requested = iterations;
   r->warmup = warmup;

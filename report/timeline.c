@@ -18,6 +18,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "report/memory_track.h"
 #include "report/num.h"
 #include "report/report.h"
 
@@ -328,7 +329,8 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
   double width = LEFT + plot_w + RIGHT;
   double lanes_top = TITLE_H + AXIS_H;
   double lanes_h = (double)MAX(n_streams, 1) * LANE_H;
-  double height = lanes_top + lanes_h + LEGEND_H + (untimed ? 18 : 0);
+  double mem_h = dr__timeline_memory_height(r);
+  double height = lanes_top + lanes_h + mem_h + LEGEND_H + (untimed ? 18 : 0);
 
   dr__num_appendf(out,
                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -418,8 +420,10 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
     }
   }
 
+  dr__timeline_memory_track(r, t_start, t_end, LEFT, scale, span, lanes_top + lanes_h, width, out);
+
   /* Legend of the ops present, and a note on untimed nodes. */
-  double ly = lanes_top + lanes_h + 20, lx = LEFT;
+  double ly = lanes_top + lanes_h + mem_h + 20, lx = LEFT;
   for (int op = 0; op < DR_N_OPS; op++) {
     if (!op_seen[op]) continue;
     dr__num_appendf(out,

@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "report/json.h"
+#include "report/memory_track.h"
 #include "report/report.h"
 
 static void metadata(DrJsonWriter *w, const char *name, gboolean has_tid, guint32 tid, const char *arg_key,
@@ -149,6 +150,7 @@ void dr_trace_write(const DrReport *r, GString *out) {
       dr__json_end_object(&w);
     }
     counters(&w, r, info, st, en, base, ticks);
+    dr__trace_memory_counter(&w, r, st, en, base);
     for (guint f = 0; f < r->flows->len; f++) {
       const DrReportFlow *fl = &g_array_index(r->flows, DrReportFlow, f);
       if (isnan(en[fl->from]) || isnan(st[fl->to])) continue;

@@ -34,6 +34,10 @@
  * implies its free reached, since the alloc reaches the free). Its weight
  * is checked against W - F.
  *
+ * The flow can be kept (DrMemoryFlow) and continued after an edge is added
+ * (the budget pass, budget.c): a flow stays feasible when capacity is
+ * added, so only the new augmenting paths are searched.
+ *
  * Cost: O(V + E) for the scans, O(V + E) per Dinic phase plus the length
  * of each augmenting path; few phases on pipelines whose lifetimes are
  * local (per-step scratch). Nothing when there are no stream-ordered
@@ -240,49 +244,95 @@ static void scan_lifetimes(const DrGraph *g, DrPlan *plan, GArray *lives, guint3
   plan->n_lifetimes = w;
 }
 
+struct DrMemoryFlow {
+  Flow f;
+  guint64 total, flow;
+  guint32 m_cap; /* room in f.fe */
+  GArray *path;  /* Step */
+};
+
+DrMemoryFlow *dr__memory_flow_new(const DrPlanCtx *ctx, GArray *lives, guint32 *life_of) {
+  DrMemoryFlow *mf = g_new0(DrMemoryFlow, 1);
+  Flow *f = &mf->f;
+  *f = (Flow){
+      .c = ctx, .n = ctx->n, .life_of = life_of, .life = (DrPlanLifetime *)lives->data, .n_life = lives->len};
+  f->supply = g_new(guint64, MAX(f->n_life, 1));
+  f->demand = g_new(guint64, MAX(f->n_life, 1));
+  for (guint32 i = 0; i < f->n_life; i++) {
+    f->supply[i] = f->demand[i] = f->life[i].bytes;
+    mf->total += f->life[i].bytes;
+  }
+  mf->m_cap = MAX(ctx->m, 1);
+  f->fe = g_new0(guint64, mf->m_cap);
+  f->level = g_new(gint32, MAX(f->n, 1));
+  f->cur = g_new(guint32, MAX(f->n, 1));
+  f->queue = g_new(guint32, MAX(f->n, 1));
+  mf->path = g_array_new(FALSE, FALSE, sizeof(Step));
+  return mf;
+}
+
+void dr__memory_flow_insert_edge(DrMemoryFlow *mf, guint32 at, guint32 m) {
+  Flow *f = &mf->f;
+  if (m > mf->m_cap) {
+    mf->m_cap = MAX(m, mf->m_cap * 2);
+    f->fe = g_renew(guint64, f->fe, mf->m_cap);
+  }
+  memmove(f->fe + at + 1, f->fe + at, sizeof(guint64) * (m - 1 - at));
+  f->fe[at] = 0;
+}
+
+guint64 dr__memory_flow_run(DrMemoryFlow *mf, GArray *antichain) {
+  Flow *f = &mf->f;
+  if (f->n_life == 0) return 0;
+  while (bfs(f)) mf->flow += blocking_flow(f, mf->path);
+  guint64 weight = 0;
+  for (guint32 i = 0; i < f->n_life; i++) {
+    const DrPlanLifetime *l = &f->life[i];
+    if (f->level[l->free] != UNSEEN && f->level[l->alloc] == UNSEEN) {
+      g_array_append_val(antichain, *l);
+      weight += l->bytes;
+    }
+  }
+  if (weight != mf->total - mf->flow)
+    g_critical("memory bound: antichain of %" G_GUINT64_FORMAT
+               " bytes against a flow bound of %" G_GUINT64_FORMAT,
+               weight, mf->total - mf->flow);
+  return MAX(weight, mf->total - mf->flow);
+}
+
+void dr__memory_flow_free(DrMemoryFlow *mf) {
+  if (mf == NULL) return;
+  g_free(mf->f.supply);
+  g_free(mf->f.demand);
+  g_free(mf->f.fe);
+  g_free(mf->f.level);
+  g_free(mf->f.cur);
+  g_free(mf->f.queue);
+  g_array_unref(mf->path);
+  g_free(mf);
+}
+
+guint64 dr__memory_bound(const DrPlanCtx *ctx, GArray *lives, guint32 *life_of, GArray *antichain) {
+  if (lives->len == 0) return 0;
+  DrMemoryFlow *mf = dr__memory_flow_new(ctx, lives, life_of);
+  guint64 w = dr__memory_flow_run(mf, antichain);
+  dr__memory_flow_free(mf);
+  return w;
+}
+
+void dr__memory_lifetimes(const DrGraph *graph, GArray *lives, guint32 *life_of, guint64 *whole_run,
+                          guint64 *serial_peak) {
+  DrPlan tmp = {0};
+  scan_lifetimes(graph, &tmp, lives, life_of);
+  *whole_run = tmp.whole_run_bytes;
+  *serial_peak = tmp.peak_serial_bytes;
+}
+
 void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan) {
   const DrGraph *g = ctx->graph;
   g_autoptr(GArray) lives = g_array_new(FALSE, FALSE, sizeof(DrPlanLifetime));
   g_autofree guint32 *life_of = g_new(guint32, MAX(ctx->n, 1));
   scan_lifetimes(g, plan, lives, life_of);
   g_array_set_size(plan->peak_bound, 0);
-  plan->peak_bound_bytes = plan->whole_run_bytes;
-  if (lives->len == 0) return;
-
-  Flow f = {
-      .c = ctx, .n = ctx->n, .life_of = life_of, .life = (DrPlanLifetime *)lives->data, .n_life = lives->len};
-  guint64 total = 0;
-  f.supply = g_new(guint64, f.n_life);
-  f.demand = g_new(guint64, f.n_life);
-  for (guint32 i = 0; i < f.n_life; i++) {
-    f.supply[i] = f.demand[i] = f.life[i].bytes;
-    total += f.life[i].bytes;
-  }
-  f.fe = g_new0(guint64, MAX(ctx->m, 1));
-  f.level = g_new(gint32, MAX(f.n, 1));
-  f.cur = g_new(guint32, MAX(f.n, 1));
-  f.queue = g_new(guint32, MAX(f.n, 1));
-  g_autoptr(GArray) path = g_array_new(FALSE, FALSE, sizeof(Step));
-  guint64 flow = 0;
-  while (bfs(&f)) flow += blocking_flow(&f, path);
-
-  guint64 weight = 0;
-  for (guint32 i = 0; i < f.n_life; i++) {
-    const DrPlanLifetime *l = &f.life[i];
-    if (f.level[l->free] != UNSEEN && f.level[l->alloc] == UNSEEN) {
-      g_array_append_val(plan->peak_bound, *l);
-      weight += l->bytes;
-    }
-  }
-  if (weight != total - flow)
-    g_critical("memory bound: antichain of %" G_GUINT64_FORMAT
-               " bytes against a flow bound of %" G_GUINT64_FORMAT,
-               weight, total - flow);
-  plan->peak_bound_bytes = plan->whole_run_bytes + MAX(weight, total - flow);
-  g_free(f.supply);
-  g_free(f.demand);
-  g_free(f.fe);
-  g_free(f.level);
-  g_free(f.cur);
-  g_free(f.queue);
+  plan->peak_bound_bytes = plan->whole_run_bytes + dr__memory_bound(ctx, lives, life_of, plan->peak_bound);
 }

@@ -2,7 +2,9 @@
  *
  * dr_passes_run is the pipeline: lifetimes (alloc/free checks), hazards
  * (RAW/WAR/WAW edges from program order), afters (explicit `after:` edges),
- * cycles (rejects an `after:` that closes a loop), then dr_graph_sort_edges.
+ * cycles (rejects an `after:` that closes a loop), then dr_graph_sort_edges,
+ * then memory (under a memory limit, ordering edges until the certified
+ * peak fits: scheduler/budget.h).
  * Each pass lives in its own file, whose head says what it requires and
  * provides. The individual passes are exported with the internal dr__
  * prefix for the tests; everything else calls dr_passes_run. This is not the
@@ -18,9 +20,10 @@
 G_BEGIN_DECLS
 
 /* Runs the passes after parsing, in order: lifetimes (alloc/free
- * checks), hazards (RAW/WAR/WAW edges), afters (AFTER edges), cycles.
- * Leaves graph->edges sorted (dr_graph_sort_edges). Returns FALSE when
- * it added errors to diags. */
+ * checks), hazards (RAW/WAR/WAW edges), afters (AFTER edges), cycles,
+ * memory (budget.h: edges under memory.limit, or an error when the limit
+ * is below the serial peak). Leaves graph->edges sorted
+ * (dr_graph_sort_edges). Returns FALSE when it added errors to diags. */
 gboolean dr_passes_run(DrGraph *graph, DrDiags *diags);
 
 /* dr_passes_run, stopping after the pass named `dump_after` (NULL: run all

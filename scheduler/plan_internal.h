@@ -79,6 +79,45 @@ void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, const DrPlanOptions *opts);
  * index and ctx->order. */
 void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan);
 
+/* memory.c: numbers the lifetimes of `graph` in program order into
+ * `lives` (DrPlanLifetime, closed ones only) and life_of [n nodes] (the
+ * lifetime of each alloc and free node, else DR_NONE), and returns the
+ * whole-run bytes and the serial peak (file order, whole-run included). */
+void dr__memory_lifetimes(const DrGraph *graph, GArray *lives, guint32 *life_of, guint64 *whole_run,
+                          guint64 *serial_peak);
+
+/* memory.c: the weight of a maximum-weight antichain of `lives` (the
+ * stream-ordered part of the certified bound) under ctx's edge index;
+ * appends the antichain to `antichain` (DrPlanLifetime, program order). */
+guint64 dr__memory_bound(const DrPlanCtx *ctx, GArray *lives, guint32 *life_of, GArray *antichain);
+
+/* memory.c: the same bound as a flow kept between calls, for a graph that
+ * gains edges (budget.c). new: over `ctx` (kept by pointer: the caller
+ * may rebuild the index in place, same nodes), `lives` and `life_of`
+ * (borrowed); insert_edge: the edge array gained an edge at index `at`,
+ * now `m` edges (call before the next run); run: augments to a maximum
+ * flow from the flow so far and appends the certificate to `antichain`,
+ * returning its weight. */
+typedef struct DrMemoryFlow DrMemoryFlow;
+DrMemoryFlow *dr__memory_flow_new(const DrPlanCtx *ctx, GArray *lives, guint32 *life_of);
+void dr__memory_flow_insert_edge(DrMemoryFlow *mf, guint32 at, guint32 m);
+guint64 dr__memory_flow_run(DrMemoryFlow *mf, GArray *antichain);
+void dr__memory_flow_free(DrMemoryFlow *mf);
+
+/* planner.c: builds ctx's edge index (pred_off, succ_off, succ_edge) over
+ * ctx->edges (sorted by (to, from)); FALSE with `error` when unsorted or
+ * an edge names a missing node. dr__plan_ctx_clear frees every array of
+ * ctx the passes made. */
+gboolean dr__plan_index(DrPlanCtx *ctx, GError **error);
+void dr__plan_ctx_clear(DrPlanCtx *ctx);
+
+/* reuse.c: under memory.reuse: auto, places whole-run scratch buffers
+ * whose uses every execution orders into shared storage (plan->storage,
+ * storage_bytes, n_shared) and takes the bytes saved off the plan's
+ * whole-run bytes and peaks (reuse_saved_bytes). Run after
+ * dr__plan_memory. Adds no edge. */
+void dr__plan_reuse(const DrPlanCtx *ctx, DrPlan *plan);
+
 /* events.c: adds the fewest cross-stream waits that make stream order plus
  * waits imply every edge, and sets needs_event. */
 void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan);

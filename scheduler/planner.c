@@ -9,6 +9,7 @@
  *   dr__plan_cap      cap.c     stream cap, chain merges, steps
  *   dr__plan_events   events.c  fewest cross-stream waits
  *   dr__plan_memory   memory.c  serial peak, certified worst-case peak
+ *   dr__plan_reuse    reuse.c   scratch buffers in shared storage (reuse: auto)
  *
  * Requires: a graph whose edges are sorted by (to, from) (dr_passes_run or
  * dr_graph_sort_edges). Provides: a DrPlan satisfying P1-P4 (ir/plan.h),
@@ -26,9 +27,7 @@
 /* Debug builds run dr_plan_check on plans up to this many V * E. */
 #define PLAN_CHECK_MAX_WORK 1e6
 
-/* Builds the predecessor and successor index; FALSE with `error` when the
- * edges are unsorted or name a missing node. */
-static gboolean index_edges(DrPlanCtx *ctx, GError **error) {
+gboolean dr__plan_index(DrPlanCtx *ctx, GError **error) {
   guint32 n = ctx->n, m = ctx->m;
   ctx->pred_off = g_new0(guint32, n + 1);
   ctx->succ_off = g_new0(guint32, n + 1);
@@ -58,7 +57,7 @@ static gboolean index_edges(DrPlanCtx *ctx, GError **error) {
   return TRUE;
 }
 
-static void ctx_clear(DrPlanCtx *ctx) {
+void dr__plan_ctx_clear(DrPlanCtx *ctx) {
   g_free(ctx->pred_off);
   g_free(ctx->succ_off);
   g_free(ctx->succ_edge);
@@ -80,13 +79,13 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
                    .edges = (const DrEdge *)graph->edges->data,
                    .no_greedy_merges = opts->no_greedy_merges};
   double critical_path_us = 0;
-  if (!index_edges(&ctx, error)) {
-    ctx_clear(&ctx);
+  if (!dr__plan_index(&ctx, error)) {
+    dr__plan_ctx_clear(&ctx);
     return NULL;
   }
   dr__plan_costs(&ctx, opts->durations);
   if (!dr__plan_order(&ctx, &critical_path_us, error)) {
-    ctx_clear(&ctx);
+    dr__plan_ctx_clear(&ctx);
     return NULL;
   }
   GArray *antichain = g_array_new(FALSE, FALSE, sizeof(DrId));
@@ -102,7 +101,8 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
   dr__plan_cap(&ctx, plan, opts);
   dr__plan_events(&ctx, plan);
   if (!opts->no_memory) dr__plan_memory(&ctx, plan);
-  ctx_clear(&ctx);
+  if (!opts->no_memory) dr__plan_reuse(&ctx, plan);
+  dr__plan_ctx_clear(&ctx);
   /* dr_plan_check walks back from each edge's head (O(V * E)): debug
    * builds check every plan small enough for that to stay quick; the
    * planner tests check the large ones themselves. */

@@ -51,6 +51,8 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   b->mode = opts->mode == DR_MODE_GRAPH ? &dr__cuda_graph_mode : &dr__cuda_streams_mode;
   b->cuda_graph.uncapturable = DR_NONE;
   dr__cuda_memory_open(&b->memory, plan->graph);
+  b->memory.storage = plan->storage;
+  b->memory.storage_bytes = plan->storage_bytes;
   dr__cuda_launch_open(&b->launch, plan);
   DrCudaTimingAsk ask = {b->mode->depth, b->mode->stamps_by_default, b->mode->stamps_aside};
   if (dr__cuda_streams_open(&b->streams, plan, opts->device, b->mode->keep_fork_join, error) &&
@@ -85,6 +87,7 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
  * before. Each iteration's issue is an NVTX range (profile.h). */
 static gboolean cuda_launch_iteration(DrBackend *b, guint32 iteration, gboolean timed, GError **error) {
   if (timed && !b->profiling) {
+    if (!dr__cuda_memory_reset_high(&b->memory, b->mode == &dr__cuda_graph_mode, error)) return FALSE;
     if (!DR_CUDA(DR_SITE_SETUP("opening the profiler's capture range"), cudaProfilerStart)) return FALSE;
     b->profiling = TRUE;
   }
@@ -108,7 +111,8 @@ static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTim
    * an error that arrives now is the run's to report (DR_ERROR_RUNTIME
    * naming cudaDeviceSynchronize), not close's to drop. */
   if (iteration + 1 == b->opts.warmup + b->opts.iterations) {
-    if (!DR_CUDA(DR_SITE_SETUP("draining the device after the last iteration"), cudaDeviceSynchronize))
+    if (!DR_CUDA(DR_SITE_SETUP("draining the device after the last iteration"), cudaDeviceSynchronize) ||
+        !dr__cuda_memory_read_high(&b->memory, b->mode == &dr__cuda_graph_mode, error))
       return FALSE;
     if (b->profiling) {
       b->profiling = FALSE;
@@ -219,6 +223,8 @@ static gboolean cuda_args_changed(DrBackend *b, const DrId *nodes, guint32 n, co
 
 static const char *cuda_mode_name(const DrBackend *b) { return b->mode->name; }
 
+static guint64 cuda_memory_high(const DrBackend *b) { return b->memory.high; }
+
 const DrBackendOps dr__cuda_backend = {
     .name = "cuda",
     .open = cuda_open,
@@ -234,4 +240,5 @@ const DrBackendOps dr__cuda_backend = {
     .run_on_stream = cuda_run_on_stream,
     .close = cuda_close,
     .mode_name = cuda_mode_name,
+    .memory_high = cuda_memory_high,
 };

@@ -23,6 +23,8 @@ void dr__cuda_memory_open(DrCudaMemory *m, const DrGraph *graph) {
   m->pinned = g_new0(gboolean, MAX(m->n_buffers, 1));
   m->async_live = g_new0(gboolean, MAX(m->n_buffers, 1));
   m->external = g_new0(gboolean, MAX(m->n_buffers, 1));
+  m->pool = NULL;
+  m->high = G_MAXUINT64;
 }
 
 /* Allocates whole-run buffer `i` and fills it with its init contents. */
@@ -37,7 +39,10 @@ static gboolean whole_run_buffer(DrCudaMemory *m, DrId i, cudaStream_t origin, G
     m->pinned[i] = TRUE;
     return dr__buffer_init(g, i, m->bases[i], error);
   }
-  if (!DR_CUDA(site, cudaMalloc, &m->bases[i], bytes)) return FALSE;
+  if (m->storage && m->storage[i] != i)
+    m->bases[i] = m->bases[m->storage[i]]; /* reuse: in that buffer's storage, allocated first */
+  else if (!DR_CUDA(site, cudaMalloc, &m->bases[i], m->storage ? MAX(m->storage_bytes[i], 1) : bytes))
+    return FALSE;
   g_autofree void *tmp = g_try_malloc(bytes);
   if (tmp == NULL) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "%s: out of host memory for its init", what);
@@ -54,18 +59,53 @@ static gboolean whole_run_buffer(DrCudaMemory *m, DrId i, cudaStream_t origin, G
 gboolean dr__cuda_memory_setup(DrCudaMemory *m, const DrCudaStreams *s, GError **error) {
   const DrGraph *g = m->graph;
   gboolean any_alloc = FALSE;
-  for (DrId i = 0; i < m->n_buffers; i++) {
-    if (dr_graph_buffer(g, i)->alloc_node != DR_NONE)
-      any_alloc = TRUE; /* lives from its alloc node to its free node */
-    else if (!whole_run_buffer(m, i, s->origin, error))
-      return FALSE;
-  }
+  /* Groups' storage first, then the buffers placed in it (reuse). */
+  for (int pass = 0; pass < 2; pass++)
+    for (DrId i = 0; i < m->n_buffers; i++) {
+      gboolean alias = m->storage && m->storage[i] != i;
+      if (dr_graph_buffer(g, i)->alloc_node != DR_NONE)
+        any_alloc = TRUE; /* lives from its alloc node to its free node */
+      else if (alias == (pass == 1) && !whole_run_buffer(m, i, s->origin, error))
+        return FALSE;
+    }
   if (!any_alloc) return TRUE;
   cudaMemPool_t pool = NULL;
   guint64 threshold = g->run.release_threshold_set ? g->run.release_threshold : G_MAXUINT64;
   DrCudaSite site = DR_SITE_SETUP("the device's default memory pool");
-  return DR_CUDA(site, cudaDeviceGetDefaultMemPool, &pool, s->devices[0].ordinal) &&
-         DR_CUDA(site, cudaMemPoolSetAttribute, pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+  m->device = s->devices[0].ordinal;
+  if (!DR_CUDA(site, cudaDeviceGetDefaultMemPool, &pool, m->device) ||
+      !DR_CUDA(site, cudaMemPoolSetAttribute, pool, cudaMemPoolAttrReleaseThreshold, &threshold))
+    return FALSE;
+  m->pool = pool;
+  return TRUE;
+}
+
+gboolean dr__cuda_memory_reset_high(DrCudaMemory *m, gboolean graph_mode, GError **error) {
+  if (graph_mode || m->pool == NULL || dr_cuda_api()->cudaMemPoolGetAttribute == NULL) return TRUE;
+  guint64 zero = 0;
+  return DR_CUDA(DR_SITE_SETUP("resetting the pool's high-water mark"), cudaMemPoolSetAttribute, m->pool,
+                 cudaMemPoolAttrUsedMemHigh, &zero);
+}
+
+gboolean dr__cuda_memory_read_high(DrCudaMemory *m, gboolean graph_mode, GError **error) {
+  const DrCudaApi *api = dr_cuda_api();
+  guint64 high = 0;
+  m->high = G_MAXUINT64;
+  if (m->pool == NULL) {
+    m->high = 0; /* nothing stream-ordered */
+    return TRUE;
+  }
+  DrCudaSite site = DR_SITE_SETUP("reading the high-water mark of stream-ordered memory");
+  if (graph_mode) {
+    if (api->cudaDeviceGetGraphMemAttribute == NULL) return TRUE;
+    if (!DR_CUDA(site, cudaDeviceGetGraphMemAttribute, m->device, cudaGraphMemAttrUsedMemHigh, &high))
+      return FALSE;
+  } else {
+    if (api->cudaMemPoolGetAttribute == NULL) return TRUE;
+    if (!DR_CUDA(site, cudaMemPoolGetAttribute, m->pool, cudaMemPoolAttrUsedMemHigh, &high)) return FALSE;
+  }
+  m->high = high;
+  return TRUE;
 }
 
 gboolean dr__cuda_memory_alloc(DrCudaMemory *m, DrId buffer, cudaStream_t st, DrCudaSite site,
@@ -152,6 +192,14 @@ gboolean dr__cuda_memory_bind(DrCudaMemory *m, DrId buffer, void *ptr, int devic
   const DrBuffer *buf = dr_graph_buffer(m->graph, buffer);
   g_autofree char *what = g_strdup_printf("binding buffer '%s' to external memory", buf->name);
   DrCudaSite site = DR_SITE_SETUP(what);
+  for (DrId j = 0; m->storage && j < m->n_buffers; j++)
+    if (m->storage[j] != j && (j == buffer || m->storage[j] == buffer)) {
+      g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+                  "buffer '%s' shares its storage with other scratch buffers (memory.reuse: auto); it cannot "
+                  "be bound to external memory",
+                  buf->name);
+      return FALSE;
+    }
   if (api->cudaPointerGetAttributes != NULL) {
     struct cudaPointerAttributes attr;
     memset(&attr, 0, sizeof attr);
@@ -244,7 +292,8 @@ void dr__cuda_memory_close(DrCudaMemory *m, cudaStream_t origin) {
   const DrCudaApi *api = dr_cuda_api();
   gboolean freed_async = FALSE;
   for (guint32 i = 0; m->bases && i < m->n_buffers; i++) {
-    if (m->bases[i] == NULL || m->external[i]) continue;
+    if (m->bases[i] == NULL || m->external[i] || (m->storage && m->storage[i] != i))
+      continue; /* none, the caller's, or a reuse alias */
     freed_async |= m->async_live[i];
     if (m->async_live[i])
       (void)api->cudaFreeAsync(m->bases[i], origin);

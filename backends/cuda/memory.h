@@ -22,6 +22,15 @@ typedef struct {
   gboolean *pinned;     /* [n_buffers]: bases[i] is cudaMallocHost memory */
   gboolean *async_live; /* [n_buffers]: bases[i] came from cudaMallocAsync */
   gboolean *external;   /* [n_buffers]: bases[i] is the library user's (never freed) */
+  /* Reuse (the plan's storage, storage_bytes; NULL: none): a whole-run
+   * buffer b with storage[b] != b points into that buffer's allocation. */
+  const DrId *storage;
+  const guint64 *storage_bytes;
+  cudaMemPool_t pool; /* the device's default pool, once setup found a stream-ordered buffer */
+  int device;         /* its CUDA ordinal */
+  /* The high-water mark of stream-ordered bytes the last run measured
+   * (dr__cuda_memory_read_high); G_MAXUINT64: not measured. */
+  guint64 high;
 } DrCudaMemory;
 
 /* Prepares `m` for `graph`'s buffers; no memory yet, no CUDA call. */
@@ -34,6 +43,25 @@ void dr__cuda_memory_open(DrCudaMemory *m, const DrGraph *graph);
  * steady-state allocations cost ~1.5 µs, see GPU-NOTES.md). Fails as
  * DR_CUDA and dr__buffer_init do. */
 gboolean dr__cuda_memory_setup(DrCudaMemory *m, const DrCudaStreams *s, GError **error);
+
+/* Before the first timed iteration of a run (streams mode): resets the
+ * pool's high-water mark (cudaMemPoolAttrUsedMemHigh set to 0), so what
+ * dr__cuda_memory_read_high reads covers the timed iterations (and, when
+ * iterations overlap on the host, an allocation of the last warmup still in
+ * flight). Graph mode resets nothing: a graph's allocations stay mapped to
+ * its executable from its first launch on (cudaGraphMemAttrUsedMemHigh
+ * would not rise again after a reset), and every launch uses the same
+ * footprint. Nothing when no buffer is stream-ordered or the table has no
+ * cudaMemPoolGetAttribute. Fails as DR_CUDA does. */
+gboolean dr__cuda_memory_reset_high(DrCudaMemory *m, gboolean graph_mode, GError **error);
+
+/* After the last iteration of a run, the device drained: sets m->high to
+ * the most stream-ordered bytes live at once, as the runtime counts them:
+ * the default pool's cudaMemPoolAttrUsedMemHigh in streams mode, the
+ * device's cudaGraphMemAttrUsedMemHigh in graph mode; 0 when no buffer is
+ * stream-ordered; G_MAXUINT64 (not measured) when the table lacks the
+ * entry. Fails as DR_CUDA does. */
+gboolean dr__cuda_memory_read_high(DrCudaMemory *m, gboolean graph_mode, GError **error);
 
 /* Alloc node: buffer `buffer` from the default pool, ordered on `st`. */
 gboolean dr__cuda_memory_alloc(DrCudaMemory *m, DrId buffer, cudaStream_t st, DrCudaSite site,

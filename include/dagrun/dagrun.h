@@ -202,6 +202,20 @@ gboolean dr_pipeline_set_max_streams(DrPipeline *pipeline, guint max_streams, GE
 gboolean dr_pipeline_set_graph_fallback(DrPipeline *pipeline, gboolean fallback, GError **error);
 gboolean dr_pipeline_set_device(DrPipeline *pipeline, gint device, GError **error);
 gboolean dr_pipeline_set_release_threshold(DrPipeline *pipeline, guint64 bytes, GError **error);
+/* memory.limit: the most device bytes the plan may need at once. The
+ * planner adds ordering edges (each from an earlier node to a later one in
+ * file order) until the certified worst-case peak fits. On an open
+ * pipeline, validation applies it; on a validated one (loaded from YAML)
+ * not yet planned, it applies now, on top of any limit the file set. A
+ * limit below the serial peak (file order) fails with DR_ERROR_INVALID,
+ * naming the buffers live together at that peak; DR_ERROR_USAGE once the
+ * pipeline was planned or is invalid. */
+gboolean dr_pipeline_set_memory_limit(DrPipeline *pipeline, guint64 bytes, GError **error);
+/* Appends the memory/concurrency trade-off (--plan --memory-curve): for
+ * up to `n_points` limits from the serial peak to the unconstrained
+ * certified bound, the width and estimated critical path each allows and
+ * the ordering edges it takes. Validates the pipeline first (its errors). */
+gboolean dr_pipeline_write_memory_curve(DrPipeline *pipeline, guint n_points, GString *out, GError **error);
 
 /* ---- buffers -------------------------------------------------------------
  * All fail with DR_ERROR_USAGE once the pipeline is frozen, and with

@@ -1373,9 +1373,58 @@ static void test_errors_same_as_yaml(void) {
   }
 }
 
+/* dr_pipeline_set_memory_limit: on a loaded (validated) pipeline it runs
+ * the memory pass at once (one edge for three independent scratch buffers
+ * under a limit of two, reported in the plan's JSON); below the serial
+ * peak it fails as a bad pipeline naming the peak; once planned it is a
+ * usage error. The curve ends at the unconstrained bound. */
+static void test_memory_limit(void) {
+  static const char yaml[] =
+      "dagrun: 1\n"
+      "name: limits\n"
+      "buffers:\n"
+      "  s0: {type: f32, count: 1024}\n"
+      "  s1: {type: f32, count: 1024}\n"
+      "  s2: {type: f32, count: 1024}\n"
+      "nodes:\n"
+      "  a0: {op: alloc, buffer: s0}\n"
+      "  m0: {op: memset, dst: s0, value: 0}\n"
+      "  f0: {op: free, buffer: s0}\n"
+      "  a1: {op: alloc, buffer: s1}\n"
+      "  m1: {op: memset, dst: s1, value: 0}\n"
+      "  f1: {op: free, buffer: s1}\n"
+      "  a2: {op: alloc, buffer: s2}\n"
+      "  m2: {op: memset, dst: s2, value: 0}\n"
+      "  f2: {op: free, buffer: s2}\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_load_string("limits.yaml", yaml, -1, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_pipeline_n_edges(p), ==, 6);
+  g_assert_false(dr_pipeline_set_memory_limit(p, 4095, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "below the serial peak 4096 bytes"));
+  g_clear_error(&error);
+  g_assert_true(dr_pipeline_set_memory_limit(p, 8192, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_pipeline_n_edges(p), ==, 7);
+  g_autoptr(GString) curve = g_string_new(NULL);
+  g_assert_true(dr_pipeline_write_memory_curve(p, 3, curve, &error));
+  g_assert_nonnull(strstr(curve->str, "12.0\xc2\xa0KiB: width 3"));
+  g_assert_nonnull(strstr(curve->str, "4.0\xc2\xa0KiB: width 1"));
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_stream_plan_width(plan), ==, 2);
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_stream_plan_write_json(plan, json);
+  g_assert_nonnull(strstr(json->str, "\"added_edges\": [{\"from\": \"f0\", \"to\": \"a1\"}]"));
+  g_assert_false(dr_pipeline_set_memory_limit(p, 4096, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/api/version", test_version);
+  g_test_add_func("/api/memory-limit", test_memory_limit);
   g_test_add_func("/api/abi", test_abi);
   g_test_add_func("/api/build/plan-run", test_build_plan_run);
   g_test_add_func("/api/build/plan-owns-pipeline", test_plan_owns_pipeline);

@@ -615,6 +615,52 @@ static void test_verify_catches_missing_wait(void) {
   g_assert_cmpuint(caught, >, 0);
 }
 
+/* A plan with the memory budget's edges (memory.limit) runs like any
+ * other under --verify and the race shaker: four independent scratch
+ * buffers, each scaled from x and copied out, under a limit of two at a
+ * time (plus x): the host backend's measured high-water mark stays within
+ * the limit for every seed, and the outputs match the serial run. */
+static void test_memory_limit_shaken(void) {
+  g_autoptr(DrGraph) g = dr_graph_new();
+  const guint64 n = 256, k = 4;
+  tg_buffer(g, "x", DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_IOTA, 0);
+  tg_buffer(g, "out", DR_ELEM_F32, n * k, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  for (guint i = 0; i < k; i++)
+    tg_buffer(g, tg_name(g, "s", i), DR_ELEM_F32, n, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  for (guint i = 0; i < k; i++) {
+    const char *buf = tg_name(g, "s", i);
+    tg_lifetime(g, tg_name(g, "alloc_s", i), buf, TRUE);
+    DrId sc = tg_kernel_node(g, tg_name(g, "scale", i), "scale_f32");
+    tg_arg_buf(g, sc, "x", "x", 0, 0);
+    tg_arg_f(g, sc, "alpha", (double)(i + 1));
+    tg_arg_buf(g, sc, "y", buf, 0, 0);
+    tg_copy(g, tg_name(g, "out", i), buf, 0, 0, "out", i * n, (i + 1) * n);
+    tg_lifetime(g, tg_name(g, "free_s", i), buf, FALSE);
+  }
+  guint64 whole = dr_pool_bytes(n * 4) + dr_pool_bytes(n * k * 4);
+  g->run.memory_limit = whole + 2 * dr_pool_bytes(n * 4);
+  g->run.memory_limit_set = TRUE;
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  g_assert_true(g->budget.ran);
+  g_assert_nonnull(g->memory_edges);
+  g_assert_cmpuint(g->memory_edges->len, >=, 1);
+  g_assert_cmpuint(g->budget.bound_before_bytes, ==, whole + k * dr_pool_bytes(n * 4));
+  g_assert_cmpuint(plan->peak_bound_bytes, <=, g->run.memory_limit);
+  g_assert_cmpuint(plan->width, ==, 2);
+  for (guint64 seed = 1; seed <= 8; seed++) {
+    DrRunOptions o = host_opts(g, 2, 1);
+    o.verify = TRUE;
+    o.delay_seed = seed;
+    o.delay_max_us = 200;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
+    g_assert_cmpuint(r->peak_measured_bytes, !=, G_MAXUINT64);
+    g_assert_cmpuint(r->peak_measured_bytes, <=, g->run.memory_limit);
+  }
+}
+
 /* Stream-ordered scratch: alloc, memset, use, free, across iterations. */
 static void test_alloc_free(void) {
   g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
@@ -1750,6 +1796,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/host/scale-axpy", test_scale_axpy);
   g_test_add_func("/backends/host/chunks-verify", test_chunks_verify);
   g_test_add_func("/backends/host/alloc-free", test_alloc_free);
+  g_test_add_func("/backends/host/memory-limit-shaken", test_memory_limit_shaken);
   g_test_add_func("/backends/host/alloc-free-lifetimes", test_alloc_free_lifetimes);
   g_test_add_func("/backends/host/host-functions", test_host_functions);
   g_test_add_func("/backends/host/stop", test_stop);

@@ -19,6 +19,9 @@ typedef struct {
   GPtrArray *graph_mem; /* graphs: allocations captured into them (Obj *) */
   GPtrArray *nodes;     /* graphs: their nodes (FakeNode *, owned), in capture order;
                            graph execs: their own copies (FakeNode *, owned) */
+  guint64 pooled;       /* stream-ordered memory: the bytes the pool counts for it */
+  gboolean captured;    /* stream-ordered memory: allocated while capturing */
+  guint64 graph_peak;   /* graphs and execs: the most captured bytes live at once */
 } Obj;
 
 /* A node of a captured graph (the graph-node model, fake_cuda.h): what a
@@ -92,7 +95,21 @@ static struct {
   gboolean allow_default_streams;
   gboolean replay;
   guint exec_node_sets;
+  /* The default pool's and the graph allocator's accounting: an eager
+   * cudaMallocAsync counts its size rounded up to FAKE_POOL_GRANULE until
+   * its cudaFreeAsync; a graph's footprint is the most captured bytes live
+   * at once in capture order, used from its first launch on. */
+  guint64 pool_used, pool_high;
+  guint64 capture_live, capture_peak;
+  guint64 graph_high;
 } fake;
+
+/* The pool's rounding of an allocation: 512 bytes (CuPy's async pool
+ * reports 512 used bytes for a 12-byte allocation, cupy/cupy#5177). */
+#define FAKE_POOL_GRANULE 512u
+static guint64 fake_pool_bytes(gsize size) {
+  return (MAX(size, 1) + FAKE_POOL_GRANULE - 1) / FAKE_POOL_GRANULE * FAKE_POOL_GRANULE;
+}
 
 /* ---- the graph-node model ------------------------------------------------ */
 
@@ -514,7 +531,17 @@ static cudaError_t fake_cudaMallocAsync(void **ptr, size_t size, cudaStream_t st
   GATE_RECORD("cudaMallocAsync", stream, FALSE, FALSE, current()->size = size);
   if (!stream_ok("cudaMallocAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
   *ptr = obj_new(DR_FAKE_DEVICE_MEM, size);
-  if (fake.capture_stream) g_ptr_array_add(fake.capture_mem, *ptr);
+  Obj *o = g_hash_table_lookup(fake.objects, *ptr);
+  o->pooled = fake_pool_bytes(size);
+  o->captured = fake.capture_stream != NULL;
+  if (o->captured) {
+    g_ptr_array_add(fake.capture_mem, *ptr);
+    fake.capture_live += o->pooled;
+    fake.capture_peak = MAX(fake.capture_peak, fake.capture_live);
+  } else {
+    fake.pool_used += o->pooled;
+    fake.pool_high = MAX(fake.pool_high, fake.pool_used);
+  }
   (void)capture_node(stream, cudaGraphNodeTypeMemAlloc);
   return cudaSuccess;
 }
@@ -525,6 +552,11 @@ static cudaError_t fake_cudaFreeAsync(void *ptr, cudaStream_t stream) {
    * released with the context either way. */
   if (fake.sticky == cudaSuccess && !stream_ok("cudaFreeAsync", stream))
     return finish(cudaErrorInvalidResourceHandle);
+  Obj *o = ptr ? obj_find(ptr, DR_FAKE_DEVICE_MEM) : NULL;
+  if (o && o->captured)
+    fake.capture_live -= MIN(fake.capture_live, o->pooled);
+  else if (o)
+    fake.pool_used -= MIN(fake.pool_used, o->pooled);
   return release_mem("cudaFreeAsync", ptr, DR_FAKE_DEVICE_MEM, gate);
 }
 
@@ -540,7 +572,51 @@ static cudaError_t fake_cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMem
     misuse("cudaMemPoolSetAttribute: bad pool %p or value", (void *)pool);
     return finish(cudaErrorInvalidValue);
   }
+  if (attr == cudaMemPoolAttrUsedMemHigh || attr == cudaMemPoolAttrReservedMemHigh) {
+    if (*(guint64 *)value != 0) {
+      misuse("cudaMemPoolSetAttribute: a high-water mark can only be reset to 0");
+      return finish(cudaErrorInvalidValue);
+    }
+    fake.pool_high = 0;
+  }
   return cudaSuccess;
+}
+
+static cudaError_t fake_cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value) {
+  GATE("cudaMemPoolGetAttribute", NULL, FALSE, FALSE);
+  if (pool != (cudaMemPool_t)&pool_token || value == NULL) {
+    misuse("cudaMemPoolGetAttribute: bad pool %p or value", (void *)pool);
+    return finish(cudaErrorInvalidValue);
+  }
+  if (attr == cudaMemPoolAttrUsedMemHigh)
+    *(guint64 *)value = fake.pool_high;
+  else if (attr == cudaMemPoolAttrUsedMemCurrent)
+    *(guint64 *)value = fake.pool_used;
+  else
+    return finish(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
+                                                       void *value) {
+  GATE("cudaDeviceGetGraphMemAttribute", NULL, FALSE, FALSE);
+  if (value == NULL || attr != cudaGraphMemAttrUsedMemHigh) {
+    misuse("cudaDeviceGetGraphMemAttribute: attribute %d or value", (int)attr);
+    return finish(cudaErrorInvalidValue);
+  }
+  *(guint64 *)value = fake.graph_high;
+  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+}
+
+static cudaError_t fake_cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
+                                                       void *value) {
+  GATE("cudaDeviceSetGraphMemAttribute", NULL, FALSE, FALSE);
+  if (value == NULL || attr != cudaGraphMemAttrUsedMemHigh || *(guint64 *)value != 0) {
+    misuse("cudaDeviceSetGraphMemAttribute: only UsedMemHigh, reset to 0");
+    return finish(cudaErrorInvalidValue);
+  }
+  fake.graph_high = 0;
+  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
 }
 
 static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
@@ -597,6 +673,7 @@ static cudaError_t fake_cudaStreamBeginCapture(cudaStream_t stream, enum cudaStr
   fake.capture_stream = stream;
   (void)capture_model_end();
   (void)tail_of(stream);
+  fake.capture_live = fake.capture_peak = 0;
   return cudaSuccess;
 }
 
@@ -619,6 +696,7 @@ static cudaError_t fake_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *g
   *graph = obj_new(DR_FAKE_GRAPH, 0);
   Obj *g = (Obj *)*graph;
   g->nodes = nodes ? nodes : g_ptr_array_new_with_free_func((GDestroyNotify)fake_node_free);
+  g->graph_peak = fake.capture_peak;
   /* Captured allocations not freed inside the capture belong to the graph. */
   for (guint i = 0; i < fake.capture_mem->len; i++) g_ptr_array_add(g->graph_mem, fake.capture_mem->pdata[i]);
   g_ptr_array_set_size(fake.capture_mem, 0);
@@ -640,6 +718,7 @@ static cudaError_t fake_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t 
   e->nodes = g_ptr_array_new_with_free_func((GDestroyNotify)fake_node_free);
   for (guint i = 0; g->nodes && i < g->nodes->len; i++)
     g_ptr_array_add(e->nodes, node_copy(g->nodes->pdata[i]));
+  e->graph_peak = g->graph_peak;
   fake_instantiate_flags = flags;
   return cudaSuccess;
 }
@@ -681,6 +760,7 @@ static cudaError_t fake_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t strea
     if (n->type == cudaGraphNodeTypeMemset && n->count) memset(n->dst, n->value, n->count);
     if (n->type == cudaGraphNodeTypeHost) n->fn(n->data);
   }
+  fake.graph_high = MAX(fake.graph_high, ((Obj *)obj_find(exec, DR_FAKE_GRAPH_EXEC))->graph_peak);
   return cudaSuccess;
 }
 
@@ -1042,6 +1122,9 @@ static const DrCudaApi fake_api = {
     .kernel_launch = fake_kernel_launch,
     .stamp_launch = fake_stamp_launch,
     .cudaGraphExecUpdate = fake_cudaGraphExecUpdate,
+    .cudaMemPoolGetAttribute = fake_cudaMemPoolGetAttribute,
+    .cudaDeviceGetGraphMemAttribute = fake_cudaDeviceGetGraphMemAttribute,
+    .cudaDeviceSetGraphMemAttribute = fake_cudaDeviceSetGraphMemAttribute,
 };
 
 const DrCudaApi *dr_fake_api(void) { return &fake_api; }
@@ -1108,6 +1191,7 @@ void dr_fake_reset(void) {
     g_hash_table_remove_all(fake.event_deps);
   }
   fake.exec_node_sets = 0;
+  fake.pool_used = fake.pool_high = fake.capture_live = fake.capture_peak = fake.graph_high = 0;
 }
 
 void dr_fake_arm(guint64 fail_at, DrFault fault) {

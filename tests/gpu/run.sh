@@ -11,6 +11,10 @@
 #                                   --verify in both modes
 #   gpu/bench/NAME/{streams,graph}  bench/pipelines/*.yaml likewise (2
 #                                   iterations), as larger verify cases
+#   gpu/memory/NAME/{streams,graph}  graphs/*.yaml: the measured
+#                                   high-water mark is not null and within
+#                                   the certified bound (scratch-limit: also
+#                                   under --memory-limit at the serial peak)
 #   gpu/sanitize/NAME/MODE/{memcheck,racecheck,synccheck,initcheck}
 #                                   compute-sanitizer on
 #                                   each example, both modes, 1 iteration
@@ -123,6 +127,44 @@ for f in "${examples[@]}"; do
   for mode in streams graph; do
     check "gpu/example/$n/$mode" 90 "$DAGRUN" --backend=cuda --verify --mode=$mode "$f"
   done
+done
+
+# ---- memory: measured high-water <= certified bound ----
+# Every example in both modes: the run report's memory.peak_measured_bytes
+# (the pool's cudaMemPoolAttrUsedMemHigh eagerly, cudaGraphMemAttrUsedMemHigh
+# in graph mode, plus the whole-run bytes) is measured (not null) when the
+# plan has device memory, and within memory.peak_bound_bytes. Under a
+# memory limit (scratch.yaml at its serial peak: edges added until the
+# bound is the serial peak) the measured peak stays within the limit too.
+memory_check() {
+  local name=$1; shift
+  : >"$tmp/out"
+  if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
+  if ! timeout -k 5 90 "$DAGRUN" --backend=cuda --format=json --iterations=3 --warmup=1 "$@" \
+      >"$tmp/mem.json" 2>"$tmp/out"; then
+    fail "$name" "dagrun failed"
+    return
+  fi
+  if python3 - "$tmp/mem.json" >>"$tmp/out" 2>&1 <<'EOF'; then pass "$name"; tail -n 1 "$tmp/out" | sed 's/^/    /'; else fail "$name"; fi
+import json, sys
+m = json.load(open(sys.argv[1]))["memory"]
+print("measured %s, bound %d, serial %d bytes" % (m["peak_measured_bytes"], m["peak_bound_bytes"], m["peak_serial_bytes"]))
+if m["peak_bound_bytes"] > 0:
+    assert m["peak_measured_bytes"] is not None, "not measured"
+    assert m["peak_measured_bytes"] <= m["peak_bound_bytes"], "measured above the certified bound"
+EOF
+}
+for f in "${examples[@]}"; do
+  n=$(basename "$f" .yaml)
+  for mode in streams graph; do
+    memory_check "gpu/memory/$n/$mode" --mode=$mode "$f"
+  done
+done
+scratch_serial=$("$DAGRUN" --plan --format=json "$graphs_dir/scratch.yaml" 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["memory"]["peak_serial_bytes"])' 2>/dev/null)
+for mode in streams graph; do
+  memory_check "gpu/memory/scratch-limit/$mode" --mode=$mode --memory-limit="${scratch_serial:-0}" \
+    "$graphs_dir/scratch.yaml"
 done
 
 # ---- --dot-cuda-graph: CUDA's own DOT of the captured graph ----

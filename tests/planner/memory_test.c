@@ -11,12 +11,20 @@
  * the certificate must be an antichain (no free of it reaches an alloc of
  * it) of the bound's weight. Chains and fork-joins get their exact values.
  * A larger property test checks the certificate and random extensions on
- * DAGs of up to 62 nodes. */
+ * DAGs of up to 62 nodes.
+ *
+ * The budget (scheduler/budget.c): on thousands of random programs, a limit
+ * drawn between the serial peak and the bound gets edges that run forward
+ * in file order, keep the graph a DAG, bring the bound within the limit,
+ * and keep every linear extension (all of them, by brute force) within it;
+ * a limit below the serial peak is refused with the buffers live at that
+ * peak as notes. */
 #include <glib.h>
 #include <string.h>
 
 #include "ir/graph.h"
 #include "ir/plan.h"
+#include "scheduler/budget.h"
 #include "scheduler/passes.h"
 #include "scheduler/planner.h"
 
@@ -388,6 +396,228 @@ static void test_whole_run_only(void) {
   g_assert_cmpuint(bare->peak_bound_bytes, ==, 0);
 }
 
+/* The budget pass on the graph `g` (passes run, no limit yet) under
+ * `limit`: TRUE when it accepted it. */
+static gboolean apply_limit(DrGraph *g, guint64 limit, DrDiags *d) {
+  g->run.memory_limit = limit;
+  g->run.memory_limit_set = TRUE;
+  g->run.memory_limit_loc = (DrLoc){"t.yaml", 3, 17};
+  return dr__budget_run(g, d);
+}
+
+static void test_budget_property(void) {
+  g_autoptr(GRand) r = g_rand_new_with_seed(1616);
+  guint64 constrained = 0, edges = 0, refused = 0, exts = 0;
+  for (guint iter = 0; iter < 4000; iter++) {
+    g_autoptr(DrGraph) g = random_program(r, 9);
+    g_autoptr(DrPlan) before = plan_of(g);
+    guint64 serial = before->peak_serial_bytes, bound = before->peak_bound_bytes;
+    guint32 old_edges = g->edges->len;
+    g_autoptr(DrDiags) d = dr_diags_new(0);
+    if (serial > before->whole_run_bytes && g_rand_int_range(r, 0, 10) == 0) {
+      /* Below the serial peak: refused, the certificate as notes. */
+      g_assert_false(apply_limit(g, serial - 1, d));
+      g_assert_cmpuint(dr_diags_n_errors(d), ==, 1);
+      g_assert_cmpuint(dr_diags_len(d), >=, 2);
+      g_assert_cmpuint(g->edges->len, ==, old_edges);
+      refused++;
+      continue;
+    }
+    guint64 limit =
+        serial + (bound > serial ? (guint64)g_rand_int_range(r, 0, (gint32)(bound - serial + 1)) : 0);
+    g_assert_true(apply_limit(g, limit, d));
+    g_assert_true(g->budget.ran);
+    g_assert_cmpuint(g->budget.bound_before_bytes, ==, bound);
+    g_assert_cmpuint(g->budget.bound_after_bytes, <=, limit);
+    guint32 added = g->memory_edges ? g->memory_edges->len : 0;
+    g_assert_cmpuint(g->edges->len, ==, old_edges + added);
+    if (bound <= limit) g_assert_cmpuint(added, ==, 0);
+    for (guint i = 0; i < added; i++) {
+      const DrEdge *e = &g_array_index(g->memory_edges, DrEdge, i);
+      g_assert_cmpuint(e->from, <, e->to); /* forward in file order */
+      g_assert_true(dr_graph_node(g, e->from)->op == DR_OP_FREE);
+      g_assert_true(dr_graph_node(g, e->to)->op == DR_OP_ALLOC);
+    }
+    g_assert_true(dr__cycles_check(g, d));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrPlan) after = dr_plan_build(g, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(after->peak_bound_bytes, ==, g->budget.bound_after_bytes);
+    g_assert_cmpuint(after->peak_bound_bytes, <=, limit);
+    g_assert_cmpuint(after->peak_serial_bytes, ==, serial);
+    g_assert_cmpuint(after->width, ==, g->budget.width_after);
+    if (added > 0) {
+      g_assert_cmpuint(before->width, ==, g->budget.width_before);
+      g_assert_cmpfloat(g->budget.path_after_us, >=, g->budget.path_before_us);
+    }
+    /* Every execution the new DAG allows stays within the limit. */
+    Enum en;
+    setup_enum(&en, g, after, 2000000);
+    en.bound = limit - after->whole_run_bytes;
+    enumerate(&en, 0, 0, 0);
+    g_assert_cmpuint(en.extensions, <, en.budget);
+    exts += en.extensions;
+    clear_enum(&en);
+    constrained += added > 0;
+    edges += added;
+  }
+  g_test_message("%" G_GUINT64_FORMAT " DAGs needed edges (%" G_GUINT64_FORMAT " in all), %" G_GUINT64_FORMAT
+                 " limits refused, %" G_GUINT64_FORMAT " linear extensions checked",
+                 constrained, edges, refused, exts);
+  g_assert_cmpuint(constrained, >, 50);
+  g_assert_cmpuint(refused, >, 50);
+}
+
+/* A fork of three independent 1 KiB scratch buffers: a limit of two lets
+ * one edge in, a limit of one (the serial peak) serializes them, a limit
+ * below it is refused naming the one buffer live at the serial peak. */
+static void test_budget_fork(void) {
+  for (guint k = 1; k <= 4; k++) {
+    Prog p = {dr_graph_new(), 0};
+    g_autoptr(DrGraph) g = p.g;
+    p.g->name = "fork";
+    DrId bufs[3];
+    for (guint i = 0; i < 3; i++) {
+      g_autofree char *name = g_strdup_printf("s%u", i);
+      bufs[i] = buffer(&p, name, 1024);
+    }
+    for (guint i = 0; i < 3; i++) {
+      node(&p, DR_OP_ALLOC, bufs[i]);
+      node(&p, DR_OP_NOOP, DR_NONE);
+      use(&p, bufs[i], DR_ACCESS_WRITE);
+      node(&p, DR_OP_FREE, bufs[i]);
+    }
+    g_autoptr(DrPlan) plan = plan_of(g);
+    g_assert_cmpuint(plan->peak_bound_bytes, ==, 3072);
+    g_assert_cmpuint(plan->peak_serial_bytes, ==, 1024);
+    g_autoptr(DrDiags) d = dr_diags_new(0);
+    if (k == 4) {
+      g_assert_false(apply_limit(g, 1023, d));
+      g_assert_cmpuint(dr_diags_len(d), ==, 2);
+      g_assert_nonnull(strstr(dr_diags_get(d, 0)->message, "below the serial peak 1024 bytes"));
+      g_assert_nonnull(strstr(dr_diags_get(d, 1)->message, "buffer 's0'"));
+      g_assert_cmpuint(dr_diags_get(d, 0)->loc.line, ==, 3);
+      continue;
+    }
+    g_assert_true(apply_limit(g, 1024 * k, d));
+    guint32 added = g->memory_edges ? g->memory_edges->len : 0;
+    g_assert_cmpuint(added, ==, 3 - k);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrPlan) after = dr_plan_build(g, NULL, &error);
+    g_assert_cmpuint(after->peak_bound_bytes, ==, 1024 * k);
+    g_assert_cmpuint(after->width, ==, k);
+    g_assert_cmpuint(g->budget.width_before, ==, 3);
+  }
+}
+
+/* The curve: from the serial peak to the bound, width never falls as the
+ * limit rises, and the last point needs no edge. */
+static void test_budget_curve(void) {
+  g_autoptr(GRand) r = g_rand_new_with_seed(99);
+  for (guint iter = 0; iter < 300; iter++) {
+    g_autoptr(DrGraph) g = random_program(r, 12);
+    g_autoptr(DrPlan) plan = plan_of(g);
+    g_autoptr(GArray) pts = g_array_new(FALSE, FALSE, sizeof(DrMemoryCurvePoint));
+    dr__budget_curve(g, 5, pts);
+    g_assert_cmpuint(pts->len, >=, 1);
+    const DrMemoryCurvePoint *first = &g_array_index(pts, DrMemoryCurvePoint, 0);
+    const DrMemoryCurvePoint *last = &g_array_index(pts, DrMemoryCurvePoint, pts->len - 1);
+    g_assert_cmpuint(last->limit, ==, plan->peak_bound_bytes);
+    g_assert_cmpuint(last->edges_added, ==, 0);
+    g_assert_cmpuint(last->width, ==, plan->width);
+    g_assert_cmpuint(first->limit, ==, plan->peak_serial_bytes);
+    for (guint i = 1; i < pts->len; i++)
+      g_assert_cmpuint(g_array_index(pts, DrMemoryCurvePoint, i).limit, >,
+                       g_array_index(pts, DrMemoryCurvePoint, i - 1).limit);
+  }
+}
+
+/* Reuse (scheduler/reuse.c): random programs whose whole-run buffers are
+ * scratch, planned with memory.reuse: auto. Two buffers in one storage
+ * have every use of the earlier reach every use of the later (closure),
+ * so no execution has them live together; the saving is what the groups'
+ * largest members save, taken off the whole-run bytes; no edge is added. */
+/* A random program of whole-run scratch buffers only: up to 14 noops,
+ * each writing or reading one or two of 2-5 buffers, a random `after:`. */
+static DrGraph *random_scratch_program(GRand *r) {
+  Prog p = {dr_graph_new(), 0};
+  p.g->name = dr_graph_intern(p.g, "scratch");
+  guint32 nb = (guint32)g_rand_int_range(r, 2, 6);
+  for (guint32 b = 0; b < nb; b++) {
+    g_autofree char *name = g_strdup_printf("s%u", b);
+    DrId id = buffer(&p, name, (guint64)g_rand_int_range(r, 1, 5000));
+    dr_graph_buffer(p.g, id)->scratch = TRUE;
+  }
+  guint32 n = (guint32)g_rand_int_range(r, 2, 15);
+  for (guint32 v = 0; v < n; v++) {
+    node(&p, DR_OP_NOOP, DR_NONE);
+    guint32 k = (guint32)g_rand_int_range(r, 1, 3);
+    for (guint32 a = 0; a < k; a++)
+      use(&p, (DrId)g_rand_int_range(r, 0, (gint32)nb), g_rand_boolean(r) ? DR_ACCESS_READ : DR_ACCESS_WRITE);
+  }
+  if (n > 2 && g_rand_boolean(r)) {
+    DrId u = (DrId)g_rand_int_range(r, 0, (gint32)n - 1);
+    dr_graph_add_after(p.g, u, (DrId)g_rand_int_range(r, (gint32)u + 1, (gint32)n), (DrLoc){"t.yaml", 1, 1});
+  }
+  return p.g;
+}
+
+static void test_reuse_property(void) {
+  g_autoptr(GRand) r = g_rand_new_with_seed(3003);
+  guint shared_total = 0;
+  for (guint iter = 0; iter < 3000; iter++) {
+    g_autoptr(DrGraph) g = iter % 2 ? random_scratch_program(r) : random_program(r, 14);
+    for (DrId b = 0; b < g->buffers->len; b++) {
+      DrBuffer *buf = dr_graph_buffer(g, b);
+      if (buf->alloc_node == DR_NONE) buf->scratch = TRUE;
+    }
+    g_autoptr(DrPlan) plain = plan_of(g);
+    g->run.reuse = TRUE;
+    guint32 edges = g->edges->len;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(g->edges->len, ==, edges);
+    g_assert_cmpuint(plan->width, ==, plain->width);
+    g_assert_cmpuint(plan->whole_run_bytes + plan->reuse_saved_bytes, ==, plain->whole_run_bytes);
+    g_assert_cmpuint(plan->peak_bound_bytes + plan->reuse_saved_bytes, ==, plain->peak_bound_bytes);
+    if (plan->storage == NULL) {
+      g_assert_cmpuint(plan->reuse_saved_bytes, ==, 0);
+      continue;
+    }
+    guint64 reach[64];
+    closure(g, reach);
+    guint32 n = g->nodes->len;
+    for (DrId a = 0; a < g->buffers->len; a++)
+      for (DrId b = 0; b < g->buffers->len; b++) {
+        if (a == b || plan->storage[a] != plan->storage[b]) continue;
+        /* Ordered one way or the other: every use of one reaches every use of the other. */
+        gboolean ab = TRUE, ba = TRUE;
+        for (DrId u = 0; u < n; u++)
+          for (DrId v = 0; v < n; v++) {
+            const DrNode *nu = dr_graph_node(g, u), *nv = dr_graph_node(g, v);
+            gboolean u_a = FALSE, v_b = FALSE;
+            for (guint32 k = nu->access_first; k < nu->access_first + nu->access_count; k++)
+              u_a |= dr_graph_access(g, k)->buffer == a;
+            for (guint32 k = nv->access_first; k < nv->access_first + nv->access_count; k++)
+              v_b |= dr_graph_access(g, k)->buffer == b;
+            if (!u_a || !v_b) continue;
+            if (!((reach[u] >> v) & 1)) ab = FALSE;
+            if (!((reach[v] >> u) & 1)) ba = FALSE;
+          }
+        g_assert_true(ab || ba);
+      }
+    for (DrId b = 0; b < g->buffers->len; b++) {
+      if (plan->storage[b] == b) continue;
+      shared_total++;
+      g_assert_cmpuint(plan->storage[plan->storage[b]], ==, plan->storage[b]); /* a group's first buffer */
+      g_assert_cmpuint(plan->storage_bytes[plan->storage[b]], >=, dr_buffer_bytes(dr_graph_buffer(g, b)));
+    }
+  }
+  g_test_message("%u buffers placed in another's storage", shared_total);
+  g_assert_cmpuint(shared_total, >, 100);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/planner/memory/chain", test_chain);
@@ -396,5 +626,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/planner/memory/whole-run-only", test_whole_run_only);
   g_test_add_func("/planner/memory/property-small", test_property_small);
   g_test_add_func("/planner/memory/property-large", test_property_large);
+  g_test_add_func("/planner/memory/budget-fork", test_budget_fork);
+  g_test_add_func("/planner/memory/budget-property", test_budget_property);
+  g_test_add_func("/planner/memory/budget-curve", test_budget_curve);
+  g_test_add_func("/planner/memory/reuse-property", test_reuse_property);
   return g_test_run();
 }
