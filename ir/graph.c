@@ -73,6 +73,7 @@ void dr_graph_free(DrGraph *graph) {
   g_array_unref(graph->afters);
   g_array_unref(graph->kernels);
   g_array_unref(graph->callbacks);
+  if (graph->loops) g_ptr_array_unref(graph->loops);
   g_hash_table_unref(graph->node_index);
   g_hash_table_unref(graph->buffer_index);
   g_hash_table_unref(graph->kernel_index);

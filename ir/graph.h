@@ -166,6 +166,8 @@ typedef struct {
   DrLoc loc;
 } DrArg;
 
+typedef struct DrLoop DrLoop; /* ir/loops.h */
+
 typedef struct {
   DrOp op;
   DrPriority priority;
@@ -187,6 +189,9 @@ typedef struct {
                        (host_fn is then unused); 0: the built-in host_fn */
   /* DR_OP_ALLOC / DR_OP_FREE */
   DrId buffer;
+  /* A loop or conditional (ir/loops.h): 1 + its index in graph->loops, op
+   * DR_OP_NOOP; 0: not a loop. */
+  guint32 loop;
 } DrNode;
 
 /* X(ENUM_SUFFIX, spelling) */
@@ -260,6 +265,7 @@ typedef struct {
   GArray *afters;    /* DrAfter */
   GArray *kernels;   /* DrKernelDecl */
   GArray *callbacks; /* DrCallback, named by DrNode.callback */
+  GPtrArray *loops;  /* DrLoop *, owned (ir/loops.h); NULL until the first */
   GStringChunk *strings;
   GHashTable *node_index;   /* id -> DrId+1, interned keys */
   GHashTable *buffer_index; /* name -> DrId+1 */

@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include "ir/loops.h"
+
 static gboolean run_lifetimes(DrGraph *graph, DrDiags *diags) { return dr__lifetimes_check(graph, diags); }
 
 static gboolean run_hazards(DrGraph *graph, DrDiags *diags) {
@@ -58,6 +60,16 @@ gboolean dr_passes_run_dump(DrGraph *graph, DrDiags *diags, const char *dump_aft
     dr_graph_dump(graph, dump);
     return TRUE;
   }
+  /* Each loop body is a graph of its own (ir/loops.h): the same passes,
+   * first, so that a body's problems are reported before the outer
+   * graph's. The loop node's accesses already stand for its body. */
+  gboolean bodies_ok = TRUE;
+  for (guint i = 0; i < dr_graph_n_loops(graph); i++) {
+    DrLoop *l = dr_graph_loop(graph, i);
+    if (!dr_passes_run(l->body, diags)) bodies_ok = FALSE;
+    if (l->else_body != NULL && !dr_passes_run(l->else_body, diags)) bodies_ok = FALSE;
+  }
+  if (!bodies_ok) return FALSE;
   for (guint i = 0; i < G_N_ELEMENTS(passes); i++) {
     if (!passes[i].run(graph, diags)) return FALSE;
     DR_GRAPH_CHECK(graph);

@@ -16,6 +16,7 @@
  * makes no decision of its own about streams, memory, launches or timing:
  * each part's file owns those. */
 #include "backends/cuda/cuda.h"
+#include "ir/loops.h"
 
 static void cuda_close(DrBackend *b) {
   if (b == NULL) return;
@@ -37,7 +38,21 @@ static void cuda_close(DrBackend *b) {
   g_free(b);
 }
 
+/* Loops and conditionals (ir/loops.h) are not built for the CUDA backend
+ * yet (neither the host-driven loop of streams mode nor graph mode's
+ * conditional nodes): refused before any CUDA call, naming the node. */
+static gboolean no_loops(const DrPlan *plan, GError **error) {
+  if (dr_graph_n_loops(plan->graph) == 0) return TRUE;
+  const DrLoop *l = dr_graph_loop(plan->graph, 0);
+  g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+              "%s:%u:%u: node '%s': loops and conditionals run on the host backend only in this build "
+              "(--backend=host); the CUDA backend does not run them yet",
+              l->loc.file, l->loc.line, l->loc.col, l->id);
+  return FALSE;
+}
+
 static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
+  if (!no_loops(plan, error)) return NULL;
   if (!dr__cuda_streams_check(plan, opts->device, error)) return NULL;
   DrBackend *b = g_new0(DrBackend, 1);
   b->plan = plan;
