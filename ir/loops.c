@@ -58,7 +58,7 @@ gboolean dr_loop_check_body(const DrGraph *body, const char *id, DrLoopKind kind
       case DR_OP_ALLOC:
       case DR_OP_FREE:
         dr_diags_error(diags, n->loc,
-                       "node '%s': a %s node cannot be in the body of %s '%s' (a body holds kernels, "
+                       "node '%s': op '%s' cannot be in the body of %s '%s' (a body holds kernels, "
                        "memsets, device-to-device copies, noops and nested loops or conditionals, on one "
                        "device): hoist it out of the loop",
                        n->id, dr_op_name(n->op), noun, id);
