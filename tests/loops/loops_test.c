@@ -281,6 +281,54 @@ static void test_if_else(void) {
   }
 }
 
+/* tests/golden/good_jacobi.yaml, a Jacobi solver that stops at
+ * convergence, against the same sweeps on the CPU: the same trips and the
+ * same solution (f32 sweeps in the same order; the squared change is
+ * summed in double by both, in different orders, so the stopping trip is
+ * compared exactly and the solution to 1e-6). */
+static void test_jacobi_reference(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_load_file("tests/golden/good_jacobi.yaml", &error);
+  g_assert_no_error(error);
+  DrPlanSettings ps = {0};
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, &ps, &error);
+  g_assert_no_error(error);
+  DrRunSettings s;
+  dr_run_settings_init(&s, p);
+  s.backend = DR_BACKEND_HOST;
+  s.iterations = 1;
+  s.warmup = 0;
+  DrRunner *r = dr_runner_new(plan, &s, &error);
+  g_assert_no_error(error);
+  DrRunReport *rep = dr_runner_run(r, &error);
+  g_assert_no_error(error);
+  dr_run_report_free(rep);
+  float u[16], f[16], cnt;
+  g_assert_true(dr_runner_read_buffer(r, "u", u, sizeof u, &error));
+  g_assert_true(dr_runner_read_buffer(r, "f", f, sizeof f, &error));
+  g_assert_true(dr_runner_read_buffer(r, "cnt", &cnt, sizeof cnt, &error));
+  dr_runner_free(r);
+  float ru[16] = {0}, un[16] = {0};
+  guint trips = 0;
+  double err;
+  do {
+    for (int i = 1; i < 15; i++) un[i] = 0.5f * ((ru[i - 1] + ru[i + 1]) + f[i]);
+    err = 0;
+    for (int i = 0; i < 16; i++) {
+      float d = fmaf(-1.0f, ru[i], un[i]);
+      err += (double)(d * d);
+    }
+    for (int i = 1; i < 15; i++) ru[i] = un[i];
+    trips++;
+  } while ((float)err > 1e-10f && trips < 100000);
+  g_test_message("jacobi: %u trips", trips);
+  g_assert_cmpfloat(cnt, ==, (float)trips);
+  g_assert_cmpuint(trips, >, 10);
+  for (int i = 0; i < 16; i++) g_assert_cmpfloat_with_epsilon(u[i], ru[i], 1e-6);
+  /* And it solved -u'' = f: 2u[i] - u[i-1] - u[i+1] = f[i]. */
+  for (int i = 1; i < 15; i++) g_assert_cmpfloat_with_epsilon(2 * u[i] - u[i - 1] - u[i + 1], f[i], 1e-3);
+}
+
 /* The CUDA backend refuses loops before any CUDA call (exit 69). */
 static void test_cuda_refuses(void) {
   g_autoptr(GError) error = NULL;
@@ -307,6 +355,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/loops/random-bodies-unrolled", test_random_bodies_unrolled);
   g_test_add_func("/loops/while-stops", test_while_stops);
   g_test_add_func("/loops/if-else", test_if_else);
+  g_test_add_func("/loops/jacobi-reference", test_jacobi_reference);
   g_test_add_func("/loops/cuda-refuses", test_cuda_refuses);
   return g_test_run();
 }
