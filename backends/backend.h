@@ -72,6 +72,9 @@ typedef struct {
   /* Optional: the most stream-ordered bytes (dr_pool_bytes per lifetime)
    * live at once so far, as the backend measured it. NULL: not measured. */
   guint64 (*memory_high)(const DrBackend *b);
+  /* Optional: the trips loop `loop` (its index in graph->loops) made in
+   * the last iteration that finished. NULL: not counted. */
+  guint64 (*loop_trips)(const DrBackend *b, guint32 loop);
 } DrBackendOps;
 
 extern const DrBackendOps dr__host_backend;

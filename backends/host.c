@@ -431,6 +431,8 @@ static const char *host_mode_name(const DrBackend *b) { return "streams"; }
 
 static guint64 host_memory_high(const DrBackend *b) { return atomic_load(&((DrBackend *)b)->high_bytes); }
 
+static guint64 host_loop_trips(const DrBackend *b, guint32 loop) { return atomic_load(&b->trips[loop]); }
+
 const DrBackendOps dr__host_backend = {
     .name = "host",
     .open = host_open,
@@ -441,4 +443,5 @@ const DrBackendOps dr__host_backend = {
     .close = host_close,
     .mode_name = host_mode_name,
     .memory_high = host_memory_high,
+    .loop_trips = host_loop_trips,
 };

@@ -149,6 +149,9 @@ void dr_loop_attach(DrGraph *g, DrId node, DrLoop *loop) {
   loop->node = node;
   loop->id = n->id;
   loop->loc = n->loc;
+  /* A body's plan is titled by its loop (report/plan_text.c). */
+  loop->body->name = dr_graph_intern(loop->body, n->id);
+  if (loop->else_body) loop->else_body->name = dr_graph_intern(loop->else_body, n->id);
   g_ptr_array_add(g->loops, loop);
   n->loop = g->loops->len;
 }

@@ -302,7 +302,18 @@ static void test_jacobi_reference(void) {
   g_assert_no_error(error);
   DrRunReport *rep = dr_runner_run(r, &error);
   g_assert_no_error(error);
+  /* The report shows the loop as one node with its trips. */
+  g_autoptr(GString) text = g_string_new(NULL);
+  dr_run_report_write_text(rep, text);
   dr_run_report_free(rep);
+  g_autoptr(GString) plan_text = g_string_new(NULL), dot = g_string_new(NULL);
+  dr_stream_plan_write_text(plan, plan_text);
+  g_assert_nonnull(strstr(plan_text->str, "solve (loop while go, 10 body nodes)"));
+  g_assert_nonnull(
+      strstr(plan_text->str, "body of loop 'solve' (loop while go, 10 body nodes):\nplan solve: 10 nodes"));
+  dr_stream_plan_write_dot(plan, dot);
+  g_assert_nonnull(strstr(dot->str, "subgraph \"cluster_loop_solve_0\""));
+  g_assert_nonnull(strstr(dot->str, "\"solve/check\" [label="));
   float u[16], f[16], cnt;
   g_assert_true(dr_runner_read_buffer(r, "u", u, sizeof u, &error));
   g_assert_true(dr_runner_read_buffer(r, "f", f, sizeof f, &error));
@@ -323,6 +334,9 @@ static void test_jacobi_reference(void) {
   } while ((float)err > 1e-10f && trips < 100000);
   g_test_message("jacobi: %u trips", trips);
   g_assert_cmpfloat(cnt, ==, (float)trips);
+  g_autofree char *line =
+      g_strdup_printf("loop solve: %u trips per iteration (min %u, max %u), ", trips, trips, trips);
+  g_assert_nonnull(strstr(text->str, line));
   g_assert_cmpuint(trips, >, 10);
   for (int i = 0; i < 16; i++) g_assert_cmpfloat_with_epsilon(u[i], ru[i], 1e-6);
   /* And it solved -u'' = f: 2u[i] - u[i-1] - u[i+1] = f[i]. */
