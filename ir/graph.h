@@ -250,6 +250,11 @@ typedef struct {
    * captured (a node's launch breaks the capture) runs eagerly instead of
    * failing. Default FALSE (none). */
   gboolean fallback_streams;
+  /* run.device_loop: true: graph mode runs --iterations as one launch of
+   * a WHILE node around the iteration (ir/loops.h says when that is
+   * legal). Default FALSE. */
+  gboolean device_loop;
+  DrLoc device_loop_loc;
 } DrRunConfig;
 
 typedef struct {

@@ -30,6 +30,7 @@ DrGraph *dr_loop_body_new(const DrGraph *parent) {
   g->file = dr_graph_intern(g, parent->file);
   g->base_dir = dr_graph_intern(g, parent->base_dir);
   g->run = parent->run;
+  g->run.device_loop = FALSE; /* the pipeline's, not a body's */
   for (DrId i = 0; i < dr_graph_n_buffers(parent); i++) dr_graph_add_buffer(g, dr_graph_buffer(parent, i));
   for (DrId i = 0; i < parent->kernels->len; i++) dr_graph_add_kernel(g, dr_graph_kernel(parent, i));
   return g;
@@ -46,11 +47,12 @@ static void loop_free_ptr(gpointer p) { dr_loop_free(p); }
 
 const char *dr_loop_noun(DrLoopKind kind) { return kind == DR_LOOP_IF ? "conditional" : "loop"; }
 
-gboolean dr_loop_check_body(const DrGraph *body, const char *id, DrLoopKind kind, gint32 device,
-                            DrDiags *diags) {
-  g_return_val_if_fail(body != NULL && id != NULL && diags != NULL, FALSE);
+/* Reports each node of `body` that a conditional body cannot hold: `in`
+ * says where it would be ("cannot be in the body of loop 'x'"), `dev` why
+ * a device does not fit, `fix` what to do. Returns the reports made. */
+static guint check_nodes(const DrGraph *body, gint32 device, const char *in, const char *dev, const char *fix,
+                         DrDiags *diags) {
   guint before = dr_diags_n_errors(diags);
-  const char *noun = dr_loop_noun(kind);
   for (DrId i = 0; i < dr_graph_n_nodes(body) && !dr_diags_full(diags); i++) {
     const DrNode *n = dr_graph_node(body, i);
     switch (n->op) {
@@ -58,10 +60,9 @@ gboolean dr_loop_check_body(const DrGraph *body, const char *id, DrLoopKind kind
       case DR_OP_ALLOC:
       case DR_OP_FREE:
         dr_diags_error(diags, n->loc,
-                       "node '%s': op '%s' cannot be in the body of %s '%s' (a body holds kernels, "
-                       "memsets, device-to-device copies, noops and nested loops or conditionals, on one "
-                       "device): hoist it out of the loop",
-                       n->id, dr_op_name(n->op), noun, id);
+                       "node '%s': op '%s' %s (a body holds kernels, memsets, device-to-device copies, noops "
+                       "and nested loops or conditionals, on one device): %s",
+                       n->id, dr_op_name(n->op), in, fix);
         continue;
       case DR_OP_COPY:
         for (guint32 a = 0; a < n->access_count; a++) {
@@ -70,9 +71,9 @@ gboolean dr_loop_check_body(const DrGraph *body, const char *id, DrLoopKind kind
           if (buf->where != DR_WHERE_HOST) continue;
           dr_diags_error(
               diags, acc->loc,
-              "node '%s': a copy touching host memory (buffer '%s' is where: host) cannot be in "
-              "the body of %s '%s' (a body copies device to device only): hoist it out of the loop",
-              n->id, buf->name, noun, id);
+              "node '%s': a copy touching host memory (buffer '%s' is where: host) %s (a body copies "
+              "device to device only): %s",
+              n->id, buf->name, in, fix);
           break;
         }
         break;
@@ -80,12 +81,31 @@ gboolean dr_loop_check_body(const DrGraph *body, const char *id, DrLoopKind kind
         break;
     }
     if (n->device >= 0 && n->device != device)
-      dr_diags_error(diags, n->loc,
-                     "node '%s': device %d is not the device of %s '%s' (%s); a body runs on one device: "
-                     "hoist it out of the loop",
-                     n->id, n->device, noun, id, device < 0 ? "the run's device" : "its device: key");
+      dr_diags_error(diags, n->loc, "node '%s': device %d %s; a body runs on one device: %s", n->id,
+                     n->device, dev, fix);
   }
-  return dr_diags_n_errors(diags) == before;
+  return dr_diags_n_errors(diags) - before;
+}
+
+gboolean dr_loop_check_body(const DrGraph *body, const char *id, DrLoopKind kind, gint32 device,
+                            DrDiags *diags) {
+  g_return_val_if_fail(body != NULL && id != NULL && diags != NULL, FALSE);
+  const char *noun = dr_loop_noun(kind);
+  g_autofree char *in = g_strdup_printf("cannot be in the body of %s '%s'", noun, id);
+  g_autofree char *dev = g_strdup_printf("is not the device of %s '%s' (%s)", noun, id,
+                                         device < 0 ? "the run's device" : "its device: key");
+  return check_nodes(body, device, in, dev, "hoist it out of the loop", diags) == 0;
+}
+
+gboolean dr_loop_check_device_loop(const DrGraph *g, DrDiags *diags) {
+  g_return_val_if_fail(g != NULL && diags != NULL, FALSE);
+  if (!g->run.device_loop) return TRUE;
+  g_autofree char *dev = g_strdup_printf("is not the run's device (device %d)", g->run.device);
+  guint bad = check_nodes(g, g->run.device,
+                          "prevents run.device_loop (the iteration would be the body of a WHILE node)", dev,
+                          "hoist it out of the pipeline or set run.device_loop: false", diags);
+  if (bad > 0) dr_diags_note(diags, g->run.device_loop_loc, "run.device_loop is set here");
+  return bad == 0;
 }
 
 /* Widens the hull [*b, *e) (empty while *e == 0) by a. */

@@ -86,6 +86,11 @@ DrGraph *dr_loop_body_new(const DrGraph *parent);
  * nothing was reported. */
 gboolean dr_loop_check_body(const DrGraph *body, const char *id, DrLoopKind kind, gint32 device,
                             DrDiags *diags);
+/* run.device_loop: true (ir/graph.h) makes the whole iteration of `g`
+ * the body of one WHILE node: the same rules for every node of `g`, each
+ * breach reported at the node, with a note at the key. TRUE when the key
+ * is off or nothing was reported. */
+gboolean dr_loop_check_device_loop(const DrGraph *g, DrDiags *diags);
 /* "loop" or "conditional": what messages call a node of `kind`. */
 const char *dr_loop_noun(DrLoopKind kind);
 

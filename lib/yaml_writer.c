@@ -312,6 +312,7 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
   if (r->max_streams_set) g_string_append_printf(out, ", max_streams: %u", r->max_streams);
   if (r->fallback_streams)
     g_string_append_printf(out, ", fallback: %s", dr_fallback_name(DR_FALLBACK_STREAMS));
+  if (r->device_loop) g_string_append(out, ", device_loop: true");
   g_string_append(out, "}\n");
   if (r->release_threshold_set)
     g_string_append_printf(out, "memory: {release_threshold: %" G_GUINT64_FORMAT "}\n", r->release_threshold);

@@ -63,7 +63,7 @@ gboolean dr_passes_run_dump(DrGraph *graph, DrDiags *diags, const char *dump_aft
   /* Each loop body is a graph of its own (ir/loops.h): the same passes,
    * first, so that a body's problems are reported before the outer
    * graph's. The loop node's accesses already stand for its body. */
-  gboolean bodies_ok = TRUE;
+  gboolean bodies_ok = dr_loop_check_device_loop(graph, diags);
   for (guint i = 0; i < dr_graph_n_loops(graph); i++) {
     DrLoop *l = dr_graph_loop(graph, i);
     if (!dr_passes_run(l->body, diags)) bodies_ok = FALSE;

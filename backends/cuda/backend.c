@@ -40,8 +40,17 @@ static void cuda_close(DrBackend *b) {
 
 /* Loops and conditionals (ir/loops.h) are not built for the CUDA backend
  * yet (neither the host-driven loop of streams mode nor graph mode's
- * conditional nodes): refused before any CUDA call, naming the node. */
-static gboolean no_loops(const DrPlan *plan, GError **error) {
+ * conditional nodes), nor graph mode's run.device_loop: refused before any
+ * CUDA call, naming the node (the key). */
+static gboolean no_loops(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
+  const DrRunConfig *run = &plan->graph->run;
+  if (run->device_loop && opts->mode == DR_MODE_GRAPH) {
+    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+                "%s:%u:%u: run.device_loop: the WHILE node around the iteration is not built yet; set "
+                "run.device_loop: false",
+                run->device_loop_loc.file, run->device_loop_loc.line, run->device_loop_loc.col);
+    return FALSE;
+  }
   if (dr_graph_n_loops(plan->graph) == 0) return TRUE;
   const DrLoop *l = dr_graph_loop(plan->graph, 0);
   g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
@@ -52,7 +61,7 @@ static gboolean no_loops(const DrPlan *plan, GError **error) {
 }
 
 static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
-  if (!no_loops(plan, error)) return NULL;
+  if (!no_loops(plan, opts, error)) return NULL;
   if (!dr__cuda_streams_check(plan, opts->device, error)) return NULL;
   DrBackend *b = g_new0(DrBackend, 1);
   b->plan = plan;
