@@ -1133,6 +1133,40 @@ static void test_fake_data(void) {
   }
 }
 
+/* Loops and conditionals, and graph mode's run.device_loop, are not built
+ * for the CUDA backend: both modes refuse them before any CUDA call
+ * (DR_ERROR_UNAVAILABLE, exit 69), naming the loop node (the key). */
+static void test_fake_loops_refused(void) {
+  g_autoptr(DrGraph) g =
+      load_yaml("loop.yaml",
+                "dagrun: 1\nbuffers:\n  x: {type: f32, count: 8}\nnodes:\n"
+                "  l:\n    op: loop\n    repeat: 2\n    nodes:\n"
+                "      s: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: x}}\n");
+  g_autoptr(DrGraph) d =
+      load_yaml("dl.yaml",
+                "dagrun: 1\nrun: {device_loop: true}\nbuffers:\n  x: {type: f32, count: 8}\n"
+                "nodes:\n  s: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: x}}\n");
+  for (int mode = 0; mode < 3; mode++) {
+    const DrGraph *graph = mode < 2 ? g : d;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrPlan) plan = dr_plan_build(graph, NULL, &error);
+    g_assert_no_error(error);
+    DrRunOptions opts =
+        fake_run_options(graph, mode == 0 ? DR_MODE_STREAMS : DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
+    dr_fake_reset();
+    g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+    g_assert_null(r);
+    g_assert_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE);
+    g_assert_nonnull(strstr(error->message, mode < 2 ? "loop.yaml:5:3: node 'l': loops and conditionals"
+                                                     : "dl.yaml:2:20: run.device_loop"));
+    /* Only run.c's question whether a device exists was asked. */
+    const GArray *trace = dr_fake_trace();
+    for (guint i = 0; i < trace->len; i++)
+      g_assert_cmpstr(g_array_index(trace, DrFakeCall, i).name, ==, "cudaGetDeviceCount");
+    g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  }
+}
+
 /* Several lifetimes of one stream-ordered buffer on the fake: every alloc
  * node makes its own cudaMallocAsync and every free its cudaFreeAsync, each
  * kernel and copy of a lifetime gets that lifetime's pointer (the twins
@@ -1303,6 +1337,7 @@ int main(int argc, char **argv) {
     }
   g_test_add_func("/fault/fake/data", test_fake_data);
   g_test_add_func("/fault/fake/lifetimes", test_fake_lifetimes);
+  g_test_add_func("/fault/fake/loops-refused", test_fake_loops_refused);
   static const PdlCase pdl[] = {
       {DR_MODE_STREAMS, DR_TIMING_OFF, NULL, NULL, FALSE, 3},
       {DR_MODE_STREAMS, DR_TIMING_STAMPS, NULL, NULL, FALSE, 3},
