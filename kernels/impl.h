@@ -36,7 +36,7 @@ extern "C" {
   X(scale_bf16)           \
   X(scale_f16)            \
   X(scale_f32)            \
-  X(set_while_gt)         \
+  X(set_while_gt_f32)     \
   X(softmax_rows_f32)     \
   X(spin)
 

@@ -200,7 +200,7 @@ void dr__parse_loop(DrParse *p, const DrYNode *key, const DrYNode *map, const Dr
   if (ok && loop->kind == DR_LOOP_WHILE && !body_sets(loop->body, loop->cond)) {
     dr_diags_error(p->diags, loop->cond_loc,
                    "%s, key 'while': no node of the body writes %s[0], so the loop would never stop (set "
-                   "it in the body, e.g. with kernel set_while_gt)",
+                   "it in the body, e.g. with kernel set_while_gt_f32)",
                    WHAT(p), dr_graph_buffer(p->g, loop->cond)->name);
     ok = FALSE;
   }

@@ -16,7 +16,6 @@
  * makes no decision of its own about streams, memory, launches or timing:
  * each part's file owns those. */
 #include "backends/cuda/cuda.h"
-#include "ir/loops.h"
 
 static void cuda_close(DrBackend *b) {
   if (b == NULL) return;
@@ -31,6 +30,7 @@ static void cuda_close(DrBackend *b) {
   dr__cuda_profile_close(&b->profile);
   dr__cuda_graph_release(&b->cuda_graph);
   dr__cuda_launch_close(&b->launch);
+  dr__cuda_loops_close(&b->loops);
   dr__cuda_memory_close(&b->memory, b->streams.origin);
   dr__cuda_timing_close(&b->timing);
   dr__cuda_streams_close(&b->streams);
@@ -38,30 +38,8 @@ static void cuda_close(DrBackend *b) {
   g_free(b);
 }
 
-/* Loops and conditionals (ir/loops.h) are not built for the CUDA backend
- * yet (neither the host-driven loop of streams mode nor graph mode's
- * conditional nodes), nor graph mode's run.device_loop: refused before any
- * CUDA call, naming the node (the key). */
-static gboolean no_loops(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
-  const DrRunConfig *run = &plan->graph->run;
-  if (run->device_loop && opts->mode == DR_MODE_GRAPH) {
-    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
-                "%s:%u:%u: run.device_loop: the WHILE node around the iteration is not built yet; set "
-                "run.device_loop: false",
-                run->device_loop_loc.file, run->device_loop_loc.line, run->device_loop_loc.col);
-    return FALSE;
-  }
-  if (dr_graph_n_loops(plan->graph) == 0) return TRUE;
-  const DrLoop *l = dr_graph_loop(plan->graph, 0);
-  g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
-              "%s:%u:%u: node '%s': loops and conditionals run on the host backend only in this build "
-              "(--backend=host); the CUDA backend does not run them yet",
-              l->loc.file, l->loc.line, l->loc.col, l->id);
-  return FALSE;
-}
-
 static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
-  if (!no_loops(plan, opts, error)) return NULL;
+  if (!dr__cuda_loops_check(plan, opts->mode, error)) return NULL;
   if (!dr__cuda_streams_check(plan, opts->device, error)) return NULL;
   DrBackend *b = g_new0(DrBackend, 1);
   b->plan = plan;
@@ -84,6 +62,7 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
 
 static gboolean cuda_setup(DrBackend *b, GError **error) {
   return dr__cuda_memory_setup(&b->memory, &b->streams, error) &&
+         dr__cuda_loops_setup(&b->loops, b->graph, error) &&
          dr__cuda_launch_setup(&b->launch, &b->streams, &b->memory, b->opts.host_output, error) &&
          b->mode->prepare(b, error);
 }
@@ -162,6 +141,12 @@ static gboolean cuda_args_changed(DrBackend *b, const DrId *nodes, guint32 n, co
 
 static const char *cuda_mode_name(const DrBackend *b) { return b->mode->name; }
 
+/* The trips at the loop's last issue: with iterations in flight, that of
+ * the iteration issued last (graph mode: the capture's, a repeat's count). */
+static guint64 cuda_loop_trips(const DrBackend *b, guint32 loop) {
+  return b->loops.trips != NULL ? b->loops.trips[loop] : 0;
+}
+
 const DrBackendOps dr__cuda_backend = {
     .name = "cuda",
     .open = cuda_open,
@@ -174,4 +159,5 @@ const DrBackendOps dr__cuda_backend = {
     .read_buffer = cuda_read_buffer,
     .close = cuda_close,
     .mode_name = cuda_mode_name,
+    .loop_trips = cuda_loop_trips,
 };
