@@ -91,6 +91,9 @@ typedef struct {
    * live at once so far, as the backend measured it. NULL, or G_MAXUINT64
    * returned: not measured. */
   guint64 (*memory_high)(const DrBackend *b);
+  /* Optional: the trips loop `loop` (its index in graph->loops) made in
+   * the last iteration that finished. NULL: not counted. */
+  guint64 (*loop_trips)(const DrBackend *b, guint32 loop);
 } DrBackendOps;
 
 extern const DrBackendOps dr__host_backend;

@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "backends/backend.h"
+#include "ir/loops.h"
 
 struct DrBackend {
   const DrPlan *plan; /* borrowed */
@@ -62,6 +63,16 @@ struct DrBackend {
   /* Stream-ordered bytes live now and at most so far (dr_pool_bytes per
    * lifetime), updated by the alloc and free nodes on the workers. */
   _Atomic guint64 live_bytes, high_bytes;
+  /* Loops (ir/loops.h): a backend of the same kind per body plan
+   * (plan->bodies: 2 per loop, NULL where the plan has none), with its own
+   * workers and the enclosing backend's buffers (borrowed_bases). The
+   * loop node's worker drives it: one run_iteration per trip, reading the
+   * condition in between (a host-driven loop). trips[l]: the trips loop l
+   * made the last time it ran. */
+  DrBackend **bodies;
+  guint32 n_bodies;
+  gboolean borrowed_bases;
+  _Atomic guint64 *trips;
 };
 
 typedef struct {
@@ -90,8 +101,52 @@ static void fail(DrBackend *b, GError *error) {
 #define POISON_ALLOC 0xA5
 #define POISON_FREE 0xDD
 
+static gboolean host_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error);
+
+/* Element 0 of condition buffer `cond`: non-zero is true. */
+static gboolean cond_true(const DrBackend *b, DrId cond) { return ((const gint32 *)b->bases[cond])[0] != 0; }
+
+/* Runs loop node `id` of the outer iteration `iteration`: its body's trips
+ * one after another, each a whole run of the body's plan on the body's
+ * workers (the loop node's worker waits), the condition read after each
+ * trip (while) or before the one (if). */
+static gboolean run_loop(DrBackend *b, DrId id, guint32 iteration, GError **error) {
+  const DrNode *n = dr_graph_node(b->graph, id);
+  const DrLoop *l = dr_graph_node_loop(b->graph, id);
+  DrBackend *body = b->bodies[2 * (n->loop - 1)], *other = b->bodies[2 * (n->loop - 1) + 1];
+  guint64 trips = 0;
+  /* Each trip seeds its delays apart from the others and from the outer
+   * iteration's. */
+#define TRIP_SEED() ((guint32)(iteration * 2654435761u + (guint32)trips * 40503u + 1u))
+  switch (l->kind) {
+    case DR_LOOP_REPEAT:
+      for (; trips < l->count; trips++)
+        if (!host_run_iteration(body, TRIP_SEED(), NULL, error)) return FALSE;
+      break;
+    case DR_LOOP_WHILE:
+      do {
+        if (!host_run_iteration(body, TRIP_SEED(), NULL, error)) return FALSE;
+        trips++;
+      } while (cond_true(b, l->cond));
+      break;
+    case DR_LOOP_IF:
+      if (cond_true(b, l->cond)) {
+        if (!host_run_iteration(body, TRIP_SEED(), NULL, error)) return FALSE;
+        trips = 1;
+      } else if (other != NULL && !host_run_iteration(other, TRIP_SEED(), NULL, error)) {
+        return FALSE;
+      }
+      break;
+    case DR_N_LOOP_KINDS:
+      break;
+  }
+#undef TRIP_SEED
+  atomic_store(&b->trips[n->loop - 1], trips);
+  return TRUE;
+}
+
 /* Runs one node's work. Returns FALSE with `error` set on failure. */
-static gboolean execute(DrBackend *b, guint32 stream, DrId id, GError **error) {
+static gboolean execute(DrBackend *b, guint32 stream, DrId id, guint32 iteration, GError **error) {
   const DrGraph *g = b->graph;
   const DrNode *n = dr_graph_node(g, id);
   switch (n->op) {
@@ -140,6 +195,7 @@ static gboolean execute(DrBackend *b, guint32 stream, DrId id, GError **error) {
       return TRUE;
     }
     case DR_OP_NOOP:
+      return n->loop == 0 || run_loop(b, id, iteration, error);
     case DR_N_OPS:
       return TRUE;
   }
@@ -174,7 +230,7 @@ static void run_stream(DrBackend *b, guint32 stream, guint32 epoch, guint32 iter
     random_delay(b, step->node, iteration);
     gint64 t_start = now_ns();
     GError *error = NULL;
-    if (!execute(b, stream, step->node, &error)) {
+    if (!execute(b, stream, step->node, iteration, &error)) {
       fail(b, error);
       return;
     }
@@ -222,7 +278,10 @@ static void host_close(DrBackend *b) {
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->cond);
   }
-  if (b->bases)
+  for (guint32 i = 0; i < b->n_bodies; i++) host_close(b->bodies[i]);
+  g_free(b->bodies);
+  g_free(b->trips);
+  if (b->bases && !b->borrowed_bases)
     for (guint32 i = 0; i < b->n_buffers; i++)
       if (!b->external[i] && (b->plan->storage == NULL || b->plan->storage[i] == i))
         g_free(b->bases[i]); /* not the caller's, nor a reuse alias */
@@ -274,16 +333,37 @@ static DrBackend *host_open(const DrPlan *plan, const DrRunOptions *opts, GError
     }
     b->n_threads++;
   }
+  if (plan->bodies != NULL) {
+    b->n_bodies = plan->bodies->len;
+    b->bodies = g_new0(DrBackend *, b->n_bodies);
+    b->trips = g_new0(_Atomic guint64, MAX(dr_graph_n_loops(b->graph), 1));
+    for (guint32 i = 0; i < b->n_bodies; i++) {
+      const DrPlan *bp = g_ptr_array_index(plan->bodies, i);
+      if (bp == NULL) continue;
+      if ((b->bodies[i] = host_open(bp, opts, error)) == NULL) {
+        host_close(b);
+        return NULL;
+      }
+      b->bodies[i]->borrowed_bases = TRUE;
+    }
+  }
   return b;
 }
 
-/* Binds every kernel and host node to the buffers' memory as it is now. */
+/* Binds every kernel and host node to the buffers, and every body's (which
+ * share them). */
 static gboolean bind_calls(DrBackend *b, GError **error) {
   const DrGraph *g = b->graph;
   for (DrId i = 0; i < b->n_nodes; i++) {
     const DrNode *n = dr_graph_node(g, i);
     if (n->op == DR_OP_KERNEL && !dr__kernel_call_bind(g, i, b->bases, &b->kcalls[i], error)) return FALSE;
     if (n->op == DR_OP_HOST) dr__host_call_bind(g, i, b->bases, b->opts.host_output, &b->hcalls[i]);
+  }
+  for (guint32 i = 0; i < b->n_bodies; i++) {
+    DrBackend *body = b->bodies[i];
+    if (body == NULL) continue;
+    memcpy(body->bases, b->bases, sizeof(void *) * b->n_buffers);
+    if (!bind_calls(body, error)) return FALSE;
   }
   return TRUE;
 }
@@ -407,6 +487,8 @@ static const char *host_mode_name(const DrBackend *b) { return "streams"; }
 
 static guint64 host_memory_high(const DrBackend *b) { return atomic_load(&((DrBackend *)b)->high_bytes); }
 
+static guint64 host_loop_trips(const DrBackend *b, guint32 loop) { return atomic_load(&b->trips[loop]); }
+
 const DrBackendOps dr__host_backend = {
     .name = "host",
     .open = host_open,
@@ -420,4 +502,5 @@ const DrBackendOps dr__host_backend = {
     .close = host_close,
     .mode_name = host_mode_name,
     .memory_high = host_memory_high,
+    .loop_trips = host_loop_trips,
 };

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "ir/loops.h"
 #include "backends/verify.h"
 
 void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
@@ -121,6 +122,28 @@ static gboolean stop_requested(const DrRunOptions *opts) {
   return opts->stop != NULL && __atomic_load_n(opts->stop, __ATOMIC_RELAXED) != 0;
 }
 
+/* Adds the trips of each loop in the iteration that just finished to
+ * `report` (report->loops, made on first use). */
+static void count_trips(const DrBackendOps *ops, const DrBackend *b, const DrGraph *g, DrReport *report) {
+  if (ops->loop_trips == NULL || dr_graph_n_loops(g) == 0) return;
+  if (report->loops == NULL) {
+    report->loops = g_array_new(FALSE, TRUE, sizeof(DrLoopReport));
+    for (guint i = 0; i < dr_graph_n_loops(g); i++) {
+      const DrLoop *l = dr_graph_loop(g, i);
+      DrLoopReport lr = {.node = l->node, .id = l->id, .trips_min = G_MAXUINT64};
+      g_array_append_val(report->loops, lr);
+    }
+  }
+  for (guint i = 0; i < report->loops->len; i++) {
+    DrLoopReport *lr = &g_array_index(report->loops, DrLoopReport, i);
+    guint64 t = ops->loop_trips(b, i);
+    lr->trips_min = MIN(lr->trips_min, t);
+    lr->trips_max = MAX(lr->trips_max, t);
+    lr->trips_sum += t;
+    lr->samples++;
+  }
+}
+
 /* Runs warmup + iterations on `b` (open and set up), timed into `report`
  * when non-NULL; *stopped tells whether a stop request cut the run short. */
 static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGraph *g,
@@ -162,7 +185,10 @@ static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGr
       launched++;
     }
     finished++;
-    if (ok && timed) report->iter_makespan_us[done++] = t.makespan_us;
+    if (ok && timed) {
+      report->iter_makespan_us[done++] = t.makespan_us;
+      count_trips(ops, b, g, report);
+    }
     progress_show(&progress, finished, total);
   }
   if (report) {

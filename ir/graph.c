@@ -2,6 +2,8 @@
  * No pass logic lives here: passes are in scheduler/. */
 #include "ir/graph.h"
 
+#include "ir/loops.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +75,7 @@ void dr_graph_free(DrGraph *graph) {
   g_array_unref(graph->afters);
   g_array_unref(graph->kernels);
   g_array_unref(graph->callbacks);
+  if (graph->loops) g_ptr_array_unref(graph->loops);
   g_hash_table_unref(graph->node_index);
   g_hash_table_unref(graph->buffer_index);
   g_hash_table_unref(graph->kernel_index);
@@ -437,11 +440,35 @@ static void dump_node(const DrGraph *graph, const DrNode *n, GString *out) {
   }
 }
 
+static void dump_nodes_edges(const DrGraph *graph, GString *out);
+
+/* Each loop's header and its bodies' nodes and edges (scoped ids). */
+static void dump_loops(const DrGraph *graph, GString *out) {
+  for (guint i = 0; i < dr_graph_n_loops(graph); i++) {
+    const DrLoop *l = dr_graph_loop(graph, i);
+    g_string_append_printf(out, "loop %s %s", l->id, dr_loop_kind_name(l->kind));
+    if (l->kind == DR_LOOP_REPEAT)
+      g_string_append_printf(out, " %" G_GUINT64_FORMAT "\n", l->count);
+    else
+      g_string_append_printf(out, " %s\n", dr_graph_buffer(graph, l->cond)->name);
+    dump_nodes_edges(l->body, out);
+    if (l->else_body != NULL) {
+      g_string_append_printf(out, "else %s\n", l->id);
+      dump_nodes_edges(l->else_body, out);
+    }
+    g_string_append_printf(out, "end %s\n", l->id);
+  }
+}
+
 void dr_graph_dump(const DrGraph *graph, GString *out) {
   dump_run(graph, out);
   for (guint i = 0; i < graph->buffers->len; i++) dump_buffer(graph, dr_graph_buffer(graph, i), out);
   for (guint i = 0; i < graph->kernels->len; i++)
     if (dr_graph_kernel(graph, i)->origin == DR_KERNEL_USER) dump_kernel(dr_graph_kernel(graph, i), out);
+  dump_nodes_edges(graph, out);
+}
+
+static void dump_nodes_edges(const DrGraph *graph, GString *out) {
   for (guint i = 0; i < graph->nodes->len; i++) dump_node(graph, dr_graph_node(graph, i), out);
   for (guint i = 0; i < graph->edges->len; i++) {
     const DrEdge *e = dr_graph_edge(graph, i);
@@ -450,4 +477,5 @@ void dr_graph_dump(const DrGraph *graph, GString *out) {
     if (e->buffer != DR_NONE) g_string_append_printf(out, " %s", dr_graph_buffer(graph, e->buffer)->name);
     g_string_append_c(out, '\n');
   }
+  dump_loops(graph, out);
 }

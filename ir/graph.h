@@ -170,6 +170,8 @@ typedef struct {
   DrLoc loc;
 } DrArg;
 
+typedef struct DrLoop DrLoop; /* ir/loops.h */
+
 typedef struct {
   DrOp op;
   DrPriority priority;
@@ -191,6 +193,9 @@ typedef struct {
                        (host_fn is then unused); 0: the built-in host_fn */
   /* DR_OP_ALLOC / DR_OP_FREE */
   DrId buffer;
+  /* A loop or conditional (ir/loops.h): 1 + its index in graph->loops, op
+   * DR_OP_NOOP; 0: not a loop. */
+  guint32 loop;
 } DrNode;
 
 /* X(ENUM_SUFFIX, spelling) */
@@ -259,6 +264,11 @@ typedef struct {
   /* memory.reuse: auto: scratch buffers share storage when every
    * execution orders their uses (scheduler/reuse.c). Default FALSE. */
   gboolean reuse;
+  /* run.device_loop: true: graph mode runs --iterations as one launch of
+   * a WHILE node around the iteration (ir/loops.h says when that is
+   * legal). Default FALSE. */
+  gboolean device_loop;
+  DrLoc device_loop_loc;
 } DrRunConfig;
 
 /* What the memory budget pass (scheduler/budget.c) did under a limit:
@@ -287,6 +297,7 @@ typedef struct {
   GArray *afters;    /* DrAfter */
   GArray *kernels;   /* DrKernelDecl */
   GArray *callbacks; /* DrCallback, named by DrNode.callback */
+  GPtrArray *loops;  /* DrLoop *, owned (ir/loops.h); NULL until the first */
   GStringChunk *strings;
   GHashTable *node_index;   /* id -> DrId+1, interned keys */
   GHashTable *buffer_index; /* name -> DrId+1 */

@@ -2,6 +2,8 @@
  * (plan.h). Planning itself is scheduler/'s job. */
 #include "ir/plan.h"
 
+#include "ir/loops.h"
+
 #include <string.h>
 
 DrPlan *dr_plan_new(const DrGraph *graph) {
@@ -33,6 +35,7 @@ void dr_plan_free(DrPlan *plan) {
   g_free(plan->needs_event);
   g_free(plan->storage);
   g_free(plan->storage_bytes);
+  if (plan->bodies) g_ptr_array_unref(plan->bodies);
   g_free(plan);
 }
 
@@ -48,6 +51,14 @@ DrPlan *dr_plan_new_serial(const DrGraph *graph) {
   }
   p->width = n ? 1 : 0;
   p->cap = 1;
+  if (dr_graph_n_loops(graph) > 0) {
+    p->bodies = g_ptr_array_new_with_free_func((GDestroyNotify)dr_plan_free);
+    for (guint i = 0; i < dr_graph_n_loops(graph); i++) {
+      const DrLoop *l = dr_graph_loop(graph, i);
+      g_ptr_array_add(p->bodies, dr_plan_new_serial(l->body));
+      g_ptr_array_add(p->bodies, l->else_body ? dr_plan_new_serial(l->else_body) : NULL);
+    }
+  }
   return p;
 }
 

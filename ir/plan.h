@@ -104,6 +104,11 @@ typedef struct {
   guint32 n_shared;
   gboolean uncapped;    /* no cap asked for (graph mode): cap is 4096, report "none" */
   const char *cap_note; /* static: why the cap is what it is, or NULL */
+  /* The plans of the loop bodies (ir/loops.h): 2 per loop of the graph,
+   * in graph->loops order, the body's then the else body's (NULL when
+   * the loop has none); each borrows its body graph. NULL when the graph
+   * has no loop. */
+  GPtrArray *bodies;
 } DrPlan;
 
 /* Returns an empty plan for `graph` with node arrays sized to it. Free with
@@ -128,7 +133,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrPlan, dr_plan_free)
 #define dr_plan_wait(p, i) (g_array_index((p)->waits, DrId, (i)))
 
 /* Returns the serial plan: every node on one stream in program order, no
- * waits. Used by --verify's reference run. */
+ * waits, and the same for every loop body (plan->bodies). Used by
+ * --verify's reference run. */
 DrPlan *dr_plan_new_serial(const DrGraph *graph);
 
 /* Checks P1-P4 (P2 by a reachability walk, so O(V·E) at worst: for tests

@@ -112,3 +112,11 @@ int dr__kcheck_spin(const uint64_t *c, const DrKValue *a, char *err) {
   }
   return 0;
 }
+
+int dr__kcheck_cond(const uint64_t *c, const DrKValue *a, char *err) {
+  if (c[0] < 1 || c[2] < 1) {
+    snprintf(err, DR_KERR_SIZE, "x and cond need at least one element (element 0 is read and written)");
+    return -1;
+  }
+  return 0;
+}

@@ -291,3 +291,11 @@ int dr__k_spin_host(const DrKLaunch *l, char *err) {
   }
   return 0;
 }
+
+int dr__k_set_while_gt_f32_host(const DrKLaunch *l, char *err) {
+  CHECK(dr__kcheck_cond, l, err);
+  const float *x = ARGP(l, 0, const float);
+  int32_t *cond = ARGP(l, 2, int32_t);
+  cond[0] = x[0] > ARGF(l, 1) ? 1 : 0;
+  return 0;
+}

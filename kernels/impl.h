@@ -36,6 +36,7 @@ extern "C" {
   X(scale_bf16)           \
   X(scale_f16)            \
   X(scale_f32)            \
+  X(set_while_gt_f32)     \
   X(softmax_rows_f32)     \
   X(spin)
 
@@ -56,6 +57,7 @@ int dr__kcheck_softmax(const uint64_t *c, const DrKValue *a, char *err);
 int dr__kcheck_layernorm(const uint64_t *c, const DrKValue *a, char *err);
 int dr__kcheck_gemm(const uint64_t *c, const DrKValue *a, char *err);
 int dr__kcheck_spin(const uint64_t *c, const DrKValue *a, char *err);
+int dr__kcheck_cond(const uint64_t *c, const DrKValue *a, char *err); /* x0 tol1 cond2 */
 
 /* Largest spin the `spin` kernel accepts, in nanoseconds (60 s). */
 #define DR_SPIN_MAX_NS INT64_C(60000000000)

@@ -109,6 +109,11 @@ static const DrKParam p_softmax_rows_f32[] = {
     PTR("y", F32, WRITE, "same shape as x"),
     SCALAR("cols", I64, "row length"),
 };
+static const DrKParam p_set_while_gt_f32[] = {
+    PTR("x", F32, READ, "element 0 is compared"),
+    SCALAR("tol", F32, "the threshold"),
+    PTR("cond", I32, WRITE, "a condition: element 0 becomes 1 when x[0] > tol, else 0"),
+};
 static const DrKParam p_spin[] = {
     SCALAR("ns", I64, "nanoseconds to busy-wait (at most 60 s)"),
 };
@@ -154,6 +159,8 @@ const DrKernelDef dr_kernel_registry[] = {
     ENTRY(scale_bf16, "y = alpha * x (bf16, computed in f32)", p_scale_bf16, 0, 256, dr__kcheck_scale, 0, 0),
     ENTRY(scale_f16, "y = alpha * x (f16, computed in f32)", p_scale_f16, 0, 256, dr__kcheck_scale, 0, 0),
     ENTRY(scale_f32, "y = alpha * x", p_scale_f32, 0, 256, dr__kcheck_scale, 0, 0),
+    ENTRY(set_while_gt_f32, "cond[0] = x[0] > tol (1 or 0): sets a loop's or conditional's condition",
+          p_set_while_gt_f32, -1, 1, dr__kcheck_cond, 0, 0),
     ENTRY(softmax_rows_f32, "y = exp(x - max)/sum(exp(x - max)) over each row of cols", p_softmax_rows_f32, 0,
           256, dr__kcheck_softmax, 0, 0),
     ENTRY(spin, "busy-waits ns nanoseconds on %globaltimer (1 thread)", p_spin, -1, 1, dr__kcheck_spin, 0, 0),

@@ -10,6 +10,8 @@
  * parser's already-expanded prefix matches. Linear in the graph's size. */
 #include "lib/yaml_writer.h"
 
+#include "ir/loops.h"
+
 #include "report/json.h"
 
 #include <math.h>
@@ -144,13 +146,52 @@ static void write_args(const DrGraph *g, const DrNode *n, const DrParam *params,
   g_string_append_c(out, '}');
 }
 
+static void write_node_value(const DrGraph *g, DrId id, gsize scope, GString *out);
+
+/* A loop node's own keys and its bodies, as flow mappings of nodes whose
+ * ids are written without the loop's scope ("LOOP/"). */
+static void write_loop(const DrGraph *g, const DrLoop *l, GString *out) {
+  g_string_append_printf(out, "{op: %s", l->kind == DR_LOOP_IF ? "if" : "loop");
+  if (l->kind == DR_LOOP_REPEAT)
+    g_string_append_printf(out, ", repeat: %" G_GUINT64_FORMAT, l->count);
+  else {
+    g_string_append_printf(out, ", %s: ", dr_loop_kind_name(l->kind));
+    put_str(out, dr_graph_buffer(g, l->cond)->name);
+  }
+  gsize scope = strlen(l->id) + 1;
+  for (int part = 0; part < 2; part++) {
+    const DrGraph *body = part == 0 ? l->body : l->else_body;
+    if (body == NULL) continue;
+    g_string_append(out, part == 0 ? ", nodes: {" : ", else: {");
+    for (DrId i = 0; i < dr_graph_n_nodes(body); i++) {
+      if (i > 0) g_string_append(out, ", ");
+      put_str(out, dr_graph_node(body, i)->id + scope);
+      g_string_append(out, ": ");
+      write_node_value(body, i, scope, out);
+    }
+    g_string_append_c(out, '}');
+  }
+}
+
 static void write_node(const DrGraph *g, DrId id, GString *out) {
-  const DrNode *n = dr_graph_node(g, id);
   g_string_append(out, "  ");
-  put_str(out, n->id);
-  g_string_append_printf(out, ": {op: %s", dr_op_name(n->op));
+  put_str(out, dr_graph_node(g, id)->id);
+  g_string_append(out, ": ");
+  write_node_value(g, id, 0, out);
+  g_string_append_c(out, '\n');
+}
+
+/* The node's mapping; `scope`: the length of its body's "LOOP/" prefix,
+ * left out of the ids of after: entries. */
+static void write_node_value(const DrGraph *g, DrId id, gsize scope, GString *out) {
+  const DrNode *n = dr_graph_node(g, id);
+  const DrLoop *loop = n->loop ? dr_graph_node_loop(g, id) : NULL;
+  if (loop != NULL)
+    write_loop(g, loop, out);
+  else
+    g_string_append_printf(out, "{op: %s", dr_op_name(n->op));
   const DrAccess *first = n->access_count ? dr_graph_access(g, n->access_first) : NULL;
-  switch (n->op) {
+  switch (loop != NULL ? DR_N_OPS : n->op) {
     case DR_OP_KERNEL: {
       const DrKernelDecl *k = dr_graph_kernel(g, n->kernel);
       g_string_append(out, ", kernel: ");
@@ -210,10 +251,10 @@ static void write_node(const DrGraph *g, DrId id, GString *out) {
     if (a->to != id) continue;
     g_string_append(out, any ? ", " : ", after: [");
     any = TRUE;
-    put_str(out, dr_graph_node(g, a->from)->id);
+    put_str(out, dr_graph_node(g, a->from)->id + scope);
   }
   if (any) g_string_append_c(out, ']');
-  g_string_append(out, "}\n");
+  g_string_append_c(out, '}');
 }
 
 /* The format reads {expr} in string values as an expression and has no
@@ -225,8 +266,14 @@ static gboolean check_braces(const char *what, const char *s, GError **error) {
   return FALSE;
 }
 
-/* FALSE with DR_ERROR_USAGE when YAML cannot say part of the graph. */
+/* FALSE with DR_ERROR_USAGE when YAML cannot say part of the graph (or of
+ * a loop body). */
 static gboolean check_writable(const DrGraph *graph, GError **error) {
+  for (guint i = 0; i < dr_graph_n_loops(graph); i++) {
+    const DrLoop *l = dr_graph_loop(graph, i);
+    if (!check_writable(l->body, error) || (l->else_body && !check_writable(l->else_body, error)))
+      return FALSE;
+  }
   for (DrId i = 0; i < dr_graph_n_buffers(graph); i++) {
     const DrBuffer *b = dr_graph_buffer(graph, i);
     g_autofree char *what = g_strdup_printf("buffer '%s'", b->name);
@@ -266,6 +313,7 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
   if (r->max_streams_set) g_string_append_printf(out, ", max_streams: %u", r->max_streams);
   if (r->fallback_streams)
     g_string_append_printf(out, ", fallback: %s", dr_fallback_name(DR_FALLBACK_STREAMS));
+  if (r->device_loop) g_string_append(out, ", device_loop: true");
   g_string_append(out, "}\n");
   if (r->release_threshold_set || r->memory_limit_set || r->reuse) {
     const char *sep = "";

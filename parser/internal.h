@@ -41,6 +41,7 @@ typedef struct {
   DrBuild build;               /* the IR builder; build.what is "node 'x'" of the node being converted */
   GString *arg_what, *arg_key; /* scratch: "node 'x', argument 'y'", "argument 'y'" */
   guint node_typos;            /* unknown keys of that node: they explain missing ones */
+  char *scope;                 /* inside a loop body: "LOOP/" (nested "A/B/"); NULL at the top */
 } DrParse;
 
 #define DR_LOC(p, n) dr__ynode_loc((n), (p)->file)
@@ -106,6 +107,19 @@ void dr__parse_kernels(DrParse *p, const DrYNode *v);
 void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value);
 /* Resolves the pending `after:` entries into DrAfter records. */
 void dr__parse_resolve_afters(DrParse *p);
+/* `after:` of node `to` (a node id or a list of them, relative to the
+ * current scope), resolved now or at the end of the scope. */
+void dr__parse_after(DrParse *p, DrId to, const DrYNode *v, const DrEnv *env);
+
+/* ---- loops.c ---- */
+
+/* Whether node mapping `map` is a loop or conditional (`op: loop` or
+ * `op: if`). */
+gboolean dr__parse_is_loop(const DrYNode *map);
+/* Converts the loop or conditional node `id` (scoped, name-checked) at
+ * `key`: its bodies, parsed like `nodes:` in the scope "ID/", checked
+ * (ir/loops.h), then the node itself. */
+void dr__parse_loop(DrParse *p, const DrYNode *key, const DrYNode *map, const DrEnv *env, const char *id);
 
 G_END_DECLS
 

@@ -303,6 +303,12 @@ static void convert_host(DrParse *p, const DrYNode *key, const DrYNode **s, cons
 static void after_entry(DrParse *p, DrId to, const DrYNode *v, const DrEnv *env) {
   g_autofree char *name = NULL;
   if (!dr__parse_string(p, WHAT(p), "after", v, env, &name)) return;
+  if (p->scope != NULL) {
+    /* Inside a body, after: names the body's nodes by their short ids. */
+    char *scoped = g_strconcat(p->scope, name, NULL);
+    g_free(name);
+    name = scoped;
+  }
   gsize len = strlen(name);
   gboolean prefix = len > 0 && name[len - 1] == '*';
   DrLoc loc = DR_LOC(p, v);
@@ -326,7 +332,7 @@ static void after_entry(DrParse *p, DrId to, const DrYNode *v, const DrEnv *env)
   g_array_append_val(p->afters, pa);
 }
 
-static void parse_after(DrParse *p, DrId to, const DrYNode *v, const DrEnv *env) {
+void dr__parse_after(DrParse *p, DrId to, const DrYNode *v, const DrEnv *env) {
   if (v->kind == DR_Y_SEQ) {
     for (guint i = 0; i < v->len; i++) after_entry(p, to, v->u.items[i], env);
   } else if (v->kind == DR_Y_SCALAR) {
@@ -419,9 +425,16 @@ static char *node_id(DrParse *p, const DrYNode *key, const DrEnv *env) {
     id = g_strdup(key->u.text);
   }
   dr_build_set_what(&p->build, id);
-  if (dr_build_name_ok(&p->build, DR_NAME_NODE, id, NULL, DR_LOC(p, key))) return id;
+  if (!dr_build_name_ok(&p->build, DR_NAME_NODE, id, NULL, DR_LOC(p, key))) {
+    g_free(id);
+    return NULL;
+  }
+  if (p->scope == NULL) return id;
+  /* Inside a body: the scoped id, LOOP/NODE (decisions.md, "Names"). */
+  char *scoped = g_strconcat(p->scope, id, NULL);
   g_free(id);
-  return NULL;
+  dr_build_set_what(&p->build, scoped);
+  return scoped;
 }
 
 /* Reports an unknown node key with a hint among the keys of `op` (every
@@ -508,6 +521,10 @@ static void node_common(DrParse *p, const DrYNode **s, const DrEnv *env, DrNode 
 static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, const DrEnv *env) {
   g_autofree char *id = node_id(p, key, env);
   if (id == NULL) return;
+  if (dr__parse_is_loop(map)) {
+    dr__parse_loop(p, key, map, env, id);
+    return;
+  }
   /* op first: it decides which other keys apply. */
   DrOp op;
   if (!node_op(p, key, map, env, &op)) return;
@@ -543,7 +560,7 @@ static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, con
       break;
   }
   DrId nid = dr_build_node_commit(b);
-  if (s[K_AFTER] != NULL) parse_after(p, nid, s[K_AFTER], env);
+  if (s[K_AFTER] != NULL) dr__parse_after(p, nid, s[K_AFTER], env);
 }
 
 /* ---- foreach ----------------------------------------------------------- */

@@ -23,7 +23,8 @@ static void expected(DrParse *p, const DrYNode *v, const char *what, const char 
   X(WARMUP, "warmup")           \
   X(MAX_STREAMS, "max_streams") \
   X(DEVICE, "device")           \
-  X(FALLBACK, "fallback")
+  X(FALLBACK, "fallback")       \
+  X(DEVICE_LOOP, "device_loop")
 
 enum {
 #define X(e, s) RUN_##e,
@@ -67,6 +68,17 @@ void dr__parse_run(DrParse *p, const DrYNode *v) {
         r->fallback_streams = fb == DR_FALLBACK_STREAMS;
       else
         expected(p, s[RUN_FALLBACK], "run", "fallback", dr_fallback_choices());
+    }
+  }
+  if (s[RUN_DEVICE_LOOP] != NULL) {
+    g_autofree char *d = NULL;
+    if (dr__parse_string(p, "run", "device_loop", s[RUN_DEVICE_LOOP], NULL, &d)) {
+      if (strcmp(d, "true") == 0 || strcmp(d, "false") == 0) {
+        r->device_loop = strcmp(d, "true") == 0;
+        r->device_loop_loc = DR_LOC(p, s[RUN_DEVICE_LOOP]);
+      } else {
+        expected(p, s[RUN_DEVICE_LOOP], "run", "device_loop", "true or false");
+      }
     }
   }
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/loops.h"
 #include "report/num.h"
 #include "report/plan_common.h"
 #include "report/report.h"
@@ -346,6 +347,67 @@ static void write_legend(const Ctx *c, GString *out, guint32 n_groups, guint32 i
   g_string_append(out, "</table>>;\n  labelloc=t;\n  labeljust=l;\n");
 }
 
+/* Each loop body of `plan` as a cluster (nested bodies inside theirs):
+ * its nodes, by scoped id, with their op, and its own dependency edges,
+ * and (`link`: the loop node is drawn under its own id, not in a summary
+ * family) a dotted edge from the loop node into the cluster. */
+static void write_loop_clusters(const DrPlan *plan, GString *out, guint depth, gboolean link) {
+  const DrGraph *g = plan->graph;
+  for (guint i = 0; plan->bodies != NULL && i < dr_graph_n_loops(g); i++) {
+    const DrLoop *l = dr_graph_loop(g, i);
+    for (guint part = 0; part < 2; part++) {
+      const DrPlan *bp = g_ptr_array_index(plan->bodies, 2 * i + part);
+      if (bp == NULL) continue;
+      const DrGraph *body = bp->graph;
+      g_autofree char *pad = g_strnfill(2 * (depth + 1), ' ');
+      g_autoptr(GString) label = g_string_new(NULL);
+      g_string_printf(label, "%s%s '%s': ", part ? "else of " : "", dr_loop_noun(l->kind), l->id);
+      if (l->kind == DR_LOOP_REPEAT)
+        g_string_append_printf(label, "repeat %" G_GUINT64_FORMAT, l->count);
+      else
+        g_string_append_printf(label, "%s %s", dr_loop_kind_name(l->kind), dr_graph_buffer(g, l->cond)->name);
+      g_string_append_printf(label, ", body on %u stream%s", bp->streams->len,
+                             bp->streams->len == 1 ? "" : "s");
+      g_autofree char *cluster = g_strdup_printf("cluster_loop_%s_%u", l->id, part);
+      g_string_append_printf(out, "%ssubgraph ", pad);
+      dot_string(out, cluster);
+      g_string_append(out, " {\n");
+      g_string_append_printf(out, "%s  label=", pad);
+      dot_string(out, label->str);
+      g_string_append_printf(out, ";\n%s  style=dashed;\n", pad);
+      for (DrId v = 0; v < dr_graph_n_nodes(body); v++) {
+        g_autoptr(GString) text = g_string_new(dr_graph_node(body, v)->id);
+        g_string_append_c(text, '\n');
+        dr__plan_node_detail(body, v, text);
+        g_string_append_printf(out, "%s  ", pad);
+        dot_string(out, dr_graph_node(body, v)->id);
+        g_string_append(out, " [label=");
+        dot_string(out, text->str);
+        g_string_append(out, ", fillcolor=\"#f4f4f4\"];\n");
+      }
+      write_loop_clusters(bp, out, depth + 1, TRUE);
+      g_string_append_printf(out, "%s}\n", pad);
+      for (guint e = 0; e < body->edges->len; e++) {
+        const DrEdge *ed = dr_graph_edge(body, e);
+        g_string_append_printf(out, "%s", pad);
+        dot_string(out, dr_graph_node(body, ed->from)->id);
+        g_string_append(out, " -> ");
+        dot_string(out, dr_graph_node(body, ed->to)->id);
+        g_string_append_printf(out, " [label=\"%s\"];\n", dr_edge_kind_name(ed->kind));
+      }
+      if (link && dr_graph_n_nodes(body) > 0) {
+        g_string_append_printf(out, "%s", pad);
+        dot_string(out, l->id);
+        g_string_append(out, " -> ");
+        dot_string(out, dr_graph_node(body, 0)->id);
+        g_string_append(out, " [style=dotted, lhead=");
+        dot_string(out, cluster);
+        g_string_append(out, ", label=\"body\"];\n");
+      }
+    }
+  }
+}
+
 void dr_plan_write_dot_opts(const DrPlan *plan, const DrDotOptions *opts, GString *out) {
   g_return_if_fail(plan != NULL && out != NULL);
   static const DrDotOptions defaults = {DR_DOT_DETAIL_AUTO, NULL, NULL};
@@ -452,6 +514,7 @@ void dr_plan_write_dot_opts(const DrPlan *plan, const DrDotOptions *opts, GStrin
     if (ge->critical > 0) g_string_append(out, ", " CRITICAL_STYLE);
     g_string_append(out, "];\n");
   }
+  write_loop_clusters(plan, out, 0, !summary);
   g_string_append(out, "}\n");
 }
 

@@ -18,6 +18,7 @@ void dr_report_free(DrReport *r) {
   if (r->flows) g_array_unref(r->flows);
   if (r->critical_nodes) g_array_unref(r->critical_nodes);
   g_free(r->mem_delta);
+  if (r->loops) g_array_unref(r->loops);
   g_free(r);
 }
 

@@ -10,6 +10,7 @@
  * then every step in issue order with its waits. Only ids, counts and
  * rounded estimates (num.h: '.' decimals and English sizes whatever the
  * locale): no addresses, so the text is stable. O(V + E). */
+#include "ir/loops.h"
 #include "report/num.h"
 #include "report/plan_common.h"
 #include "report/plan_memory.h"
@@ -30,6 +31,19 @@ static guint64 node_bytes(const DrGraph *g, const DrNode *node, gboolean reads) 
 
 void dr__plan_node_detail(const DrGraph *g, DrId id, GString *out) {
   const DrNode *node = dr_graph_node(g, id);
+  const DrLoop *loop = node->loop ? dr_graph_node_loop(g, id) : NULL;
+  if (loop != NULL) {
+    /* "loop repeat 3", "loop while go", "if go": one node in its graph. */
+    if (loop->kind == DR_LOOP_IF)
+      g_string_append_printf(out, "if %s", dr_graph_buffer(g, loop->cond)->name);
+    else if (loop->kind == DR_LOOP_REPEAT)
+      g_string_append_printf(out, "loop repeat %" G_GUINT64_FORMAT, loop->count);
+    else
+      g_string_append_printf(out, "loop while %s", dr_graph_buffer(g, loop->cond)->name);
+    guint64 inside = dr_graph_n_nodes(loop->body) + (loop->else_body ? dr_graph_n_nodes(loop->else_body) : 0);
+    g_string_append_printf(out, ", %" G_GUINT64_FORMAT " body node%s", inside, inside == 1 ? "" : "s");
+    return;
+  }
   g_string_append(out, dr_op_name(node->op));
   switch (node->op) {
     case DR_OP_KERNEL:
@@ -152,5 +166,18 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
       }
     }
     g_string_append_c(out, '\n');
+  }
+  /* Each body's own plan (ir/plan.h, plan->bodies), after its loop's. */
+  for (guint i = 0; plan->bodies != NULL && i < dr_graph_n_loops(g); i++) {
+    const DrLoop *l = dr_graph_loop(g, i);
+    for (guint part = 0; part < 2; part++) {
+      const DrPlan *bp = g_ptr_array_index(plan->bodies, 2 * i + part);
+      if (bp == NULL) continue;
+      g_string_append_printf(out, "%s of %s '%s' (", part == 0 ? "body" : "else body", dr_loop_noun(l->kind),
+                             l->id);
+      dr__plan_node_detail(g, l->node, out);
+      g_string_append(out, "):\n");
+      dr_plan_write_text(bp, out);
+    }
   }
 }

@@ -49,6 +49,16 @@ typedef struct {
   DrId from, to; /* graph node ids: `to` waits for `from` */
 } DrReportFlow;
 
+/* One loop or conditional (ir/loops.h) of the top-level graph over the
+ * timed iterations: the trips its body made per iteration (a conditional:
+ * 1 when a body ran, 0 when none did), as the backend counted them. */
+typedef struct {
+  DrId node;
+  const char *id; /* borrowed from the graph */
+  guint64 trips_min, trips_max, trips_sum;
+  guint32 samples; /* timed iterations counted */
+} DrLoopReport;
+
 typedef struct {
   char *name;                 /* the pipeline's name */
   const char *backend;        /* "host" | "cuda" */
@@ -101,6 +111,10 @@ typedef struct {
    * gives back (-), else 0; mem_delta NULL when no node allocates. */
   guint64 whole_run_bytes;
   gint64 *mem_delta;
+
+  /* DrLoopReport per loop of the graph, in graph->loops order; NULL when
+   * the graph has none or the backend does not count trips. */
+  GArray *loops;
 } DrReport;
 
 /* A new report for a run of `plan` (stats.c): named after the plan's

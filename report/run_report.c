@@ -47,6 +47,28 @@ static const char *node_id(const DrReport *r, DrId v) {
   return "?";
 }
 
+/* "loop ID: T trips per iteration (min, max), D us per trip": the loop's
+ * median time over its mean trips. */
+static void write_loops_text(const DrReport *r, GString *out) {
+  for (guint i = 0; r->loops != NULL && i < r->loops->len; i++) {
+    const DrLoopReport *lr = &g_array_index(r->loops, DrLoopReport, i);
+    if (lr->samples == 0) continue;
+    double mean = (double)lr->trips_sum / lr->samples;
+    g_string_append_printf(out, "loop %s: ", lr->id);
+    dr__num_fixed(out, mean, mean == (double)(guint64)mean ? 0 : 1, 0);
+    g_string_append_printf(out, " trips per iteration (min %" G_GUINT64_FORMAT ", max %" G_GUINT64_FORMAT ")",
+                           lr->trips_min, lr->trips_max);
+    for (guint k = 0; k < r->nodes->len; k++) {
+      const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, k);
+      if (n->node != lr->node || isnan(n->duration_us) || mean <= 0) continue;
+      g_string_append(out, ", ");
+      dr__num_fixed(out, n->duration_us / mean, 2, 0);
+      g_string_append(out, " us per trip");
+    }
+    g_string_append_c(out, '\n');
+  }
+}
+
 void dr_report_write_text(const DrReport *r, GString *out) {
   g_string_append_printf(out, "%s: backend %s, mode %s, %u iterations (%u warmup)\n", r->name, r->backend,
                          r->mode ? r->mode : "?", r->iterations, r->warmup);
@@ -72,6 +94,7 @@ void dr_report_write_text(const DrReport *r, GString *out) {
       dr__num_fixed(out, n->gbps, 2, 8);
     g_string_append_c(out, '\n');
   }
+  write_loops_text(r, out);
   g_string_append(out, "makespan_us: median");
   text_number(out, r->makespan_us, 0);
   g_string_append(out, ", min");

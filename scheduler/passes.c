@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "scheduler/budget.h"
+#include "ir/loops.h"
 
 static gboolean run_lifetimes(DrGraph *graph, DrDiags *diags) { return dr__lifetimes_check(graph, diags); }
 
@@ -59,6 +60,16 @@ gboolean dr_passes_run_dump(DrGraph *graph, DrDiags *diags, const char *dump_aft
     dr_graph_dump(graph, dump);
     return TRUE;
   }
+  /* Each loop body is a graph of its own (ir/loops.h): the same passes,
+   * first, so that a body's problems are reported before the outer
+   * graph's. The loop node's accesses already stand for its body. */
+  gboolean bodies_ok = dr_loop_check_device_loop(graph, diags);
+  for (guint i = 0; i < dr_graph_n_loops(graph); i++) {
+    DrLoop *l = dr_graph_loop(graph, i);
+    if (!dr_passes_run(l->body, diags)) bodies_ok = FALSE;
+    if (l->else_body != NULL && !dr_passes_run(l->else_body, diags)) bodies_ok = FALSE;
+  }
+  if (!bodies_ok) return FALSE;
   for (guint i = 0; i < G_N_ELEMENTS(passes); i++) {
     if (!passes[i].run(graph, diags)) return FALSE;
     DR_GRAPH_CHECK(graph);

@@ -122,6 +122,10 @@ void dr__plan_reuse(const DrPlanCtx *ctx, DrPlan *plan);
  * waits imply every edge, and sets needs_event. */
 void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan);
 
+/* loops.c: plans every loop body of plan->graph (ir/loops.h) on its own,
+ * with `opts`' cap and no measured durations, into plan->bodies. */
+gboolean dr__plan_loops(DrPlan *plan, const DrPlanOptions *opts, GError **error);
+
 G_END_DECLS
 
 #endif

@@ -107,5 +107,9 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
    * builds check every plan small enough for that to stay quick; the
    * planner tests check the large ones themselves. */
   if ((double)plan->steps->len * (double)(ctx.m + 1) <= PLAN_CHECK_MAX_WORK) DR_PLAN_CHECK(plan);
+  if (!dr__plan_loops(plan, opts, error)) {
+    dr_plan_free(plan);
+    return NULL;
+  }
   return plan;
 }

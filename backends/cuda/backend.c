@@ -34,6 +34,7 @@ static void cuda_close(DrBackend *b) {
   dr__cuda_profile_close(&b->profile);
   dr__cuda_graph_release(&b->cuda_graph);
   dr__cuda_launch_close(&b->launch);
+  dr__cuda_loops_close(&b->loops);
   dr__cuda_memory_close(&b->memory, b->streams.origin);
   dr__cuda_timing_close(&b->timing);
   dr__cuda_streams_close(&b->streams);
@@ -42,6 +43,7 @@ static void cuda_close(DrBackend *b) {
 }
 
 static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
+  if (!dr__cuda_loops_check(plan, opts->mode, error)) return NULL;
   if (!dr__cuda_streams_check(plan, opts->device, error)) return NULL;
   DrBackend *b = g_new0(DrBackend, 1);
   b->plan = plan;
@@ -66,6 +68,7 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
 
 static gboolean cuda_setup(DrBackend *b, GError **error) {
   return dr__cuda_memory_setup(&b->memory, &b->streams, error) &&
+         dr__cuda_loops_setup(&b->loops, b->graph, error) &&
          dr__cuda_launch_setup(&b->launch, &b->streams, &b->memory, b->opts.host_output, error) &&
          b->mode->prepare(b, error);
 }
@@ -224,6 +227,11 @@ static gboolean cuda_args_changed(DrBackend *b, const DrId *nodes, guint32 n, co
 static const char *cuda_mode_name(const DrBackend *b) { return b->mode->name; }
 
 static guint64 cuda_memory_high(const DrBackend *b) { return b->memory.high; }
+/* The trips at the loop's last issue: with iterations in flight, that of
+ * the iteration issued last (graph mode: the capture's, a repeat's count). */
+static guint64 cuda_loop_trips(const DrBackend *b, guint32 loop) {
+  return b->loops.trips != NULL ? b->loops.trips[loop] : 0;
+}
 
 const DrBackendOps dr__cuda_backend = {
     .name = "cuda",
@@ -241,4 +249,5 @@ const DrBackendOps dr__cuda_backend = {
     .close = cuda_close,
     .mode_name = cuda_mode_name,
     .memory_high = cuda_memory_high,
+    .loop_trips = cuda_loop_trips,
 };

@@ -26,6 +26,7 @@
 #include "backends/cuda/graph.h"
 #include "backends/cuda/issue.h"
 #include "backends/cuda/launch.h"
+#include "backends/cuda/loops.h"
 #include "backends/cuda/memory.h"
 #include "backends/cuda/profile.h"
 #include "backends/cuda/streams.h"
@@ -73,6 +74,7 @@ struct DrBackend {
   DrCudaTiming timing;
   DrCudaGraphState cuda_graph;
   DrCudaProfile profile;
+  DrCudaLoops loops; /* loops.c: host-driven loops */
   /* cudaProfilerStart was called and cudaProfilerStop not yet: the
    * profiler's capture range is open (backend.c). */
   gboolean profiling;

@@ -35,7 +35,8 @@ static gboolean issue_work(DrBackend *b, const DrCudaApi *api, DrId v, guint32 k
       return dr__cuda_memory_free(&b->memory, n->buffer, st, site, error);
     case DR_OP_HOST:
       return dr__cuda_launch_host(&b->launch, v, st, site, error);
-    case DR_OP_NOOP:
+    case DR_OP_NOOP: /* a loop's trips (loops.c), or nothing */
+      return n->loop == 0 || dr__cuda_loop_issue(&b->loops, &b->memory, api, b->graph, v, st, error);
     case DR_N_OPS:
       return TRUE;
   }

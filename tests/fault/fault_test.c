@@ -1270,6 +1270,104 @@ static void test_fake_data(void) {
   }
 }
 
+/* The bytes of buffer `out` (a host buffer with save: PATH) after running
+ * `plan` on `backend` in `mode`, through the fake with the twins running. */
+static char *loop_run(const DrPlan *plan, const DrGraph *g, DrBackendKind backend, DrMode mode,
+                      const char *path, gsize *len) {
+  g_autoptr(GError) error = NULL;
+  DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_AUTO, 1, 2);
+  opts.backend = backend;
+  dr_fake_reset();
+  dr_fake_set_run_twins(TRUE);
+  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+  dr_fake_set_run_twins(FALSE);
+  g_assert_no_error(error);
+  g_assert_nonnull(r);
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  char *data = NULL;
+  g_assert_true(g_file_get_contents(path, &data, len, NULL));
+  g_unlink(path);
+  return data;
+}
+
+/* Loops on the CUDA backend, on the fake with the twins running: streams
+ * mode runs repeat, while (the condition read back per trip) and if/else
+ * host-driven and leaves the bytes the host backend leaves; graph mode
+ * captures repeat unrolled (the fake replays no graph: the launches
+ * captured are checked). Graph mode refuses while and if (no conditional
+ * nodes yet) and run.device_loop, before any call but the device query. */
+static void test_fake_loops(void) {
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  if (tmp == NULL) tmp = g_get_tmp_dir();
+  g_autofree char *path = g_build_filename(tmp, "fault-loops.bin", NULL);
+  const char *repeat =
+      "    op: loop\n    repeat: 3\n    nodes:\n"
+      "      dbl: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: x}}\n"
+      "      inner:\n        op: loop\n        repeat: 2\n        nodes:\n"
+      "          acc: {op: kernel, kernel: axpy_f32, args: {alpha: 0.5, x: x, y: s}}\n";
+  const char *cond =
+      "    op: loop\n    while: go\n    nodes:\n"
+      "      half: {op: kernel, kernel: scale_f32, args: {x: \"x[0:1]\", alpha: 0.5, y: \"x[0:1]\"}}\n"
+      "      count: {op: kernel, kernel: add_f32, args: {a: \"s[0:1]\", b: one, y: \"s[0:1]\"}}\n"
+      "      check: {op: kernel, kernel: set_while_gt_f32, args: {x: x, tol: 0.01, cond: go}}\n"
+      "  pick:\n    op: if\n    if: go\n    nodes:\n"
+      "      yes: {op: memset, dst: \"s[4:8]\", value: 1}\n    else:\n"
+      "      no: {op: memset, dst: \"s[4:8]\", value: 2}\n";
+  for (int c = 0; c < 2; c++) {
+    g_autofree char *yaml = g_strdup_printf(
+        "dagrun: 1\nbuffers:\n  x: {type: f32, count: 64, init: iota}\n  s: {type: f32, count: 64}\n"
+        "  one: {type: f32, count: 1}\n  go: {type: i32, count: 1}\n"
+        "  out: {type: f32, count: 64, where: host, save: '%s'}\n"
+        "nodes:\n  init: {op: kernel, kernel: fill_f32, args: {y: one, value: 1.0}}\n"
+        "  first: {op: kernel, kernel: fill_f32, args: {y: \"x[0:1]\", value: 5.0}}\n"
+        "  l:\n%s  down: {op: copy, src: s, dst: out}\n",
+        path, c == 0 ? repeat : cond);
+    g_autoptr(DrGraph) g = load_yaml("loop.yaml", yaml);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+    g_assert_no_error(error);
+    gsize want_len, got_len;
+    g_autofree char *want = loop_run(plan, g, DR_BACKEND_HOST, DR_MODE_STREAMS, path, &want_len);
+    g_autofree char *got = loop_run(plan, g, DR_BACKEND_CUDA, DR_MODE_STREAMS, path, &got_len);
+    g_assert_cmpmem(got, got_len, want, want_len);
+    if (c == 1) {
+      /* 5 -> 2.5 -> ... -> 0.0098: 9 trips per iteration, 3 iterations */
+      g_assert_cmpfloat(((float *)got)[0], ==, 27.0f);
+      g_assert_cmphex(((guint32 *)got)[4], ==, 0x02020202u); /* the else body's memset */
+    }
+    if (c == 0) {
+      /* The fake replays no graph: what the capture recorded is what
+       * counts, the body unrolled, 3 x (dbl + 2 x acc), after init and
+       * first. */
+      g_autofree char *graph = loop_run(plan, g, DR_BACKEND_CUDA, DR_MODE_GRAPH, path, &got_len);
+      g_assert_cmpuint(dr_fake_kernel_launches(), ==, 2 + 3 * (1 + 2));
+      continue;
+    }
+    DrRunOptions opts = fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
+    dr_fake_reset();
+    g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+    g_assert_null(r);
+    g_assert_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE);
+    g_assert_nonnull(strstr(error->message, "loop.yaml:11:3: node 'l': graph mode runs repeat: loops"));
+    const GArray *trace = dr_fake_trace();
+    for (guint i = 0; i < trace->len; i++)
+      g_assert_cmpstr(g_array_index(trace, DrFakeCall, i).name, ==, "cudaGetDeviceCount");
+  }
+  g_autoptr(DrGraph) d =
+      load_yaml("dl.yaml",
+                "dagrun: 1\nrun: {device_loop: true}\nbuffers:\n  x: {type: f32, count: 8}\n"
+                "nodes:\n  s: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: x}}\n");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(d, NULL, &error);
+  DrRunOptions opts = fake_run_options(d, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
+  dr_fake_reset();
+  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+  g_assert_null(r);
+  g_assert_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE);
+  g_assert_nonnull(strstr(error->message, "dl.yaml:2:20: run.device_loop"));
+}
+
 /* Several lifetimes of one stream-ordered buffer on the fake: every alloc
  * node makes its own cudaMallocAsync and every free its cudaFreeAsync, each
  * kernel and copy of a lifetime gets that lifetime's pointer (the twins
@@ -1440,6 +1538,7 @@ int main(int argc, char **argv) {
     }
   g_test_add_func("/fault/fake/data", test_fake_data);
   g_test_add_func("/fault/fake/lifetimes", test_fake_lifetimes);
+  g_test_add_func("/fault/fake/loops", test_fake_loops);
   static const PdlCase pdl[] = {
       {DR_MODE_STREAMS, DR_TIMING_OFF, NULL, NULL, FALSE, 3},
       {DR_MODE_STREAMS, DR_TIMING_STAMPS, NULL, NULL, FALSE, 3},

@@ -24,6 +24,13 @@
 #   gpu/timing/spin-chain/{streams,graph}   a chain of 10 spin nodes of
 #                                   200 µs: the sum of the reported node
 #                                   durations is within 5% of 2000 µs
+#   gpu/loops/jacobi/streams        a Jacobi solver that stops at
+#                                   convergence (while loop, host-driven):
+#                                   the host backend's trips and solution
+#                                   (1e-5); graph mode exits 69 (no
+#                                   conditional nodes yet)
+#   gpu/loops/repeat/{streams,graph}   nested repeat loops: the host
+#                                   backend's bytes exactly
 #   gpu/ncu/{nvtx-node,capture-range}   Nsight Compute sees dagrun's nodes:
 #                                   --nvtx-include "dagrun@b/" profiles
 #                                   exactly node b's one kernel
@@ -165,6 +172,40 @@ scratch_serial=$("$DAGRUN" --plan --format=json "$graphs_dir/scratch.yaml" 2>/de
 for mode in streams graph; do
   memory_check "gpu/memory/scratch-limit/$mode" --mode=$mode --memory-limit="${scratch_serial:-0}" \
     "$graphs_dir/scratch.yaml"
+done
+# ---- loops (#17): host-driven in streams mode, repeat unrolled in graph mode ----
+# loop_bytes NAME YAML BUFFER BACKEND MODE OUT: runs YAML once with BUFFER
+# saved to OUT (a copy of the file with `save:` added to that buffer).
+loop_bytes() {
+  local yaml=$1 buf=$2 backend=$3 mode=$4 out=$5
+  sed "s|^\(  $buf: *{.*\)}\s*$|\1, save: '$out'}|" "$yaml" >"$tmp/loop_$backend.yaml" &&
+    "$DAGRUN" --backend="$backend" --mode="$mode" --iterations=1 --warmup=0 --verify "$tmp/loop_$backend.yaml"
+}
+# same_f32 A B TOL: the two f32 files agree within TOL (absolute).
+same_f32() {
+  python3 -c 'import struct,sys
+a=open(sys.argv[1],"rb").read(); b=open(sys.argv[2],"rb").read()
+assert len(a)==len(b) and len(a)>0, (len(a), len(b))
+x=struct.unpack("%df"%(len(a)//4),a); y=struct.unpack("%df"%(len(b)//4),b)
+d=max(abs(p-q) for p,q in zip(x,y)); print("max |diff|", d); sys.exit(0 if d<=float(sys.argv[3]) else 1)' "$@"
+}
+golden_dir=tests/golden
+[ -d "$DIST/tests/golden" ] && golden_dir=$DIST/tests/golden
+gpu_dir=tests/gpu
+[ -d "$DIST/tests/gpu" ] && gpu_dir=$DIST/tests/gpu
+# The Jacobi solver that stops at convergence (a while loop): the same
+# trips and solution as the host backend (tests/loops checks the host
+# against a CPU reference), in streams mode; graph mode refuses while (69).
+check gpu/loops/jacobi/streams 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
+  loop_bytes $golden_dir/good_jacobi.yaml u host streams $tmp/u_host.bin | grep 'loop solve' >$tmp/trips_host &&
+  loop_bytes $golden_dir/good_jacobi.yaml u cuda streams $tmp/u_cuda.bin | grep 'loop solve' >$tmp/trips_cuda &&
+  cat $tmp/trips_host $tmp/trips_cuda && [ \"\$(cut -d, -f1 $tmp/trips_host)\" = \"\$(cut -d, -f1 $tmp/trips_cuda)\" ] &&
+  same_f32 $tmp/u_host.bin $tmp/u_cuda.bin 1e-5"
+check gpu/loops/jacobi/graph-refuses-while 60 bash -c "$DAGRUN --backend=cuda --mode=graph $golden_dir/good_jacobi.yaml; [ \$? -eq 69 ]"
+for mode in streams graph; do
+  check "gpu/loops/repeat/$mode" 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
+    loop_bytes $gpu_dir/loops/repeat.yaml out host streams $tmp/r_host.bin &&
+    loop_bytes $gpu_dir/loops/repeat.yaml out cuda $mode $tmp/r_cuda.bin && same_f32 $tmp/r_host.bin $tmp/r_cuda.bin 0"
 done
 
 # ---- --dot-cuda-graph: CUDA's own DOT of the captured graph ----

@@ -80,6 +80,7 @@ static const Tolerance tolerances[] = {
     {"scale_bf16", 0, 0, 0, "f32 math, one RNE rounding: same bits"},
     {"scale_f16", 0, 0, 0, "f32 math, one RNE rounding: same bits"},
     {"scale_f32", 0, 0, 0, "same op: same bits"},
+    {"set_while_gt_f32", 0, 0, 0, "a comparison: same bits"},
     {"softmax_rows_f32", 1e-5, 1e-12, 0, "expf differs by ulps"},
     {"spin", 0, 0, 0, "timed separately"},
 };

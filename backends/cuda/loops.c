@@ -1,0 +1,188 @@
+/* loops.c: loops and conditionals on the CUDA backend, host-driven: the
+ * loop node's issue enqueues the body's trips on the loop node's stream,
+ * and a `while:` or `if:` reads its condition back to the host (a 4-byte
+ * copy into pinned memory and a cudaStreamSynchronize of that stream per
+ * trip), so the host's issuing waits for the device at every trip. The
+ * body runs serially on one stream, in file order, which implies every
+ * dependency of the body (its own plan's streams are not used here). In
+ * graph mode only `repeat:` loops are taken: the capture records the body
+ * N times, unrolled, with no condition between the copies; `while:` and
+ * `if:` need CUDA conditional graph nodes, which are not built, and are
+ * refused at open like run.device_loop. Not the fast path: docs/format.md
+ * says what a trip costs. */
+#include "backends/cuda/loops.h"
+
+#include "backends/cuda/launch.h"
+#include "ir/loops.h"
+
+/* The first body node (recursively) this build cannot launch, or NULL. */
+static const DrNode *unsupported(const DrGraph *body) {
+  for (DrId i = 0; i < dr_graph_n_nodes(body); i++) {
+    const DrNode *n = dr_graph_node(body, i);
+    if (n->op == DR_OP_KERNEL) {
+      const DrKernelDecl *decl = dr_graph_kernel(body, n->kernel);
+      const DrKernelDef *def = dr__cuda_kernel_def(body, i);
+      if (decl->api_def != NULL || def == NULL || (def->flags & DR_KFLAG_BLAS)) return n;
+    }
+    const DrLoop *l = n->loop ? dr_graph_node_loop(body, i) : NULL;
+    if (l == NULL) continue;
+    const DrNode *bad = unsupported(l->body);
+    if (bad == NULL && l->else_body) bad = unsupported(l->else_body);
+    if (bad) return bad;
+  }
+  return NULL;
+}
+
+/* The first while or if at or under `g`'s loops, or NULL. */
+static const DrLoop *conditional(const DrGraph *g) {
+  for (guint i = 0; i < dr_graph_n_loops(g); i++) {
+    const DrLoop *l = dr_graph_loop(g, i);
+    if (l->kind != DR_LOOP_REPEAT) return l;
+    const DrLoop *c = conditional(l->body);
+    if (c) return c;
+  }
+  return NULL;
+}
+
+gboolean dr__cuda_loops_check(const DrPlan *plan, DrMode mode, GError **error) {
+  const DrGraph *g = plan->graph;
+  const DrRunConfig *run = &g->run;
+  if (run->device_loop && mode == DR_MODE_GRAPH) {
+    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+                "%s:%u:%u: run.device_loop: the WHILE node around the iteration is not built yet; set "
+                "run.device_loop: false",
+                run->device_loop_loc.file, run->device_loop_loc.line, run->device_loop_loc.col);
+    return FALSE;
+  }
+  for (guint i = 0; i < dr_graph_n_loops(g); i++) {
+    const DrLoop *l = dr_graph_loop(g, i);
+    const DrNode *bad = unsupported(l->body);
+    if (bad == NULL && l->else_body) bad = unsupported(l->else_body);
+    if (bad != NULL) {
+      g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+                  "%s:%u:%u: node '%s': gemm, user kernels and kernels registered through the C library do "
+                  "not run inside a loop body on the CUDA backend yet (--backend=host runs them)",
+                  bad->loc.file, bad->loc.line, bad->loc.col, bad->id);
+      return FALSE;
+    }
+  }
+  const DrLoop *c = mode == DR_MODE_GRAPH ? conditional(g) : NULL;
+  if (c != NULL) {
+    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+                "%s:%u:%u: node '%s': graph mode runs repeat: loops (captured unrolled) but not %s: (CUDA "
+                "conditional nodes are not built yet); use --mode=streams",
+                c->loc.file, c->loc.line, c->loc.col, c->id, dr_loop_kind_name(c->kind));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrGraph *g, GError **error) {
+  if (dr_graph_n_loops(g) == 0) return TRUE;
+  l->trips = g_new0(guint64, dr_graph_n_loops(g));
+  if (l->cond_host != NULL) return TRUE;
+  return DR_CUDA(DR_SITE_SETUP("the pinned word loop conditions are read into"), cudaMallocHost,
+                 (void **)&l->cond_host, sizeof(gint32));
+}
+
+void dr__cuda_loops_close(DrCudaLoops *l) {
+  if (l->cond_host != NULL) (void)dr_cuda_api()->cudaFreeHost(l->cond_host);
+  l->cond_host = NULL;
+  g_clear_pointer(&l->trips, g_free);
+  g_clear_pointer(&l->calls, g_hash_table_unref);
+}
+
+/* Element 0 of condition `cond`, read back on `st`. */
+static gboolean read_cond(DrCudaLoops *l, const DrCudaMemory *m, const DrLoop *loop, cudaStream_t st,
+                          gboolean *out, GError **error) {
+  DrCudaSite site = DR_SITE_NODE(loop->id, -1);
+  if (!DR_CUDA(site, cudaMemcpyAsync, l->cond_host, m->bases[loop->cond], sizeof(gint32), cudaMemcpyDefault,
+               st) ||
+      !DR_CUDA(site, cudaStreamSynchronize, st))
+    return FALSE;
+  *out = *l->cond_host != 0;
+  return TRUE;
+}
+
+static gboolean issue_loop(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
+                           DrId v, cudaStream_t st, guint64 *trips, GError **error);
+
+static gboolean issue_body(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *body,
+                           cudaStream_t st, GError **error) {
+  for (DrId i = 0; i < dr_graph_n_nodes(body); i++) {
+    const DrNode *n = dr_graph_node(body, i);
+    DrCudaSite site = DR_SITE_NODE(n->id, -1);
+    switch (n->op) {
+      case DR_OP_KERNEL: {
+        if (l->calls == NULL) l->calls = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+        DrKernelCall *call = g_hash_table_lookup(l->calls, n);
+        if (call == NULL) g_hash_table_insert(l->calls, (gpointer)n, call = g_new0(DrKernelCall, 1));
+        if (!dr__kernel_call_bind(body, i, m->bases, call, error)) return FALSE;
+        call->launch.stream = st;
+        int rc = api->kernel_launch(call->def, &call->launch);
+        if (rc != 0 && !dr__cuda_check((cudaError_t)rc, call->def->name, site, error)) return FALSE;
+        break;
+      }
+      case DR_OP_COPY: {
+        const DrAccess *src, *dst;
+        dr__copy_accesses(body, n, &src, &dst);
+        guint64 bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(body, dst->buffer)->type);
+        if (!DR_CUDA(site, cudaMemcpyAsync, dr__slice_ptr(body, m->bases, dst),
+                     dr__slice_ptr(body, m->bases, src), bytes, cudaMemcpyDefault, st))
+          return FALSE;
+        break;
+      }
+      case DR_OP_MEMSET: {
+        const DrAccess *dst = dr__node_access(body, n, 0);
+        guint64 bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(body, dst->buffer)->type);
+        if (!DR_CUDA(site, cudaMemsetAsync, dr__slice_ptr(body, m->bases, dst), n->memset_value, bytes, st))
+          return FALSE;
+        break;
+      }
+      case DR_OP_NOOP:
+        if (n->loop) {
+          guint64 trips;
+          if (!issue_loop(l, m, api, body, i, st, &trips, error)) return FALSE;
+        }
+        break;
+      default: /* the body rules (ir/loops.c) leave nothing else */
+        break;
+    }
+  }
+  return TRUE;
+}
+
+/* Issues loop `v` of `g`; *trips: the trips its body made. */
+static gboolean issue_loop(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
+                           DrId v, cudaStream_t st, guint64 *trips, GError **error) {
+  const DrLoop *loop = dr_graph_node_loop(g, v);
+  gboolean again = TRUE;
+  *trips = 0;
+  switch (loop->kind) {
+    case DR_LOOP_REPEAT:
+      for (; *trips < loop->count; (*trips)++)
+        if (!issue_body(l, m, api, loop->body, st, error)) return FALSE;
+      return TRUE;
+    case DR_LOOP_WHILE:
+      for (; again; (*trips)++)
+        if (!issue_body(l, m, api, loop->body, st, error) || !read_cond(l, m, loop, st, &again, error))
+          return FALSE;
+      return TRUE;
+    case DR_LOOP_IF:
+      if (!read_cond(l, m, loop, st, &again, error)) return FALSE;
+      *trips = again ? 1 : 0;
+      if (again) return issue_body(l, m, api, loop->body, st, error);
+      return loop->else_body == NULL || issue_body(l, m, api, loop->else_body, st, error);
+    case DR_N_LOOP_KINDS:
+      break;
+  }
+  return TRUE;
+}
+
+gboolean dr__cuda_loop_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
+                             DrId v, cudaStream_t st, GError **error) {
+  guint64 trips = 0;
+  gboolean ok = issue_loop(l, m, api, g, v, st, &trips, error);
+  if (l->trips != NULL) l->trips[dr_graph_node(g, v)->loop - 1] = trips;
+  return ok;
+}

@@ -1,0 +1,113 @@
+/* loops.h: loop and conditional nodes in the IR (issue #17): `repeat: N`,
+ * `while: COND` and `if: COND` / `else:` nodes whose bodies are graphs of
+ * their own.
+ *
+ * A loop (or conditional) is one node of its enclosing graph, of op noop
+ * with DrNode.loop = 1 + its index in graph->loops. Its accesses are the
+ * union of its body's (per buffer, one access over the hull of the
+ * ranges the body reads and one over those it writes), so the hazard
+ * rules order it against the nodes around it exactly as they would any
+ * node. Its body is a separate DrGraph (DrLoop.body; an `if:` also has
+ * an `else:` body, possibly empty) with a copy of the enclosing graph's
+ * buffer and kernel tables, the same ids, so that a body's accesses and
+ * kernel ids mean the same thing in every graph of the pipeline; body
+ * node ids are scoped, "LOOP/NODE" (nested: "A/B/C", decisions.md
+ * "Names"). Each body goes through the passes and the planner on its own
+ * (scheduler/loops.c).
+ *
+ * Meaning (docs/format.md, "Loops and conditionals"): the body runs
+ * serially, one trip after another, each trip complete before the next
+ * starts, so every dependency between trips (the last writers of a trip
+ * before the first readers of the next) holds without an edge. repeat:
+ * N trips. while: do-while, a first trip, then another while element 0 of
+ * the condition buffer (i32) is non-zero after a trip. if: the body when
+ * element 0 of the condition is non-zero when the node starts, else the
+ * else body.
+ *
+ * What a body may hold (decisions.md "Loop and conditional bodies") is
+ * checked here, once, for both front ends: dr_loop_check_body. */
+#ifndef DAGRUN_IR_LOOPS_H
+#define DAGRUN_IR_LOOPS_H
+
+#include <glib.h>
+
+#include "ir/diag.h"
+#include "ir/graph.h"
+
+G_BEGIN_DECLS
+
+/* X(ENUM_SUFFIX, spelling: the YAML key that makes the node) */
+#define DR_LOOP_KIND_LIST(X) \
+  X(REPEAT, "repeat")        \
+  X(WHILE, "while")          \
+  X(IF, "if")
+
+typedef enum {
+#define DR_X(e, s) DR_LOOP_##e,
+  DR_LOOP_KIND_LIST(DR_X)
+#undef DR_X
+      DR_N_LOOP_KINDS
+} DrLoopKind;
+
+const char *dr_loop_kind_name(DrLoopKind kind);
+
+/* The element type of a condition buffer. */
+#define DR_COND_TYPE DR_ELEM_I32
+
+struct DrLoop {
+  DrLoopKind kind;
+  DrId node;      /* the loop's node in the enclosing graph */
+  const char *id; /* its scoped id, interned in the enclosing graph */
+  DrLoc loc;
+  guint64 count; /* DR_LOOP_REPEAT: the trips */
+  DrId cond;     /* DR_LOOP_WHILE, DR_LOOP_IF: the condition buffer */
+  DrLoc cond_loc;
+  DrGraph *body;      /* owned: the body (an if's `then`) */
+  DrGraph *else_body; /* owned, DR_LOOP_IF only; NULL: no else */
+};
+
+#define dr_graph_n_loops(g) ((g)->loops ? (g)->loops->len : 0u)
+#define dr_graph_loop(g, i) ((DrLoop *)g_ptr_array_index((g)->loops, (i)))
+
+/* The loop of node `node` of `g`, or NULL when it is no loop. */
+const DrLoop *dr_graph_node_loop(const DrGraph *g, DrId node);
+
+/* Returns a new empty body graph for a loop of `parent`: the parent's
+ * file, base directory, buffers and kernels (same ids; buffers copied
+ * without their lifetime nodes, which belong to the top-level graph).
+ * Free with dr_graph_free. */
+DrGraph *dr_loop_body_new(const DrGraph *parent);
+
+/* Checks what body `body` of loop `id` (of `kind`) may hold,
+ * reporting each node that breaks a rule at its location with the rule
+ * and "hoist it out of the loop": host nodes, alloc and free, copies
+ * touching host memory, a device other than `device` (-1: the run's).
+ * Nested loops were checked when they were built. Returns TRUE when
+ * nothing was reported. */
+gboolean dr_loop_check_body(const DrGraph *body, const char *id, DrLoopKind kind, gint32 device,
+                            DrDiags *diags);
+/* run.device_loop: true (ir/graph.h) makes the whole iteration of `g`
+ * the body of one WHILE node: the same rules for every node of `g`, each
+ * breach reported at the node, with a note at the key. TRUE when the key
+ * is off or nothing was reported. */
+gboolean dr_loop_check_device_loop(const DrGraph *g, DrDiags *diags);
+/* "loop" or "conditional": what messages call a node of `kind`. */
+const char *dr_loop_noun(DrLoopKind kind);
+
+/* Adds loop `loop` (body, else_body, kind, count, cond filled; node, id
+ * unset) to `g` as node `node`, just committed by the builder as a noop
+ * (the last node of `g`): appends the union of the bodies' accesses (and
+ * for while/if a read of the condition) to it, marks it a loop and takes
+ * ownership of the bodies. */
+void dr_loop_attach(DrGraph *g, DrId node, DrLoop *loop);
+
+/* Frees a loop and its bodies (NULL-safe). */
+void dr_loop_free(DrLoop *loop);
+
+/* The number of nodes in `g` and every body under it, loops counted once
+ * each as well. */
+guint64 dr_graph_n_nodes_deep(const DrGraph *g);
+
+G_END_DECLS
+
+#endif
