@@ -126,8 +126,9 @@ DrPipeline *dr_pipeline_load_file(const char *path, GError **error);
 /* Diagnostics with their locations, for a display that shows the source
  * line (the command line's caret). A list of errors, each followed by the
  * notes that explain it, in the order found; at most 20 errors are kept,
- * and the parser stops looking once it has found that many
- * (dr_diagnostics_n_errors counts every error found, kept or not). Free
+ * and the parser reads the whole file and counts every error it finds
+ * (dr_diagnostics_n_errors counts them all, kept or not; the checks after
+ * parsing stop at the limit). Free
  * with dr_diagnostics_free (NULL-safe). */
 typedef struct DrDiagnostics DrDiagnostics;
 typedef enum { DR_DIAGNOSTIC_ERROR, DR_DIAGNOSTIC_NOTE } DrDiagnosticKind;
