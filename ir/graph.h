@@ -70,6 +70,7 @@ typedef struct {
   DrInitKind init;
   guint64 init_seed;     /* DR_INIT_RANDOM */
   const char *init_path; /* DR_INIT_FILE, resolved relative to the pipeline */
+  DrLoc init_loc;        /* DR_INIT_FILE: the `file:` value; file NULL from the C library */
   const char *save_path; /* NULL unless `save:` */
   DrId alloc_node;       /* DR_NONE: lives for the whole run */
   DrId free_node;

@@ -164,7 +164,7 @@ gboolean dr_pipeline_add_buffer(DrPipeline *pipeline, const char *name, DrElemTy
   DrApiBuild x;
   dr__api_build_begin(&x, pipeline);
   if (dr_build_name_ok(&x.b, DR_NAME_BUFFER, name, NULL, loc) &&
-      dr_build_buffer_count_ok(&x.b, name, count, "count", loc))
+      dr_build_buffer_count_ok(&x.b, name, type, count, "count", loc))
     dr_build_add_buffer(&x.b, &b);
   return dr__api_build_end(&x, error);
 }

@@ -32,7 +32,8 @@ gboolean dr_pipeline_validate(DrPipeline *pipeline, GError **error) {
   if (pipeline->frozen) return TRUE;
   g_autoptr(DrDiags) diags = dr_diags_new(0);
   check_whole_run_buffers(pipeline->graph, diags);
-  if (dr_diags_n_errors(diags) == 0) dr_passes_run(pipeline->graph, diags);
+  if (dr_diags_n_errors(diags) == 0 && dr__pipeline_checks(pipeline->graph, diags))
+    dr_passes_run(pipeline->graph, diags);
   if (!dr_diags_to_error(diags, &pipeline->failed)) {
     g_propagate_error(error, g_error_copy(pipeline->failed));
     return FALSE;

@@ -153,6 +153,7 @@ static void parse_init(DrParse *p, const char *what, const DrYNode *v, DrBuffer 
     if (dr__parse_string(p, what, "file", val, NULL, &path)) {
       b->init = DR_INIT_FILE;
       b->init_path = resolve_path(p, path);
+      b->init_loc = DR_LOC(p, val);
     }
   }
 }
@@ -200,7 +201,7 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
     ok = FALSE;
   }
   if (ok)
-    dr_build_buffer_count_ok(&p->build, name, b.count, s[BUF_COUNT] ? "count" : "bytes",
+    dr_build_buffer_count_ok(&p->build, name, b.type, b.count, s[BUF_COUNT] ? "count" : "bytes",
                              DR_LOC(p, s[BUF_COUNT] ? s[BUF_COUNT] : s[BUF_BYTES]));
   if (s[BUF_WHERE] != NULL) {
     g_autofree char *w = NULL;

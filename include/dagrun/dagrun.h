@@ -85,6 +85,12 @@ gboolean dr_timing_mode_from_name(const char *name, DrTimingMode *out);
 /* Returns built-in kernel `i` (0-based, in `dagrun --kernels` order), or
  * NULL when i is past the last one; static storage. */
 const DrKernelDef *dr_builtin_kernel(guint i);
+/* Returns the shape rules of built-in kernel `i` in words, as `dagrun
+ * --kernels` prints them ("y has the length of x", "1 <= m, n, k <=
+ * 2147483647; a has m*k elements, b k*n, c m*n"): what its check refuses
+ * at validation beyond the parameter declarations. NULL when it has none
+ * or i is past the last one; static storage. */
+const char *dr_builtin_kernel_rules(guint i);
 
 /* ---- version ------------------------------------------------------------ */
 
