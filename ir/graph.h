@@ -195,7 +195,8 @@ typedef struct {
   X(RAW, "raw")              \
   X(WAR, "war")              \
   X(WAW, "waw")              \
-  X(AFTER, "after")
+  X(AFTER, "after")          \
+  X(OUTPUT, "output")
 
 typedef enum {
 #define DR_X(e, s) DR_EDGE_##e,
@@ -207,7 +208,10 @@ const char *dr_edge_kind_name(DrEdgeKind kind);
 gboolean dr_edge_kind_from_name(const char *name, DrEdgeKind *out);
 
 /* A dependency: `to` must start after `from` completes. `buffer` names the
- * buffer of a hazard edge (DR_NONE for AFTER). */
+ * buffer of a hazard edge (DR_NONE for AFTER and OUTPUT). OUTPUT edges
+ * keep the nodes that write to the terminal (print and checksum host
+ * nodes) in file order among themselves: a hazard on an implicit
+ * resource, the terminal (scheduler/hazards.c). */
 typedef struct {
   DrId from;
   DrId to;

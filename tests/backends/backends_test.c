@@ -807,6 +807,64 @@ static void test_init_file(void) {
 
 /* ---- host functions ------------------------------------------------------ */
 
+/* print and checksum nodes write one implicit resource, the terminal: the
+ * plan orders them in file order (an OUTPUT edge each, on one chain), and
+ * however the workers are delayed their lines come out in that order;
+ * sleep (no output) and the nodes of other ops stay free. */
+static void test_host_output_order(void) {
+  g_autoptr(DrGraph) g = dr_graph_new();
+  tg_buffer(g, "h", DR_ELEM_I32, 16, DR_WHERE_HOST, DR_INIT_IOTA, 0);
+  tg_buffer(g, "k", DR_ELEM_I32, 16, DR_WHERE_HOST, DR_INIT_ZEROS, 0);
+  static const char *const ids[] = {"p0", "c1", "p2", "c3", "p4", "p5"};
+  for (guint i = 0; i < G_N_ELEMENTS(ids); i++) {
+    if (ids[i][0] == 'p')
+      tg_host(g, ids[i], DR_HOST_FN_PRINT, NULL, ids[i]);
+    else
+      tg_host(g, ids[i], DR_HOST_FN_CHECKSUM, i % 2 ? "h" : "k", NULL);
+    tg_host(g, tg_name(g, "nap", i), DR_HOST_FN_SLEEP, NULL, NULL);
+  }
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  guint32 output_edges = 0;
+  for (guint32 i = 0; i < g->edges->len; i++) {
+    const DrEdge *e = dr_graph_edge(g, i);
+    if (e->kind != DR_EDGE_OUTPUT) continue;
+    output_edges++;
+    g_assert_cmpuint(e->buffer, ==, DR_NONE);
+    /* From each printing node to the next printing one in file order. */
+    g_assert_cmpuint(e->to, ==, e->from + 2);
+  }
+  g_assert_cmpuint(output_edges, ==, G_N_ELEMENTS(ids) - 1);
+  /* The sleeps are free: 7 chains (the printers' one, six naps). */
+  g_assert_cmpuint(dr_plan_n_streams(plan), ==, 7);
+  for (guint64 seed = 1; seed <= 8; seed++) {
+    FILE *out = tmpfile();
+    DrRunOptions o = host_opts(g, 3, 0);
+    o.host_output = out;
+    o.delay_seed = seed;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+    rewind(out);
+    char buf[8192] = {0};
+    size_t len = fread(buf, 1, sizeof buf - 1, out);
+    fclose(out);
+    g_assert_cmpuint(len, >, 0);
+    /* Each iteration's lines, in file order, one iteration after another. */
+    g_auto(GStrv) lines = g_strsplit(buf, "\n", -1);
+    guint n = 0;
+    for (guint i = 0; lines[i] != NULL; i++) {
+      if (lines[i][0] == '\0') continue;
+      const char *id = ids[n % G_N_ELEMENTS(ids)];
+      g_autofree char *want = ids[n % G_N_ELEMENTS(ids)][0] == 'p' ? g_strdup_printf("%s: %s", id, id)
+                                                                   : g_strdup_printf("checksum %s ", id);
+      if (!g_str_has_prefix(lines[i], want))
+        g_error("seed %" G_GUINT64_FORMAT ": line %u '%s', want '%s...'", seed, i, lines[i], want);
+      n++;
+    }
+    g_assert_cmpuint(n, ==, 3 * G_N_ELEMENTS(ids));
+  }
+}
+
 static void test_host_functions(void) {
   g_autoptr(DrGraph) g = dr_graph_new();
   tg_buffer(g, "h", DR_ELEM_I32, 10, DR_WHERE_HOST, DR_INIT_IOTA, 0);
@@ -1749,6 +1807,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/host/alloc-free", test_alloc_free);
   g_test_add_func("/backends/host/alloc-free-lifetimes", test_alloc_free_lifetimes);
   g_test_add_func("/backends/host/host-functions", test_host_functions);
+  g_test_add_func("/backends/host/host-output-order", test_host_output_order);
   g_test_add_func("/backends/host/stop", test_stop);
   g_test_add_func("/backends/verify/catches-missing-wait", test_verify_catches_missing_wait);
   g_test_add_func("/backends/init/contents", test_init_contents);
