@@ -449,6 +449,12 @@ gboolean dr_build_buffer_count_ok(DrBuild *b, const char *name, DrElemType type,
   return FALSE;
 }
 
+gboolean dr_build_buffer_tolerance_ok(DrBuild *b, const char *name, const char *key, double v, DrLoc loc) {
+  if (isfinite(v) && v >= 0.0) return TRUE;
+  dr_diags_error(b->diags, loc, "buffer '%s', key 'verify': %s must be a finite number >= 0", name, key);
+  return FALSE;
+}
+
 DrId dr_build_add_buffer(DrBuild *b, const DrBuffer *buf) {
   DrId id = dr_graph_add_buffer(b->g, buf);
   if (id == DR_NONE) dr_diags_error(b->diags, buf->loc, "duplicate buffer '%s'", buf->name);

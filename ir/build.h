@@ -176,6 +176,9 @@ char *dr_build_buffer_hint(const DrGraph *g, const char *name);
  * naming `key` ("count" or "bytes"). */
 gboolean dr_build_buffer_count_ok(DrBuild *b, const char *name, DrElemType type, guint64 count,
                                   const char *key, DrLoc loc);
+/* TRUE when `v` may be a `verify:` tolerance (`key` "rtol" or "atol" of
+ * buffer `name`): finite and >= 0; else a report at `loc`. */
+gboolean dr_build_buffer_tolerance_ok(DrBuild *b, const char *name, const char *key, double v, DrLoc loc);
 /* Adds `buf` (name-checked) at buf->loc; DR_NONE after "duplicate buffer". */
 DrId dr_build_add_buffer(DrBuild *b, const DrBuffer *buf);
 

@@ -92,7 +92,8 @@ void dr__parse_memory(DrParse *p, const DrYNode *v) {
   X(BYTES, "bytes")        \
   X(WHERE, "where")        \
   X(INIT, "init")          \
-  X(SAVE, "save")
+  X(SAVE, "save")          \
+  X(VERIFY, "verify")
 
 enum {
 #define X(e, s) BUF_##e,
@@ -158,6 +159,39 @@ static void parse_init(DrParse *p, const char *what, const DrYNode *v, DrBuffer 
   }
 }
 
+/* `verify: exact | skip | {rtol: R, atol: A}` (each tolerance optional,
+ * default 0, finite and >= 0). */
+static void parse_verify(DrParse *p, const char *what, const DrYNode *v, DrBuffer *b) {
+  static const char *const expect = "exact, skip or {rtol: R, atol: A}";
+  if (v->kind == DR_Y_SCALAR && !dr__ynode_is_null(v)) {
+    DrVerifyRule rule;
+    if (dr_verify_rule_from_name(v->u.text, &rule) && rule != DR_VERIFY_TOLERANCE) {
+      b->verify = rule;
+    } else {
+      g_autofree char *msg = g_strdup_printf("unknown rule '%s' (expected %s)", v->u.text, expect);
+      dr__parse_error_at(p, v, what, "verify", msg);
+    }
+    return;
+  }
+  if (v->kind != DR_Y_MAP || v->len == 0) {
+    dr__parse_wrong_type(p, what, "verify", v, expect);
+    return;
+  }
+  static const char *const keys[] = {"rtol", "atol"};
+  const DrYNode *s[2];
+  if (dr__parse_map_slots(p, what, v, keys, 2, s) != 0) return;
+  double tol[2] = {0.0, 0.0};
+  gboolean ok = TRUE;
+  for (int i = 0; i < 2; i++)
+    if (s[i] != NULL)
+      ok = dr__parse_float(p, what, keys[i], s[i], NULL, &tol[i]) &&
+           dr_build_buffer_tolerance_ok(&p->build, b->name, keys[i], tol[i], DR_LOC(p, s[i])) && ok;
+  if (!ok) return;
+  b->verify = DR_VERIFY_TOLERANCE;
+  b->verify_rtol = tol[0];
+  b->verify_atol = tol[1];
+}
+
 static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
   const char *name = key->u.text;
   g_autofree char *what = g_strdup_printf("buffer '%s'", name);
@@ -214,6 +248,7 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
     g_autofree char *path = NULL;
     if (dr__parse_string(p, what, "save", s[BUF_SAVE], NULL, &path)) b.save_path = resolve_path(p, path);
   }
+  if (s[BUF_VERIFY] != NULL) parse_verify(p, what, s[BUF_VERIFY], &b);
   dr_build_add_buffer(&p->build, &b);
 }
 

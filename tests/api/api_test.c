@@ -992,6 +992,33 @@ static void test_user_kernel(void) {
   g_unlink(save);
 }
 
+/* dr_pipeline_buffer_verify_*: the YAML's `verify:` from C, with the same
+ * tolerance rule, and written back as YAML. */
+static void test_buffer_verify_rules(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new("rules");
+  g_assert_true(dr_pipeline_add_buffer(p, "a", DR_ELEM_F64, 8, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "b", DR_ELEM_I64, 8, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_buffer_verify_tolerance(p, "a", 1e-12, 0.25, &error));
+  g_assert_true(dr_pipeline_buffer_verify_skip(p, "b", &error));
+  g_assert_no_error(error);
+  g_assert_false(dr_pipeline_buffer_verify_tolerance(p, "a", -1.0, 0.0, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_cmpstr(error->message, ==,
+                  "<api:buffers>:1:1: error: buffer 'a', key 'verify': rtol must be a finite number >= 0");
+  g_clear_error(&error);
+  g_assert_false(dr_pipeline_buffer_verify_tolerance(p, "a", 0.0, NAN, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_clear_error(&error);
+  g_assert_false(dr_pipeline_buffer_verify_skip(p, "c", &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_clear_error(&error);
+  g_autoptr(GString) yaml = g_string_new(NULL);
+  g_assert_true(dr_pipeline_write_yaml(p, yaml, &error));
+  g_assert_nonnull(strstr(yaml->str, "verify: {rtol: 9.9999999999999998e-13, atol: 0.25}"));
+  g_assert_nonnull(strstr(yaml->str, "verify: skip"));
+}
+
 static void test_user_kernel_no_host_twin(void) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPipeline) p = dr_pipeline_new("gpu-only");
@@ -1424,6 +1451,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/api/yaml/unsayable", test_yaml_unsayable);
   g_test_add_func("/api/kernel/user", test_user_kernel);
   g_test_add_func("/api/kernel/no-host-twin", test_user_kernel_no_host_twin);
+  g_test_add_func("/api/build/verify-rules", test_buffer_verify_rules);
   g_test_add_func("/api/callback/counts", test_callback_counts);
   g_test_add_func("/api/runner/host", test_runner_host);
   g_test_add_func("/api/runner/errors", test_runner_errors);

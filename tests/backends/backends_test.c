@@ -14,6 +14,7 @@
 
 #include "backends/cuda_api.h"
 #include "backends/cuda/graph.h"
+#include "backends/verify.h"
 #include "cli/cli.h"
 #include "lib/load.h"
 #include "tests/backends/testgraph.h"
@@ -613,6 +614,152 @@ static void test_verify_catches_missing_wait(void) {
   }
   g_test_message("missing wait caught for %u of 20 seeds", caught);
   g_assert_cmpuint(caught, >, 0);
+}
+
+/* The same broken plan with z's verify rule loosened: `skip` leaves z out
+ * (and says so), a tolerance wide enough lets its difference pass with the
+ * largest one reported, a tight one still catches it. Honest about what it
+ * shows: on the host backend nothing differs legitimately, so the
+ * difference here is the missing wait's race, which these rules are told
+ * to accept. */
+static void test_verify_rules_on_race(void) {
+#ifdef DR_UNDER_TSAN
+  g_test_skip("the broken plan races on purpose; ThreadSanitizer would report it");
+  return;
+#endif
+  g_autoptr(DrGraph) g = race_graph();
+  g_autoptr(DrPlan) broken = two_stream_plan(g, FALSE);
+  DrBuffer *z = dr_graph_buffer(g, dr_graph_find_buffer(g, "z"));
+  guint raced = 0;
+  for (guint64 seed = 1; seed <= 20; seed++) {
+    DrRunOptions o = host_opts(g, 1, 0);
+    o.verify = TRUE;
+    o.delay_seed = seed;
+    o.delay_max_us = 2000;
+    g_autoptr(GError) error = NULL;
+    z->verify = DR_VERIFY_EXACT;
+    g_autoptr(DrReport) exact = dr_run(broken, &o, &error);
+    g_assert_no_error(error);
+    if (exact->verified != DR_VERIFIED_FAIL) continue;
+    raced++;
+    z->verify = DR_VERIFY_SKIP;
+    g_autoptr(DrReport) skip = dr_run(broken, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(skip->verified, ==, DR_VERIFIED_PASS);
+    g_assert_cmpuint(skip->verify_skipped, ==, 1);
+    g_autoptr(GString) text = g_string_new(NULL);
+    dr_report_write_text(skip, text);
+    g_assert_nonnull(strstr(text->str, "verify: passed; 1 buffer not compared (verify: skip)\n"));
+    /* z = y after y += x, or y before it: they differ by x[i] = i < 64. */
+    z->verify = DR_VERIFY_TOLERANCE;
+    z->verify_rtol = 0.0;
+    z->verify_atol = 64.0;
+    g_autoptr(DrReport) loose = dr_run(broken, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(loose->verified, ==, DR_VERIFIED_PASS);
+    if (loose->largest_buffer != NULL) {
+      g_assert_cmpstr(loose->largest_buffer, ==, "z");
+      g_assert_cmpfloat(loose->largest_abs, ==, (double)loose->largest_index);
+      g_autoptr(GString) json = g_string_new(NULL);
+      dr_report_write_json(loose, json);
+      g_assert_nonnull(strstr(json->str, "\"largest_difference\": {\"buffer\": \"z\""));
+    }
+    z->verify_atol = 0.5;
+    g_autoptr(DrReport) tight = dr_run(broken, &o, &error);
+    g_assert_no_error(error);
+    if (tight->verified == DR_VERIFIED_FAIL) g_assert_cmpstr(tight->diff_buffer, ==, "z");
+  }
+  z->verify = DR_VERIFY_EXACT;
+  g_test_message("race seen for %u of 20 seeds", raced);
+  g_assert_cmpuint(raced, >, 0);
+}
+
+/* The comparator itself on crafted captures: each rule, the largest
+ * difference, the first element beyond a tolerance, NaN and infinities. */
+static void test_verify_compare(void) {
+  double diff;
+  g_assert_true(dr__verify_within(1.0, 1.0, 0, 0, &diff));
+  g_assert_cmpfloat(diff, ==, 0.0);
+  g_assert_true(dr__verify_within(100.0, 100.5, 0.01, 0, &diff)); /* 0.5 <= 1 */
+  g_assert_cmpfloat(diff, ==, 0.5);
+  g_assert_false(dr__verify_within(100.0, 102.0, 0.01, 0, &diff)); /* 2 > 1 */
+  g_assert_true(dr__verify_within(0.0, 1e-9, 0.5, 1e-8, &diff));   /* atol near zero */
+  g_assert_false(dr__verify_within(0.0, 1e-9, 0.5, 0, &diff));
+  g_assert_true(dr__verify_within(NAN, NAN, 0, 0, &diff));
+  g_assert_false(dr__verify_within(NAN, 1.0, 1e9, 1e9, &diff));
+  g_assert_false(dr__verify_within(1.0, NAN, 1e9, 1e9, &diff));
+  g_assert_true(dr__verify_within(INFINITY, INFINITY, 0, 0, &diff));
+  g_assert_false(dr__verify_within(INFINITY, 1.0, 1e9, 1e9, &diff));
+  g_assert_false(dr__verify_within(-INFINITY, INFINITY, 1e9, 1e9, &diff));
+  g_assert_false(dr__verify_within(1.0, INFINITY, 1e9, 1e9, &diff));
+
+  g_autoptr(DrGraph) g = dr_graph_new();
+  tg_buffer(g, "e", DR_ELEM_F64, 4, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_buffer(g, "t", DR_ELEM_F64, 4, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_buffer(g, "c", DR_ELEM_I64, 2, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_buffer(g, "s", DR_ELEM_U8, 3, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  DrBuffer *t = dr_graph_buffer(g, 1), *c = dr_graph_buffer(g, 2), *s = dr_graph_buffer(g, 3);
+  t->verify = DR_VERIFY_TOLERANCE, t->verify_rtol = 1e-12, t->verify_atol = 0;
+  c->verify = DR_VERIFY_TOLERANCE, c->verify_rtol = 0, c->verify_atol = 10;
+  s->verify = DR_VERIFY_SKIP;
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  const double e[4] = {1, 2, 3, 4};
+  /* The Jacobi case: the 15th digit differs. */
+  const double t_ser[4] = {1.0, 0.1 + 0.2, 2.5, -7.0}, t_con[4] = {1.0, 0.3, 2.5, -7.000000000000001};
+  const gint64 c_ser[2] = {1000, 2000}, c_con[2] = {1003, 1995};
+  const guint8 s_ser[3] = {1, 2, 3}, s_con[3] = {9, 9, 9};
+  GPtrArray *ser = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+  GPtrArray *con = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+  g_ptr_array_add(ser, g_bytes_new(e, sizeof e));
+  g_ptr_array_add(con, g_bytes_new(e, sizeof e));
+  g_ptr_array_add(ser, g_bytes_new(t_ser, sizeof t_ser));
+  g_ptr_array_add(con, g_bytes_new(t_con, sizeof t_con));
+  g_ptr_array_add(ser, g_bytes_new(c_ser, sizeof c_ser));
+  g_ptr_array_add(con, g_bytes_new(c_con, sizeof c_con));
+  g_ptr_array_add(ser, g_bytes_new(s_ser, sizeof s_ser));
+  g_ptr_array_add(con, g_bytes_new(s_con, sizeof s_con));
+  {
+    DrReport *r = dr_report_new(plan, 1, 0);
+    g_assert_true(dr__verify_compare(g, ser, con, r));
+    g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
+    g_assert_cmpuint(r->verify_skipped, ==, 1);
+    /* The counter's 5 is the largest difference (t's are ~1e-16). */
+    g_assert_cmpstr(r->largest_buffer, ==, "c");
+    g_assert_cmpuint(r->largest_index, ==, 1);
+    g_assert_cmpfloat(r->largest_abs, ==, 5.0);
+    g_assert_cmpstr(r->largest_serial, ==, "2000");
+    g_assert_cmpstr(r->largest_concurrent, ==, "1995");
+    r->critical_path_us = NAN; /* no timings in this made-up report */
+    g_autoptr(GString) text = g_string_new(NULL);
+    dr_report_write_text(r, text);
+    g_assert_nonnull(strstr(text->str,
+                            "verify: passed; largest difference within tolerance 5: buffer 'c' element 1: "
+                            "serial 2000, concurrent 1995; 1 buffer not compared (verify: skip)\n"));
+    dr_report_free(r);
+  }
+  /* Exact buffers stay exact; a tolerance's first element beyond it is
+   * the difference. */
+  c->verify_atol = 4;
+  {
+    DrReport *r = dr_report_new(plan, 1, 0);
+    g_assert_false(dr__verify_compare(g, ser, con, r));
+    g_assert_cmpint(r->verified, ==, DR_VERIFIED_FAIL);
+    g_assert_cmpstr(r->diff_buffer, ==, "c");
+    g_assert_cmpuint(r->diff_index, ==, 1);
+    g_assert_cmpstr(r->largest_buffer, ==, "c"); /* element 0: 3 <= 4 */
+    g_assert_cmpfloat(r->largest_abs, ==, 3.0);
+    dr_report_free(r);
+  }
+  t->verify = DR_VERIFY_EXACT;
+  {
+    DrReport *r = dr_report_new(plan, 1, 0);
+    g_assert_false(dr__verify_compare(g, ser, con, r));
+    g_assert_cmpstr(r->diff_buffer, ==, "t");
+    g_assert_cmpuint(r->diff_index, ==, 1);
+    dr_report_free(r);
+  }
+  g_ptr_array_unref(ser);
+  g_ptr_array_unref(con);
 }
 
 /* Stream-ordered scratch: alloc, memset, use, free, across iterations. */
@@ -1808,6 +1955,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/host/alloc-free-lifetimes", test_alloc_free_lifetimes);
   g_test_add_func("/backends/host/host-functions", test_host_functions);
   g_test_add_func("/backends/host/host-output-order", test_host_output_order);
+  g_test_add_func("/backends/verify/compare-rules", test_verify_compare);
+  g_test_add_func("/backends/verify/rules-on-race", test_verify_rules_on_race);
   g_test_add_func("/backends/host/stop", test_stop);
   g_test_add_func("/backends/verify/catches-missing-wait", test_verify_catches_missing_wait);
   g_test_add_func("/backends/init/contents", test_init_contents);
