@@ -176,6 +176,9 @@ void dr__host_call_run(const DrHostCall *call);
 
 /* Writes element `index` of `data` (of `type`) to `out` as text. */
 void dr__elem_format(DrElemType type, const void *data, guint64 index, GString *out);
+/* Element `index` of `data` (of `type`) as a double (i64 beyond 2^53
+ * rounded). */
+double dr__elem_load(DrElemType type, const void *data, guint64 index);
 
 /* Pointer to element `begin` of a buffer whose memory starts at `base`;
  * NULL while the buffer has no memory (a stream-ordered buffer before its

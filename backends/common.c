@@ -141,6 +141,28 @@ static int elem_snprint(char *buf, size_t size, DrElemType type, const void *dat
   return g_snprintf(buf, size, "?");
 }
 
+double dr__elem_load(DrElemType type, const void *data, guint64 i) {
+  switch (type) {
+    case DR_ELEM_U8:
+      return ((const guint8 *)data)[i];
+    case DR_ELEM_I32:
+      return ((const gint32 *)data)[i];
+    case DR_ELEM_I64:
+      return (double)((const gint64 *)data)[i];
+    case DR_ELEM_F16:
+      return f16_to_float(((const guint16 *)data)[i]);
+    case DR_ELEM_BF16:
+      return bf16_to_float(((const guint16 *)data)[i]);
+    case DR_ELEM_F32:
+      return ((const float *)data)[i];
+    case DR_ELEM_F64:
+      return ((const double *)data)[i];
+    case DR_ELEM_N_TYPES:
+      break;
+  }
+  return NAN;
+}
+
 void dr__elem_format(DrElemType type, const void *data, guint64 i, GString *out) {
   char buf[64];
   elem_snprint(buf, sizeof buf, type, data, i);

@@ -297,7 +297,32 @@ static void host_close(DrBackend *b) {
   g_free(b);
 }
 
+/* FALSE with DR_ERROR_UNAVAILABLE (exit 69) at the first kernel node whose
+ * kernel has no host twin: a `kernels:` kernel (CUDA code only) or a
+ * registered one without `host`. Checked before anything is allocated or
+ * run, so such a pipeline fails up front rather than in its first
+ * iteration. */
+static gboolean host_twins_ok(const DrGraph *g, GError **error) {
+  for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (n->op != DR_OP_KERNEL) continue;
+    const DrKernelDecl *decl = dr_graph_kernel(g, n->kernel);
+    const DrKernelDef *def = decl->api_def;
+    if (def == NULL && decl->origin == DR_KERNEL_BUILTIN) continue;
+    if (def != NULL && def->host != NULL) continue;
+    dr_set_error_at(
+        error, DR_ERROR_UNAVAILABLE, n->loc,
+        "node '%s': kernel '%s' has no host twin, so the host backend cannot run it (%s); "
+        "run it with --backend=cuda",
+        n->id, decl->name,
+        def != NULL ? "it was registered without a host function" : "a user kernel is CUDA code only");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static DrBackend *host_open(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
+  if (!host_twins_ok(plan->graph, error)) return NULL;
   DrBackend *b = g_new0(DrBackend, 1);
   b->plan = plan;
   b->graph = plan->graph;

@@ -95,6 +95,8 @@ static void list_kernels(GString *out) {
       if (p->optional) g_string_append_printf(out, " = %g", p->def);
     }
     g_string_append_printf(out, ")\n    %s\n", k->summary);
+    const char *rules = dr_builtin_kernel_rules(i);
+    if (rules != NULL) g_string_append_printf(out, "    rules: %s\n", rules);
   }
 }
 

@@ -388,12 +388,24 @@ gboolean dr_build_resolve(DrBuild *b, const char *key, const DrBuildSlice *s, Dr
   return TRUE;
 }
 
-static guint64 access_bytes(const DrGraph *g, const DrAccess *a) {
-  return (a->end - a->begin) * dr_elem_size(dr_graph_buffer(g, a->buffer)->type);
+/* The bytes of `a` in *out; FALSE when they do not fit 64 bits (never for
+ * a buffer that passed dr_build_buffer_count_ok, but a wrapped product
+ * must not make two different lengths look equal). */
+static gboolean access_bytes(const DrGraph *g, const DrAccess *a, guint64 *out) {
+  return g_uint64_checked_mul(out, a->end - a->begin, dr_elem_size(dr_graph_buffer(g, a->buffer)->type));
 }
 
 gboolean dr_build_copy(DrBuild *b, const DrAccess *src, const DrAccess *dst) {
-  guint64 sb = access_bytes(b->g, src), tb = access_bytes(b->g, dst);
+  guint64 sb, tb;
+  gboolean sok = access_bytes(b->g, src, &sb), tok = access_bytes(b->g, dst, &tb);
+  if (!sok || !tok) {
+    const DrAccess *big = !sok ? src : dst;
+    report(b, dst->loc, "key 'dst'",
+           "copy lengths differ: %s is %" G_GUINT64_FORMAT " %s elements, 2^64 bytes or more",
+           !sok ? "src" : "dst", big->end - big->begin,
+           dr_elem_name(dr_graph_buffer(b->g, big->buffer)->type));
+    return FALSE;
+  }
   if (sb != tb) {
     report(b, dst->loc, "key 'dst'",
            "copy lengths differ: src is %" G_GUINT64_FORMAT " bytes, dst is %" G_GUINT64_FORMAT " bytes", sb,
@@ -426,9 +438,26 @@ gboolean dr_build_lifetime(DrBuild *b, const char *name, DrLoc loc) {
 
 /* ---- buffers and kernels ---------------------------------------------------- */
 
-gboolean dr_build_buffer_count_ok(DrBuild *b, const char *name, guint64 count, const char *key, DrLoc loc) {
-  if (count >= 1 && count <= (G_GUINT64_CONSTANT(1) << 61)) return TRUE;
-  dr_diags_error(b->diags, loc, "buffer '%s', key '%s': must be between 1 and 2^61", name, key);
+gboolean dr_build_buffer_count_ok(DrBuild *b, const char *name, DrElemType type, guint64 count,
+                                  const char *key, DrLoc loc) {
+  const guint64 most = G_GUINT64_CONSTANT(1) << 61;
+  if (count < 1 || count > most) {
+    dr_diags_error(b->diags, loc, "buffer '%s', key '%s': must be between 1 and 2^61", name, key);
+    return FALSE;
+  }
+  guint64 bytes;
+  if (g_uint64_checked_mul(&bytes, count, dr_elem_size(type)) && bytes <= most) return TRUE;
+  dr_diags_error(b->diags, loc,
+                 "buffer '%s', key '%s': %" G_GUINT64_FORMAT
+                 " %s elements of %u bytes are more than 2^61 bytes, "
+                 "the most a buffer holds",
+                 name, key, count, dr_elem_name(type), dr_elem_size(type));
+  return FALSE;
+}
+
+gboolean dr_build_buffer_tolerance_ok(DrBuild *b, const char *name, const char *key, double v, DrLoc loc) {
+  if (isfinite(v) && v >= 0.0) return TRUE;
+  dr_diags_error(b->diags, loc, "buffer '%s', key 'verify': %s must be a finite number >= 0", name, key);
   return FALSE;
 }
 

@@ -170,9 +170,15 @@ gboolean dr_build_lifetime(DrBuild *b, const char *name, DrLoc loc);
  * allocated. */
 char *dr_build_buffer_hint(const DrGraph *g, const char *name);
 
-/* TRUE when buffer `name` may hold `count` elements (1 to 2^61); else a
- * report at `loc`, naming `key` ("count" or "bytes"). */
-gboolean dr_build_buffer_count_ok(DrBuild *b, const char *name, guint64 count, const char *key, DrLoc loc);
+/* TRUE when buffer `name` may hold `count` elements of `type`: 1 to 2^61
+ * elements and at most 2^61 bytes (so every byte count and offset of a
+ * buffer or slice fits 64 bits with room to add); else a report at `loc`,
+ * naming `key` ("count" or "bytes"). */
+gboolean dr_build_buffer_count_ok(DrBuild *b, const char *name, DrElemType type, guint64 count,
+                                  const char *key, DrLoc loc);
+/* TRUE when `v` may be a `verify:` tolerance (`key` "rtol" or "atol" of
+ * buffer `name`): finite and >= 0; else a report at `loc`. */
+gboolean dr_build_buffer_tolerance_ok(DrBuild *b, const char *name, const char *key, double v, DrLoc loc);
 /* Adds `buf` (name-checked) at buf->loc; DR_NONE after "duplicate buffer". */
 DrId dr_build_add_buffer(DrBuild *b, const DrBuffer *buf);
 

@@ -360,6 +360,13 @@ static void dump_buffer(const DrGraph *graph, const DrBuffer *b, GString *out) {
     if (b->init == DR_INIT_FILE) g_string_append_printf(out, "(%s)", b->init_path);
   }
   if (b->save_path) g_string_append_printf(out, " save=%s", b->save_path);
+  if (b->verify == DR_VERIFY_SKIP) g_string_append(out, " verify=skip");
+  if (b->verify == DR_VERIFY_TOLERANCE) {
+    char r[G_ASCII_DTOSTR_BUF_SIZE], a[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append_printf(out, " verify=(rtol %s, atol %s)",
+                           g_ascii_formatd(r, sizeof r, "%g", b->verify_rtol),
+                           g_ascii_formatd(a, sizeof a, "%g", b->verify_atol));
+  }
   if (b->alloc_node != DR_NONE)
     g_string_append_printf(out, " alloc=%s", dr_graph_node(graph, b->alloc_node)->id);
   if (b->free_node != DR_NONE)

@@ -61,6 +61,23 @@ typedef enum {
 const char *dr_init_name(DrInitKind kind);
 gboolean dr_init_from_name(const char *name, DrInitKind *out);
 
+/* X(ENUM_SUFFIX, spelling): how --verify compares a buffer with the
+ * serial run's (`verify:`): byte for byte, element by element within
+ * |concurrent - serial| <= atol + rtol * |serial|, or not at all. */
+#define DR_VERIFY_RULE_LIST(X) \
+  X(EXACT, "exact")            \
+  X(TOLERANCE, "tolerance")    \
+  X(SKIP, "skip")
+
+typedef enum {
+#define DR_X(e, s) DR_VERIFY_##e,
+  DR_VERIFY_RULE_LIST(DR_X)
+#undef DR_X
+} DrVerifyRule;
+
+const char *dr_verify_rule_name(DrVerifyRule rule);
+gboolean dr_verify_rule_from_name(const char *name, DrVerifyRule *out);
+
 typedef struct {
   const char *name; /* interned */
   DrLoc loc;        /* the buffer's key in `buffers:` */
@@ -70,8 +87,12 @@ typedef struct {
   DrInitKind init;
   guint64 init_seed;     /* DR_INIT_RANDOM */
   const char *init_path; /* DR_INIT_FILE, resolved relative to the pipeline */
+  DrLoc init_loc;        /* DR_INIT_FILE: the `file:` value; file NULL from the C library */
   const char *save_path; /* NULL unless `save:` */
-  DrId alloc_node;       /* DR_NONE: lives for the whole run */
+  DrVerifyRule verify;   /* default DR_VERIFY_EXACT (0) */
+  double verify_rtol;    /* DR_VERIFY_TOLERANCE: finite, >= 0 */
+  double verify_atol;
+  DrId alloc_node; /* DR_NONE: lives for the whole run */
   DrId free_node;
   /* `scratch: true`: a whole-run device buffer whose contents mean nothing
    * between its uses (no init, no save): memory.reuse may share its
@@ -203,7 +224,8 @@ typedef struct {
   X(RAW, "raw")              \
   X(WAR, "war")              \
   X(WAW, "waw")              \
-  X(AFTER, "after")
+  X(AFTER, "after")          \
+  X(OUTPUT, "output")
 
 typedef enum {
 #define DR_X(e, s) DR_EDGE_##e,
@@ -215,7 +237,10 @@ const char *dr_edge_kind_name(DrEdgeKind kind);
 gboolean dr_edge_kind_from_name(const char *name, DrEdgeKind *out);
 
 /* A dependency: `to` must start after `from` completes. `buffer` names the
- * buffer of a hazard edge (DR_NONE for AFTER). */
+ * buffer of a hazard edge (DR_NONE for AFTER and OUTPUT). OUTPUT edges
+ * keep the nodes that write to the terminal (print and checksum host
+ * nodes) in file order among themselves: a hazard on an implicit
+ * resource, the terminal (scheduler/hazards.c). */
 typedef struct {
   DrId from;
   DrId to;

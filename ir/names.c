@@ -82,6 +82,8 @@ DR_DEFINE_NAME_TABLE(DrEdgeKind, DR_EDGE_KIND_LIST, edge_kind, G_N_ELEMENTS(edge
                      dr_edge_kind_name, dr_edge_kind_from_name)
 DR_DEFINE_NAME_TABLE(DrInitKind, DR_INIT_LIST, init, G_N_ELEMENTS(init_names), dr_init_name,
                      dr_init_from_name)
+DR_DEFINE_NAME_TABLE(DrVerifyRule, DR_VERIFY_RULE_LIST, verify_rule, G_N_ELEMENTS(verify_rule_names),
+                     dr_verify_rule_name, dr_verify_rule_from_name)
 
 /* "'a', 'b' or 'c'" over names[0..n), built once into *cache. */
 static const char *choices(const char *const *names, guint n, gsize *cache) {

@@ -1,9 +1,9 @@
 /* registry.c: the table of built-in kernels: for each, its parameter
  * declarations (which drive hazard inference exactly as a user kernel's
  * `params:` do), its default launch shape, its argument check, and its two
- * entry points. Also lookup, the default launch shape and the `--kernels`
- * listing. It is not the kernels themselves: those are the .cu files
- * (CUDA), gemm.c (cuBLAS) and host.c (reference twins). */
+ * entry points, and the shape rules its check enforces, in words. Also
+ * lookup, the default launch shape and the `--kernels` listing. It is not the kernels themselves: those are
+ * the .cu files (CUDA), gemm.c (cuBLAS) and host.c (reference twins). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,52 +119,74 @@ static const DrKParam p_spin[] = {
 };
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
-/* Every built-in but the cuBLAS ones stamps its own end (DR_KFLAG_STAMPS:
- * drk::stamp_block_end closes each kernel, kernels/launch.cuh). */
-#define ENTRY(nm, summary, params, over, block, check, flags, scratch)                           \
-  {                                                                                              \
-#nm, summary, params, N(params), over, block, dr__k_##nm##_launch, dr__k_##nm##_host, check, \
-        (flags) | (((flags)&DR_KFLAG_BLAS) ? 0u : DR_KFLAG_STAMPS), scratch                      \
-  }
 
-const DrKernelDef dr_kernel_registry[] = {
-    ENTRY(add_bf16, "y = a + b (bf16, computed in f32)", p_binary_bf16, 0, 256, dr__kcheck_binary, 0, 0),
-    ENTRY(add_f16, "y = a + b (f16, computed in f32)", p_binary_f16, 0, 256, dr__kcheck_binary, 0, 0),
-    ENTRY(add_f32, "y = a + b", p_binary_f32, 0, 256, dr__kcheck_binary, 0, 0),
-    ENTRY(axpy_f32, "y = alpha*x + y (one fused multiply-add)", p_axpy_f32, 1, 256, dr__kcheck_axpy, 0, 0),
-    ENTRY(checksum_u8,
-          "y[0] = order-free 64-bit hash of the bytes of x (exact on any "
-          "launch shape)",
-          p_checksum_u8, 0, 256, dr__kcheck_reduce, 0, 0),
-    ENTRY(fill_f32, "y = value", p_fill_f32, 0, 256, NULL, 0, 0),
-    ENTRY(gelu_f32,
-          "y = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) (tanh "
-          "approximation)",
-          p_unary_f32, 0, 256, dr__kcheck_unary, 0, 0),
-    ENTRY(gemm_bf16,
-          "c = alpha*a*b + beta*c, row-major bf16, f32 accumulation "
-          "(cuBLAS)",
-          p_gemm_bf16, -1, 1, dr__kcheck_gemm, DR_KFLAG_BLAS, 0),
-    ENTRY(gemm_f32, "c = alpha*a*b + beta*c, row-major f32, no TF32 (cuBLAS)", p_gemm_f32, -1, 1,
-          dr__kcheck_gemm, DR_KFLAG_BLAS, 0),
-    ENTRY(iota_f32, "y[i] = start + step*i", p_iota_f32, 0, 256, NULL, 0, 0),
-    ENTRY(layernorm_rows_f32, "y = (x - mean)/sqrt(var + eps)*gamma + beta over each row of cols",
-          p_layernorm_rows_f32, 0, 256, dr__kcheck_layernorm, 0, 0),
-    ENTRY(mul_f32, "y = a * b", p_binary_f32, 0, 256, dr__kcheck_binary, 0, 0),
-    ENTRY(reduce_sum_f32, "y[0] = sum of x, in double, fixed tree order (deterministic)", p_reduce_sum_f32, 0,
-          256, dr__kcheck_reduce, 0, DR_REDUCE_SCRATCH_BYTES),
-    ENTRY(reduce_sum_f64, "y[0] = sum of x, fixed tree order (deterministic)", p_reduce_sum_f64, 0, 256,
-          dr__kcheck_reduce, 0, DR_REDUCE_SCRATCH_BYTES),
-    ENTRY(relu_f32, "y = max(x, 0) (NaN gives 0)", p_unary_f32, 0, 256, dr__kcheck_unary, 0, 0),
-    ENTRY(scale_bf16, "y = alpha * x (bf16, computed in f32)", p_scale_bf16, 0, 256, dr__kcheck_scale, 0, 0),
-    ENTRY(scale_f16, "y = alpha * x (f16, computed in f32)", p_scale_f16, 0, 256, dr__kcheck_scale, 0, 0),
-    ENTRY(scale_f32, "y = alpha * x", p_scale_f32, 0, 256, dr__kcheck_scale, 0, 0),
-    ENTRY(set_while_gt_f32, "cond[0] = x[0] > tol (1 or 0): sets a loop's or conditional's condition",
-          p_set_while_gt_f32, -1, 1, dr__kcheck_cond, 0, 0),
-    ENTRY(softmax_rows_f32, "y = exp(x - max)/sum(exp(x - max)) over each row of cols", p_softmax_rows_f32, 0,
-          256, dr__kcheck_softmax, 0, 0),
-    ENTRY(spin, "busy-waits ns nanoseconds on %globaltimer (1 thread)", p_spin, -1, 1, dr__kcheck_spin, 0, 0),
-};
+/* Shape rules, as `dagrun --kernels` and docs/format.md state them: what
+ * the kernel's check (checks.c) refuses, one rule per "; ". */
+#define R_SAME_XY "y has the length of x"
+#define R_SAME_ABY "b and y have the length of a"
+#define R_ONE_Y "y has exactly 1 element"
+#define R_ROWS "cols >= 1; the length of x is a multiple of cols; y has the length of x"
+#define R_GEMM "1 <= m, n, k <= 2147483647; a has m*k elements, b k*n, c m*n"
+
+/* X(name, summary, params, grid_over, block, check, flags, scratch, rules):
+ * every built-in kernel, sorted by name (tests check it). Every built-in
+ * but the cuBLAS ones stamps its own end (DR_KFLAG_STAMPS:
+ * drk::stamp_block_end closes each kernel, kernels/launch.cuh). rules is
+ * NULL when the parameter declarations say everything. */
+#define BUILTIN_LIST(X)                                                                                      \
+  X(add_bf16, "y = a + b (bf16, computed in f32)", p_binary_bf16, 0, 256, dr__kcheck_binary, 0, 0,           \
+    R_SAME_ABY)                                                                                              \
+  X(add_f16, "y = a + b (f16, computed in f32)", p_binary_f16, 0, 256, dr__kcheck_binary, 0, 0, R_SAME_ABY)  \
+  X(add_f32, "y = a + b", p_binary_f32, 0, 256, dr__kcheck_binary, 0, 0, R_SAME_ABY)                         \
+  X(axpy_f32, "y = alpha*x + y (one fused multiply-add)", p_axpy_f32, 1, 256, dr__kcheck_axpy, 0, 0,         \
+    R_SAME_XY)                                                                                               \
+  X(checksum_u8, "y[0] = order-free 64-bit hash of the bytes of x (exact on any launch shape)",              \
+    p_checksum_u8, 0, 256, dr__kcheck_reduce, 0, 0, R_ONE_Y)                                                 \
+  X(fill_f32, "y = value", p_fill_f32, 0, 256, NULL, 0, 0, NULL)                                             \
+  X(gelu_f32, "y = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) (tanh approximation)", p_unary_f32, 0, 256,   \
+    dr__kcheck_unary, 0, 0, R_SAME_XY)                                                                       \
+  X(gemm_bf16, "c = alpha*a*b + beta*c, row-major bf16, f32 accumulation (cuBLAS)", p_gemm_bf16, -1, 1,      \
+    dr__kcheck_gemm, DR_KFLAG_BLAS, 0, R_GEMM)                                                               \
+  X(gemm_f32, "c = alpha*a*b + beta*c, row-major f32, no TF32 (cuBLAS)", p_gemm_f32, -1, 1, dr__kcheck_gemm, \
+    DR_KFLAG_BLAS, 0, R_GEMM)                                                                                \
+  X(iota_f32, "y[i] = start + step*i", p_iota_f32, 0, 256, NULL, 0, 0, NULL)                                 \
+  X(layernorm_rows_f32, "y = (x - mean)/sqrt(var + eps)*gamma + beta over each row of cols",                 \
+    p_layernorm_rows_f32, 0, 256, dr__kcheck_layernorm, 0, 0,                                                \
+    R_ROWS "; gamma and beta have cols elements; eps >= 0")                                                  \
+  X(mul_f32, "y = a * b", p_binary_f32, 0, 256, dr__kcheck_binary, 0, 0, R_SAME_ABY)                         \
+  X(reduce_sum_f32, "y[0] = sum of x, in double, fixed tree order (deterministic)", p_reduce_sum_f32, 0,     \
+    256, dr__kcheck_reduce, 0, DR_REDUCE_SCRATCH_BYTES, R_ONE_Y)                                             \
+  X(reduce_sum_f64, "y[0] = sum of x, fixed tree order (deterministic)", p_reduce_sum_f64, 0, 256,           \
+    dr__kcheck_reduce, 0, DR_REDUCE_SCRATCH_BYTES, R_ONE_Y)                                                  \
+  X(relu_f32, "y = max(x, 0) (NaN gives 0)", p_unary_f32, 0, 256, dr__kcheck_unary, 0, 0, R_SAME_XY)         \
+  X(scale_bf16, "y = alpha * x (bf16, computed in f32)", p_scale_bf16, 0, 256, dr__kcheck_scale, 0, 0,       \
+    R_SAME_XY)                                                                                               \
+  X(scale_f16, "y = alpha * x (f16, computed in f32)", p_scale_f16, 0, 256, dr__kcheck_scale, 0, 0,          \
+    R_SAME_XY)                                                                                               \
+  X(scale_f32, "y = alpha * x", p_scale_f32, 0, 256, dr__kcheck_scale, 0, 0, R_SAME_XY)                      \
+  X(set_while_gt_f32, "cond[0] = x[0] > tol (1 or 0): sets a loop's or conditional's condition",             \
+    p_set_while_gt_f32, -1, 1, dr__kcheck_cond, 0, 0, "x and cond have at least 1 element")                  \
+  X(softmax_rows_f32, "y = exp(x - max)/sum(exp(x - max)) over each row of cols", p_softmax_rows_f32, 0,     \
+    256, dr__kcheck_softmax, 0, 0, R_ROWS)                                                                   \
+  X(spin, "busy-waits ns nanoseconds on %globaltimer (1 thread)", p_spin, -1, 1, dr__kcheck_spin, 0, 0,      \
+    "0 <= ns <= 60000000000 (60 s)")
+
+#define ENTRY(nm, summary, params, over, block, check, flags, scratch, rules) \
+  {#nm,                                                                       \
+   summary,                                                                   \
+   params,                                                                    \
+   N(params),                                                                 \
+   over,                                                                      \
+   block,                                                                     \
+   dr__k_##nm##_launch,                                                       \
+   dr__k_##nm##_host,                                                         \
+   check,                                                                     \
+   (flags) | (((flags)&DR_KFLAG_BLAS) ? 0u : DR_KFLAG_STAMPS),                \
+   scratch},
+#define RULES(nm, summary, params, over, block, check, flags, scratch, rules) rules,
+
+const DrKernelDef dr_kernel_registry[] = {BUILTIN_LIST(ENTRY)};
+static const char *const registry_rules[] = {BUILTIN_LIST(RULES)};
 
 const int dr_kernel_registry_len = N(dr_kernel_registry);
 
@@ -176,6 +198,12 @@ static int compare_name(const void *key, const void *elem) {
 const DrKernelDef *dr_kernel_find(const char *name) {
   if (name == NULL) return NULL;
   return bsearch(name, dr_kernel_registry, (size_t)dr_kernel_registry_len, sizeof(DrKernelDef), compare_name);
+}
+
+const char *dr_kernel_rules(const DrKernelDef *def) {
+  for (int i = 0; i < dr_kernel_registry_len; i++)
+    if (def == &dr_kernel_registry[i]) return registry_rules[i];
+  return NULL;
 }
 
 int dr_kernel_param_index(const DrKernelDef *def, const char *name) {
@@ -251,5 +279,6 @@ void dr_kernels_list(FILE *out) {
         fprintf(out, "    %s: %s", p->name, elem_name(p->type));
       fprintf(out, "  # %s\n", p->doc);
     }
+    if (registry_rules[i] != NULL) fprintf(out, "  rules: %s\n", registry_rules[i]);
   }
 }

@@ -21,6 +21,11 @@ extern const int dr_kernel_registry_len;
 /* Returns the definition named `name`, or NULL. */
 const DrKernelDef *dr_kernel_find(const char *name);
 
+/* Returns the shape rules of built-in `def` in words ("y has the length of
+ * x; ..."), what its check refuses beyond the parameter declarations, or
+ * NULL when it has none or `def` is not in the registry. Static storage. */
+const char *dr_kernel_rules(const DrKernelDef *def);
+
 /* Returns the index of the parameter `name` of `def`, or -1. */
 int dr_kernel_param_index(const DrKernelDef *def, const char *name);
 

@@ -24,6 +24,7 @@
 #include "ir/graph.h"
 #include "ir/plan.h"
 #include "kernels/registry.h"
+#include "lib/checks.h"
 #include "lib/load.h"
 #include "lib/yaml_writer.h"
 #include "ir/suggest.h"

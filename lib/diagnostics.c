@@ -90,3 +90,7 @@ gboolean dr_pipeline_dump_file(const char *path, const char *after, DrDiagnostic
 const DrKernelDef *dr_builtin_kernel(guint i) {
   return i < (guint)dr_kernel_registry_len ? &dr_kernel_registry[i] : NULL;
 }
+
+const char *dr_builtin_kernel_rules(guint i) {
+  return i < (guint)dr_kernel_registry_len ? dr_kernel_rules(&dr_kernel_registry[i]) : NULL;
+}

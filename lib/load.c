@@ -1,5 +1,6 @@
 /* load.c: reading a pipeline, registering the built-in kernels, parsing and
- * running the dependency passes (load.h). Glue only: each step's logic
+ * running the up-front checks (checks.h) and the dependency passes
+ * (load.h). Glue only: each step's logic
  * lives in its own package. */
 #include "lib/load.h"
 
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "kernels/registry.h"
+#include "lib/checks.h"
 #include "parser/parser.h"
 #include "scheduler/passes.h"
 
@@ -50,7 +52,9 @@ static DrGraph *load(const char *name, const char *yaml, gsize len, FILE *fp, co
   /* The invariants (I5: one alloc and one free per buffer) hold only once
    * the lifetimes pass has rejected double allocs and frees: the pass
    * table checks them after each pass, not here. */
-  if (!ok || !dr_passes_run_dump(graph, diags, dump_after, dump)) {
+  /* The kernels' shape rules and the init files, after a clean parse and
+   * before the dependency passes: a bad call is the user's first problem. */
+  if (!ok || !dr__pipeline_checks(graph, diags) || !dr_passes_run_dump(graph, diags, dump_after, dump)) {
     dr_diags_to_error(diags, error);
     return NULL;
   }

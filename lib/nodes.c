@@ -75,15 +75,6 @@ gboolean dr_pipeline_register_kernel(DrPipeline *pipeline, const DrKernelDef *de
   return dr__api_build_end(&x, error);
 }
 
-/* The registry definition behind a kernel declaration, or NULL (YAML user
- * kernels compiled by NVRTC). */
-static const DrKernelDef *decl_def(const DrKernelDecl *decl) {
-  if (decl->api_def) return decl->api_def;
-  if (decl->origin == DR_KERNEL_BUILTIN && decl->builtin_index < (guint32)dr_kernel_registry_len)
-    return &dr_kernel_registry[decl->builtin_index];
-  return NULL;
-}
-
 /* ---- nodes -------------------------------------------------------------- */
 
 /* Starts node `id` in x (always initialised: end it with node_end). */
@@ -143,15 +134,18 @@ static gboolean bind_named(DrApiBuild *x, const DrNamedArg *args, guint n_args) 
   return TRUE;
 }
 
-/* Runs the registry kernel's own check over the bound arguments. */
+/* Runs the kernel's own check over the bound arguments (lib/checks.c, the
+ * same as for a loaded file). */
 static gboolean kernel_check(DrApiBuild *x) {
   DrBuild *b = &x->b;
-  const DrKernelDef *def = decl_def(dr_graph_kernel(b->g, b->node.kernel));
+  const DrKernelDef *def = dr__kernel_decl_def(dr_graph_kernel(b->g, b->node.kernel));
   if (def == NULL || def->check == NULL) return TRUE;
   DrKValue kvals[DR_BUILD_MAX_PARAMS] = {{0}};
   guint64 counts[DR_BUILD_MAX_PARAMS] = {0};
+  DrLoc locs[DR_BUILD_MAX_PARAMS] = {{0}};
   for (guint k = 0; k < b->n_args; k++) {
     const DrArg *a = &b->args[k];
+    locs[a->param] = a->loc;
     if (a->kind == DR_ARG_INT)
       kvals[a->param].i = a->v.i;
     else if (a->kind == DR_ARG_FLOAT)
@@ -159,10 +153,7 @@ static gboolean kernel_check(DrApiBuild *x) {
     else if (a->kind == DR_ARG_BUFFER)
       counts[a->param] = b->accesses[b->arg_access[k]].end - b->accesses[b->arg_access[k]].begin;
   }
-  char msg[DR_KERR_SIZE] = {0};
-  if (def->check((const uint64_t *)counts, kvals, msg) == 0) return TRUE;
-  dr_diags_error(x->diags, b->node.loc, "%s: %s: %s", b->what->str, b->callee->str, msg);
-  return FALSE;
+  return dr__kernel_check_call(def, b->what->str, counts, kvals, locs, b->node.loc, x->diags);
 }
 
 gboolean dr_pipeline_add_kernel_node(DrPipeline *pipeline, const char *id, const char *kernel,

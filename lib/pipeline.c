@@ -164,7 +164,7 @@ gboolean dr_pipeline_add_buffer(DrPipeline *pipeline, const char *name, DrElemTy
   DrApiBuild x;
   dr__api_build_begin(&x, pipeline);
   if (dr_build_name_ok(&x.b, DR_NAME_BUFFER, name, NULL, loc) &&
-      dr_build_buffer_count_ok(&x.b, name, count, "count", loc))
+      dr_build_buffer_count_ok(&x.b, name, type, count, "count", loc))
     dr_build_add_buffer(&x.b, &b);
   return dr__api_build_end(&x, error);
 }
@@ -214,6 +214,32 @@ gboolean dr_pipeline_buffer_init_file(DrPipeline *pipeline, const char *buffer, 
   CHECK_ARGS(pipeline, error);
   g_return_val_if_fail(buffer != NULL && path != NULL, FALSE);
   return set_init(pipeline, buffer, DR_INIT_FILE, 0, path, error);
+}
+
+gboolean dr_pipeline_buffer_verify_tolerance(DrPipeline *pipeline, const char *buffer, double rtol,
+                                             double atol, GError **error) {
+  CHECK_ARGS(pipeline, error);
+  g_return_val_if_fail(buffer != NULL, FALSE);
+  DrBuffer *b = dr__pipeline_find_buffer(pipeline, buffer, "set a buffer's verify rule", error);
+  if (b == NULL) return FALSE;
+  DrApiBuild x;
+  dr__api_build_begin(&x, pipeline);
+  if (dr_build_buffer_tolerance_ok(&x.b, buffer, "rtol", rtol, b->loc) &&
+      dr_build_buffer_tolerance_ok(&x.b, buffer, "atol", atol, b->loc)) {
+    b->verify = DR_VERIFY_TOLERANCE;
+    b->verify_rtol = rtol;
+    b->verify_atol = atol;
+  }
+  return dr__api_build_end(&x, error);
+}
+
+gboolean dr_pipeline_buffer_verify_skip(DrPipeline *pipeline, const char *buffer, GError **error) {
+  CHECK_ARGS(pipeline, error);
+  g_return_val_if_fail(buffer != NULL, FALSE);
+  DrBuffer *b = dr__pipeline_find_buffer(pipeline, buffer, "set a buffer's verify rule", error);
+  if (b == NULL) return FALSE;
+  b->verify = DR_VERIFY_SKIP;
+  return TRUE;
 }
 
 gboolean dr_pipeline_buffer_save(DrPipeline *pipeline, const char *buffer, const char *path, GError **error) {

@@ -76,6 +76,14 @@ static void write_buffers(const DrGraph *g, GString *out) {
       put_path(out, b->save_path);
     }
     if (b->scratch) g_string_append(out, ", scratch: true");
+    if (b->verify == DR_VERIFY_SKIP) g_string_append(out, ", verify: skip");
+    if (b->verify == DR_VERIFY_TOLERANCE) {
+      /* %.17g: the tolerances read back as the same doubles. */
+      char r[G_ASCII_DTOSTR_BUF_SIZE], a[G_ASCII_DTOSTR_BUF_SIZE];
+      g_string_append_printf(out, ", verify: {rtol: %s, atol: %s}",
+                             g_ascii_formatd(r, sizeof r, "%.17g", b->verify_rtol),
+                             g_ascii_formatd(a, sizeof a, "%.17g", b->verify_atol));
+    }
     g_string_append(out, "}\n");
   }
 }

@@ -624,7 +624,11 @@ static guint64 parse_foreach(DrParse *p, const DrYNode *v, LoopVar *vars, guint 
         return 0;
       }
       lv->start = a;
-      lv->count = (guint64)(b - a) + 1;
+      /* b - a in unsigned arithmetic: it overflows gint64 for wide ranges;
+       * the full 64-bit range has 2^64 values, saturated (far past the
+       * node limit, which reports it). */
+      guint64 span = (guint64)b - (guint64)a;
+      lv->count = span == G_MAXUINT64 ? G_MAXUINT64 : span + 1;
     } else {
       dr__parse_wrong_type(p, what, "foreach", val, "a range A..B or a list of integers");
       return 0;
@@ -636,7 +640,7 @@ static guint64 parse_foreach(DrParse *p, const DrYNode *v, LoopVar *vars, guint 
 }
 
 static gint64 loop_value(DrParse *p, const LoopVar *lv, guint64 i) {
-  if (lv->list == NULL) return lv->start + (gint64)i;
+  if (lv->list == NULL) return (gint64)((guint64)lv->start + i); /* within [A, B]: no wrap */
   gint64 x = 0;
   dr__parse_int(p, WHAT(p), "foreach", lv->list->u.items[i], NULL, G_MININT64, G_MAXINT64, &x);
   return x;

@@ -188,12 +188,16 @@ static void check_whole_run_buffers(DrParse *p) {
   for (DrId i = 0; i < dr_graph_n_buffers(p->g); i++) {
     const DrBuffer *b = dr_graph_buffer(p->g, i);
     DrId life = b->alloc_node != DR_NONE ? b->alloc_node : b->free_node;
-    if (life == DR_NONE || (b->init == DR_INIT_NONE && b->save_path == NULL)) continue;
+    if (life == DR_NONE || (b->init == DR_INIT_NONE && b->save_path == NULL && b->verify == DR_VERIFY_EXACT))
+      continue;
     const DrNode *n = dr_graph_node(p->g, life);
     dr_diags_error(p->diags, b->loc,
                    "buffer '%s': '%s' needs a buffer that lives for the whole run, but node '%s' %s it",
-                   b->name, b->init != DR_INIT_NONE ? "init" : "save", n->id,
-                   n->op == DR_OP_ALLOC ? "allocates" : "frees");
+                   b->name,
+                   b->init != DR_INIT_NONE ? "init"
+                   : b->save_path != NULL  ? "save"
+                                           : "verify",
+                   n->id, n->op == DR_OP_ALLOC ? "allocates" : "frees");
     dr_diags_note(p->diags, n->loc, "node '%s' is here", n->id);
   }
 }

@@ -119,7 +119,8 @@ void dr__parse_memory(DrParse *p, const DrYNode *v) {
   X(WHERE, "where")        \
   X(INIT, "init")          \
   X(SAVE, "save")          \
-  X(SCRATCH, "scratch")
+  X(SCRATCH, "scratch")    \
+  X(VERIFY, "verify")
 
 enum {
 #define X(e, s) BUF_##e,
@@ -180,8 +181,42 @@ static void parse_init(DrParse *p, const char *what, const DrYNode *v, DrBuffer 
     if (dr__parse_string(p, what, "file", val, NULL, &path)) {
       b->init = DR_INIT_FILE;
       b->init_path = resolve_path(p, path);
+      b->init_loc = DR_LOC(p, val);
     }
   }
+}
+
+/* `verify: exact | skip | {rtol: R, atol: A}` (each tolerance optional,
+ * default 0, finite and >= 0). */
+static void parse_verify(DrParse *p, const char *what, const DrYNode *v, DrBuffer *b) {
+  static const char *const expect = "exact, skip or {rtol: R, atol: A}";
+  if (v->kind == DR_Y_SCALAR && !dr__ynode_is_null(v)) {
+    DrVerifyRule rule;
+    if (dr_verify_rule_from_name(v->u.text, &rule) && rule != DR_VERIFY_TOLERANCE) {
+      b->verify = rule;
+    } else {
+      g_autofree char *msg = g_strdup_printf("unknown rule '%s' (expected %s)", v->u.text, expect);
+      dr__parse_error_at(p, v, what, "verify", msg);
+    }
+    return;
+  }
+  if (v->kind != DR_Y_MAP || v->len == 0) {
+    dr__parse_wrong_type(p, what, "verify", v, expect);
+    return;
+  }
+  static const char *const keys[] = {"rtol", "atol"};
+  const DrYNode *s[2];
+  if (dr__parse_map_slots(p, what, v, keys, 2, s) != 0) return;
+  double tol[2] = {0.0, 0.0};
+  gboolean ok = TRUE;
+  for (int i = 0; i < 2; i++)
+    if (s[i] != NULL)
+      ok = dr__parse_float(p, what, keys[i], s[i], NULL, &tol[i]) &&
+           dr_build_buffer_tolerance_ok(&p->build, b->name, keys[i], tol[i], DR_LOC(p, s[i])) && ok;
+  if (!ok) return;
+  b->verify = DR_VERIFY_TOLERANCE;
+  b->verify_rtol = tol[0];
+  b->verify_atol = tol[1];
 }
 
 static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
@@ -227,7 +262,7 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
     ok = FALSE;
   }
   if (ok)
-    dr_build_buffer_count_ok(&p->build, name, b.count, s[BUF_COUNT] ? "count" : "bytes",
+    dr_build_buffer_count_ok(&p->build, name, b.type, b.count, s[BUF_COUNT] ? "count" : "bytes",
                              DR_LOC(p, s[BUF_COUNT] ? s[BUF_COUNT] : s[BUF_BYTES]));
   if (s[BUF_WHERE] != NULL) {
     g_autofree char *w = NULL;
@@ -254,6 +289,7 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
                          "a scratch buffer is a device buffer with no 'init' and no 'save' (its contents "
                          "mean nothing between its uses, and 'memory: {reuse: auto}' may share its storage)");
   }
+  if (s[BUF_VERIFY] != NULL) parse_verify(p, what, s[BUF_VERIFY], &b);
   dr_build_add_buffer(&p->build, &b);
 }
 

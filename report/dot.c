@@ -185,9 +185,10 @@ static void edge_label(const DrGraph *g, const GroupEdge *ge, GString *out) {
   if (ge->buffer != DR_NONE && !ge->buffers_differ)
     g_string_append_printf(out, "%s ", dr_graph_buffer(g, ge->buffer)->name);
   gboolean sep = FALSE;
-  for (guint k = 0; k <= DR_EDGE_AFTER; k++) {
+  for (guint k = 0; k <= DR_EDGE_OUTPUT; k++) {
     if (!(ge->kinds & (1u << k))) continue;
-    g_autofree char *up = k == DR_EDGE_AFTER ? g_strdup("after") : g_ascii_strup(dr_edge_kind_name(k), -1);
+    g_autofree char *up = k == DR_EDGE_AFTER || k == DR_EDGE_OUTPUT ? g_strdup(dr_edge_kind_name(k))
+                                                                    : g_ascii_strup(dr_edge_kind_name(k), -1);
     g_string_append_printf(out, "%s%s", sep ? "+" : "", up);
     sep = TRUE;
   }
@@ -283,7 +284,7 @@ static GArray *group_edges(const Ctx *c, guint32 *inside) {
                     .implied = !wait && plan->node_stream[ed->from] != plan->node_stream[ed->to],
                     .critical = c->on_path != NULL && c->on_path[ed->to] && c->path_pred[ed->to] == ed->from,
                     .kinds = 1u << ed->kind,
-                    .buffer = ed->kind == DR_EDGE_AFTER ? DR_NONE : ed->buffer};
+                    .buffer = ed->kind == DR_EDGE_AFTER || ed->kind == DR_EDGE_OUTPUT ? DR_NONE : ed->buffer};
     g_array_append_val(edges, ge);
   }
   if (!c->summary) return edges;

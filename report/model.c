@@ -9,6 +9,9 @@ void dr_report_free(DrReport *r) {
   g_free(r->diff_buffer);
   g_free(r->diff_serial);
   g_free(r->diff_concurrent);
+  g_free(r->largest_buffer);
+  g_free(r->largest_serial);
+  g_free(r->largest_concurrent);
   if (r->nodes) g_array_unref(r->nodes);
   g_free(r->sample_start);
   g_free(r->sample_end);

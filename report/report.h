@@ -75,7 +75,16 @@ typedef struct {
   guint64 diff_index;
   char *diff_serial;     /* the serial (reference) run's value */
   char *diff_concurrent; /* the concurrent run's value */
-  GArray *nodes;         /* DrNodeReport, in plan (issue) order */
+  /* Buffers compared within a tolerance (`verify: {rtol, atol}`): the
+   * largest |concurrent - serial| over them, where (largest_buffer NULL:
+   * none compared, or all equal), and how many buffers `verify: skip`
+   * left out. */
+  char *largest_buffer;
+  guint64 largest_index;
+  double largest_abs;
+  char *largest_serial, *largest_concurrent;
+  guint32 verify_skipped;
+  GArray *nodes; /* DrNodeReport, in plan (issue) order */
 
   /* Raw samples for the trace: [iterations][n_graph_nodes], µs relative
    * to each iteration's start (NAN when not measured), and each timed

@@ -139,6 +139,17 @@ void dr_report_write_text(const DrReport *r, GString *out) {
   if (r->verified == DR_VERIFIED_FAIL)
     g_string_append_printf(out, ": buffer '%s' element %" G_GUINT64_FORMAT ": serial %s, concurrent %s",
                            r->diff_buffer, r->diff_index, r->diff_serial, r->diff_concurrent);
+  if (r->verified != DR_VERIFIED_NOT_RUN && r->largest_buffer != NULL) {
+    char d[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append_printf(out,
+                           "; largest difference within tolerance %s: buffer '%s' element %" G_GUINT64_FORMAT
+                           ": serial %s, concurrent %s",
+                           g_ascii_formatd(d, sizeof d, "%.3g", r->largest_abs), r->largest_buffer,
+                           r->largest_index, r->largest_serial, r->largest_concurrent);
+  }
+  if (r->verified != DR_VERIFIED_NOT_RUN && r->verify_skipped > 0)
+    g_string_append_printf(out, "; %u buffer%s not compared (verify: skip)", r->verify_skipped,
+                           r->verify_skipped == 1 ? "" : "s");
   g_string_append_c(out, '\n');
 }
 
@@ -171,6 +182,22 @@ void dr_report_write_json(const DrReport *r, GString *out) {
     dr__json_end_object(&w);
   } else {
     dr__json_null(&w);
+  }
+  if (r->verified != DR_VERIFIED_NOT_RUN) {
+    dr__json_key(&w, "largest_difference");
+    if (r->largest_buffer != NULL) {
+      dr__json_begin_object(&w);
+      dr__json_member_string(&w, "buffer", r->largest_buffer);
+      dr__json_member_uint(&w, "index", r->largest_index);
+      dr__json_member_string(&w, "serial", r->largest_serial);
+      dr__json_member_string(&w, "concurrent", r->largest_concurrent);
+      char d[G_ASCII_DTOSTR_BUF_SIZE];
+      dr__json_member_string(&w, "abs", g_ascii_formatd(d, sizeof d, "%.17g", r->largest_abs));
+      dr__json_end_object(&w);
+    } else {
+      dr__json_null(&w);
+    }
+    dr__json_member_uint(&w, "verify_skipped", r->verify_skipped);
   }
   dr__json_member_double(&w, "critical_path_us", r->critical_path_us, 3);
   dr__json_key(&w, "critical_path");

@@ -75,6 +75,10 @@ static void note_edge(const DrGraph *g, GHashTable *afters, const DrEdge *e, DrD
     case DR_EDGE_AFTER:
       dr_diags_note(diags, loc, "'%s' lists '%s' in after:", to, from);
       break;
+    case DR_EDGE_OUTPUT:
+      dr_diags_note(diags, loc, "'%s' writes to the terminal after '%s' does (they keep file order)", to,
+                    from);
+      break;
   }
 }
 

@@ -6,7 +6,10 @@
  * nodes one at a time in file order implies: a node comes after every
  * earlier node that writes a range it reads or writes (RAW, WAW), or reads a
  * range it writes (WAR). Ranges are element ranges [begin, end); ranges that
- * only touch do not conflict, a read after a read makes no edge. alloc and
+ * only touch do not conflict, a read after a read makes no edge. Nodes that
+ * print (print and checksum host nodes) also write one implicit resource,
+ * the terminal: an OUTPUT edge from each to the next keeps their output in
+ * file order (one edge per such node, O(V)). alloc and
  * free are whole-buffer writes: the parser gives them that access, and an
  * alloc/free node without one gets it here. The edge set is not minimal (the
  * planner removes redundancy) but never blows up: a write after k readers
@@ -330,6 +333,15 @@ static void depend(Hazards *hz, DrId from, DrId to, DrEdgeKind kind, DrId buffer
   dr_graph_add_edge(hz->graph, from, to, kind, buffer);
 }
 
+/* Whether `n` prints to the terminal: the built-in print and checksum host
+ * functions (a C callback's effects are its own business). Their output
+ * is an implicit resource that each of them writes, so they keep file
+ * order among themselves: each one gets an OUTPUT edge from the previous. */
+static gboolean writes_terminal(const DrNode *n) {
+  return n->op == DR_OP_HOST && n->callback == 0 &&
+         (n->host_fn == DR_HOST_FN_PRINT || n->host_fn == DR_HOST_FN_CHECKSUM);
+}
+
 /* Adds the edges node n's access `a` needs and records it in the map. */
 static void access(Hazards *hz, DrId n, const DrAccess *a) {
   if (a->begin >= a->end) return;
@@ -378,10 +390,15 @@ void dr__hazards_run(DrGraph *graph) {
   hz.stamp = g_new(DrId, MAX(n_nodes, 1));
   for (guint32 i = 0; i < n_nodes; i++) hz.stamp[i] = DR_NONE;
 
+  DrId terminal = DR_NONE; /* the last node that wrote to the terminal */
   for (DrId n = 0; n < n_nodes; n++) {
     AccessIter it;
     iter_init(&it, graph, n);
     for (const DrAccess *a; (a = iter_next(&it)) != NULL;) access(&hz, n, a);
+    if (writes_terminal(dr_graph_node(graph, n))) {
+      if (terminal != DR_NONE) depend(&hz, terminal, n, DR_EDGE_OUTPUT, DR_NONE);
+      terminal = n;
+    }
   }
 
   g_free(hz.pts);

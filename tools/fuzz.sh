@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_parser fuzz_plan)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_parser fuzz_plan fuzz_run)
 
 bazel build --config=fuzz $(printf '//tests/fuzz:%s ' "${targets[@]}") || exit 1
 # Not the bazel-bin symlink: another Bazel output base may have moved it.

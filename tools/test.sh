@@ -16,7 +16,8 @@
 #           build examples/runner.c there against @dagrun//lib:dagrun, run it
 #   format  clang-format --dry-run -Werror over the tracked C/CUDA sources:
 #           one case, listing every file that needs formatting
-#   fuzz    each libFuzzer target for FUZZ_SECONDS (default 60)
+#   fuzz    each libFuzzer target for FUZZ_SECONDS (default 60); fuzz_run
+#           also runs what loads on the host backend (tests/fuzz/fuzz_run.c)
 #
 # Cases are the TAP lines GLib's GTest (and the shell tests) write
 # ("ok N /path", "not ok N /path", "# SKIP"), read from each target's log;
@@ -142,7 +143,7 @@ for suite in "${suites[@]}"; do
     install) run_tap_script install tests/install/install_test.sh ;;
     format) run_format ;;
     fuzz)
-      for t in fuzz_json fuzz_parser fuzz_plan; do
+      for t in fuzz_json fuzz_parser fuzz_plan fuzz_run; do
         if bash tools/fuzz.sh "${FUZZ_SECONDS:-60}" "$t" >&2; then
           echo "test[fuzz]: $t passed" >&2
           passed=$((passed + 1))

@@ -93,6 +93,12 @@ gboolean dr_timing_mode_from_name(const char *name, DrTimingMode *out);
 /* Returns built-in kernel `i` (0-based, in `dagrun --kernels` order), or
  * NULL when i is past the last one; static storage. */
 const DrKernelDef *dr_builtin_kernel(guint i);
+/* Returns the shape rules of built-in kernel `i` in words, as `dagrun
+ * --kernels` prints them ("y has the length of x", "1 <= m, n, k <=
+ * 2147483647; a has m*k elements, b k*n, c m*n"): what its check refuses
+ * at validation beyond the parameter declarations. NULL when it has none
+ * or i is past the last one; static storage. */
+const char *dr_builtin_kernel_rules(guint i);
 
 /* ---- version ------------------------------------------------------------ */
 
@@ -235,11 +241,22 @@ gboolean dr_pipeline_buffer_init_zeros(DrPipeline *pipeline, const char *buffer,
 gboolean dr_pipeline_buffer_init_iota(DrPipeline *pipeline, const char *buffer, GError **error);
 gboolean dr_pipeline_buffer_init_random(DrPipeline *pipeline, const char *buffer, guint64 seed,
                                         GError **error);
-/* The file's raw bytes; they must be exactly the buffer's size when the
- * run starts (else the run fails with DR_ERROR_IO). `path` is copied; a
+/* The file's raw bytes; they must be exactly the buffer's size:
+ * dr_pipeline_validate checks the file (DR_ERROR_INVALID when it is
+ * missing, unreadable or of another size), and the run reads it again
+ * (DR_ERROR_IO if it changed since). `path` is copied; a
  * relative path resolves against the current directory at run time. */
 gboolean dr_pipeline_buffer_init_file(DrPipeline *pipeline, const char *buffer, const char *path,
                                       GError **error);
+/* --verify's rule for `buffer` (the YAML's `verify:`; default exact, byte
+ * for byte): within a tolerance, element by element |concurrent - serial|
+ * <= atol + rtol * |serial| (rtol and atol finite and >= 0, else
+ * DR_ERROR_INVALID), or skipped. For buffers that legitimately differ
+ * between a concurrent and the serial run (floating-point atomics, clock
+ * counters). */
+gboolean dr_pipeline_buffer_verify_tolerance(DrPipeline *pipeline, const char *buffer, double rtol,
+                                             double atol, GError **error);
+gboolean dr_pipeline_buffer_verify_skip(DrPipeline *pipeline, const char *buffer, GError **error);
 /* Writes the buffer's bytes to `path` after the run. */
 gboolean dr_pipeline_buffer_save(DrPipeline *pipeline, const char *buffer, const char *path, GError **error);
 

@@ -11,8 +11,11 @@
  *    (entries of scalar parameters are ignored).
  *  - f32 scalars arrive as double in DrKValue.f and are rounded to float.
  *  - `check`, when set, states the constraints between counts and scalars
- *    ("x and y have the same length"); adding a node calls it before
- *    anything runs, and launch/host call it again and refuse bad arguments.
+ *    ("x and y have the same length"); adding a node (and `dagrun --check`
+ *    for a file) calls it before anything runs, and launch/host call it
+ *    again and refuse bad arguments. Its message names the argument at
+ *    fault first ("c must have m*n = 9 elements"): the error is reported at
+ *    that argument's location when the first word is a parameter's name.
  *  - `launch` enqueues the CUDA version on l->stream; `host` runs the CPU
  *    twin synchronously. Either may be NULL: a kernel without `host` cannot
  *    run on the host backend, one without `launch` not on CUDA. */

@@ -285,7 +285,26 @@ static void test_init_file_memset_save(void) {
   g_assert_null(dr_stream_plan_run(plan, &rs, &error));
   g_assert_error(error, DR_ERROR, DR_ERROR_IO);
   g_assert_nonnull(strstr(error->message, "buffer 'src'"));
+  g_clear_error(&error);
+  /* A pipeline validated with it is refused up front, at the buffer. */
+  g_autoptr(DrPipeline) q = dr_pipeline_new("files");
+  g_assert_true(dr_pipeline_add_buffer(q, "src", DR_ELEM_U8, 64, DR_WHERE_HOST, &error));
+  g_assert_true(dr_pipeline_buffer_init_file(q, "src", in, &error));
+  g_assert_false(dr_pipeline_validate(q, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_autofree char *want = g_strdup_printf(
+      "<api:buffers>:1:1: error: buffer 'src', key 'init': init file '%s' "
+      "holds 5 bytes; the buffer holds 64 (64 u8 elements)",
+      in);
+  g_assert_cmpstr(error->message, ==, want);
+  g_clear_error(&error);
   g_unlink(in);
+  g_autoptr(DrPipeline) r2 = dr_pipeline_new("files");
+  g_assert_true(dr_pipeline_add_buffer(r2, "src", DR_ELEM_U8, 64, DR_WHERE_HOST, &error));
+  g_assert_true(dr_pipeline_buffer_init_file(r2, "src", in, &error));
+  g_assert_false(dr_pipeline_validate(r2, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "cannot read init file"));
 }
 
 /* The plan keeps the pipeline alive: free the pipeline first. */
@@ -973,6 +992,33 @@ static void test_user_kernel(void) {
   g_unlink(save);
 }
 
+/* dr_pipeline_buffer_verify_*: the YAML's `verify:` from C, with the same
+ * tolerance rule, and written back as YAML. */
+static void test_buffer_verify_rules(void) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_new("rules");
+  g_assert_true(dr_pipeline_add_buffer(p, "a", DR_ELEM_F64, 8, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_add_buffer(p, "b", DR_ELEM_I64, 8, DR_WHERE_DEVICE, &error));
+  g_assert_true(dr_pipeline_buffer_verify_tolerance(p, "a", 1e-12, 0.25, &error));
+  g_assert_true(dr_pipeline_buffer_verify_skip(p, "b", &error));
+  g_assert_no_error(error);
+  g_assert_false(dr_pipeline_buffer_verify_tolerance(p, "a", -1.0, 0.0, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_cmpstr(error->message, ==,
+                  "<api:buffers>:1:1: error: buffer 'a', key 'verify': rtol must be a finite number >= 0");
+  g_clear_error(&error);
+  g_assert_false(dr_pipeline_buffer_verify_tolerance(p, "a", 0.0, NAN, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_clear_error(&error);
+  g_assert_false(dr_pipeline_buffer_verify_skip(p, "c", &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_clear_error(&error);
+  g_autoptr(GString) yaml = g_string_new(NULL);
+  g_assert_true(dr_pipeline_write_yaml(p, yaml, &error));
+  g_assert_nonnull(strstr(yaml->str, "verify: {rtol: 9.9999999999999998e-13, atol: 0.25}"));
+  g_assert_nonnull(strstr(yaml->str, "verify: skip"));
+}
+
 static void test_user_kernel_no_host_twin(void) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPipeline) p = dr_pipeline_new("gpu-only");
@@ -984,9 +1030,11 @@ static void test_user_kernel_no_host_twin(void) {
   g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
   g_assert_no_error(error);
   DrRunSettings rs = host_settings(p, 1, 0, FALSE);
+  /* Unavailable on this backend (exit 69), found before anything runs. */
   g_assert_null(dr_stream_plan_run(plan, &rs, &error));
-  g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+  g_assert_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE);
   g_assert_nonnull(strstr(error->message, "kernel 'gpu_only' has no host twin"));
+  g_assert_true(g_str_has_prefix(error->message, "<api>:1:1: error: node 'k': "));
 }
 
 /* ---- callbacks ------------------------------------------------------------------ */
@@ -1284,6 +1332,8 @@ static gboolean same_mistake_api(DrPipeline *p, int i, GError **e) {
   static const DrNamedArg no_y[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpha", 2.0)};
   static const DrNamedArg us[] = {DR_NAMED_INT("us", -5)};
   static const DrNamedArg dev[] = {DR_NAMED_WHOLE("buffer", "x")};
+  static const DrNamedArg short_y[] = {DR_NAMED_WHOLE("x", "x"), DR_NAMED_FLOAT("alpha", 2.0),
+                                       DR_NAMED_SLICE("y", "y", 0, 8)};
   switch (i) {
     case 0:
       return dr_pipeline_add_noop(p, "a:b@c", e);
@@ -1320,9 +1370,13 @@ static gboolean same_mistake_api(DrPipeline *p, int i, GError **e) {
     case 16:
       return dr_pipeline_add_free(p, "n", "zz", e);
     case 17:
+      return dr_pipeline_add_kernel_node(p, "n", "scale_f32", short_y, 3, e);
+    case 18:
       return dr_pipeline_add_buffer(p, "b/1", DR_ELEM_F32, 4, DR_WHERE_DEVICE, e);
-    default:
+    case 19:
       return dr_pipeline_add_buffer(p, "z", DR_ELEM_F32, 0, DR_WHERE_DEVICE, e);
+    default:
+      return dr_pipeline_add_buffer(p, "z", DR_ELEM_F64, G_GUINT64_CONSTANT(1) << 61, DR_WHERE_DEVICE, e);
   }
 }
 
@@ -1345,8 +1399,10 @@ static void test_errors_same_as_yaml(void) {
       "  n: {op: host, fn: prnt}\n",
       "  n: {op: alloc, buffer: h}\n",
       "  n: {op: free, buffer: zz}\n",
+      "  n: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: 'y[0:8]'}}\n",
   };
-  static const char *const buffers[] = {"  b/1: {type: f32, count: 4}\n", "  z: {type: f32, count: 0}\n"};
+  static const char *const buffers[] = {"  b/1: {type: f32, count: 4}\n", "  z: {type: f32, count: 0}\n",
+                                        "  z: {type: f64, count: 2305843009213693952}\n"};
   for (int i = 0; i < (int)G_N_ELEMENTS(nodes) + (int)G_N_ELEMENTS(buffers); i++) {
     gboolean is_node = i < (int)G_N_ELEMENTS(nodes);
     g_autofree char *yaml = g_strdup_printf(
@@ -1444,6 +1500,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/api/yaml/unsayable", test_yaml_unsayable);
   g_test_add_func("/api/kernel/user", test_user_kernel);
   g_test_add_func("/api/kernel/no-host-twin", test_user_kernel_no_host_twin);
+  g_test_add_func("/api/build/verify-rules", test_buffer_verify_rules);
   g_test_add_func("/api/callback/counts", test_callback_counts);
   g_test_add_func("/api/runner/host", test_runner_host);
   g_test_add_func("/api/runner/errors", test_runner_errors);

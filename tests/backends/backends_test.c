@@ -14,6 +14,7 @@
 
 #include "backends/cuda_api.h"
 #include "backends/cuda/graph.h"
+#include "backends/verify.h"
 #include "cli/cli.h"
 #include "lib/load.h"
 #include "tests/backends/testgraph.h"
@@ -661,6 +662,152 @@ static void test_memory_limit_shaken(void) {
   }
 }
 
+/* The same broken plan with z's verify rule loosened: `skip` leaves z out
+ * (and says so), a tolerance wide enough lets its difference pass with the
+ * largest one reported, a tight one still catches it. Honest about what it
+ * shows: on the host backend nothing differs legitimately, so the
+ * difference here is the missing wait's race, which these rules are told
+ * to accept. */
+static void test_verify_rules_on_race(void) {
+#ifdef DR_UNDER_TSAN
+  g_test_skip("the broken plan races on purpose; ThreadSanitizer would report it");
+  return;
+#endif
+  g_autoptr(DrGraph) g = race_graph();
+  g_autoptr(DrPlan) broken = two_stream_plan(g, FALSE);
+  DrBuffer *z = dr_graph_buffer(g, dr_graph_find_buffer(g, "z"));
+  guint raced = 0;
+  for (guint64 seed = 1; seed <= 20; seed++) {
+    DrRunOptions o = host_opts(g, 1, 0);
+    o.verify = TRUE;
+    o.delay_seed = seed;
+    o.delay_max_us = 2000;
+    g_autoptr(GError) error = NULL;
+    z->verify = DR_VERIFY_EXACT;
+    g_autoptr(DrReport) exact = dr_run(broken, &o, &error);
+    g_assert_no_error(error);
+    if (exact->verified != DR_VERIFIED_FAIL) continue;
+    raced++;
+    z->verify = DR_VERIFY_SKIP;
+    g_autoptr(DrReport) skip = dr_run(broken, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(skip->verified, ==, DR_VERIFIED_PASS);
+    g_assert_cmpuint(skip->verify_skipped, ==, 1);
+    g_autoptr(GString) text = g_string_new(NULL);
+    dr_report_write_text(skip, text);
+    g_assert_nonnull(strstr(text->str, "verify: passed; 1 buffer not compared (verify: skip)\n"));
+    /* z = y after y += x, or y before it: they differ by x[i] = i < 64. */
+    z->verify = DR_VERIFY_TOLERANCE;
+    z->verify_rtol = 0.0;
+    z->verify_atol = 64.0;
+    g_autoptr(DrReport) loose = dr_run(broken, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(loose->verified, ==, DR_VERIFIED_PASS);
+    if (loose->largest_buffer != NULL) {
+      g_assert_cmpstr(loose->largest_buffer, ==, "z");
+      g_assert_cmpfloat(loose->largest_abs, ==, (double)loose->largest_index);
+      g_autoptr(GString) json = g_string_new(NULL);
+      dr_report_write_json(loose, json);
+      g_assert_nonnull(strstr(json->str, "\"largest_difference\": {\"buffer\": \"z\""));
+    }
+    z->verify_atol = 0.5;
+    g_autoptr(DrReport) tight = dr_run(broken, &o, &error);
+    g_assert_no_error(error);
+    if (tight->verified == DR_VERIFIED_FAIL) g_assert_cmpstr(tight->diff_buffer, ==, "z");
+  }
+  z->verify = DR_VERIFY_EXACT;
+  g_test_message("race seen for %u of 20 seeds", raced);
+  g_assert_cmpuint(raced, >, 0);
+}
+
+/* The comparator itself on crafted captures: each rule, the largest
+ * difference, the first element beyond a tolerance, NaN and infinities. */
+static void test_verify_compare(void) {
+  double diff;
+  g_assert_true(dr__verify_within(1.0, 1.0, 0, 0, &diff));
+  g_assert_cmpfloat(diff, ==, 0.0);
+  g_assert_true(dr__verify_within(100.0, 100.5, 0.01, 0, &diff)); /* 0.5 <= 1 */
+  g_assert_cmpfloat(diff, ==, 0.5);
+  g_assert_false(dr__verify_within(100.0, 102.0, 0.01, 0, &diff)); /* 2 > 1 */
+  g_assert_true(dr__verify_within(0.0, 1e-9, 0.5, 1e-8, &diff));   /* atol near zero */
+  g_assert_false(dr__verify_within(0.0, 1e-9, 0.5, 0, &diff));
+  g_assert_true(dr__verify_within(NAN, NAN, 0, 0, &diff));
+  g_assert_false(dr__verify_within(NAN, 1.0, 1e9, 1e9, &diff));
+  g_assert_false(dr__verify_within(1.0, NAN, 1e9, 1e9, &diff));
+  g_assert_true(dr__verify_within(INFINITY, INFINITY, 0, 0, &diff));
+  g_assert_false(dr__verify_within(INFINITY, 1.0, 1e9, 1e9, &diff));
+  g_assert_false(dr__verify_within(-INFINITY, INFINITY, 1e9, 1e9, &diff));
+  g_assert_false(dr__verify_within(1.0, INFINITY, 1e9, 1e9, &diff));
+
+  g_autoptr(DrGraph) g = dr_graph_new();
+  tg_buffer(g, "e", DR_ELEM_F64, 4, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_buffer(g, "t", DR_ELEM_F64, 4, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_buffer(g, "c", DR_ELEM_I64, 2, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  tg_buffer(g, "s", DR_ELEM_U8, 3, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
+  DrBuffer *t = dr_graph_buffer(g, 1), *c = dr_graph_buffer(g, 2), *s = dr_graph_buffer(g, 3);
+  t->verify = DR_VERIFY_TOLERANCE, t->verify_rtol = 1e-12, t->verify_atol = 0;
+  c->verify = DR_VERIFY_TOLERANCE, c->verify_rtol = 0, c->verify_atol = 10;
+  s->verify = DR_VERIFY_SKIP;
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  const double e[4] = {1, 2, 3, 4};
+  /* The Jacobi case: the 15th digit differs. */
+  const double t_ser[4] = {1.0, 0.1 + 0.2, 2.5, -7.0}, t_con[4] = {1.0, 0.3, 2.5, -7.000000000000001};
+  const gint64 c_ser[2] = {1000, 2000}, c_con[2] = {1003, 1995};
+  const guint8 s_ser[3] = {1, 2, 3}, s_con[3] = {9, 9, 9};
+  GPtrArray *ser = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+  GPtrArray *con = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+  g_ptr_array_add(ser, g_bytes_new(e, sizeof e));
+  g_ptr_array_add(con, g_bytes_new(e, sizeof e));
+  g_ptr_array_add(ser, g_bytes_new(t_ser, sizeof t_ser));
+  g_ptr_array_add(con, g_bytes_new(t_con, sizeof t_con));
+  g_ptr_array_add(ser, g_bytes_new(c_ser, sizeof c_ser));
+  g_ptr_array_add(con, g_bytes_new(c_con, sizeof c_con));
+  g_ptr_array_add(ser, g_bytes_new(s_ser, sizeof s_ser));
+  g_ptr_array_add(con, g_bytes_new(s_con, sizeof s_con));
+  {
+    DrReport *r = dr_report_new(plan, 1, 0);
+    g_assert_true(dr__verify_compare(g, ser, con, r));
+    g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
+    g_assert_cmpuint(r->verify_skipped, ==, 1);
+    /* The counter's 5 is the largest difference (t's are ~1e-16). */
+    g_assert_cmpstr(r->largest_buffer, ==, "c");
+    g_assert_cmpuint(r->largest_index, ==, 1);
+    g_assert_cmpfloat(r->largest_abs, ==, 5.0);
+    g_assert_cmpstr(r->largest_serial, ==, "2000");
+    g_assert_cmpstr(r->largest_concurrent, ==, "1995");
+    r->critical_path_us = NAN; /* no timings in this made-up report */
+    g_autoptr(GString) text = g_string_new(NULL);
+    dr_report_write_text(r, text);
+    g_assert_nonnull(strstr(text->str,
+                            "verify: passed; largest difference within tolerance 5: buffer 'c' element 1: "
+                            "serial 2000, concurrent 1995; 1 buffer not compared (verify: skip)\n"));
+    dr_report_free(r);
+  }
+  /* Exact buffers stay exact; a tolerance's first element beyond it is
+   * the difference. */
+  c->verify_atol = 4;
+  {
+    DrReport *r = dr_report_new(plan, 1, 0);
+    g_assert_false(dr__verify_compare(g, ser, con, r));
+    g_assert_cmpint(r->verified, ==, DR_VERIFIED_FAIL);
+    g_assert_cmpstr(r->diff_buffer, ==, "c");
+    g_assert_cmpuint(r->diff_index, ==, 1);
+    g_assert_cmpstr(r->largest_buffer, ==, "c"); /* element 0: 3 <= 4 */
+    g_assert_cmpfloat(r->largest_abs, ==, 3.0);
+    dr_report_free(r);
+  }
+  t->verify = DR_VERIFY_EXACT;
+  {
+    DrReport *r = dr_report_new(plan, 1, 0);
+    g_assert_false(dr__verify_compare(g, ser, con, r));
+    g_assert_cmpstr(r->diff_buffer, ==, "t");
+    g_assert_cmpuint(r->diff_index, ==, 1);
+    dr_report_free(r);
+  }
+  g_ptr_array_unref(ser);
+  g_ptr_array_unref(con);
+}
+
 /* Stream-ordered scratch: alloc, memset, use, free, across iterations. */
 static void test_alloc_free(void) {
   g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
@@ -852,6 +999,64 @@ static void test_init_file(void) {
 }
 
 /* ---- host functions ------------------------------------------------------ */
+
+/* print and checksum nodes write one implicit resource, the terminal: the
+ * plan orders them in file order (an OUTPUT edge each, on one chain), and
+ * however the workers are delayed their lines come out in that order;
+ * sleep (no output) and the nodes of other ops stay free. */
+static void test_host_output_order(void) {
+  g_autoptr(DrGraph) g = dr_graph_new();
+  tg_buffer(g, "h", DR_ELEM_I32, 16, DR_WHERE_HOST, DR_INIT_IOTA, 0);
+  tg_buffer(g, "k", DR_ELEM_I32, 16, DR_WHERE_HOST, DR_INIT_ZEROS, 0);
+  static const char *const ids[] = {"p0", "c1", "p2", "c3", "p4", "p5"};
+  for (guint i = 0; i < G_N_ELEMENTS(ids); i++) {
+    if (ids[i][0] == 'p')
+      tg_host(g, ids[i], DR_HOST_FN_PRINT, NULL, ids[i]);
+    else
+      tg_host(g, ids[i], DR_HOST_FN_CHECKSUM, i % 2 ? "h" : "k", NULL);
+    tg_host(g, tg_name(g, "nap", i), DR_HOST_FN_SLEEP, NULL, NULL);
+  }
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  guint32 output_edges = 0;
+  for (guint32 i = 0; i < g->edges->len; i++) {
+    const DrEdge *e = dr_graph_edge(g, i);
+    if (e->kind != DR_EDGE_OUTPUT) continue;
+    output_edges++;
+    g_assert_cmpuint(e->buffer, ==, DR_NONE);
+    /* From each printing node to the next printing one in file order. */
+    g_assert_cmpuint(e->to, ==, e->from + 2);
+  }
+  g_assert_cmpuint(output_edges, ==, G_N_ELEMENTS(ids) - 1);
+  /* The sleeps are free: 7 chains (the printers' one, six naps). */
+  g_assert_cmpuint(dr_plan_n_streams(plan), ==, 7);
+  for (guint64 seed = 1; seed <= 8; seed++) {
+    FILE *out = tmpfile();
+    DrRunOptions o = host_opts(g, 3, 0);
+    o.host_output = out;
+    o.delay_seed = seed;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+    rewind(out);
+    char buf[8192] = {0};
+    size_t len = fread(buf, 1, sizeof buf - 1, out);
+    fclose(out);
+    g_assert_cmpuint(len, >, 0);
+    /* Each iteration's lines, in file order, one iteration after another. */
+    g_auto(GStrv) lines = g_strsplit(buf, "\n", -1);
+    guint n = 0;
+    for (guint i = 0; lines[i] != NULL; i++) {
+      if (lines[i][0] == '\0') continue;
+      const char *id = ids[n % G_N_ELEMENTS(ids)];
+      g_autofree char *want = ids[n % G_N_ELEMENTS(ids)][0] == 'p' ? g_strdup_printf("%s: %s", id, id)
+                                                                   : g_strdup_printf("checksum %s ", id);
+      if (!g_str_has_prefix(lines[i], want))
+        g_error("seed %" G_GUINT64_FORMAT ": line %u '%s', want '%s...'", seed, i, lines[i], want);
+      n++;
+    }
+    g_assert_cmpuint(n, ==, 3 * G_N_ELEMENTS(ids));
+  }
+}
 
 static void test_host_functions(void) {
   g_autoptr(DrGraph) g = dr_graph_new();
@@ -1673,7 +1878,9 @@ static void test_kernel_check_error(void) {
   g_assert_nonnull(strstr(error->message, "bad_axpy"));
 }
 
-/* The host backend has no twin for a user kernel: a clear runtime error. */
+/* The host backend has no twin for a user kernel: unavailable on this
+ * backend (exit 69, decisions.md), said when the backend opens, before
+ * anything is allocated or run (it was a runtime error, exit 70). */
 static void test_user_kernel_on_host(void) {
   g_autoptr(DrGraph) g = tg_user_kernel_graph("/nonexistent/axpb.cu", 64, NULL);
   g_autoptr(DrPlan) plan = tg_plan(g);
@@ -1681,8 +1888,8 @@ static void test_user_kernel_on_host(void) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrReport) r = dr_run(plan, &o, &error);
   g_assert_null(r);
-  g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
-  g_assert_nonnull(strstr(error->message, "node 'user': user kernel 'axpb' has no host twin"));
+  g_assert_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE);
+  g_assert_nonnull(strstr(error->message, "node 'user': kernel 'axpb' has no host twin"));
 }
 
 static void test_backend_choice(void) {
@@ -1799,6 +2006,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/host/memory-limit-shaken", test_memory_limit_shaken);
   g_test_add_func("/backends/host/alloc-free-lifetimes", test_alloc_free_lifetimes);
   g_test_add_func("/backends/host/host-functions", test_host_functions);
+  g_test_add_func("/backends/host/host-output-order", test_host_output_order);
+  g_test_add_func("/backends/verify/compare-rules", test_verify_compare);
+  g_test_add_func("/backends/verify/rules-on-race", test_verify_rules_on_race);
   g_test_add_func("/backends/host/stop", test_stop);
   g_test_add_func("/backends/verify/catches-missing-wait", test_verify_catches_missing_wait);
   g_test_add_func("/backends/init/contents", test_init_contents);

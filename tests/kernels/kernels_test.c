@@ -190,6 +190,33 @@ static void test_registry_list(void) {
   g_assert_nonnull(strstr(text, "    eps: f32 = 1e-05"));
   g_assert_nonnull(strstr(text, "launch: 1 block of 1"));
   g_assert_nonnull(strstr(text, "launch: cuBLAS"));
+  /* Every kernel with a check states its rules, listed after its
+   * parameters; the others have none. */
+  for (int i = 0; i < dr_kernel_registry_len; i++) {
+    const DrKernelDef *k = &dr_kernel_registry[i];
+    const char *rules = dr_kernel_rules(k);
+    g_assert_true((k->check != NULL) == (rules != NULL));
+    if (rules == NULL) continue;
+    g_autofree char *line = g_strdup_printf("  rules: %s\n", rules);
+    /* Within this kernel's entry: after its name, before the next one's. */
+    g_autofree char *name = g_strdup_printf("%s\n  ", k->name);
+    const char *head = strstr(text, name);
+    g_assert_nonnull(head);
+    const char *at = strstr(head, line);
+    g_assert_nonnull(at);
+    if (i + 1 < dr_kernel_registry_len) {
+      g_autofree char *next = g_strdup_printf("\n%s\n  ", dr_kernel_registry[i + 1].name);
+      g_assert_true(at < strstr(text, next));
+    }
+  }
+  g_assert_nonnull(strstr(text, "gemm_f32\n"));
+  g_assert_cmpstr(dr_kernel_rules(dr_kernel_find("gemm_f32")), ==,
+                  "1 <= m, n, k <= 2147483647; a has m*k elements, b k*n, c m*n");
+  g_assert_cmpstr(dr_kernel_rules(dr_kernel_find("softmax_rows_f32")), ==,
+                  "cols >= 1; the length of x is a multiple of cols; y has the length of x");
+  g_assert_null(dr_kernel_rules(dr_kernel_find("fill_f32")));
+  DrKernelDef copy = *dr_kernel_find("scale_f32");
+  g_assert_null(dr_kernel_rules(&copy));
   free(text);
 }
 

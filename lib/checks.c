@@ -1,0 +1,114 @@
+/* checks.c: the up-front checks that need a kernel's definition or the
+ * file system (checks.h): kernel shape rules over bound arguments and
+ * `init: {file:}` files. Glue between the IR and kernels/: the rules
+ * themselves are the kernels' own checks (kernels/checks.c), the wording
+ * of each refusal theirs. */
+#include "lib/checks.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernels/registry.h"
+
+const DrKernelDef *dr__kernel_decl_def(const DrKernelDecl *decl) {
+  if (decl->api_def) return decl->api_def;
+  if (decl->origin == DR_KERNEL_BUILTIN && decl->builtin_index < (guint32)dr_kernel_registry_len)
+    return &dr_kernel_registry[decl->builtin_index];
+  return NULL;
+}
+
+/* The parameter whose name starts `msg` (followed by a character that
+ * cannot continue a name), or -1. */
+static int blamed_param(const DrKernelDef *def, const char *msg) {
+  for (int i = 0; i < def->n_params; i++) {
+    const char *name = def->params[i].name;
+    size_t n = strlen(name);
+    if (n > 0 && strncmp(msg, name, n) == 0 && !g_ascii_isalnum(msg[n]) && msg[n] != '_') return i;
+  }
+  return -1;
+}
+
+gboolean dr__kernel_check_call(const DrKernelDef *def, const char *what, const guint64 *counts,
+                               const DrKValue *vals, const DrLoc *locs, DrLoc at, DrDiags *diags) {
+  if (def == NULL || def->check == NULL) return TRUE;
+  char msg[DR_KERR_SIZE] = {0};
+  if (def->check((const uint64_t *)counts, vals, msg) == 0) return TRUE;
+  msg[DR_KERR_SIZE - 1] = '\0';
+  int p = blamed_param(def, msg);
+  DrLoc loc = p >= 0 && locs[p].file != NULL ? locs[p] : at;
+  dr_diags_error(diags, loc, "%s: kernel '%s': %s", what, def->name, msg[0] ? msg : "arguments refused");
+  return FALSE;
+}
+
+/* One kernel node's shape rule over its committed arguments. */
+static gboolean check_kernel_node(const DrGraph *g, const DrNode *n, DrDiags *diags) {
+  const DrKernelDef *def = dr__kernel_decl_def(dr_graph_kernel(g, n->kernel));
+  if (def == NULL || def->check == NULL || def->n_params > 64) return TRUE;
+  guint64 counts[64] = {0};
+  DrKValue vals[64] = {{0}};
+  DrLoc locs[64] = {{0}};
+  for (guint32 k = 0; k < n->arg_count; k++) {
+    const DrArg *a = dr_graph_arg(g, n->arg_first + k);
+    if (a->param >= (guint32)def->n_params) continue;
+    locs[a->param] = a->loc;
+    if (a->kind == DR_ARG_INT) {
+      vals[a->param].i = a->v.i;
+    } else if (a->kind == DR_ARG_FLOAT) {
+      vals[a->param].f = a->v.f;
+    } else if (a->kind == DR_ARG_BUFFER) {
+      const DrAccess *acc = dr_graph_access(g, a->v.access);
+      counts[a->param] = acc->end - acc->begin;
+    }
+  }
+  g_autofree char *what = g_strdup_printf("node '%s'", n->id);
+  return dr__kernel_check_call(def, what, counts, vals, locs, n->loc, diags);
+}
+
+/* A whole-run buffer's init file: there, a regular file we may read, and
+ * exactly the buffer's size. */
+static gboolean check_init_file(const DrBuffer *b, DrDiags *diags) {
+  DrLoc at = b->init_loc.file != NULL ? b->init_loc : b->loc;
+  const char *path = b->init_path;
+  GStatBuf st;
+  int err = 0;
+  if (g_stat(path, &st) != 0)
+    err = errno;
+  else if (S_ISDIR(st.st_mode))
+    err = EISDIR;
+  else if (g_access(path, R_OK) != 0)
+    err = errno;
+  if (err != 0) {
+    dr_diags_error(diags, at, "buffer '%s', key 'init': cannot read init file '%s': %s", b->name, path,
+                   g_strerror(err));
+    return FALSE;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    dr_diags_error(diags, at, "buffer '%s', key 'init': init file '%s' is not a regular file", b->name, path);
+    return FALSE;
+  }
+  guint64 want = dr_buffer_bytes(b);
+  if ((guint64)st.st_size != want) {
+    dr_diags_error(diags, at,
+                   "buffer '%s', key 'init': init file '%s' holds %" G_GUINT64_FORMAT
+                   " bytes; the buffer holds %" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " %s elements)",
+                   b->name, path, (guint64)st.st_size, want, b->count, dr_elem_name(b->type));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean dr__pipeline_checks(const DrGraph *graph, DrDiags *diags) {
+  guint before = dr_diags_n_errors(diags);
+  for (DrId i = 0; i < dr_graph_n_nodes(graph) && !dr_diags_full(diags); i++) {
+    const DrNode *n = dr_graph_node(graph, i);
+    if (n->op == DR_OP_KERNEL && n->kernel != DR_NONE) check_kernel_node(graph, n, diags);
+  }
+  for (DrId i = 0; i < dr_graph_n_buffers(graph) && !dr_diags_full(diags); i++) {
+    const DrBuffer *b = dr_graph_buffer(graph, i);
+    if (b->init == DR_INIT_FILE && b->init_path != NULL) check_init_file(b, diags);
+  }
+  return dr_diags_n_errors(diags) == before;
+}
