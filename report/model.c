@@ -17,6 +17,7 @@ void dr_report_free(DrReport *r) {
   if (r->stream_priorities) g_array_unref(r->stream_priorities);
   if (r->flows) g_array_unref(r->flows);
   if (r->critical_nodes) g_array_unref(r->critical_nodes);
+  if (r->summary) g_array_unref(r->summary);
   g_free(r);
 }
 

@@ -41,13 +41,38 @@ typedef struct {
   double start_us;    /* median */
   double duration_us; /* median */
   double duration_min_us, duration_max_us;
-  guint64 bytes; /* copies and memsets: bytes moved; else 0 */
-  double gbps;   /* bytes / median duration; NAN when not timed or no bytes */
+  const char *what; /* its summary row's name (DrOpSummary.name) */
+  /* Bytes a copy or memset moves (its destination slice), or a kernel
+   * reads plus writes through its buffer arguments' slices (a readwrite
+   * argument counts twice); 0 for other ops. */
+  guint64 bytes;
+  double gbps; /* bytes / median duration; NAN when not timed or no bytes */
 } DrNodeReport;
 
 typedef struct {
   DrId from, to; /* graph node ids: `to` waits for `from` */
 } DrReportFlow;
+
+/* One row of the summary by kernel/op (summary.c), like nsys stats'
+ * cuda_gpu_kern_sum: the nodes of one op and name (a kernel's name, a
+ * host node's function ("callback" for a C API one), a copy's direction
+ * ("copy H2D", "copy D2H", "copy D2D", "copy H2H"), else the op's name)
+ * over every timed iteration.
+ * An instance is one node's execution in one timed iteration that was
+ * timed. Durations in µs; NAN when no instance was timed. */
+typedef struct {
+  DrOp op;
+  const char *name; /* borrowed from the graph or static */
+  guint32 nodes;    /* nodes in the row */
+  guint64 instances;
+  double total_us;  /* the sum of the instances' durations */
+  double percent;   /* total_us / the sum of every row's total_us × 100 */
+  double median_us; /* over the instances */
+  double stddev_us; /* sample standard deviation (n - 1); 0 for one */
+  double min_us, max_us;
+  guint64 bytes; /* the nodes' bytes (DrNodeReport.bytes) × their timed instances */
+  double gbps;   /* bytes / total_us, in GB/s; NAN without bytes or time */
+} DrOpSummary;
 
 typedef struct {
   char *name;                 /* the pipeline's name */
@@ -96,6 +121,10 @@ typedef struct {
    * stream-ordered bytes live at once), G_MAXUINT64 when the backend does
    * not measure it (the CUDA backends do not yet). */
   guint64 peak_serial_bytes, peak_bound_bytes, peak_measured_bytes;
+
+  /* The summary by kernel/op (DrOpSummary), rows in the order their first
+   * node appears in plan order; writers sort a copy (dr_report_summary). */
+  GArray *summary;
 } DrReport;
 
 /* A new report for a run of `plan` (stats.c): named after the plan's
@@ -112,6 +141,17 @@ DrReport *dr_report_new(const DrPlan *plan, guint32 iterations, guint32 warmup);
  * Call once, after the samples are in; `plan` is the report's. */
 void dr_report_summarise(DrReport *report, const DrPlan *plan);
 
+/* Fills report->summary from the samples and each node's bytes
+ * (summary.c); dr_report_summarise calls it last. O(iterations × V log
+ * (iterations × V)). */
+void dr__report_summarise_ops(DrReport *report, const DrPlan *plan);
+
+/* The summary's rows (pointers into report->summary, a new array for the
+ * caller to g_ptr_array_unref) in `sort`'s order: largest first by the
+ * key (NAN last), by name A to Z for DR_REPORT_SORT_NAME; ties by name,
+ * then op. */
+GPtrArray *dr_report_summary(const DrReport *report, DrReportSort sort);
+
 /* Frees a report and everything it owns (NULL-safe). */
 void dr_report_free(DrReport *report);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrReport, dr_report_free)
@@ -123,8 +163,11 @@ gboolean dr_report_check_verified(const DrReport *report, GError **error);
 /* ---- the run report (run_report.c, trace.c, timeline.c) ---------------- */
 
 /* Appends a readable per-node table (plan order: id, op, stream, start,
- * median/min/max duration, GB/s), the makespan, the critical path and
- * overlap efficiency, and the verdict to `out`. */
+ * median/min/max duration, GB/s), the summary by kernel/op in `sort`'s
+ * order, the makespan, the critical path and overlap efficiency, and the
+ * verdict to `out`. */
+void dr_report_write_text_sorted(const DrReport *report, DrReportSort sort, GString *out);
+/* dr_report_write_text_sorted by total time. */
 void dr_report_write_text(const DrReport *report, GString *out);
 
 /* Appends one JSON object and a newline: "schema" (DR_REPORT_SCHEMA),
@@ -133,8 +176,13 @@ void dr_report_write_text(const DrReport *report, GString *out);
  * (true/false/null), "difference" (object or null), "critical_path_us",
  * "critical_path" (node ids), "overlap": {"streams_used", "efficiency",
  * "critical_over_makespan"}, "nodes": [{"id", "op", "stream", "start_us",
- * "duration_us", "duration_min_us", "duration_max_us", "bytes", "gbps"}].
- * Unmeasured numbers are null. docs/report.md has the details. */
+ * "duration_us", "duration_min_us", "duration_max_us", "bytes", "gbps"}],
+ * "summary": [{"name", "op", "nodes", "instances", "duration_total_us",
+ * "time_percent", "duration_us", "duration_stddev_us", "duration_min_us",
+ * "duration_max_us", "bytes", "gbps"}] in `sort`'s order. Unmeasured
+ * numbers are null. docs/report.md has the details. */
+void dr_report_write_json_sorted(const DrReport *report, DrReportSort sort, GString *out);
+/* dr_report_write_json_sorted by total time. */
 void dr_report_write_json(const DrReport *report, GString *out);
 
 /* Appends a Chrome trace event JSON object (Perfetto, chrome://tracing):
