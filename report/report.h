@@ -203,7 +203,8 @@ void dr_trace_write(const DrReport *report, GString *out);
  * stream, start, duration, and the median/min/max duration over all
  * iterations: "ID (OP), stream S, ..."), the critical path outlined in
  * black, an arrow per planned wait from the waited node's end to the
- * waiting node's start (only the critical path's when there are many),
+ * waiting node's start (only the critical path's when there are many, and
+ * each node's own while the pointer is on its bar),
  * and a time axis. Runs of bars too narrow to see are drawn as one bar
  * whose tooltip is "N nodes (OP ×K, ...), stream S, ...; ids: A, B, ...";
  * untimed nodes get no bar, only a tooltip: their own "ID (not timed),
@@ -219,6 +220,9 @@ void dr_timeline_write_svg(const DrReport *report, const DrPlan *plan, GString *
 #define DR_TIMELINE_ELEMENT_BUDGET 6000
 #define DR_TIMELINE_ALL_WAITS_MAX 200
 #define DR_TIMELINE_PATH_ARROWS_MAX 1000 /* the critical path's, at most */
+/* Beyond DR_TIMELINE_ALL_WAITS_MAX, each single node's bar also holds the
+ * arrows of its own waits, hidden until hovered: this many in all. */
+#define DR_TIMELINE_HOVER_WAITS_MAX 4000
 
 /* ---- the plan (plan_text.c, plan_json.c, dot.c) ------------------------ */
 

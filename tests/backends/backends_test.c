@@ -1098,10 +1098,10 @@ static void test_timeline_large(void) {
   dr_timeline_write_svg(r, plan, svg);
   check_svg(svg->str, g);
   g_assert_cmpuint(dr_graph_n_nodes(g), >=, 1000);
-  /* The width is bounded (16000 px of plot at most). */
+  /* The width is bounded (6000 px of plot at most). */
   const char *w = strstr(svg->str, "width=\"");
   g_assert_nonnull(w);
-  g_assert_cmpfloat(g_ascii_strtod(w + 7, NULL), <=, 16000 + 200);
+  g_assert_cmpfloat(g_ascii_strtod(w + 7, NULL), <=, 6000 + 200);
 }
 
 /* ---- the CUDA backend on a fake runtime --------------------------------- */
