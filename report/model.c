@@ -18,6 +18,7 @@ void dr_report_free(DrReport *r) {
   if (r->flows) g_array_unref(r->flows);
   if (r->critical_nodes) g_array_unref(r->critical_nodes);
   if (r->summary) g_array_unref(r->summary);
+  if (r->summary_names) g_string_chunk_free(r->summary_names);
   g_free(r);
 }
 

@@ -62,7 +62,7 @@ typedef struct {
  * timed. Durations in µs; NAN when no instance was timed. */
 typedef struct {
   DrOp op;
-  const char *name; /* borrowed from the graph or static */
+  const char *name; /* owned by the report (summary_names) */
   guint32 nodes;    /* nodes in the row */
   guint64 instances;
   double total_us;  /* the sum of the instances' durations */
@@ -125,6 +125,7 @@ typedef struct {
   /* The summary by kernel/op (DrOpSummary), rows in the order their first
    * node appears in plan order; writers sort a copy (dr_report_summary). */
   GArray *summary;
+  GStringChunk *summary_names; /* the rows' names: the report outlives the graph */
 } DrReport;
 
 /* A new report for a run of `plan` (stats.c): named after the plan's

@@ -62,9 +62,11 @@ void dr__report_summarise_ops(DrReport *r, const DrPlan *plan) {
   /* Rows by (op, name); each node's row, then each row's durations. */
   g_autoptr(GHashTable) index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autofree guint32 *row_of = g_new(guint32, MAX(r->nodes->len, 1));
+  /* Names copied: a library report outlives its plan and graph. */
+  if (r->summary_names == NULL) r->summary_names = g_string_chunk_new(256);
   for (guint i = 0; i < r->nodes->len; i++) {
     DrNodeReport *nr = &g_array_index(r->nodes, DrNodeReport, i);
-    nr->what = row_name(g, nr->node);
+    nr->what = g_string_chunk_insert_const(r->summary_names, row_name(g, nr->node));
     g_autofree char *key = g_strdup_printf("%d:%s", (int)nr->op, nr->what);
     gpointer found;
     if (g_hash_table_lookup_extended(index, key, NULL, &found)) {
