@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends/backend.h"
 #include "ir/loops.h"
@@ -88,11 +89,27 @@ static gboolean write_saves(const DrGraph *g, GPtrArray *saves, GError **error) 
 }
 
 /* The progress bar on stderr (opts->progress): drawn only once the run has
- * taken half a second, redrawn at most every 100 ms, erased at the end. */
+ * taken half a second, redrawn at most every 100 ms, erased at the end by
+ * blanks over it (no escape sequences, so NO_COLOR and dumb terminals see
+ * none), and never drawn where host print/checksum output (or a C API
+ * callback's) goes to a terminal: the bar would share that output's line. */
 typedef struct {
   gboolean on, drawn;
   gint64 t0, last;
+  int len; /* characters of the last drawing */
 } Progress;
+
+/* Whether a node may write to the host output and that output is a
+ * terminal (then stderr's bar would share its lines). */
+static gboolean host_prints_to_terminal(const DrGraph *g, const DrRunOptions *opts) {
+  int fd = fileno(opts->host_output ? opts->host_output : stdout);
+  if (fd < 0 || !isatty(fd)) return FALSE;
+  for (guint32 v = 0; v < dr_graph_n_nodes(g); v++) {
+    const DrNode *n = dr_graph_node(g, v);
+    if (n->op == DR_OP_HOST && (n->callback || n->host_fn != DR_HOST_FN_SLEEP)) return TRUE;
+  }
+  return FALSE;
+}
 
 static void progress_show(Progress *p, guint32 done, guint32 total) {
   if (!p->on) return;
@@ -103,15 +120,16 @@ static void progress_show(Progress *p, guint32 done, guint32 total) {
   guint32 fill = total ? (guint32)((guint64)done * WIDTH / total) : WIDTH;
   for (guint32 i = 0; i < WIDTH; i++) bar[i] = i < fill ? '#' : '.';
   bar[WIDTH] = '\0';
-  fprintf(stderr, "\r[%s] %u/%u iterations", bar, done, total);
+  int len = fprintf(stderr, "\r[%s] %u/%u iterations", bar, done, total);
   fflush(stderr);
+  p->len = MAX(p->len, len - 1);
   p->drawn = TRUE;
   p->last = now;
 }
 
 static void progress_end(Progress *p) {
   if (!p->drawn) return;
-  fputs("\r\033[K", stderr); /* carriage return, erase the line */
+  fprintf(stderr, "\r%*s\r", p->len, ""); /* blank the line, back to its start */
   fflush(stderr);
   p->drawn = FALSE;
 }
@@ -150,7 +168,8 @@ static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGr
                                const DrRunOptions *opts, DrReport *report, gboolean *stopped,
                                GError **error) {
   gboolean ok = TRUE;
-  Progress progress = {.on = opts->progress && report != NULL, .t0 = g_get_monotonic_time()};
+  Progress progress = {.on = opts->progress && report != NULL && !host_prints_to_terminal(g, opts),
+                       .t0 = g_get_monotonic_time()};
   guint32 total = opts->warmup + opts->iterations;
   guint32 n = dr_graph_n_nodes(g);
   guint32 done = 0;

@@ -8,7 +8,7 @@
 # tests/review/small.yaml and bench/pipelines/review1000.yaml (summary and
 # full detail) with Graphviz. The PNGs stay in OUT_DIR to be looked at.
 #
-# Usage: bench/render_bench.sh DAGRUN [OUT_DIR]
+# Usage: [SIZES="10 1000 100000"] bench/render_bench.sh DAGRUN [OUT_DIR]
 #   (bazel build //cli:dagrun; bench/render_bench.sh bazel-bin/cli/dagrun /tmp/render)
 # Needs python3, chromium (apt-get install -y chromium) and graphviz.
 set -euo pipefail
@@ -21,32 +21,40 @@ export HOME=$out/home XDG_CACHE_HOME=$out/home/.cache
 mkdir -p "$HOME"
 chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome)
 
-# shot SVG PNG: seconds of wall time for a headless screenshot of SVG.
+# shot SVG PNG: seconds of wall time for a headless screenshot of SVG;
+# the CPU seconds (user + sys of Chromium and every process it reaped,
+# which a loaded machine does not inflate as it does wall time) go to
+# $out/cpu_s.
 shot() {
   local w h
   w=$(grep -o -m1 'width="[0-9]*"' "$1" | tr -dc 0-9)
   h=$(grep -o -m1 'height="[0-9]*"' "$1" | tr -dc 0-9)
   local t0 t1
   t0=$(date +%s.%N)
-  "$chrome" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size="${w:-100},${h:-100}" \
-    --screenshot="$2" "file://$1" >/dev/null 2>&1
+  /usr/bin/time -o "$out/time.txt" -f '%U %S' "$chrome" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+    --window-size="${w:-100},${h:-100}" --screenshot="$2" "file://$1" >/dev/null 2>&1
   t1=$(date +%s.%N)
+  awk '{printf "%.2f\n", $1 + $2}' "$out/time.txt" >"$out/cpu_s"
   echo "$t1 - $t0" | bc
 }
 
 echo '<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"/>' >"$out/empty.svg"
 base=$(shot "$out/empty.svg" "$out/empty.png")
-printf '%-10s %12s %12s %10s %10s %12s\n' nodes svg_bytes trace_bytes run_s chrome_s over_empty_s
-printf '%-10s %12s %12s %10s %10s %12s\n' empty 0 - - "$base" 0
-for n in 10 1000 100000; do
+base_cpu=$(cat "$out/cpu_s")
+printf '%-10s %12s %12s %10s %10s %12s %12s %12s\n' nodes svg_bytes trace_bytes run_s chrome_s over_empty_s \
+  chrome_cpu_s cpu_over_empty
+printf '%-10s %12s %12s %10s %10.2f %12s %12s %12s\n' empty 0 - - "$base" 0 "$base_cpu" 0
+for n in ${SIZES:-10 1000 100000}; do
   y=$out/layered$n.yaml
   python3 "$here/gen_pipeline.py" --nodes $n --width 8 --shape layered --out "$y" --iterations 1 --warmup 0
   t0=$(date +%s.%N)
   "$dagrun" --backend=host --timeline="$out/timeline$n.svg" --trace="$out/trace$n.json" "$y" >/dev/null
   t1=$(date +%s.%N)
   s=$(shot "$out/timeline$n.svg" "$out/timeline$n.png")
-  printf '%-10s %12s %12s %10.2f %10.2f %12.2f\n' $n "$(stat -c %s "$out/timeline$n.svg")" \
-    "$(stat -c %s "$out/trace$n.json")" "$(echo "$t1 - $t0" | bc)" "$s" "$(echo "$s - $base" | bc)"
+  cpu=$(cat "$out/cpu_s")
+  printf '%-10s %12s %12s %10.2f %10.2f %12.2f %12.2f %12.2f\n' $n "$(stat -c %s "$out/timeline$n.svg")" \
+    "$(stat -c %s "$out/trace$n.json")" "$(echo "$t1 - $t0" | bc)" "$s" "$(echo "$s - $base" | bc)" "$cpu" \
+    "$(echo "$cpu - $base_cpu" | bc)"
 done
 
 echo

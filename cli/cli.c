@@ -28,6 +28,10 @@ typedef struct {
   char *timing;
   char *fallback;
   char *dot_detail, *dot_cuda_graph;
+  char *sort;
+  /* NULL (in-process callers), or the real stdout: big outputs (--plan
+   * --format=json) are streamed to it instead of built in `out`. */
+  FILE *stdout_file;
   gint iterations, warmup, max_streams, device;
   char *memory_limit;         /* --memory-limit=SIZE as given */
   guint64 memory_limit_bytes; /* parsed by validate */
@@ -49,6 +53,7 @@ static void options_clear(Options *o) {
   g_free(o->dot_detail);
   g_free(o->dot_cuda_graph);
   g_free(o->memory_limit);
+  g_free(o->sort);
   g_strfreev(o->files);
 }
 
@@ -141,6 +146,20 @@ static int check_names(const Options *o, GString *err) {
   DrDotDetail detail;
   if (o->dot_detail && !dr_dot_detail_from_name(o->dot_detail, &detail))
     return usage_error(err, "--dot-detail must be auto, summary or full, not '%s'", o->dot_detail);
+  DrReportSort sort;
+  if (o->sort && !dr_run_report_sort_from_name(o->sort, &sort))
+    return usage_error(
+        err, "--sort must be total, instances, median, stddev, min, max, bytes or name, not '%s'", o->sort);
+  if (o->format && strcmp(o->format, "json") == 0) {
+    /* stdout then holds exactly one JSON object. */
+    const char *const to_stdout[][2] = {
+        {"--dot", o->dot}, {"--trace", o->trace}, {"--timeline", o->timeline}};
+    for (guint i = 0; i < G_N_ELEMENTS(to_stdout); i++)
+      if (to_stdout[i][1] && strcmp(to_stdout[i][1], "-") == 0)
+        return usage_error(err,
+                           "%s=- would mix its output into --format=json's JSON on stdout: give it a file",
+                           to_stdout[i][0]);
+  }
   if (o->dot_cuda_graph && !(o->mode && strcmp(o->mode, "graph") == 0))
     return usage_error(err, "--dot-cuda-graph needs graph mode (--mode=graph)");
   const char *const *names = dr_pass_names();
@@ -205,6 +224,7 @@ static const char *run_flag(const Options *o) {
   if (o->device != UNSET) return "--device";
   if (o->fallback) return "--fallback";
   if (o->dot_cuda_graph) return "--dot-cuda-graph";
+  if (o->sort) return "--sort";
   return NULL;
 }
 
@@ -278,8 +298,11 @@ static void run_settings(const Options *o, const DrPipeline *pipeline, DrRunSett
   if (o->timing) dr_timing_mode_from_name(o->timing, &rs->node_timing);
   rs->verify = o->verify;
   rs->delay_seed = (guint64)o->delay_seed;
-  /* A progress bar only for a person watching: never into a file or pipe. */
-  rs->progress = isatty(STDERR_FILENO);
+  /* A progress bar only for a person watching: never into a file or pipe,
+   * nor on a terminal that says it cannot redraw a line (TERM=dumb). The
+   * run driver also keeps it off the line of host print output. */
+  const char *term = g_getenv("TERM");
+  rs->progress = isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0);
   /* --format=json keeps stdout pure JSON: host functions print elsewhere. */
   if (o->format && strcmp(o->format, "json") == 0) rs->host_output = stderr;
   rs->cuda_graph_dot_path = o->dot_cuda_graph;
@@ -315,11 +338,13 @@ static DrRunReport *run_interruptible(const DrStreamPlan *plan, DrRunSettings *r
 /* Writes the report, then the trace and timeline files. Returns 0 or 73. */
 static int write_report(const Options *o, const DrRunReport *report, const DrStreamPlan *plan, GString *out,
                         GString *err) {
+  DrReportSort sort = DR_REPORT_SORT_TOTAL;
+  if (o->sort) dr_run_report_sort_from_name(o->sort, &sort);
   if (o->format && strcmp(o->format, "json") == 0) {
-    dr_run_report_write_json(report, out);
+    dr_run_report_write_json_sorted(report, sort, out);
     g_string_append_c(out, '\n');
   } else {
-    dr_run_report_write_text(report, out);
+    dr_run_report_write_text_sorted(report, sort, out);
   }
   if (o->trace) {
     g_autoptr(GString) trace = g_string_new(NULL);
@@ -365,6 +390,22 @@ static int check_outputs(const Options *o, GString *err) {
   return 0;
 }
 
+/* --plan --format=json to the real stdout as it is written (what `out`
+ * holds goes first), the same bytes as into `out`: a plan of millions of
+ * nodes is never held as text. Returns 0, or 73 when stdout fails. */
+static int stream_plan_json(const Options *o, const DrStreamPlan *plan, GString *out, GString *err) {
+  g_autoptr(GError) error = NULL;
+  gboolean ok = fwrite(out->str, 1, out->len, o->stdout_file) == out->len;
+  g_string_truncate(out, 0);
+  ok = ok && dr_stream_plan_write_json_file(plan, o->stdout_file, "stdout", &error);
+  ok = ok && fputc('\n', o->stdout_file) != EOF && fflush(o->stdout_file) == 0;
+  if (!ok) {
+    g_string_append_printf(err, "dagrun: error: %s\n", error ? error->message : "stdout: cannot write");
+    return 73;
+  }
+  return 0;
+}
+
 static int plan_and_run(const Options *o, DrPipeline *pipeline, GString *out, GString *err) {
   DrPlanSettings ps = {.max_streams = o->max_streams != UNSET ? (guint)o->max_streams : 0,
                        .profile_path = o->profile};
@@ -379,6 +420,7 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, GString *out, GS
   if (o->dot && !runs && (rc = write_dot(o, plan, NULL, out, err)) != 0) return rc;
   if (o->plan) {
     gboolean json = o->format && strcmp(o->format, "json") == 0;
+    if (json && o->stdout_file) return stream_plan_json(o, plan, out, err);
     if (json)
       dr_stream_plan_write_json(plan, out);
     else
@@ -421,7 +463,15 @@ static int load_and_go(const Options *o, const char *path, GString *out, GString
 }
 
 int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
-  Options o = {.iterations = UNSET, .warmup = UNSET, .max_streams = UNSET, .device = UNSET};
+  return dr__cli_run_stdout(argc, argv, NULL, out, err);
+}
+
+int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, GString *err) {
+  Options o = {.iterations = UNSET,
+               .warmup = UNSET,
+               .max_streams = UNSET,
+               .device = UNSET,
+               .stdout_file = stdout_file};
   GOptionEntry entries[] = {
       {"check", 0, 0, G_OPTION_ARG_NONE, &o.check, "Validate the pipeline only", NULL},
       {"plan", 0, 0, G_OPTION_ARG_NONE, &o.plan, "Print the stream plan and exit", NULL},
@@ -472,6 +522,10 @@ int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
        "SIZE"},
       {"memory-curve", 0, 0, G_OPTION_ARG_NONE, &o.memory_curve,
        "With --plan: width and estimated critical path for limits from the serial peak to the bound", NULL},
+      {"sort", 0, 0, G_OPTION_ARG_STRING, &o.sort,
+       "Order of the run report's summary by kernel/op: largest first by total time (default), instances, "
+       "median, stddev, min, max or bytes; or by name",
+       "total|instances|median|stddev|min|max|bytes|name"},
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.files, NULL, "PIPELINE.yaml"},
       {NULL, 0, 0, 0, NULL, NULL, NULL},
   };

@@ -4,6 +4,7 @@
 #define DAGRUN_CLI_CLI_H
 
 #include <glib.h>
+#include <stdio.h>
 
 G_BEGIN_DECLS
 
@@ -12,6 +13,12 @@ G_BEGIN_DECLS
  * `err`, and returns the exit code the spec assigns (0, 1, 64, 65, 66, 69,
  * 70). --help prints GLib's help to stdout and exits the process. */
 int dr__cli_run(int argc, char **argv, GString *out, GString *err);
+
+/* dr__cli_run for the executable: `stdout_file` (NULL: none) is the real
+ * stdout, and outputs too big to build in memory (--plan --format=json)
+ * are streamed to it, after what `out` holds then; the bytes on stdout are
+ * those dr__cli_run would have put in `out`. */
+int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, GString *err);
 
 G_END_DECLS
 

@@ -15,7 +15,7 @@ int main(int argc, char **argv) {
   g_log_set_handler("dagrun", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, log_line, NULL);
   g_autoptr(GString) out = g_string_new(NULL);
   g_autoptr(GString) err = g_string_new(NULL);
-  int rc = dr__cli_run(argc, argv, out, err);
+  int rc = dr__cli_run_stdout(argc, argv, stdout, out, err);
   fwrite(out->str, 1, out->len, stdout);
   fflush(stdout);
   fwrite(err->str, 1, err->len, stderr);

@@ -77,6 +77,8 @@ DR_DEFINE_NAME_TABLE(DrVerified, DR_VERIFIED_LIST, verified, G_N_ELEMENTS(verifi
                      dr_verified_from_name)
 DR_DEFINE_NAME_TABLE(DrDotDetail, DR_DOT_DETAIL_LIST, dot_detail, DR_N_DOT_DETAILS, dr_dot_detail_name,
                      dr_dot_detail_from_name)
+DR_DEFINE_NAME_TABLE(DrReportSort, DR_REPORT_SORT_LIST, report_sort, DR_N_REPORT_SORTS, dr_report_sort_name,
+                     dr_report_sort_from_name)
 DR_DEFINE_NAME_TABLE(DrHostFn, DR_HOST_FN_LIST, host_fn, DR_N_HOST_FNS, dr_host_fn_name, dr_host_fn_from_name)
 DR_DEFINE_NAME_TABLE(DrEdgeKind, DR_EDGE_KIND_LIST, edge_kind, G_N_ELEMENTS(edge_kind_names),
                      dr_edge_kind_name, dr_edge_kind_from_name)

@@ -63,6 +63,8 @@ const char *dr_verified_name(DrVerified verified);
 gboolean dr_verified_from_name(const char *name, DrVerified *out);
 const char *dr_dot_detail_name(DrDotDetail detail);
 gboolean dr_dot_detail_from_name(const char *name, DrDotDetail *out);
+const char *dr_report_sort_name(DrReportSort sort);
+gboolean dr_report_sort_from_name(const char *name, DrReportSort *out);
 
 /* "'a', 'b' or 'c'" over a list's spellings, for "expected ..." messages
  * (static storage, built once per list, thread-safe). */

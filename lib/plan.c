@@ -170,6 +170,12 @@ void dr_stream_plan_write_json(const DrStreamPlan *plan, GString *out) {
   dr_plan_write_json(plan->plan, out);
 }
 
+gboolean dr_stream_plan_write_json_file(const DrStreamPlan *plan, FILE *file, const char *what,
+                                        GError **error) {
+  g_return_val_if_fail(plan != NULL && file != NULL && what != NULL, FALSE);
+  return dr_plan_write_json_file(plan->plan, file, what, error);
+}
+
 void dr_stream_plan_write_dot(const DrStreamPlan *plan, GString *out) {
   g_return_if_fail(plan != NULL && out != NULL);
   dr_plan_write_dot(plan->plan, out);

@@ -121,6 +121,21 @@ void dr_run_report_write_json(const DrRunReport *report, GString *out) {
   dr_report_write_json(report->report, out);
 }
 
+gboolean dr_run_report_sort_from_name(const char *name, DrReportSort *out) {
+  g_return_val_if_fail(name != NULL && out != NULL, FALSE);
+  return dr_report_sort_from_name(name, out);
+}
+
+void dr_run_report_write_text_sorted(const DrRunReport *report, DrReportSort sort, GString *out) {
+  g_return_if_fail(report != NULL && out != NULL && (guint)sort < DR_N_REPORT_SORTS);
+  dr_report_write_text_sorted(report->report, sort, out);
+}
+
+void dr_run_report_write_json_sorted(const DrRunReport *report, DrReportSort sort, GString *out) {
+  g_return_if_fail(report != NULL && out != NULL && (guint)sort < DR_N_REPORT_SORTS);
+  dr_report_write_json_sorted(report->report, sort, out);
+}
+
 void dr_run_report_write_trace(const DrRunReport *report, GString *out) {
   g_return_if_fail(report != NULL && out != NULL);
   dr_trace_write(report->report, out);

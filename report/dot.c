@@ -75,8 +75,7 @@ double *dr_report_durations(const DrReport *report) {
   return dur;
 }
 
-/* "H2D" and the like for a copy: its read access is the source. */
-static const char *copy_direction(const DrGraph *g, const DrNode *node) {
+const char *dr__plan_copy_direction(const DrGraph *g, const DrNode *node) {
   int src = -1, dst = -1;
   for (guint32 i = node->access_first; i < node->access_first + node->access_count; i++) {
     const DrAccess *a = dr_graph_access(g, i);
@@ -95,7 +94,7 @@ static void node_detail(const DrGraph *g, DrId v, GString *out) {
   const DrNode *node = dr_graph_node(g, v);
   g_autoptr(GString) d = g_string_new(NULL);
   dr__plan_node_detail(g, v, d);
-  const char *dir = node->op == DR_OP_COPY ? copy_direction(g, node) : NULL;
+  const char *dir = node->op == DR_OP_COPY ? dr__plan_copy_direction(g, node) : NULL;
   if (dir != NULL && g_str_has_prefix(d->str, "copy"))
     g_string_append_printf(out, "copy %s%s", dir, d->str + strlen("copy"));
   else

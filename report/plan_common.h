@@ -15,6 +15,10 @@ G_BEGIN_DECLS
  * "alloc x"). */
 void dr__plan_node_detail(const DrGraph *graph, DrId id, GString *out);
 
+/* "H2D", "D2H", "D2D" or "H2H" for a copy node (its read access is the
+ * source; static storage), NULL when it lacks either side (dot.c). */
+const char *dr__plan_copy_direction(const DrGraph *graph, const DrNode *node);
+
 /* The steps grouped by stream, each group in stream order: the steps of
  * stream s are bucket[start[s] .. start[s + 1]). Returns `bucket` (n
  * steps) and sets *start (n_streams + 1); free both. */

@@ -41,8 +41,12 @@ typedef struct {
   double start_us;    /* median */
   double duration_us; /* median */
   double duration_min_us, duration_max_us;
-  guint64 bytes; /* copies and memsets: bytes moved; else 0 */
-  double gbps;   /* bytes / median duration; NAN when not timed or no bytes */
+  const char *what; /* its summary row's name (DrOpSummary.name) */
+  /* Bytes a copy or memset moves (its destination slice), or a kernel
+   * reads plus writes through its buffer arguments' slices (a readwrite
+   * argument counts twice); 0 for other ops. */
+  guint64 bytes;
+  double gbps; /* bytes / median duration; NAN when not timed or no bytes */
 } DrNodeReport;
 
 typedef struct {
@@ -58,6 +62,26 @@ typedef struct {
   guint64 trips_min, trips_max, trips_sum;
   guint32 samples; /* timed iterations counted */
 } DrLoopReport;
+/* One row of the summary by kernel/op (summary.c), like nsys stats'
+ * cuda_gpu_kern_sum: the nodes of one op and name (a kernel's name, a
+ * host node's function ("callback" for a C API one), a copy's direction
+ * ("copy H2D", "copy D2H", "copy D2D", "copy H2H"), else the op's name)
+ * over every timed iteration.
+ * An instance is one node's execution in one timed iteration that was
+ * timed. Durations in µs; NAN when no instance was timed. */
+typedef struct {
+  DrOp op;
+  const char *name; /* owned by the report (summary_names) */
+  guint32 nodes;    /* nodes in the row */
+  guint64 instances;
+  double total_us;  /* the sum of the instances' durations */
+  double percent;   /* total_us / the sum of every row's total_us × 100 */
+  double median_us; /* over the instances */
+  double stddev_us; /* sample standard deviation (n - 1); 0 for one */
+  double min_us, max_us;
+  guint64 bytes; /* the nodes' bytes (DrNodeReport.bytes) × their timed instances */
+  double gbps;   /* bytes / total_us, in GB/s; NAN without bytes or time */
+} DrOpSummary;
 
 typedef struct {
   char *name;                 /* the pipeline's name */
@@ -124,6 +148,11 @@ typedef struct {
   /* DrLoopReport per loop of the graph, in graph->loops order; NULL when
    * the graph has none or the backend does not count trips. */
   GArray *loops;
+
+  /* The summary by kernel/op (DrOpSummary), rows in the order their first
+   * node appears in plan order; writers sort a copy (dr_report_summary). */
+  GArray *summary;
+  GStringChunk *summary_names; /* the rows' names: the report outlives the graph */
 } DrReport;
 
 /* A new report for a run of `plan` (stats.c): named after the plan's
@@ -140,6 +169,17 @@ DrReport *dr_report_new(const DrPlan *plan, guint32 iterations, guint32 warmup);
  * Call once, after the samples are in; `plan` is the report's. */
 void dr_report_summarise(DrReport *report, const DrPlan *plan);
 
+/* Fills report->summary from the samples and each node's bytes
+ * (summary.c); dr_report_summarise calls it last. O(iterations × V log
+ * (iterations × V)). */
+void dr__report_summarise_ops(DrReport *report, const DrPlan *plan);
+
+/* The summary's rows (pointers into report->summary, a new array for the
+ * caller to g_ptr_array_unref) in `sort`'s order: largest first by the
+ * key (NAN last), by name A to Z for DR_REPORT_SORT_NAME; ties by name,
+ * then op. */
+GPtrArray *dr_report_summary(const DrReport *report, DrReportSort sort);
+
 /* Frees a report and everything it owns (NULL-safe). */
 void dr_report_free(DrReport *report);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrReport, dr_report_free)
@@ -151,8 +191,11 @@ gboolean dr_report_check_verified(const DrReport *report, GError **error);
 /* ---- the run report (run_report.c, trace.c, timeline.c) ---------------- */
 
 /* Appends a readable per-node table (plan order: id, op, stream, start,
- * median/min/max duration, GB/s), the makespan, the critical path and
- * overlap efficiency, and the verdict to `out`. */
+ * median/min/max duration, GB/s), the summary by kernel/op in `sort`'s
+ * order, the makespan, the critical path and overlap efficiency, and the
+ * verdict to `out`. */
+void dr_report_write_text_sorted(const DrReport *report, DrReportSort sort, GString *out);
+/* dr_report_write_text_sorted by total time. */
 void dr_report_write_text(const DrReport *report, GString *out);
 
 /* Appends one JSON object and a newline: "schema" (DR_REPORT_SCHEMA),
@@ -161,8 +204,13 @@ void dr_report_write_text(const DrReport *report, GString *out);
  * (true/false/null), "difference" (object or null), "critical_path_us",
  * "critical_path" (node ids), "overlap": {"streams_used", "efficiency",
  * "critical_over_makespan"}, "nodes": [{"id", "op", "stream", "start_us",
- * "duration_us", "duration_min_us", "duration_max_us", "bytes", "gbps"}].
- * Unmeasured numbers are null. docs/report.md has the details. */
+ * "duration_us", "duration_min_us", "duration_max_us", "bytes", "gbps"}],
+ * "summary": [{"name", "op", "nodes", "instances", "duration_total_us",
+ * "time_percent", "duration_us", "duration_stddev_us", "duration_min_us",
+ * "duration_max_us", "bytes", "gbps"}] in `sort`'s order. Unmeasured
+ * numbers are null. docs/report.md has the details. */
+void dr_report_write_json_sorted(const DrReport *report, DrReportSort sort, GString *out);
+/* dr_report_write_json_sorted by total time. */
 void dr_report_write_json(const DrReport *report, GString *out);
 
 /* Appends a Chrome trace event JSON object (Perfetto, chrome://tracing):
@@ -183,7 +231,8 @@ void dr_trace_write(const DrReport *report, GString *out);
  * stream, start, duration, and the median/min/max duration over all
  * iterations: "ID (OP), stream S, ..."), the critical path outlined in
  * black, an arrow per planned wait from the waited node's end to the
- * waiting node's start (only the critical path's when there are many),
+ * waiting node's start (only the critical path's when there are many, and
+ * each node's own while the pointer is on its bar),
  * and a time axis. Runs of bars too narrow to see are drawn as one bar
  * whose tooltip is "N nodes (OP ×K, ...), stream S, ...; ids: A, B, ...";
  * untimed nodes get no bar, only a tooltip: their own "ID (not timed),
@@ -199,6 +248,9 @@ void dr_timeline_write_svg(const DrReport *report, const DrPlan *plan, GString *
 #define DR_TIMELINE_ELEMENT_BUDGET 6000
 #define DR_TIMELINE_ALL_WAITS_MAX 200
 #define DR_TIMELINE_PATH_ARROWS_MAX 1000 /* the critical path's, at most */
+/* Beyond DR_TIMELINE_ALL_WAITS_MAX, each single node's bar also holds the
+ * arrows of its own waits, hidden until hovered: this many in all. */
+#define DR_TIMELINE_HOVER_WAITS_MAX 4000
 
 /* ---- the plan (plan_text.c, plan_json.c, dot.c) ------------------------ */
 

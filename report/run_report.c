@@ -69,7 +69,41 @@ static void write_loops_text(const DrReport *r, GString *out) {
   }
 }
 
+/* The summary by kernel/op as a table, rows in `sort`'s order. */
+static void text_summary(const DrReport *r, DrReportSort sort, GString *out) {
+  g_autoptr(GPtrArray) rows = dr_report_summary(r, sort);
+  if (rows->len == 0) return;
+  int namew = 4;
+  for (guint i = 0; i < rows->len; i++)
+    namew = MAX(namew, (int)strlen(((const DrOpSummary *)g_ptr_array_index(rows, i))->name));
+  g_string_append_printf(out, "summary by kernel/op (sorted by %s):\n", dr_report_sort_name(sort));
+  g_string_append_printf(out, "%-*s %-6s %6s %9s %12s %6s %10s %10s %10s %10s %8s %12s\n", namew, "name",
+                         "op", "nodes", "instances", "total_us", "time%", "median_us", "stddev_us", "min_us",
+                         "max_us", "GB/s", "bytes");
+  for (guint i = 0; i < rows->len; i++) {
+    const DrOpSummary *row = g_ptr_array_index(rows, i);
+    g_string_append_printf(out, "%-*s %-6s %6u %9" G_GUINT64_FORMAT, namew, row->name, dr_op_name(row->op),
+                           row->nodes, row->instances);
+    text_number(out, row->total_us, 12);
+    text_number(out, row->percent, 6);
+    text_number(out, row->median_us, 10);
+    text_number(out, row->stddev_us, 10);
+    text_number(out, row->min_us, 10);
+    text_number(out, row->max_us, 10);
+    g_string_append_c(out, ' ');
+    if (isnan(row->gbps))
+      g_string_append_printf(out, "%8s", "-");
+    else
+      dr__num_fixed(out, row->gbps, 2, 8);
+    g_string_append_printf(out, " %12" G_GUINT64_FORMAT "\n", row->bytes);
+  }
+}
+
 void dr_report_write_text(const DrReport *r, GString *out) {
+  dr_report_write_text_sorted(r, DR_REPORT_SORT_TOTAL, out);
+}
+
+void dr_report_write_text_sorted(const DrReport *r, DrReportSort sort, GString *out) {
   g_string_append_printf(out, "%s: backend %s, mode %s, %u iterations (%u warmup)\n", r->name, r->backend,
                          r->mode ? r->mode : "?", r->iterations, r->warmup);
   if (r->interrupted)
@@ -95,6 +129,7 @@ void dr_report_write_text(const DrReport *r, GString *out) {
     g_string_append_c(out, '\n');
   }
   write_loops_text(r, out);
+  text_summary(r, sort, out);
   g_string_append(out, "makespan_us: median");
   text_number(out, r->makespan_us, 0);
   g_string_append(out, ", min");
@@ -154,6 +189,10 @@ void dr_report_write_text(const DrReport *r, GString *out) {
 }
 
 void dr_report_write_json(const DrReport *r, GString *out) {
+  dr_report_write_json_sorted(r, DR_REPORT_SORT_TOTAL, out);
+}
+
+void dr_report_write_json_sorted(const DrReport *r, DrReportSort sort, GString *out) {
   DrJsonWriter w;
   dr__json_init(&w, out, NULL);
   dr__json_begin_object(&w);
@@ -242,6 +281,27 @@ void dr_report_write_json(const DrReport *r, GString *out) {
     dr__json_member_double(&w, "duration_max_us", n->duration_max_us, 3);
     dr__json_member_uint(&w, "bytes", n->bytes);
     dr__json_member_double(&w, "gbps", n->gbps, 3);
+    dr__json_end_object(&w);
+  }
+  dr__json_end_array(&w);
+  dr__json_key(&w, "summary");
+  dr__json_begin_array(&w);
+  g_autoptr(GPtrArray) rows = dr_report_summary(r, sort);
+  for (guint i = 0; i < rows->len; i++) {
+    const DrOpSummary *row = g_ptr_array_index(rows, i);
+    dr__json_begin_object(&w);
+    dr__json_member_string(&w, "name", row->name);
+    dr__json_member_string(&w, "op", dr_op_name(row->op));
+    dr__json_member_uint(&w, "nodes", row->nodes);
+    dr__json_member_uint(&w, "instances", row->instances);
+    dr__json_member_double(&w, "duration_total_us", row->total_us, 3);
+    dr__json_member_double(&w, "time_percent", row->percent, 3);
+    dr__json_member_double(&w, "duration_us", row->median_us, 3);
+    dr__json_member_double(&w, "duration_stddev_us", row->stddev_us, 3);
+    dr__json_member_double(&w, "duration_min_us", row->min_us, 3);
+    dr__json_member_double(&w, "duration_max_us", row->max_us, 3);
+    dr__json_member_uint(&w, "bytes", row->bytes);
+    dr__json_member_double(&w, "gbps", row->gbps, 3);
     dr__json_end_object(&w);
   }
   dr__json_end_array(&w);

@@ -8,16 +8,25 @@
 
 #include "report/report.h"
 
-/* Bytes a copy or memset node moves (its destination slice), else 0. */
+/* Bytes node `id` moves (DrNodeReport.bytes): a copy's or memset's
+ * destination slice; a kernel's buffer arguments' slices, each counted
+ * once per direction (a readwrite slice twice: read and written); 0 for
+ * other ops. A kernel's figure is what its declarations promise, not a
+ * measurement: a kernel may touch less (or, through caches, more). */
 static guint64 moved_bytes(const DrGraph *g, DrId id) {
   const DrNode *n = dr_graph_node(g, id);
-  if (n->op != DR_OP_COPY && n->op != DR_OP_MEMSET) return 0;
+  if (n->op != DR_OP_COPY && n->op != DR_OP_MEMSET && n->op != DR_OP_KERNEL) return 0;
+  guint64 sum = 0;
   for (guint32 i = n->access_first; i < n->access_first + n->access_count; i++) {
     const DrAccess *a = dr_graph_access(g, i);
-    if (dr_access_writes(a->mode))
-      return (a->end - a->begin) * dr_elem_size(dr_graph_buffer(g, a->buffer)->type);
+    guint64 bytes = (a->end - a->begin) * dr_elem_size(dr_graph_buffer(g, a->buffer)->type);
+    if (n->op != DR_OP_KERNEL) {
+      if (dr_access_writes(a->mode)) return bytes;
+      continue;
+    }
+    sum += bytes * (guint64)(dr_access_reads(a->mode) + dr_access_writes(a->mode));
   }
-  return 0;
+  return sum;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -149,6 +158,7 @@ void dr_report_summarise(DrReport *r, const DrPlan *plan) {
     t += (isnan(r->iter_makespan_us[i]) ? 0 : r->iter_makespan_us[i]) + 1.0;
   }
   report_critical_path(r, plan);
+  dr__report_summarise_ops(r, plan);
 }
 
 DrReport *dr_report_new(const DrPlan *plan, guint32 iterations, guint32 warmup) {

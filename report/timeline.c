@@ -9,9 +9,13 @@
  * (labelled with its number and priority) of fixed height, a bar per node
  * coloured by op, arrows for the planned cross-stream waits, and a legend
  * of the ops present. Lanes never grow with the node count; the width does
- * (about 40 px per node of the busiest lane, between 900 and 16000 px), so
- * 10 nodes and 1000 both stay readable; an id is written on its bar only
- * when it fits, and every node has a <title> tooltip. Everything is
+ * (about 24 px per node of the busiest lane, between 900 and 6000 px: a
+ * browser's time to draw the picture grows with its pixels far more than
+ * with its elements, BENCHMARKS.md §7), so 10 nodes and 1000 both stay
+ * readable; an id is written on its bar only when it fits, and every node
+ * has a <title> tooltip. With too many waits to draw them all, a node's
+ * bar carries its own waits' arrows hidden, shown while the pointer is on
+ * it (CSS :hover; up to DR_TIMELINE_HOVER_WAITS_MAX arrows in all). Everything is
  * escaped, so any node id makes valid XML, and every number is written in
  * the C locale (num.h), so coordinates parse whatever the process's
  * locale. This file draws only: the report is built by backends/run.c. */
@@ -32,8 +36,8 @@ enum {
   LEGEND_H = 34,
   CHAR_W = 7, /* approximate width of a label character at 11 px */
   MIN_PLOT_W = 900,
-  MAX_PLOT_W = 16000,
-  PX_PER_NODE = 40, /* of the busiest lane */
+  MAX_PLOT_W = 6000,
+  PX_PER_NODE = 24, /* of the busiest lane */
 };
 
 /* Fill colours by op (Tableau 10). */
@@ -139,6 +143,12 @@ typedef struct {
   double min_px; /* bars narrower than this merge with their neighbours */
   const gboolean *critical;
   guint32 merged; /* runs drawn merged */
+  /* Hover arrows: when set, the waits into node v are flows
+   * in_flow[in_first[v] .. in_first[v + 1]) of r->flows; drawn hidden in
+   * v's bar group while hover_left lasts. */
+  const guint32 *in_first, *in_flow;
+  const DrNodeReport *const *info;
+  guint32 hover_left;
 } Layout;
 
 /* The runs of a lane: a bar at least min_px wide stands alone; narrower
@@ -176,6 +186,9 @@ static guint64 count_elements(Layout *lay, const GArray *lanes) {
   return total;
 }
 
+static guint32 arrow(const Layout *lay, const DrNodeReport *const *info, DrId u, DrId v, const char *cls,
+                     GString *out);
+
 /* Draws one run: a single node's bar with its tooltip and, when it fits,
  * its id; or a merged run as one bar whose tooltip lists its nodes. */
 static void draw_run(Layout *lay, const GArray *lane, guint first, guint last, guint32 s, GString *out) {
@@ -183,7 +196,8 @@ static void draw_run(Layout *lay, const GArray *lane, guint first, guint last, g
   double y = lay->lanes_top + s * LANE_H + (LANE_H - BAR_H) / 2.0;
   if (first == last) {
     const DrNodeReport *nr = a->nr;
-    g_string_append(out, "<g><title>");
+    gboolean hover = lay->in_first && lay->in_first[nr->node + 1] > lay->in_first[nr->node];
+    g_string_append(out, hover ? "<g class=\"h\"><title>" : "<g><title>");
     xml_text(out, nr->id);
     dr__num_appendf(out,
                     " (%s), stream %u, start %.1f \xc2\xb5s, duration %.1f \xc2\xb5s; over all iterations: "
@@ -206,6 +220,12 @@ static void draw_run(Layout *lay, const GArray *lane, guint first, guint last, g
                       y + BAR_H / 2.0 + 4);
       xml_text(out, nr->id);
       g_string_append(out, "</text>");
+    }
+    for (guint32 k = hover ? lay->in_first[nr->node] : 0;
+         hover && k < lay->in_first[nr->node + 1] && lay->hover_left > 0; k++) {
+      const DrReportFlow *fl = &g_array_index(lay->r->flows, DrReportFlow, lay->in_flow[k]);
+      g_string_append_c(out, '\n');
+      lay->hover_left -= arrow(lay, lay->info, fl->from, fl->to, "w", out);
     }
     g_string_append(out, "</g>\n");
     return;
@@ -279,7 +299,8 @@ static void untimed_titles(const DrReport *r, const double *t_start, const doubl
 
 /* Draws the arrow of u -> v (v waits for u); returns 1, or 0 when one of
  * them was not timed. */
-static guint32 arrow(const Layout *lay, const DrNodeReport *const *info, DrId u, DrId v, GString *out) {
+static guint32 arrow(const Layout *lay, const DrNodeReport *const *info, DrId u, DrId v, const char *cls,
+                     GString *out) {
   guint32 n = lay->r->n_graph_nodes;
   const DrNodeReport *a = u < n ? info[u] : NULL, *b = v < n ? info[v] : NULL;
   if (a == NULL || b == NULL || isnan(lay->t_end[u]) || isnan(lay->t_start[v])) return 0;
@@ -288,10 +309,12 @@ static guint32 arrow(const Layout *lay, const DrNodeReport *const *info, DrId u,
          y2 = lay->lanes_top + b->stream * LANE_H + LANE_H / 2.0;
   y2 += y2 > y1 ? -BAR_H / 2.0 : BAR_H / 2.0; /* to the bar's edge facing the arrow */
   y1 += y2 > y1 ? BAR_H / 2.0 : -BAR_H / 2.0;
+  g_string_append(out, "<line");
+  if (cls) g_string_append_printf(out, " class=\"%s\"", cls);
   dr__num_appendf(out,
-                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" "
-                  "stroke-opacity=\"0.6\" stroke-width=\"0.8\" marker-end=\"url(#arrow)\"/>\n",
-                  x1, y1, x2, y2);
+                  " x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" "
+                  "stroke-opacity=\"0.6\" stroke-width=\"0.8\" marker-end=\"url(#arrow)\"/>%s",
+                  x1, y1, x2, y2, cls ? "" : "\n");
   return 1;
 }
 
@@ -340,7 +363,7 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
   g_string_append(out,
                   "<defs><marker id=\"arrow\" viewBox=\"0 0 8 8\" refX=\"8\" refY=\"4\" markerWidth=\"6\" "
                   "markerHeight=\"6\" orient=\"auto\"><path d=\"M0,0 L8,4 L0,8 z\" fill=\"#333\"/></marker>"
-                  "</defs>\n");
+                  "</defs>\n<style>.w{display:none}.h:hover .w{display:inline}</style>\n");
   dr__num_appendf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", width,
                   height);
 
@@ -396,6 +419,27 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
     if (v < n) critical[v] = TRUE;
   }
   lay.critical = critical;
+  /* Too many waits to draw: each node's own, on hover (flows by target,
+   * a counting sort). */
+  gboolean all_waits = r->flows->len <= DR_TIMELINE_ALL_WAITS_MAX;
+  g_autofree guint32 *in_first = NULL, *in_flow = NULL;
+  if (!all_waits) {
+    in_first = g_new0(guint32, n + 1);
+    in_flow = g_new(guint32, MAX(r->flows->len, 1));
+    for (guint f = 0; f < r->flows->len; f++)
+      if (g_array_index(r->flows, DrReportFlow, f).to < n)
+        in_first[g_array_index(r->flows, DrReportFlow, f).to + 1]++;
+    for (guint32 v = 0; v < n; v++) in_first[v + 1] += in_first[v];
+    g_autofree guint32 *fill = g_memdup2(in_first, sizeof(guint32) * (n + 1));
+    for (guint f = 0; f < r->flows->len; f++) {
+      DrId to = g_array_index(r->flows, DrReportFlow, f).to;
+      if (to < n) in_flow[fill[to]++] = f;
+    }
+    lay.in_first = in_first;
+    lay.in_flow = in_flow;
+    lay.info = info;
+    lay.hover_left = DR_TIMELINE_HOVER_WAITS_MAX;
+  }
   for (guint32 s = 0; s < lanes->len; s++) draw_lane(&lay, g_array_index(lanes, GArray *, s), s, out);
   for (guint32 s = 0; s < lanes->len; s++) g_array_unref(g_array_index(lanes, GArray *, s));
   untimed_titles(r, t_start, t_end, n_streams, out);
@@ -403,20 +447,19 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
   /* Wait arrows, from the waited node's end to the waiting node's start:
    * every planned wait when there are few, else only the cross-stream
    * steps of the critical path (at 1000 nodes all of them would hide the
-   * bars; the trace has every one). */
-  gboolean all_waits = r->flows->len <= DR_TIMELINE_ALL_WAITS_MAX;
+   * bars; the trace has every one), and each node's on hover (above). */
   guint32 arrows = 0;
   if (all_waits) {
     for (guint f = 0; f < r->flows->len; f++) {
       const DrReportFlow *fl = &g_array_index(r->flows, DrReportFlow, f);
-      arrows += arrow(&lay, info, fl->from, fl->to, out);
+      arrows += arrow(&lay, info, fl->from, fl->to, NULL, out);
     }
   } else {
     for (guint i = 1; r->critical_nodes && i < r->critical_nodes->len && arrows < DR_TIMELINE_PATH_ARROWS_MAX;
          i++) {
       DrId u = g_array_index(r->critical_nodes, DrId, i - 1), v = g_array_index(r->critical_nodes, DrId, i);
       if (u < n && v < n && info[u] && info[v] && info[u]->stream != info[v]->stream)
-        arrows += arrow(&lay, info, u, v, out);
+        arrows += arrow(&lay, info, u, v, NULL, out);
     }
   }
 
@@ -437,7 +480,7 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
   else
     dr__num_appendf(out,
                     "<text x=\"%.0f\" y=\"%.0f\" fill=\"#555\">arrows: %s%u cross-stream steps of the "
-                    "critical path (of %u waits: --trace has them all)",
+                    "critical path (of %u waits: hover a bar for its own, --trace has them all)",
                     lx + 10, ly, arrows >= DR_TIMELINE_PATH_ARROWS_MAX ? "the first " : "the ", arrows,
                     r->flows->len);
   g_string_append(out, "; black: the critical path");

@@ -425,6 +425,12 @@ const char *dr_stream_plan_cap_note(const DrStreamPlan *plan);
 void dr_stream_plan_write_text(const DrStreamPlan *plan, GString *out);
 void dr_stream_plan_write_json(const DrStreamPlan *plan, GString *out);
 void dr_stream_plan_write_dot(const DrStreamPlan *plan, GString *out);
+/* The same bytes as dr_stream_plan_write_json, written to `file` as they
+ * are made, so a plan of millions of nodes never exists as text in memory
+ * (`dagrun --plan --format=json`). FALSE with DR_ERROR_IO (naming `what`,
+ * e.g. "stdout" or the path) when a write fails; `file` is not closed. */
+gboolean dr_stream_plan_write_json_file(const DrStreamPlan *plan, FILE *file, const char *what,
+                                        GError **error);
 
 /* DrDotDetail (how much the DOT draws, `dagrun --dot-detail`) is types.h's.
  * Returns TRUE and sets *out when `name` is "auto", "summary" or "full". */
@@ -646,6 +652,14 @@ double dr_run_report_critical_over_makespan(const DrRunReport *report);
 void dr_run_report_write_text(const DrRunReport *report, GString *out);
 void dr_run_report_write_json(const DrRunReport *report, GString *out);
 void dr_run_report_write_trace(const DrRunReport *report, GString *out);
+/* DrReportSort (the order of the report's summary by kernel/op, `dagrun
+ * --sort`) is types.h's. Returns TRUE and sets *out when `name` is one of
+ * "total", "instances", "median", "stddev", "min", "max", "bytes", "name". */
+gboolean dr_run_report_sort_from_name(const char *name, DrReportSort *out);
+/* dr_run_report_write_text and dr_run_report_write_json (which sort the
+ * summary by total time) with the summary by kernel/op in `sort`'s order. */
+void dr_run_report_write_text_sorted(const DrRunReport *report, DrReportSort sort, GString *out);
+void dr_run_report_write_json_sorted(const DrRunReport *report, DrReportSort sort, GString *out);
 /* Appends a self-contained SVG timeline of the median iteration
  * (--timeline): a lane per stream, a bar per timed node, an arrow per
  * cross-stream wait. `plan` must be the plan the report was made from

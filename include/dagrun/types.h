@@ -206,4 +206,25 @@ typedef enum {
       DR_N_DOT_DETAILS
 } DrDotDetail;
 
+/* X(ENUM_SUFFIX, spelling): the order of the run report's summary by
+ * kernel/op (`--sort`): by total time, instances, median, standard
+ * deviation, minimum or maximum duration, or bytes (each largest first),
+ * or by name (A to Z). Ties go by name, then op. */
+#define DR_REPORT_SORT_LIST(X) \
+  X(TOTAL, "total")            \
+  X(INSTANCES, "instances")    \
+  X(MEDIAN, "median")          \
+  X(STDDEV, "stddev")          \
+  X(MIN, "min")                \
+  X(MAX, "max")                \
+  X(BYTES, "bytes")            \
+  X(NAME, "name")
+
+typedef enum {
+#define DR_X(e, s) DR_REPORT_SORT_##e,
+  DR_REPORT_SORT_LIST(DR_X)
+#undef DR_X
+      DR_N_REPORT_SORTS
+} DrReportSort;
+
 #endif

@@ -369,6 +369,9 @@ static void test_dump_unknown_pass(void) {
   }
 }
 
+/* output_test.c's tests. */
+void dr_test_output_add(void);
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
@@ -381,5 +384,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/outputs/after-run", test_outputs_after_run);
   g_test_add_func("/cli/dot/with-run-flags", test_dot_with_run);
   g_test_add_func("/cli/dump-after/unknown-pass", test_dump_unknown_pass);
+  dr_test_output_add();
   return g_test_run();
 }

@@ -457,6 +457,9 @@ static void test_plan_json_file(void) {
   fclose(full);
 }
 
+/* summary_test.c's tests. */
+void dr_test_summary_add(void);
+
 /* public_header.c compiled: report.h and dagrun.h agree on DrVerified. */
 int dr_test_report_verified_fail(void);
 
@@ -473,5 +476,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/report/profile/reads-writer-output", test_profile_reads_writer_output);
   g_test_add_func("/report/profile/errors", test_profile_errors);
   g_test_add_func("/report/plan-json/file", test_plan_json_file);
+  dr_test_summary_add();
   return g_test_run();
 }

@@ -298,7 +298,46 @@ static void test_timeline_100k(void) {
   g_assert_cmpuint(named, <=, DR_TIMELINE_ELEMENT_BUDGET + 16);
   g_assert_cmpuint(count_substr(svg->str, "<rect "), <=, DR_TIMELINE_ELEMENT_BUDGET + 100);
   g_assert_nonnull(strstr(svg->str, "n3_12499"));
-  g_assert_cmpuint(count_substr(svg->str, "marker-end"), <=, DR_TIMELINE_PATH_ARROWS_MAX);
+  /* Drawn arrows: the critical path's; the others' are hidden, on hover. */
+  guint hidden = count_substr(svg->str, "<line class=\"w\"");
+  g_assert_cmpuint(hidden, <=, DR_TIMELINE_HOVER_WAITS_MAX);
+  g_assert_cmpuint(count_substr(svg->str, "marker-end") - hidden, <=, DR_TIMELINE_PATH_ARROWS_MAX);
+}
+
+/* Past DR_TIMELINE_ALL_WAITS_MAX waits, a node's bar holds its own waits'
+ * arrows, hidden until hovered (CSS), within the hover budget; every
+ * hidden arrow sits in a hover group. */
+static void test_timeline_hover_waits(void) {
+  /* Four chains (node i reads i-4's and i-5's output): a wait per node. */
+  const char *yaml =
+      "dagrun: 1\nname: waits\nbuffers:\n  buf: {type: f32, count: 32768}\nnodes:\n  n{i}:\n"
+      "    foreach: {i: 0..999}\n    op: kernel\n    kernel: add_f32\n"
+      "    args: {a: \"buf[{((i+996)%128)*256}:{((i+996)%128)*256+256}]\",\n"
+      "           b: \"buf[{((i+995)%128)*256}:{((i+995)%128)*256+256}]\",\n"
+      "           y: \"buf[{(i%128)*256}:{(i%128)*256+256}]\"}\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(DrGraph) g = dr_load_string("waits.yaml", yaml, strlen(yaml), diags, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrPlan) plan = plan_of(g, 8);
+  g_autoptr(DrReport) r = fake_report(plan);
+  g_assert_cmpuint(r->flows->len, >, DR_TIMELINE_ALL_WAITS_MAX);
+  g_autoptr(GString) svg = g_string_new(NULL);
+  dr_timeline_write_svg(r, plan, svg);
+  g_assert_nonnull(strstr(svg->str, "<style>.w{display:none}.h:hover .w{display:inline}</style>"));
+  guint hidden = count_substr(svg->str, "<line class=\"w\"");
+  g_assert_cmpuint(hidden, >, 0);
+  g_assert_cmpuint(hidden, <=, DR_TIMELINE_HOVER_WAITS_MAX);
+  g_assert_cmpuint(count_substr(svg->str, "<g class=\"h\">"), >, 0);
+  for (const char *p = strstr(svg->str, "<line class=\"w\""); p; p = strstr(p + 1, "<line class=\"w\"")) {
+    const char *g_open = g_strrstr_len(svg->str, p - svg->str, "<g"), *g_close = strstr(p, "</g>");
+    g_assert_true(g_str_has_prefix(g_open, "<g class=\"h\">"));
+    g_assert_nonnull(g_close);
+  }
+  g_assert_nonnull(strstr(svg->str, "hover a bar for its own"));
+  /* The picture's width stays bounded whatever the node count. */
+  const char *w = strstr(svg->str, " width=\"");
+  g_assert_cmpfloat(g_ascii_strtod(w + 8, NULL), <=, 6000 + 200);
 }
 
 /* The trace's counter tracks: concurrency rises to the number of streams
@@ -332,6 +371,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/review/dot/renders", test_dot_renders);
   g_test_add_func("/review/dot/cli", test_cli);
   g_test_add_func("/review/timeline/100k-size", test_timeline_100k);
+  g_test_add_func("/review/timeline/hover-waits", test_timeline_hover_waits);
   g_test_add_func("/review/trace/counters", test_trace_counters);
   return g_test_run();
 }
