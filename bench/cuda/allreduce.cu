@@ -53,7 +53,6 @@ int main(int argc, char **argv) {
   print_result("allreduce", "graph", "graph", 1, 0, o.iterations,
                stats_of(time_graph(exec, o.warmup, o.iterations)),
                fmt(", \"instantiate_us\": %.1f", inst_us));
-  CHECK(cudaGraphDestroy(g));
   destroy(comm);
   return 0;
 }
