@@ -194,6 +194,16 @@ static gboolean execute(DrBackend *b, guint32 stream, DrId id, guint32 iteration
       }
       return TRUE;
     }
+    case DR_OP_ALLREDUCE:
+    case DR_OP_BROADCAST:
+    case DR_OP_REDUCE:
+    case DR_OP_ALLGATHER:
+    case DR_OP_REDUCESCATTER:
+    case DR_OP_ALLTOALL:
+    case DR_OP_SEND:
+    case DR_OP_RECV:
+      dr__collective_host_run(g, n, b->bases);
+      return TRUE;
     case DR_OP_NOOP:
       return n->loop == 0 || run_loop(b, id, iteration, error);
     case DR_N_OPS:

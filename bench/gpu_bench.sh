@@ -119,6 +119,7 @@ program_of() {
     layered400) echo layered400 ;;
     spin8x8) echo spin8x8 ;;
     transformer) echo transformer ;;
+    allreduce) echo allreduce ;;
     *) echo "" ;;
   esac
 }
@@ -159,6 +160,7 @@ for c in $CASES; do
   # transformer.cu launches dagrun's own kernel library (kernels/), so that
   # it compares scheduling only; the others are self-contained.
   extra=()
+  if [ "$prog" = allreduce ]; then extra=(-ldl); fi
   if [ "$prog" = transformer ]; then
     extra=(--fmad=false -I. kernels/blas_abi.cu kernels/elementwise.cu kernels/reduce.cu kernels/rows.cu
       kernels/spin.cu kernels/blas.c kernels/checks.c kernels/gemm.c kernels/host.c kernels/registry.c -ldl)

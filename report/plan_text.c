@@ -64,10 +64,34 @@ void dr__plan_node_detail(const DrGraph *g, DrId id, GString *out) {
       if (node->buffer < g->buffers->len)
         g_string_append_printf(out, " %s", dr_graph_buffer(g, node->buffer)->name);
       break;
+    case DR_OP_ALLREDUCE:
+    case DR_OP_REDUCE:
+    case DR_OP_REDUCESCATTER:
+      g_string_append_printf(out, " %s", dr_reduce_name(node->reduce));
+      /* fall through */
+    case DR_OP_BROADCAST:
+    case DR_OP_ALLGATHER:
+    case DR_OP_ALLTOALL:
+    case DR_OP_SEND:
+    case DR_OP_RECV:
+      g_string_append_c(out, ' ');
+      dr__num_size_iec(out, node_bytes(g, node, node->op != DR_OP_RECV) / MAX(node->n_parts, 1));
+      if (node->n_parts > 1) g_string_append_printf(out, " x%u", node->n_parts);
+      if (node->root >= 0) g_string_append_printf(out, " root=%d", node->root);
+      if (node->peer >= 0) g_string_append_printf(out, " peer=%d", node->peer);
+      break;
     case DR_OP_NOOP:
     case DR_N_OPS:
       break;
   }
+}
+
+void dr__plan_stream_kind(const DrGraph *g, const DrStream *st, GString *out) {
+  if (g->run.n_devices > 1 && st->device >= 0) g_string_append_printf(out, "device %d, ", st->device);
+  if (st->comm)
+    g_string_append_printf(out, "comm%s", st->device < 0 ? ", all devices" : "");
+  else
+    g_string_append(out, dr_priority_name(st->priority));
 }
 
 guint32 *dr__plan_steps_by_stream(const DrPlan *plan, guint32 **start_out) {
@@ -143,8 +167,9 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
   guint32 *bucket = dr__plan_steps_by_stream(plan, &start);
   for (guint32 s = 0; s < n_streams; s++) {
     const DrStream *st = &g_array_index(plan->streams, DrStream, s);
-    g_string_append_printf(out, "stream %u (%s, %u node%s):", s, dr_priority_name(st->priority), st->n_nodes,
-                           st->n_nodes == 1 ? "" : "s");
+    g_string_append_printf(out, "stream %u (", s);
+    dr__plan_stream_kind(g, st, out);
+    g_string_append_printf(out, ", %u node%s):", st->n_nodes, st->n_nodes == 1 ? "" : "s");
     for (guint32 k = start[s]; k < start[s + 1]; k++)
       g_string_append_printf(out, " %s", dr_graph_node(g, dr_plan_step(plan, bucket[k])->node)->id);
     g_string_append_c(out, '\n');

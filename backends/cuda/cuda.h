@@ -28,6 +28,7 @@
 #include "backends/cuda/launch.h"
 #include "backends/cuda/loops.h"
 #include "backends/cuda/memory.h"
+#include "backends/cuda/nccl.h"
 #include "backends/cuda/profile.h"
 #include "backends/cuda/streams.h"
 #include "backends/cuda/timing.h"
@@ -75,6 +76,7 @@ struct DrBackend {
   DrCudaGraphState cuda_graph;
   DrCudaProfile profile;
   DrCudaLoops loops; /* loops.c: host-driven loops */
+  DrCudaNccl nccl;
   /* cudaProfilerStart was called and cudaProfilerStop not yet: the
    * profiler's capture range is open (backend.c). */
   gboolean profiling;

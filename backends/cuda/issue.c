@@ -35,6 +35,15 @@ static gboolean issue_work(DrBackend *b, const DrCudaApi *api, DrId v, guint32 k
       return dr__cuda_memory_free(&b->memory, n->buffer, st, site, error);
     case DR_OP_HOST:
       return dr__cuda_launch_host(&b->launch, v, st, site, error);
+    case DR_OP_ALLREDUCE:
+    case DR_OP_BROADCAST:
+    case DR_OP_REDUCE:
+    case DR_OP_ALLGATHER:
+    case DR_OP_REDUCESCATTER:
+    case DR_OP_ALLTOALL:
+    case DR_OP_SEND:
+    case DR_OP_RECV:
+      return dr__cuda_nccl_issue(&b->nccl, b->graph, v, b->memory.bases, st, error);
     case DR_OP_NOOP: /* a loop's trips (loops.c), or nothing */
       return n->loop == 0 || dr__cuda_loop_issue(&b->loops, &b->memory, api, b->graph, v, st, error);
     case DR_N_OPS:

@@ -354,7 +354,7 @@ static void test_dump_unknown_pass(void) {
   g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
   g_assert_cmpstr(
       error->message, ==,
-      "no pass named 'typo' (the names: parse, lifetimes, hazards, afters, cycles, memory, passes)");
+      "no pass named 'typo' (the names: parse, devices, lifetimes, hazards, afters, cycles, memory, passes)");
   g_assert_cmpstr(out->str, ==, "");
   const char *const *names = dr_pass_names();
   guint n = 0;
