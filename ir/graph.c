@@ -53,6 +53,7 @@ DrGraph *dr_graph_new(void) {
   g->buffer_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->kernel_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->name = "pipeline";
+  g->nranks = 1;
   g->base_dir = ".";
   g->run.mode = DR_MODE_STREAMS;
   g->run.iterations = 10;

@@ -264,6 +264,11 @@ typedef struct {
   GHashTable *node_index;   /* id -> DrId+1, interned keys */
   GHashTable *buffer_index; /* name -> DrId+1 */
   GHashTable *kernel_index; /* name -> DrId+1 */
+  /* The MPI rank the graph is built for, of nranks, and its rank on its
+   * machine: the expression variables `rank`, `nranks`, `local_rank`,
+   * which `rank:` on nodes tests. Set before parsing (lib/load.c, from the
+   * job the process joined); a single process: 0 of 1. */
+  guint32 rank, nranks, local_rank;
 } DrGraph;
 
 /* Returns a new empty graph with default run settings. Free with

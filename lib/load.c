@@ -39,11 +39,24 @@ void dr__graph_register_builtins(DrGraph *graph) {
   }
 }
 
+/* The rank every graph is loaded for (dr__load_set_ranks). */
+static guint32 load_rank, load_nranks = 1, load_local_rank;
+
+void dr__load_set_ranks(guint32 rank, guint32 nranks, guint32 local_rank) {
+  g_return_if_fail(nranks >= 1 && rank < nranks);
+  load_rank = rank;
+  load_nranks = nranks;
+  load_local_rank = local_rank;
+}
+
 /* Parses from `fp` when not NULL, else from yaml[0..len); then the passes,
  * up to `dump_after` when not NULL (dumping into `dump` there). */
 static DrGraph *load(const char *name, const char *yaml, gsize len, FILE *fp, const char *dump_after,
                      GString *dump, DrDiags *diags, GError **error) {
   g_autoptr(DrGraph) graph = dr_graph_new();
+  graph->rank = load_rank;
+  graph->nranks = load_nranks;
+  graph->local_rank = load_local_rank;
   dr__graph_register_builtins(graph);
   gboolean ok = fp != NULL ? dr_parse_pipeline_file(graph, name, fp, diags)
                            : dr_parse_pipeline(graph, name, yaml, len, diags);

@@ -39,6 +39,12 @@ typedef struct {
   DrBuild build;               /* the IR builder; build.what is "node 'x'" of the node being converted */
   GString *arg_what, *arg_key; /* scratch: "node 'x', argument 'y'", "argument 'y'" */
   guint node_typos;            /* unknown keys of that node: they explain missing ones */
+  /* `rank`, `nranks`, `local_rank` (from the graph), the outermost scope
+   * of every expression; and the ids of the nodes `rank:` gave to other
+   * ranks (interned), which `after:` may name without effect. */
+  DrVar rank_vars[3];
+  DrEnv rank_env;
+  GHashTable *other_rank_ids;
 } DrParse;
 
 #define DR_LOC(p, n) dr__ynode_loc((n), (p)->file)

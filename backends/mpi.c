@@ -1,0 +1,226 @@
+/* mpi.c: finding the ranks (mpi_api.h): whether a launcher started this
+ * process, loading libdagrun_mpi.so and MPI with dlopen, the world's
+ * shape, and the host-side reduction the collectives share. It holds the
+ * process's one DrMpiWorld (MPI itself is once per process); it moves no
+ * pipeline data itself: the host backend's collectives
+ * (backends/collectives.c) and the library's rank protocol (lib/ranks.c)
+ * call the table. */
+#include "backends/mpi.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "include/dagrun/dagrun.h"
+#include "kernels/halfconv.h"
+
+static DrMpiWorld world = {NULL, 0, 1, 0, FALSE, NULL};
+static gboolean joined;
+static GError *join_error;
+
+const char *dr__mpi_launcher(void) {
+  /* Open MPI's mpirun, then PMI-1/2 (MPICH's hydra, srun), then PMIx. */
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
+  for (guint i = 0; i < G_N_ELEMENTS(vars); i++)
+    if (g_getenv(vars[i]) != NULL) return vars[i];
+  return NULL;
+}
+
+/* The directory of the running executable, or NULL. */
+static char *exe_dir(void) {
+  g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
+  return exe ? g_path_get_dirname(exe) : NULL;
+}
+
+/* dlopens the plugin from the documented places; NULL with *why. */
+static void *open_plugin(char **why) {
+  const char *env = g_getenv("DAGRUN_MPI_PLUGIN");
+  if (env != NULL && env[0] != '\0') {
+    void *h = dlopen(env, RTLD_NOW | RTLD_GLOBAL);
+    if (h == NULL) *why = g_strdup_printf("DAGRUN_MPI_PLUGIN=%s: %s", env, dlerror());
+    return h;
+  }
+  g_autofree char *dir = exe_dir();
+  GString *tried = g_string_new(NULL);
+  if (dir != NULL) {
+    const char *const rel[] = {"", "../lib/dagrun/", "../backends/"};
+    for (guint i = 0; i < G_N_ELEMENTS(rel); i++) {
+      g_autofree char *path = g_strconcat(dir, "/", rel[i], DR_MPI_PLUGIN_NAME, NULL);
+      if (!g_file_test(path, G_FILE_TEST_EXISTS)) continue;
+      void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+      if (h != NULL) return (g_string_free(tried, TRUE), h);
+      g_string_append_printf(tried, "%s: %s; ", path, dlerror());
+    }
+  }
+  /* RTLD_GLOBAL: Open MPI loads its components with dlopen and they need
+   * libmpi's symbols. */
+  void *h = dlopen(DR_MPI_PLUGIN_NAME, RTLD_NOW | RTLD_GLOBAL);
+  if (h == NULL) {
+    g_string_append_printf(tried, "%s", dlerror());
+    *why = g_string_free(tried, FALSE);
+    return NULL;
+  }
+  g_string_free(tried, TRUE);
+  return h;
+}
+
+gboolean dr__mpi_fail(int rc, const char *what, const char *call, GError **error) {
+  char text[256] = "";
+  if (world.api != NULL && world.api->error_string != NULL) world.api->error_string(rc, text, sizeof text);
+  g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "%s: MPI %s failed on rank %u: %s (%d)", what, call,
+              world.rank, text[0] ? text : "error", rc);
+  return FALSE;
+}
+
+/* Asks the table for the world's shape; FALSE with `error`. */
+static gboolean ask_world(const DrMpiApi *api, GError **error) {
+  int multiple = 0, rank = 0, size = 1, local = 0;
+  int rc = api->init(&multiple);
+  if (rc != 0) return dr__mpi_fail(rc, "dagrun", "MPI_Init_thread", error);
+  rc = api->world(&rank, &size, &local);
+  if (rc != 0) return dr__mpi_fail(rc, "dagrun", "MPI_Comm_rank", error);
+  world.api = api;
+  world.rank = (guint32)rank;
+  world.size = (guint32)MAX(size, 1);
+  world.local_rank = (guint32)local;
+  world.multiple = multiple != 0;
+  return TRUE;
+}
+
+const DrMpiWorld *dr__mpi_join(GError **error) {
+  if (joined) {
+    if (join_error != NULL) {
+      g_propagate_error(error, g_error_copy(join_error));
+      return NULL;
+    }
+    return &world;
+  }
+  joined = TRUE;
+  world.launcher = dr__mpi_launcher();
+  if (world.launcher == NULL) return &world;
+  g_autofree char *why = NULL;
+  void *h = open_plugin(&why);
+  DrMpiPluginEntry entry = h ? (DrMpiPluginEntry)dlsym(h, DR_MPI_PLUGIN_ENTRY) : NULL;
+  const DrMpiApi *api = entry ? entry() : NULL;
+  if (api == NULL || api->abi != DR_MPI_ABI) {
+    g_set_error(&join_error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+                "dagrun: error: started by an MPI launcher (%s is set) but MPI is unavailable: %s",
+                world.launcher,
+                why   ? why
+                : api ? "libdagrun_mpi.so was built for another dagrun"
+                      : "libdagrun_mpi.so has no " DR_MPI_PLUGIN_ENTRY);
+    g_propagate_error(error, g_error_copy(join_error));
+    return NULL;
+  }
+  if (!ask_world(api, &join_error)) {
+    g_propagate_error(error, g_error_copy(join_error));
+    return NULL;
+  }
+  return &world;
+}
+
+const DrMpiWorld *dr__mpi_world(void) { return &world; }
+
+const DrMpiApi *dr__mpi_set_api(const DrMpiApi *api) {
+  const DrMpiApi *old = world.api;
+  world = (DrMpiWorld){NULL, 0, 1, 0, FALSE, NULL};
+  g_clear_error(&join_error);
+  joined = api != NULL;
+  if (api != NULL) {
+    world.launcher = "test";
+    g_autoptr(GError) error = NULL;
+    if (!ask_world(api, &error)) g_warning("dr__mpi_set_api: %s", error->message);
+  }
+  return old;
+}
+
+void dr__mpi_leave(void) {
+  if (world.api != NULL && world.api->finalize != NULL) world.api->finalize();
+  world.api = NULL;
+}
+
+/* ---- the reduction shared with the collectives ------------------------- */
+
+#define REDUCE(T, get, put)                                                           \
+  do {                                                                                \
+    T *a = acc;                                                                       \
+    const T *b = in;                                                                  \
+    for (size_t i = 0; i < count; i++) a[i] = put(combine(get(a[i]), get(b[i]), op)); \
+  } while (0)
+
+static inline double combine(double x, double y, DrMpiReduce op) {
+  switch (op) {
+    case DR_MPI_REDUCE_SUM:
+      return x + y;
+    case DR_MPI_REDUCE_PROD:
+      return x * y;
+    case DR_MPI_REDUCE_MIN:
+      return y < x ? y : x;
+    case DR_MPI_REDUCE_MAX:
+      return y > x ? y : x;
+    default:
+      return x;
+  }
+}
+
+#define ID(x) (x)
+#define F32(x) ((float)(x))
+#define BF16_GET(x) ((double)dr__bf16_to_f32(x))
+#define BF16_PUT(x) dr__f32_to_bf16((float)(x))
+#define F16_GET(x) ((double)dr__f16_to_f32(x))
+#define F16_PUT(x) dr__f32_to_f16((float)(x))
+#define U8_PUT(x) ((guint8)(gint64)(x))
+#define I32_PUT(x) ((gint32)(gint64)(x))
+
+void dr__mpi_reduce_local(void *acc, const void *in, size_t count, DrElemType type, DrMpiReduce op) {
+  switch (type) {
+    case DR_ELEM_U8:
+      REDUCE(guint8, ID, U8_PUT);
+      break;
+    case DR_ELEM_I32:
+      REDUCE(gint32, ID, I32_PUT);
+      break;
+    case DR_ELEM_I64: {
+      /* Integers exactly, not through double. */
+      gint64 *a = acc;
+      const gint64 *b = in;
+      for (size_t i = 0; i < count; i++)
+        a[i] = op == DR_MPI_REDUCE_SUM    ? (gint64)((guint64)a[i] + (guint64)b[i])
+               : op == DR_MPI_REDUCE_PROD ? (gint64)((guint64)a[i] * (guint64)b[i])
+               : op == DR_MPI_REDUCE_MIN  ? MIN(a[i], b[i])
+                                          : MAX(a[i], b[i]);
+      break;
+    }
+    case DR_ELEM_F16:
+      REDUCE(guint16, F16_GET, F16_PUT);
+      break;
+    case DR_ELEM_BF16:
+      REDUCE(guint16, BF16_GET, BF16_PUT);
+      break;
+    case DR_ELEM_F32:
+      REDUCE(float, ID, F32);
+      break;
+    case DR_ELEM_F64:
+      REDUCE(double, ID, ID);
+      break;
+    default:
+      break;
+  }
+}
+
+static const char *const reduce_names[] = {
+#define DR_X(e, s) s,
+    DR_MPI_REDUCE_LIST(DR_X)
+#undef DR_X
+};
+
+const char *dr_mpi_reduce_name(DrMpiReduce op) {
+  return (guint)op < DR_MPI_N_REDUCES ? reduce_names[op] : "?";
+}
+
+gboolean dr_mpi_reduce_from_name(const char *name, DrMpiReduce *out) {
+  for (guint i = 0; i < DR_MPI_N_REDUCES; i++)
+    if (strcmp(reduce_names[i], name) == 0) return (*out = (DrMpiReduce)i, TRUE);
+  return FALSE;
+}

@@ -1,0 +1,59 @@
+/* mpi.h: the process's view of the ranks (DrMpiWorld) and how it joins
+ * them: the launcher test, the plugin loader, the shared host-side
+ * reduction. The table itself is mpi_api.h's. Implemented in mpi.c. */
+#ifndef DAGRUN_BACKENDS_MPI_H
+#define DAGRUN_BACKENDS_MPI_H
+
+#include <glib.h>
+
+#include "backends/mpi_api.h"
+
+G_BEGIN_DECLS
+
+/* The ranks this process belongs to. Without a launcher: rank 0 of 1, no
+ * table. */
+typedef struct {
+  const DrMpiApi *api; /* NULL: a single process, no MPI */
+  guint32 rank, size, local_rank;
+  gboolean multiple;    /* MPI_THREAD_MULTIPLE granted */
+  const char *launcher; /* the environment variable that said so, or NULL */
+} DrMpiWorld;
+
+/* The environment variable of a launcher found in the environment
+ * (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK, ...), or NULL: whether this
+ * process was started by mpirun or srun and should join its ranks. */
+const char *dr__mpi_launcher(void);
+
+/* Joins the ranks once per process: under a launcher, loads the plugin
+ * (DAGRUN_MPI_PLUGIN, else libdagrun_mpi.so beside the executable, in
+ * ../lib/dagrun/, ../backends/, then the loader's path), initialises MPI
+ * and asks the world's shape; without one, rank 0 of 1. Idempotent: later
+ * calls return the first result. NULL with DR_ERROR_UNAVAILABLE when
+ * launched by mpirun but the plugin or libmpi cannot be loaded, or
+ * DR_ERROR_RUNTIME when MPI_Init fails. */
+const DrMpiWorld *dr__mpi_join(GError **error);
+
+/* The world joined so far (rank 0 of 1 before dr__mpi_join). */
+const DrMpiWorld *dr__mpi_world(void);
+
+/* Tests: makes `api` the table (NULL: back to none) with the world it
+ * reports, as if joined; returns the previous table. */
+const DrMpiApi *dr__mpi_set_api(const DrMpiApi *api);
+
+/* Finalizes MPI if it was joined (at exit). */
+void dr__mpi_leave(void);
+
+/* Sets `error` (DR_ERROR_RUNTIME) to "WHAT: MPI CALL failed: TEXT" for the
+ * failed return `rc` of `call`; returns FALSE. */
+gboolean dr__mpi_fail(int rc, const char *what, const char *call, GError **error);
+
+/* Host-side reduction of `count` elements of `type`: acc[i] = acc[i] OP
+ * in[i] (f16 and bf16 through float, rounded to nearest even). */
+void dr__mpi_reduce_local(void *acc, const void *in, size_t count, DrElemType type, DrMpiReduce op);
+
+const char *dr_mpi_reduce_name(DrMpiReduce op);
+gboolean dr_mpi_reduce_from_name(const char *name, DrMpiReduce *out);
+
+G_END_DECLS
+
+#endif

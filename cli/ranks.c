@@ -1,0 +1,44 @@
+/* ranks.c: the command line under mpirun (ranks.h). Every rank runs the
+ * same command on the same pipeline; three collectives keep them in step:
+ * one agreement before running (a rank that failed to load or plan stops
+ * all of them, with its exit code), one gather of the outputs to rank 0
+ * after, and one agreement on the exit code. A failure while running ends
+ * every rank at once (dr_ranks_abort), since the others may be inside a
+ * collective that the failed rank will never join. */
+#include "cli/ranks.h"
+
+#include <stdio.h>
+
+#include "include/dagrun/dagrun.h"
+
+static gboolean ready_done;
+
+int dr__cli_ranks_ready(int code) {
+  if (dr_ranks_size() <= 1) return code;
+  ready_done = TRUE;
+  return dr_ranks_agree(code);
+}
+
+void dr__cli_ranks_run_failed(GString *err) {
+  if (dr_ranks_size() <= 1) return;
+  fwrite(err->str, 1, err->len, stderr);
+  fprintf(stderr, "dagrun: rank %u of %u failed; ending every rank\n", dr_ranks_rank(), dr_ranks_size());
+  dr_ranks_abort(70);
+}
+
+int dr__cli_ranks_finish(int rc, gboolean ran, gboolean json, GString *out) {
+  if (dr_ranks_size() <= 1) return rc;
+  if (!ready_done) rc = dr__cli_ranks_ready(rc);
+  g_auto(GStrv) all = dr_ranks_gather(out->str);
+  g_string_truncate(out, 0);
+  if (all != NULL) {
+    guint n = g_strv_length(all);
+    if (ran) {
+      dr_run_report_merge_ranks(all, n, json, out);
+    } else {
+      for (guint r = 0; r < n; r++)
+        if (all[r][0] != '\0') g_string_append_printf(out, "== rank %u ==\n%s", r, all[r]);
+    }
+  }
+  return dr_ranks_agree(rc);
+}
