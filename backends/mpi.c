@@ -2,18 +2,16 @@
  * process, loading libdagrun_mpi.so and MPI with dlopen, the world's
  * shape, and the host-side reduction the collectives share. It holds the
  * process's one DrMpiWorld (MPI itself is once per process); it moves no
- * pipeline data itself: the host backend's collectives
- * (backends/collectives.c) and the library's rank protocol (lib/ranks.c)
+ * pipeline data itself: the host backend's collectives across ranks
+ * (backends/mpi_coll.c) and the library's rank protocol (lib/ranks.c)
  * call the table. */
 #include "backends/mpi.h"
 
 #include <dlfcn.h>
-#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "include/dagrun/dagrun.h"
-#include "kernels/halfconv.h"
 
 static DrMpiWorld world = {NULL, 0, 1, 0, FALSE, NULL};
 static gboolean joined;
@@ -138,89 +136,4 @@ const DrMpiApi *dr__mpi_set_api(const DrMpiApi *api) {
 void dr__mpi_leave(void) {
   if (world.api != NULL && world.api->finalize != NULL) world.api->finalize();
   world.api = NULL;
-}
-
-/* ---- the reduction shared with the collectives ------------------------- */
-
-#define REDUCE(T, get, put)                                                           \
-  do {                                                                                \
-    T *a = acc;                                                                       \
-    const T *b = in;                                                                  \
-    for (size_t i = 0; i < count; i++) a[i] = put(combine(get(a[i]), get(b[i]), op)); \
-  } while (0)
-
-static inline double combine(double x, double y, DrMpiReduce op) {
-  switch (op) {
-    case DR_MPI_REDUCE_SUM:
-      return x + y;
-    case DR_MPI_REDUCE_PROD:
-      return x * y;
-    case DR_MPI_REDUCE_MIN:
-      return y < x ? y : x;
-    case DR_MPI_REDUCE_MAX:
-      return y > x ? y : x;
-    default:
-      return x;
-  }
-}
-
-#define ID(x) (x)
-#define F32(x) ((float)(x))
-#define BF16_GET(x) ((double)dr__bf16_to_f32(x))
-#define BF16_PUT(x) dr__f32_to_bf16((float)(x))
-#define F16_GET(x) ((double)dr__f16_to_f32(x))
-#define F16_PUT(x) dr__f32_to_f16((float)(x))
-#define U8_PUT(x) ((guint8)(gint64)(x))
-#define I32_PUT(x) ((gint32)(gint64)(x))
-
-void dr__mpi_reduce_local(void *acc, const void *in, size_t count, DrElemType type, DrMpiReduce op) {
-  switch (type) {
-    case DR_ELEM_U8:
-      REDUCE(guint8, ID, U8_PUT);
-      break;
-    case DR_ELEM_I32:
-      REDUCE(gint32, ID, I32_PUT);
-      break;
-    case DR_ELEM_I64: {
-      /* Integers exactly, not through double. */
-      gint64 *a = acc;
-      const gint64 *b = in;
-      for (size_t i = 0; i < count; i++)
-        a[i] = op == DR_MPI_REDUCE_SUM    ? (gint64)((guint64)a[i] + (guint64)b[i])
-               : op == DR_MPI_REDUCE_PROD ? (gint64)((guint64)a[i] * (guint64)b[i])
-               : op == DR_MPI_REDUCE_MIN  ? MIN(a[i], b[i])
-                                          : MAX(a[i], b[i]);
-      break;
-    }
-    case DR_ELEM_F16:
-      REDUCE(guint16, F16_GET, F16_PUT);
-      break;
-    case DR_ELEM_BF16:
-      REDUCE(guint16, BF16_GET, BF16_PUT);
-      break;
-    case DR_ELEM_F32:
-      REDUCE(float, ID, F32);
-      break;
-    case DR_ELEM_F64:
-      REDUCE(double, ID, ID);
-      break;
-    default:
-      break;
-  }
-}
-
-static const char *const reduce_names[] = {
-#define DR_X(e, s) s,
-    DR_MPI_REDUCE_LIST(DR_X)
-#undef DR_X
-};
-
-const char *dr_mpi_reduce_name(DrMpiReduce op) {
-  return (guint)op < DR_MPI_N_REDUCES ? reduce_names[op] : "?";
-}
-
-gboolean dr_mpi_reduce_from_name(const char *name, DrMpiReduce *out) {
-  for (guint i = 0; i < DR_MPI_N_REDUCES; i++)
-    if (strcmp(reduce_names[i], name) == 0) return (*out = (DrMpiReduce)i, TRUE);
-  return FALSE;
 }

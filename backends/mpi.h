@@ -1,6 +1,6 @@
 /* mpi.h: the process's view of the ranks (DrMpiWorld) and how it joins
- * them: the launcher test, the plugin loader, the shared host-side
- * reduction. The table itself is mpi_api.h's. Implemented in mpi.c. */
+ * them: the launcher test and the plugin loader. The table itself is
+ * mpi_api.h's. Implemented in mpi.c. */
 #ifndef DAGRUN_BACKENDS_MPI_H
 #define DAGRUN_BACKENDS_MPI_H
 
@@ -46,13 +46,6 @@ void dr__mpi_leave(void);
 /* Sets `error` (DR_ERROR_RUNTIME) to "WHAT: MPI CALL failed: TEXT" for the
  * failed return `rc` of `call`; returns FALSE. */
 gboolean dr__mpi_fail(int rc, const char *what, const char *call, GError **error);
-
-/* Host-side reduction of `count` elements of `type`: acc[i] = acc[i] OP
- * in[i] (f16 and bf16 through float, rounded to nearest even). */
-void dr__mpi_reduce_local(void *acc, const void *in, size_t count, DrElemType type, DrMpiReduce op);
-
-const char *dr_mpi_reduce_name(DrMpiReduce op);
-gboolean dr_mpi_reduce_from_name(const char *name, DrMpiReduce *out);
 
 G_END_DECLS
 

@@ -69,7 +69,10 @@ typedef struct {
    * recv at displs[r], counts[r] bytes each; others pass NULLs. */
   int (*gatherv)(const void *send, int bytes, void *recv, const int *counts, const int *displs, int root,
                  int comm);
-  int (*send)(const void *buf, size_t bytes, int peer, int tag, int comm);
+  /* Point to point: isend starts a send of buf (which must stay intact
+   * until wait(*req) returns), recv blocks until the message arrived. */
+  int (*isend)(const void *buf, size_t bytes, int peer, int tag, int comm, int *req);
+  int (*wait)(int req);
   int (*recv)(void *buf, size_t bytes, int peer, int tag, int comm);
   /* MPI_Abort of the world: every rank ends (does not return). */
   void (*abort)(int code);

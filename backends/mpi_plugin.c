@@ -9,6 +9,7 @@
  * the plugin is a thin shim, and the logic (signatures, reports, aborts)
  * lives in dagrun (backends/mpi.c, lib/ranks.c). */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -57,18 +58,28 @@ static int p_world(int *rank, int *size, int *local_rank) {
   return rc;
 }
 
+/* Every rank dups and frees in the same order, so slots match too (not
+ * that MPI needs them to). */
 static int p_comm_dup(int *comm) {
-  if (n_comms >= MAX_COMMS) return MPI_ERR_COMM;
-  int rc = MPI_Comm_dup(MPI_COMM_WORLD, &comms[n_comms]);
-  if (rc != MPI_SUCCESS) return rc;
-  MPI_Comm_set_errhandler(comms[n_comms], MPI_ERRORS_RETURN);
-  *comm = n_comms++;
+  int c = 1;
+  while (c < n_comms && comms[c] != MPI_COMM_NULL) c++;
+  if (c >= MAX_COMMS) return MPI_ERR_COMM;
+  int rc = MPI_Comm_dup(MPI_COMM_WORLD, &comms[c]);
+  if (rc != MPI_SUCCESS) {
+    comms[c] = MPI_COMM_NULL;
+    return rc;
+  }
+  MPI_Comm_set_errhandler(comms[c], MPI_ERRORS_RETURN);
+  if (c == n_comms) n_comms++;
+  *comm = c;
   return MPI_SUCCESS;
 }
 
 static int p_comm_free(int comm) {
   if (comm <= 0 || comm >= n_comms || comms[comm] == MPI_COMM_NULL) return MPI_SUCCESS;
-  return MPI_Comm_free(&comms[comm]);
+  int rc = MPI_Comm_free(&comms[comm]);
+  comms[comm] = MPI_COMM_NULL;
+  return rc;
 }
 
 static int p_barrier(int comm) { return MPI_Barrier(comm_of(comm)); }
@@ -150,9 +161,37 @@ static int p_gatherv(const void *send, int bytes, void *recv, const int *counts,
   return MPI_Gatherv(send, bytes, MPI_BYTE, recv, counts, displs, MPI_BYTE, root, comm_of(comm));
 }
 
-static int p_send(const void *buf, size_t bytes, int peer, int tag, int comm) {
+/* Requests of sends in flight: a free list over a fixed table, under a
+ * lock (several workers send at once). */
+#define MAX_REQS 4096
+static MPI_Request reqs[MAX_REQS];
+static int req_used[MAX_REQS];
+static pthread_mutex_t req_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int p_isend(const void *buf, size_t bytes, int peer, int tag, int comm, int *req) {
   if (bytes > (size_t)INT32_MAX) return MPI_ERR_COUNT;
-  return MPI_Send(buf, (int)bytes, MPI_BYTE, peer, tag, comm_of(comm));
+  pthread_mutex_lock(&req_mu);
+  int r = 0;
+  while (r < MAX_REQS && req_used[r]) r++;
+  if (r < MAX_REQS) req_used[r] = 1;
+  pthread_mutex_unlock(&req_mu);
+  if (r == MAX_REQS) return MPI_ERR_REQUEST;
+  int rc = MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, comm_of(comm), &reqs[r]);
+  if (rc != MPI_SUCCESS) {
+    req_used[r] = 0;
+    return rc;
+  }
+  *req = r;
+  return MPI_SUCCESS;
+}
+
+static int p_wait(int req) {
+  if (req < 0 || req >= MAX_REQS || !req_used[req]) return MPI_ERR_REQUEST;
+  int rc = MPI_Wait(&reqs[req], MPI_STATUS_IGNORE);
+  pthread_mutex_lock(&req_mu);
+  req_used[req] = 0;
+  pthread_mutex_unlock(&req_mu);
+  return rc;
 }
 
 static int p_recv(void *buf, size_t bytes, int peer, int tag, int comm) {
@@ -189,7 +228,8 @@ static const DrMpiApi api = {
     .allgather = p_allgather,
     .alltoall = p_alltoall,
     .gatherv = p_gatherv,
-    .send = p_send,
+    .isend = p_isend,
+    .wait = p_wait,
     .recv = p_recv,
     .abort = p_abort,
     .error_string = p_error_string,

@@ -7,14 +7,34 @@
  * collective that the failed rank will never join. */
 #include "cli/ranks.h"
 
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "include/dagrun/dagrun.h"
 
 static gboolean ready_done;
 
+/* The launcher ends the surviving ranks with SIGTERM when one rank died
+ * (Open MPI's mpirun does): each then says so and exits 70, "a rank that
+ * died" (decisions.md), rather than as killed. Async-signal-safe. */
+static void on_sigterm(int sig) {
+  static const char msg[] = "dagrun: ended by the MPI launcher: another rank failed or died\n";
+  ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)n;
+  _exit(70);
+}
+
 int dr__cli_ranks_ready(int code) {
   if (dr_ranks_size() <= 1) return code;
+  if (!ready_done) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigterm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+  }
   ready_done = TRUE;
   return dr_ranks_agree(code);
 }
