@@ -66,8 +66,8 @@ static void *open_plugin(char **why) {
 gboolean dr__mpi_fail(int rc, const char *what, const char *call, GError **error) {
   char text[256] = "";
   if (world.api != NULL && world.api->error_string != NULL) world.api->error_string(rc, text, sizeof text);
-  g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "%s: MPI %s failed on rank %u: %s (%d)", what, call,
-              world.rank, text[0] ? text : "error", rc);
+  g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "%s: %s failed on rank %u: %s (%d)", what, call, world.rank,
+              text[0] ? text : "error", rc);
   return FALSE;
 }
 
@@ -127,8 +127,10 @@ const DrMpiApi *dr__mpi_set_api(const DrMpiApi *api) {
   joined = api != NULL;
   if (api != NULL) {
     world.launcher = "test";
+    /* A table that fails to start leaves rank 0 of 1 (the fault tests'
+     * first call). */
     g_autoptr(GError) error = NULL;
-    if (!ask_world(api, &error)) g_warning("dr__mpi_set_api: %s", error->message);
+    if (!ask_world(api, &error)) world = (DrMpiWorld){NULL, 0, 1, 0, FALSE, "test"};
   }
   return old;
 }

@@ -43,7 +43,8 @@ const DrMpiApi *dr__mpi_set_api(const DrMpiApi *api);
 /* Finalizes MPI if it was joined (at exit). */
 void dr__mpi_leave(void);
 
-/* Sets `error` (DR_ERROR_RUNTIME) to "WHAT: MPI CALL failed: TEXT" for the
+/* Sets `error` (DR_ERROR_RUNTIME) to "WHAT: CALL failed on rank R: TEXT
+ * (CODE)" for the
  * failed return `rc` of `call`; returns FALSE. */
 gboolean dr__mpi_fail(int rc, const char *what, const char *call, GError **error);
 

@@ -1,0 +1,199 @@
+/* ranks_test.c: the MPI layer without mpirun: the rank variables and
+ * `rank:` in the parser, the merged report of several ranks, and, on a
+ * fake MPI table (fake_mpi.c), the rank protocol (agree, gather), the
+ * collectives check and the collectives across ranks of the host backend,
+ * each MPI call failed in turn. The same paths under a real mpirun are
+ * tests/mpi/mpi_test.sh's. */
+#include <glib.h>
+#include <string.h>
+
+#include "backends/mpi.h"
+#include "backends/run.h"
+#include "include/dagrun/dagrun.h"
+#include "ir/diag.h"
+#include "lib/load.h"
+#include "report/report.h"
+#include "scheduler/planner.h"
+#include "tests/mpi/fake_mpi.h"
+
+/* Loads `yaml` as rank `rank` of `nranks`; NULL and *msg on errors. */
+static DrGraph *load_as(const char *yaml, guint rank, guint nranks, char **msg) {
+  dr__load_set_ranks(rank, nranks, rank % 2);
+  g_autoptr(DrDiags) diags = dr_diags_new(20);
+  g_autoptr(GError) error = NULL;
+  DrGraph *g = dr_load_string("t.yaml", yaml, strlen(yaml), diags, &error);
+  dr__load_set_ranks(0, 1, 0);
+  if (g == NULL && msg) *msg = g_strdup(error->message);
+  return g;
+}
+
+static const char *const ranks_yaml =
+    "dagrun: 1\n"
+    "buffers:\n"
+    "  x: {type: f32, count: 64, init: iota}\n"
+    "  y: {type: f32, count: 64}\n"
+    "nodes:\n"
+    "  s{rank}_of_{nranks}_{local_rank}:\n"
+    "    op: kernel\n"
+    "    kernel: scale_f32\n"
+    "    args: {x: \"x[rank*8:rank*8+8]\", alpha: \"{rank + 1}\", y: \"y[rank*8:rank*8+8]\"}\n"
+    "  tail:\n"
+    "    op: noop\n"
+    "    rank: \"{nranks - 1}\"\n"
+    "  mid:\n"
+    "    op: noop\n"
+    "    rank: [0, \"2..nranks-2\"]\n"
+    "    after: [tail]\n"
+    "  per{r}:\n"
+    "    foreach: {r: 0..nranks-1}\n"
+    "    op: noop\n"
+    "    rank: r\n"
+    "    after: [\"mid*\"]\n";
+
+static void test_parse_variables(void) {
+  for (guint rank = 0; rank < 5; rank++) {
+    g_autofree char *msg = NULL;
+    g_autoptr(DrGraph) g = load_as(ranks_yaml, rank, 5, &msg);
+    g_assert_null(msg);
+    g_assert_nonnull(g);
+    g_autofree char *s = g_strdup_printf("s%u_of_5_%u", rank, rank % 2);
+    g_assert_cmpuint(dr_graph_find_node(g, s), !=, DR_NONE);
+    g_autofree char *per = g_strdup_printf("per%u", rank);
+    g_assert_cmpuint(dr_graph_find_node(g, per), !=, DR_NONE);
+    g_assert_cmpuint(dr_graph_find_node(g, "tail") != DR_NONE, ==, rank == 4);
+    g_assert_cmpuint(dr_graph_find_node(g, "mid") != DR_NONE, ==, rank == 0 || (rank >= 2 && rank <= 3));
+    /* One kernel, one per, and tail/mid where kept. */
+    g_assert_cmpuint(dr_graph_n_nodes(g), ==, 2 + (rank == 4) + (rank == 0 || (rank >= 2 && rank <= 3)));
+    g_assert_cmpuint(g->rank, ==, rank);
+    g_assert_cmpuint(g->nranks, ==, 5);
+  }
+}
+
+static void test_parse_single(void) {
+  /* No job: rank 0 of 1, the default every load sees. */
+  g_autoptr(DrDiags) diags = dr_diags_new(20);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrGraph) g = dr_load_string("t.yaml", ranks_yaml, strlen(ranks_yaml), diags, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_graph_find_node(g, "s0_of_1_0"), !=, DR_NONE);
+  g_assert_cmpuint(dr_graph_find_node(g, "tail"), !=, DR_NONE); /* nranks - 1 = 0 */
+  g_assert_cmpuint(dr_graph_find_node(g, "mid"), !=, DR_NONE);
+}
+
+static void expect_error(const char *yaml, const char *want) {
+  g_autofree char *msg = NULL;
+  g_autoptr(DrGraph) g = load_as(yaml, 1, 4, &msg);
+  g_assert_null(g);
+  if (strstr(msg, want) == NULL) g_error("expected '%s' in: %s", want, msg);
+}
+
+static void test_parse_errors(void) {
+  expect_error("dagrun: 1\nnodes:\n  a: {op: noop, rank: []}\n",
+               "t.yaml:3:23: error: node 'a', key 'rank': an empty list names no rank");
+  expect_error("dagrun: 1\nnodes:\n  a: {op: noop, rank: \"rank + nodes\"}\n",
+               "t.yaml:3:23: error: node 'a', key 'rank': unknown loop variable 'nodes'");
+  expect_error("dagrun: 1\nnodes:\n  a: {op: noop, rank: {x: 1}}\n",
+               "t.yaml:3:23: error: node 'a', key 'rank'");
+  /* An after: on a node that exists on no rank is still an error. */
+  expect_error("dagrun: 1\nnodes:\n  a: {op: noop, after: [b]}\n", "unknown node 'b'");
+}
+
+static char *report_text(const char *name, DrVerified v) {
+  g_autoptr(GString) s = g_string_new(NULL);
+  g_string_append_printf(s, "%s: backend host, mode streams, 1 iterations (0 warmup)\n", name);
+  g_string_append(s, "node op     stream\nk0   kernel      0\nk1   copy        1\n");
+  g_string_append(s, "makespan_us: median 1.0, min 1.0, max 1.0\n");
+  g_string_append_printf(s, "verify: %s\n",
+                         v == DR_VERIFIED_PASS   ? "passed"
+                         : v == DR_VERIFIED_FAIL ? "FAILED: buffer 'y'"
+                                                 : "not run");
+  return g_string_free(g_steal_pointer(&s), FALSE);
+}
+
+static void test_merge_text(void) {
+  char *reports[] = {report_text("p", DR_VERIFIED_PASS), report_text("p", DR_VERIFIED_FAIL),
+                     report_text("p", DR_VERIFIED_PASS), NULL};
+  g_autoptr(GString) out = g_string_new(NULL);
+  dr_run_report_merge_ranks(reports, 3, FALSE, out);
+  const char *want =
+      "rank 0: p: backend host, mode streams, 1 iterations (0 warmup)\n"
+      "rank 1: p: backend host, mode streams, 1 iterations (0 warmup)\n"
+      "rank 2: p: backend host, mode streams, 1 iterations (0 warmup)\n"
+      "rank node op     stream\n"
+      "0    k0   kernel      0\n"
+      "0    k1   copy        1\n"
+      "1    k0   kernel      0\n"
+      "1    k1   copy        1\n"
+      "2    k0   kernel      0\n"
+      "2    k1   copy        1\n"
+      "rank 0: makespan_us: median 1.0, min 1.0, max 1.0\n"
+      "rank 0: verify: passed\n"
+      "rank 1: makespan_us: median 1.0, min 1.0, max 1.0\n"
+      "rank 1: verify: FAILED: buffer 'y'\n"
+      "rank 2: makespan_us: median 1.0, min 1.0, max 1.0\n"
+      "rank 2: verify: passed\n"
+      "verify (3 ranks): FAILED on rank 1\n";
+  g_assert_cmpstr(out->str, ==, want);
+  for (int i = 0; i < 3; i++) g_free(reports[i]);
+}
+
+static void test_merge_json(void) {
+  char *reports[] = {g_strdup("{\"schema\": 1, \"name\": \"p\", \"verified\": true}\n"),
+                     g_strdup("{\"schema\": 1, \"name\": \"p\", \"verified\": true}"), NULL};
+  g_autoptr(GString) out = g_string_new(NULL);
+  dr_run_report_merge_ranks(reports, 2, TRUE, out);
+  g_assert_cmpstr(
+      out->str, ==,
+      "{\"schema\": 1, \"nranks\": 2, \"verified\": true, \"failed_ranks\": [], \"ranks\": [{\"rank\": "
+      "0, \"schema\": 1, \"name\": \"p\", \"verified\": true}, {\"rank\": 1, \"schema\": 1, \"name\": "
+      "\"p\", \"verified\": true}]}\n");
+  g_free(reports[1]);
+  reports[1] = g_strdup("{\"schema\": 1, \"name\": \"p\", \"verified\": false}");
+  g_string_truncate(out, 0);
+  dr_run_report_merge_ranks(reports, 2, TRUE, out);
+  g_assert_nonnull(strstr(out->str, "\"verified\": false, \"failed_ranks\": [1]"));
+  g_free(reports[0]);
+  g_free(reports[1]);
+}
+
+/* ---- on the fake MPI table ------------------------------------------------- */
+
+static void test_fake_protocol(void) {
+  fake_mpi_reset(0, 3);
+  dr__mpi_set_api(&fake_mpi_api);
+  g_assert_cmpuint(dr_ranks_size(), ==, 3);
+  g_assert_cmpuint(dr_ranks_rank(), ==, 0);
+  g_assert_cmpint(dr_ranks_agree(65), ==, 65);
+  g_auto(GStrv) all = dr_ranks_gather("hello");
+  g_assert_nonnull(all);
+  g_assert_cmpuint(g_strv_length(all), ==, 3);
+  g_assert_cmpstr(all[2], ==, "hello");
+  dr__mpi_set_api(NULL);
+  g_assert_cmpuint(dr_ranks_size(), ==, 1);
+  /* Not rank 0: nothing gathered here. */
+  fake_mpi_reset(1, 2);
+  dr__mpi_set_api(&fake_mpi_api);
+  g_assert_null(dr_ranks_gather("x"));
+  dr__mpi_set_api(NULL);
+}
+
+static void test_fake_join_fails(void) {
+  /* MPI_Init failing: the first call. */
+  fake_mpi_reset(0, 2);
+  fake_mpi_fail_at(1);
+  dr__mpi_set_api(&fake_mpi_api);
+  g_assert_null(dr__mpi_world()->api);
+  dr__mpi_set_api(NULL);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/mpi/parse/variables", test_parse_variables);
+  g_test_add_func("/mpi/parse/single-process", test_parse_single);
+  g_test_add_func("/mpi/parse/errors", test_parse_errors);
+  g_test_add_func("/mpi/report/merge-text", test_merge_text);
+  g_test_add_func("/mpi/report/merge-json", test_merge_json);
+  g_test_add_func("/mpi/fake/protocol", test_fake_protocol);
+  g_test_add_func("/mpi/fake/join-fails", test_fake_join_fails);
+  return g_test_run();
+}
