@@ -146,7 +146,7 @@ try:
 except ImportError:
     sys.exit(0)
 schema = json.load(open(sys.argv[2]))
-jsonschema.validate(doc, schema)
+jsonschema.validate(doc, {"$ref": "#/$defs/ranks_report", "$defs": schema["$defs"]})
 PY
 }
 check "np 2: --format=json merges the ranks' reports (valid against the schema)" json_report
