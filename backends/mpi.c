@@ -139,3 +139,61 @@ void dr__mpi_leave(void) {
   if (world.api != NULL && world.api->finalize != NULL) world.api->finalize();
   world.api = NULL;
 }
+
+gboolean dr__mpi_share_nccl_id(int (*make)(void *id), void *id, gsize len, GError **error) {
+  const DrMpiWorld *w = &world;
+  gint32 status = 0;
+  if (w->rank == 0) status = make(id);
+  if (w->api == NULL || w->size <= 1) {
+    if (status != 0)
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "NCCL: ncclGetUniqueId failed (%d)", status);
+    return status == 0;
+  }
+  int rc = w->api->bcast(&status, sizeof status, 0, 0);
+  if (rc != 0) return dr__mpi_fail(rc, "NCCL bootstrap", "MPI_Bcast", error);
+  if (status != 0) {
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "NCCL bootstrap: ncclGetUniqueId failed on rank 0 (%d)",
+                status);
+    return FALSE;
+  }
+  rc = w->api->bcast(id, len, 0, 0);
+  if (rc != 0) return dr__mpi_fail(rc, "NCCL bootstrap", "MPI_Bcast", error);
+  return TRUE;
+}
+
+typedef struct {
+  void (*fn)(void *);
+  void *data;
+} AbortHook;
+
+static GMutex hooks_mu;
+static GArray *hooks; /* AbortHook */
+
+void dr__mpi_register_abort(void (*fn)(void *data), void *data) {
+  g_mutex_lock(&hooks_mu);
+  if (hooks == NULL) hooks = g_array_new(FALSE, FALSE, sizeof(AbortHook));
+  AbortHook h = {fn, data};
+  g_array_append_val(hooks, h);
+  g_mutex_unlock(&hooks_mu);
+}
+
+void dr__mpi_unregister_abort(void (*fn)(void *data), void *data) {
+  g_mutex_lock(&hooks_mu);
+  for (guint i = 0; hooks != NULL && i < hooks->len; i++) {
+    AbortHook *h = &g_array_index(hooks, AbortHook, i);
+    if (h->fn == fn && h->data == data) {
+      g_array_remove_index(hooks, i);
+      break;
+    }
+  }
+  g_mutex_unlock(&hooks_mu);
+}
+
+void dr__mpi_run_abort_hooks(void) {
+  /* No lock: the process is going down, and a hook may hang on a lock the
+   * failing thread holds. */
+  for (guint i = hooks ? hooks->len : 0; i-- > 0;) {
+    AbortHook h = g_array_index(hooks, AbortHook, i);
+    h.fn(h.data);
+  }
+}

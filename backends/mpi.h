@@ -48,6 +48,23 @@ void dr__mpi_leave(void);
  * failed return `rc` of `call`; returns FALSE. */
 gboolean dr__mpi_fail(int rc, const char *what, const char *call, GError **error);
 
+/* The CUDA backend's bootstrap across ranks: rank 0 makes the job's
+ * ncclUniqueId (`make`, ncclGetUniqueId through the NCCL table, returns 0
+ * on success) into id[len], and broadcasts a status and then the id over
+ * MPI; every rank returns with the same bytes. Collective (every rank calls
+ * it once per communicator, before ncclCommInitRank). FALSE with
+ * DR_ERROR_RUNTIME on every rank when rank 0's `make` or MPI failed. */
+gboolean dr__mpi_share_nccl_id(int (*make)(void *id), void *id, gsize len, GError **error);
+
+/* Registers fn(data) to run before this process aborts the job
+ * (dr_ranks_abort): the CUDA backend's ncclCommAbort of its
+ * communicators, so that no rank waits in a kernel for a peer that is
+ * gone. dr__mpi_unregister_abort removes it (at close). Thread-safe. */
+void dr__mpi_register_abort(void (*fn)(void *data), void *data);
+void dr__mpi_unregister_abort(void (*fn)(void *data), void *data);
+/* Runs the registered functions, latest first (dr_ranks_abort). */
+void dr__mpi_run_abort_hooks(void);
+
 G_END_DECLS
 
 #endif

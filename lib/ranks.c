@@ -78,6 +78,7 @@ void dr_ranks_abort(int code) {
   const DrMpiWorld *w = dr__mpi_world();
   fflush(stdout);
   fflush(stderr);
+  dr__mpi_run_abort_hooks();
   if (w->api != NULL && w->size > 1) w->api->abort(code);
   exit(code);
 }

@@ -186,6 +186,46 @@ static void test_fake_join_fails(void) {
   dr__mpi_set_api(NULL);
 }
 
+static int make_id(void *id) {
+  memset(id, 0x5a, 128);
+  return 0;
+}
+
+static int make_id_fails(void *id) { return 3; }
+
+static int hook_calls;
+static void hook(void *data) { hook_calls += GPOINTER_TO_INT(data); }
+
+static void test_fake_nccl_bootstrap(void) {
+  fake_mpi_reset(0, 4);
+  dr__mpi_set_api(&fake_mpi_api);
+  guint8 id[128] = {0};
+  g_autoptr(GError) error = NULL;
+  g_assert_true(dr__mpi_share_nccl_id(make_id, id, sizeof id, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(id[127], ==, 0x5a);
+  g_assert_false(dr__mpi_share_nccl_id(make_id_fails, id, sizeof id, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+  g_clear_error(&error);
+  /* Each MPI call of the bootstrap failing in turn. */
+  for (guint n = 1; n <= 2; n++) {
+    fake_mpi_fail_at(n);
+    g_assert_false(dr__mpi_share_nccl_id(make_id, id, sizeof id, &error));
+    g_assert_nonnull(strstr(error->message, "MPI_Bcast failed on rank 0: fake MPI error"));
+    g_clear_error(&error);
+  }
+  fake_mpi_fail_at(0);
+  /* The abort hooks run latest first; unregistered ones do not. */
+  hook_calls = 0;
+  dr__mpi_register_abort(hook, GINT_TO_POINTER(1));
+  dr__mpi_register_abort(hook, GINT_TO_POINTER(10));
+  dr__mpi_unregister_abort(hook, GINT_TO_POINTER(1));
+  dr__mpi_run_abort_hooks();
+  g_assert_cmpint(hook_calls, ==, 10);
+  dr__mpi_unregister_abort(hook, GINT_TO_POINTER(10));
+  dr__mpi_set_api(NULL);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/mpi/parse/variables", test_parse_variables);
@@ -195,5 +235,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/mpi/report/merge-json", test_merge_json);
   g_test_add_func("/mpi/fake/protocol", test_fake_protocol);
   g_test_add_func("/mpi/fake/join-fails", test_fake_join_fails);
+  g_test_add_func("/mpi/fake/nccl-bootstrap", test_fake_nccl_bootstrap);
   return g_test_run();
 }
