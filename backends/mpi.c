@@ -8,6 +8,8 @@
 #include "backends/mpi.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -196,4 +198,12 @@ void dr__mpi_run_abort_hooks(void) {
     AbortHook h = g_array_index(hooks, AbortHook, i);
     h.fn(h.data);
   }
+}
+
+void dr__mpi_abort_job(int code) {
+  fflush(stdout);
+  fflush(stderr);
+  dr__mpi_run_abort_hooks();
+  if (world.api != NULL && world.size > 1) world.api->abort(code);
+  exit(code);
 }

@@ -65,6 +65,13 @@ void dr__mpi_unregister_abort(void (*fn)(void *data), void *data);
 /* Runs the registered functions, latest first (dr_ranks_abort). */
 void dr__mpi_run_abort_hooks(void);
 
+/* Ends the whole job with exit status `code`: the abort hooks, then
+ * MPI_Abort (a single process: exit). For a failure the other ranks
+ * cannot learn of, which would leave them waiting in a collective (the
+ * host backend's worker that failed while others of its rank may be
+ * blocked in MPI). Does not return. */
+G_NORETURN void dr__mpi_abort_job(int code);
+
 G_END_DECLS
 
 #endif

@@ -315,7 +315,7 @@ static int run(const Options *o, const DrPipeline *pipeline, const DrStreamPlan 
   g_autoptr(DrRunReport) report = run_interruptible(plan, &rs, &error);
   if (report == NULL) {
     int code = report_error(err, error);
-    dr__cli_ranks_run_failed(err);
+    dr__cli_ranks_run_failed(err, code);
     return code;
   }
   warn_auto_host(o, report, err);

@@ -14,11 +14,12 @@ G_BEGIN_DECLS
  * does. Called once per process, by run() or by dr__cli_ranks_finish. */
 int dr__cli_ranks_ready(int code);
 
-/* A run failed on this rank (`message` printed to stderr already or in
- * `err`): other ranks may be waiting in a collective for it, so every
- * rank is ended with exit status 70 (MPI_Abort). Returns only for a single
- * process. */
-void dr__cli_ranks_run_failed(GString *err);
+/* A run failed on this rank with exit code `code`, its message in `err`:
+ * other ranks may be waiting in a collective for it, so `err` is printed
+ * and every rank is ended with exit status 70 (MPI_Abort). Returns for a
+ * single process, and for 65: the collectives check before the first
+ * iteration, which fails on every rank alike. */
+void dr__cli_ranks_run_failed(GString *err, int code);
 
 /* After the command: makes the exit code the same on every rank (the
  * largest) and rank 0's `out` the one output: the run reports of every

@@ -5,7 +5,6 @@
  * backends/mpi.h; without a launcher there is no table and each function
  * is its single-process self. It does not decide what a rank runs: the
  * parser's `rank:` and the plan do. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "backends/mpi.h"
@@ -74,14 +73,7 @@ char **dr_ranks_gather(const char *text) {
   return out;
 }
 
-void dr_ranks_abort(int code) {
-  const DrMpiWorld *w = dr__mpi_world();
-  fflush(stdout);
-  fflush(stderr);
-  dr__mpi_run_abort_hooks();
-  if (w->api != NULL && w->size > 1) w->api->abort(code);
-  exit(code);
-}
+void dr_ranks_abort(int code) { dr__mpi_abort_job(code); }
 
 void dr_ranks_leave(void) { dr__mpi_leave(); }
 
