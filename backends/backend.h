@@ -155,6 +155,18 @@ void dr__host_call_run(const DrHostCall *call);
 /* Writes element `index` of `data` (of `type`) to `out` as text. */
 void dr__elem_format(DrElemType type, const void *data, guint64 index, GString *out);
 
+/* Element i of `data` (of `type`): dr__elem_load sets *v (and, for the
+ * integer types, *iv exactly); dr__elem_store writes v, or iv for the
+ * integer types, rounding to nearest even for f16/bf16. */
+void dr__elem_load(DrElemType type, const void *src, guint64 i, double *v, gint64 *iv);
+void dr__elem_store(DrElemType type, void *dst, guint64 i, double v, gint64 iv);
+
+/* Computes collective node `n` within one process (backends/collective.c):
+ * every participant's src and dst in host memory at `bases` (the host
+ * backend's buffers). rank r is participant r; a node over one buffer
+ * (per_rank) is a collective of one rank. Cannot fail. */
+void dr__collective_host_run(const DrGraph *graph, const DrNode *n, void *const *bases);
+
 /* Pointer to element `begin` of a buffer whose memory starts at `base`;
  * NULL while the buffer has no memory (a stream-ordered buffer before its
  * alloc node ran: its users are re-pointed when they are issued). */

@@ -107,6 +107,39 @@ static void store_elem(DrElemType type, void *dst, guint64 i, double v, gint64 i
   }
 }
 
+void dr__elem_store(DrElemType type, void *dst, guint64 i, double v, gint64 iv) {
+  store_elem(type, dst, i, v, iv);
+}
+
+void dr__elem_load(DrElemType type, const void *src, guint64 i, double *v, gint64 *iv) {
+  switch (type) {
+    case DR_ELEM_U8:
+      *iv = ((const guint8 *)src)[i];
+      break;
+    case DR_ELEM_I32:
+      *iv = ((const gint32 *)src)[i];
+      break;
+    case DR_ELEM_I64:
+      *iv = ((const gint64 *)src)[i];
+      break;
+    case DR_ELEM_F16:
+      *v = f16_to_float(((const guint16 *)src)[i]);
+      return;
+    case DR_ELEM_BF16:
+      *v = bf16_to_float(((const guint16 *)src)[i]);
+      return;
+    case DR_ELEM_F32:
+      *v = ((const float *)src)[i];
+      return;
+    case DR_ELEM_F64:
+      *v = ((const double *)src)[i];
+      return;
+    case DR_ELEM_N_TYPES:
+      g_return_if_reached();
+  }
+  *v = (double)*iv;
+}
+
 /* g_snprintf(buf, size, format, v) in the C locale (g_ascii_formatd
  * allocates nothing). */
 static int float_snprint(char *buf, size_t size, const char *format, double v) {

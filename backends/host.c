@@ -136,6 +136,16 @@ static gboolean execute(DrBackend *b, guint32 stream, DrId id, GError **error) {
       }
       return TRUE;
     }
+    case DR_OP_ALLREDUCE:
+    case DR_OP_BROADCAST:
+    case DR_OP_REDUCE:
+    case DR_OP_ALLGATHER:
+    case DR_OP_REDUCESCATTER:
+    case DR_OP_ALLTOALL:
+    case DR_OP_SEND:
+    case DR_OP_RECV:
+      dr__collective_host_run(g, n, b->bases);
+      return TRUE;
     case DR_OP_NOOP:
     case DR_N_OPS:
       return TRUE;

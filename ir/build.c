@@ -103,7 +103,10 @@ gboolean dr_build_node_begin(DrBuild *b, const char *id, DrOp op, DrLoc loc, gbo
                      .loc = loc,
                      .device = -1,
                      .kernel = DR_NONE,
-                     .buffer = DR_NONE};
+                     .buffer = DR_NONE,
+                     .root = -1,
+                     .peer = -1,
+                     .dev = -1};
   DrId first = dr_graph_find_node(b->g, id);
   if (first == DR_NONE) return TRUE;
   dr_diags_error(b->diags, loc, "duplicate node id '%s'%s", id, expanded ? " after foreach expansion" : "");
@@ -427,6 +430,11 @@ gboolean dr_build_buffer_count_ok(DrBuild *b, const char *name, guint64 count, c
 }
 
 DrId dr_build_add_buffer(DrBuild *b, const DrBuffer *buf) {
+  if (buf->where != DR_WHERE_DEVICE && buf->device_set)
+    dr_diags_error(b->diags, buf->device_loc,
+                   "buffer '%s', key 'device': a host buffer is visible to every device; 'device' applies to "
+                   "device buffers",
+                   buf->name);
   DrId id = dr_graph_add_buffer(b->g, buf);
   if (id == DR_NONE) dr_diags_error(b->diags, buf->loc, "duplicate buffer '%s'", buf->name);
   return id;
@@ -473,4 +481,155 @@ DrId dr_build_add_kernel(DrBuild *b, const DrKernelDecl *decl, const DrLoc *para
   else
     dr_diags_error(b->diags, decl->loc, "duplicate kernel '%s'", decl->name);
   return DR_NONE;
+}
+
+/* ---- collectives ------------------------------------------------------------ */
+
+gboolean dr_collective_counts_ok(DrOp op, guint32 nranks, guint64 src_count, guint64 dst_count,
+                                 const char **want) {
+  const char *w = NULL;
+  switch (op) {
+    case DR_OP_ALLGATHER:
+      if (dst_count != src_count * nranks) w = "dst holds nranks times src's elements";
+      break;
+    case DR_OP_REDUCESCATTER:
+      if (src_count != dst_count * nranks) w = "src holds nranks times dst's elements";
+      break;
+    case DR_OP_ALLTOALL:
+      if (src_count != dst_count || src_count % nranks != 0)
+        w = "src and dst hold the same number of elements, a multiple of nranks";
+      break;
+    case DR_OP_SEND:
+    case DR_OP_RECV:
+      break;
+    default:
+      if (src_count != dst_count) w = "src and dst hold the same number of elements";
+      break;
+  }
+  if (want) *want = w;
+  return w == NULL;
+}
+
+gboolean dr_build_reduce(DrBuild *b, const char *name, DrLoc loc) {
+  DrReduceOp r;
+  if (dr_reduce_from_name(name, &r)) {
+    b->node.reduce = r;
+    return TRUE;
+  }
+  DrSuggest sg;
+  dr__suggest_init(&sg, name);
+  for (guint i = 0; i < DR_N_REDUCES; i++) dr__suggest_add(&sg, dr_reduce_name((DrReduceOp)i));
+  g_autofree char *hint = dr__suggest_hint(&sg);
+  report(b, loc, "key 'reduce'", "unknown reduction '%s'%s", name,
+         dr__suggest_best(&sg) ? hint : " (expected sum, prod, min, max or avg)");
+  return FALSE;
+}
+
+static guint64 access_count(const DrAccess *a) { return a->end - a->begin; }
+
+/* Participant i's src and dst: device buffers, not partly overlapping. */
+static gboolean participant_ok(DrBuild *b, const DrAccess *src, const DrAccess *dst) {
+  const DrAccess *both[2] = {src, dst};
+  for (guint k = 0; k < 2; k++) {
+    if (both[k] == NULL) continue;
+    const DrBuffer *buf = dr_graph_buffer(b->g, both[k]->buffer);
+    if (buf->where != DR_WHERE_DEVICE) {
+      report(b, both[k]->loc, k == 0 ? "key 'src'" : "key 'dst'",
+             "%s takes device buffers; '%s' is a host buffer (copy it to a device buffer first)",
+             dr_op_name(b->node.op), buf->name);
+      return FALSE;
+    }
+  }
+  if (src == NULL || dst == NULL || src->buffer != dst->buffer) return TRUE;
+  gboolean same = src->begin == dst->begin && src->end == dst->end;
+  gboolean disjoint = src->end <= dst->begin || dst->end <= src->begin;
+  if (!same && !disjoint) {
+    report(b, dst->loc, "key 'dst'",
+           "src and dst of one participant overlap; give the same range (in place) or disjoint ones");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean dr_build_collective(DrBuild *b, const DrAccess *src, const DrAccess *dst, guint n, gboolean per_rank,
+                             DrLoc loc) {
+  DrOp op = b->node.op;
+  g_return_val_if_fail(DR_OP_IS_COLLECTIVE(op), FALSE);
+  const char *key = op == DR_OP_RECV ? "key 'dst'" : "key 'src'";
+  if (n == 0 || n > DR_MAX_DEVICES) {
+    report(b, loc, key, "%s takes 1 to %d participants (one buffer per device), not %u", dr_op_name(op),
+           DR_MAX_DEVICES, n);
+    return FALSE;
+  }
+  g_return_val_if_fail(op == DR_OP_RECV || src != NULL, FALSE);
+  g_return_val_if_fail(op == DR_OP_SEND || dst != NULL, FALSE);
+  const DrAccess *first = src ? &src[0] : &dst[0];
+  DrElemType type = dr_graph_buffer(b->g, first->buffer)->type;
+  guint64 c_src = src ? access_count(&src[0]) : 0, c_dst = dst ? access_count(&dst[0]) : 0;
+  gboolean ok = TRUE;
+  for (guint i = 0; i < n; i++) {
+    const DrAccess *si = src ? &src[i] : NULL, *di = dst ? &dst[i] : NULL;
+    if (!participant_ok(b, si, di)) {
+      ok = FALSE;
+      continue;
+    }
+    const DrAccess *both[2] = {si, di};
+    gboolean in_place = si && di && si->buffer == di->buffer && si->begin == di->begin && si->end == di->end;
+    for (guint k = 0; k < (in_place ? 1u : 2u); k++) {
+      if (both[k] == NULL) continue;
+      const DrBuffer *buf = dr_graph_buffer(b->g, both[k]->buffer);
+      const char *kk = k == 0 ? "key 'src'" : "key 'dst'";
+      if (buf->type != type) {
+        report(b, both[k]->loc, kk, "participants disagree on the element type: '%s' holds %s, '%s' holds %s",
+               buf->name, dr_elem_name(buf->type), dr_graph_buffer(b->g, first->buffer)->name,
+               dr_elem_name(type));
+        ok = FALSE;
+      } else if (access_count(both[k]) != (k == 0 ? c_src : c_dst)) {
+        report(b, both[k]->loc, kk,
+               "participants disagree on the size: %" G_GUINT64_FORMAT " elements here, %" G_GUINT64_FORMAT
+               " in the first participant",
+               access_count(both[k]), k == 0 ? c_src : c_dst);
+        ok = FALSE;
+      }
+    }
+  }
+  const char *want = NULL;
+  if (ok && src && dst && !per_rank && !dr_collective_counts_ok(op, n, c_src, c_dst, &want)) {
+    report(b, dst[0].loc, "key 'dst'",
+           "%s with %u participants: %s (src has %" G_GUINT64_FORMAT ", dst %" G_GUINT64_FORMAT ")",
+           dr_op_name(op), n, want, c_src, c_dst);
+    ok = FALSE;
+  }
+  if ((op == DR_OP_ALLGATHER || op == DR_OP_REDUCESCATTER || op == DR_OP_ALLTOALL) && ok && src && dst)
+    for (guint i = 0; i < n; i++)
+      if (src[i].buffer == dst[i].buffer) {
+        report(b, dst[i].loc, "key 'dst'", "%s cannot run in place; give a separate dst", dr_op_name(op));
+        ok = FALSE;
+        break;
+      }
+  if (!ok) return FALSE;
+  for (guint i = 0; i < n; i++) {
+    if (src) dr_build_add_access(b, &src[i], DR_ACCESS_READ);
+    if (dst) dr_build_add_access(b, &dst[i], DR_ACCESS_WRITE);
+  }
+  b->node.n_parts = n;
+  b->node.per_rank = per_rank;
+  return TRUE;
+}
+
+gboolean dr_build_collective_rank(DrBuild *b, const char *key, gint64 rank, DrLoc loc) {
+  DrOp op = b->node.op;
+  gint64 n = b->node.per_rank ? G_MAXINT32 : (gint64)b->node.n_parts;
+  if (rank < 0 || (b->node.n_parts > 0 && rank >= n)) {
+    report(b, loc, key,
+           "rank %" G_GINT64_FORMAT " is out of range [0, %" G_GINT64_FORMAT "] (%s has %" G_GINT64_FORMAT
+           " participants)",
+           rank, n - 1, dr_op_name(op), n);
+    return FALSE;
+  }
+  if (strcmp(key, "key 'peer'") == 0)
+    b->node.peer = (gint32)rank;
+  else
+    b->node.root = (gint32)rank;
+  return TRUE;
 }

@@ -164,6 +164,30 @@ gboolean dr_build_copy(DrBuild *b, const DrAccess *src, const DrAccess *dst);
  * written: a slice is refused), reported at `loc`. */
 gboolean dr_build_lifetime(DrBuild *b, const char *name, DrLoc loc);
 
+/* ---- collectives (docs/multi-gpu.md) ---- */
+
+/* A reducing collective's `reduce:` by name, or an "unknown reduction"
+ * report at `loc`. */
+gboolean dr_build_reduce(DrBuild *b, const char *name, DrLoc loc);
+/* The n participants of the draft collective: src[i] and dst[i] resolved
+ * (dr_build_resolve) for participant i, the same range in both for in
+ * place; src NULL for recv, dst NULL for send. per_rank: one buffer was
+ * written, not a list ("this rank's copy"). Checks device buffers, one
+ * element type and equal sizes across participants, the op's size rule
+ * (dr_collective_counts_ok, with nranks = n unless per_rank), partial
+ * overlap and in-place use where the op forbids it, reporting at the
+ * accesses' locations (`loc`: a wrong participant count); adds the
+ * accesses of graph.h's I7 and sets n_parts and per_rank. Devices (one
+ * per participant, covering run.devices) are the devices pass's checks
+ * (scheduler/devices.c): `run:` may come after `nodes:`. */
+gboolean dr_build_collective(DrBuild *b, const DrAccess *src, const DrAccess *dst, guint n, gboolean per_rank,
+                             DrLoc loc);
+/* `root:` or `peer:` (key: "key 'root'" or "key 'peer'") = rank, after
+ * dr_build_collective: >= 0 and below the participant count of a list
+ * (a per_rank node's upper bound is checked against nranks later), else
+ * a report at `loc`. */
+gboolean dr_build_collective_rank(DrBuild *b, const char *key, gint64 rank, DrLoc loc);
+
 /* ---- buffers and kernels ---- */
 
 /* " (did you mean 'X'?)" for an unknown buffer `name`, or ""; newly

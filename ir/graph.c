@@ -53,13 +53,13 @@ DrGraph *dr_graph_new(void) {
   g->buffer_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->kernel_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->name = "pipeline";
-  g->nranks = 1;
   g->base_dir = ".";
   g->run.mode = DR_MODE_STREAMS;
   g->run.iterations = 10;
   g->run.warmup = 2;
   g->run.max_streams = 8;
   g->run.device = 0;
+  g->run.nranks = 1;
   g->run.release_threshold = G_MAXUINT64;
   return g;
 }
@@ -292,7 +292,20 @@ static gboolean check_lifetime_node(const DrGraph *graph, DrId i, const DrNode *
   return TRUE;
 }
 
-/* I1-I3 and I5 for node i; advances the tiling cursors. */
+/* The number of accesses a collective with n_parts participants has. */
+static guint32 collective_accesses(const DrNode *n) {
+  return n->op == DR_OP_SEND || n->op == DR_OP_RECV ? n->n_parts : 2 * n->n_parts;
+}
+
+/* I7 for collective node n. */
+static gboolean check_collective(const DrNode *n, GError **error) {
+  if (n->access_count != collective_accesses(n))
+    FAIL("I7: collective '%s' has %u accesses for %u participants", n->id, n->access_count, n->n_parts);
+  if (n->n_parts > DR_MAX_DEVICES) FAIL("I7: collective '%s' has %u participants", n->id, n->n_parts);
+  return TRUE;
+}
+
+/* I1-I3, I5 and I7 for node i; advances the tiling cursors. */
 static gboolean check_node(const DrGraph *graph, DrId i, guint32 *next_access, guint32 *next_arg,
                            GError **error) {
   const DrNode *n = dr_graph_node(graph, i);
@@ -306,6 +319,8 @@ static gboolean check_node(const DrGraph *graph, DrId i, guint32 *next_access, g
   if (!check_node_ranges(graph, n, error)) return FALSE;
   if (n->op == DR_OP_KERNEL && !check_kernel_args(graph, n, error)) return FALSE;
   if ((n->op == DR_OP_ALLOC || n->op == DR_OP_FREE) && !check_lifetime_node(graph, i, n, error)) return FALSE;
+  if (DR_OP_IS_COLLECTIVE(n->op) && !check_collective(n, error)) return FALSE;
+  if (n->device < -1 || n->dev < -1) FAIL("I7: node '%s' names device %d", n->id, MIN(n->device, n->dev));
   return TRUE;
 }
 
@@ -326,6 +341,43 @@ gboolean dr_graph_check(const DrGraph *graph, GError **error) {
   return TRUE;
 }
 
+/* ---- devices ----------------------------------------------------------- */
+
+const gint32 *dr_graph_devices(const DrGraph *graph, guint32 *n) {
+  g_return_val_if_fail(graph != NULL && n != NULL, NULL);
+  if (graph->run.n_devices == 0) {
+    *n = 1;
+    return &graph->run.device;
+  }
+  *n = graph->run.n_devices;
+  return graph->run.devices;
+}
+
+gint32 dr_graph_device_rank(const DrGraph *graph, gint32 device) {
+  guint32 n;
+  const gint32 *devs = dr_graph_devices(graph, &n);
+  for (guint32 i = 0; i < n; i++)
+    if (devs[i] == device) return (gint32)i;
+  return -1;
+}
+
+gint32 dr_graph_buffer_device(const DrGraph *graph, DrId b) {
+  const DrBuffer *buf = dr_graph_buffer(graph, b);
+  if (buf->where != DR_WHERE_DEVICE) return -1;
+  return buf->device_set ? buf->device : graph->run.device;
+}
+
+guint64 dr_graph_release_threshold(const DrGraph *graph, gint32 device, gboolean *set) {
+  const DrRunConfig *r = &graph->run;
+  for (guint32 i = 0; i < r->n_device_thresholds; i++)
+    if (r->device_thresholds[i].device == device) {
+      if (set) *set = TRUE;
+      return r->device_thresholds[i].bytes;
+    }
+  if (set) *set = r->release_threshold_set;
+  return r->release_threshold;
+}
+
 /* ---- dump -------------------------------------------------------------- */
 
 static void dump_access(const DrGraph *g, const DrAccess *a, GString *out) {
@@ -343,6 +395,12 @@ static void dump_run(const DrGraph *graph, GString *out) {
   if (r->release_threshold_set)
     g_string_append_printf(out, " release_threshold=%" G_GUINT64_FORMAT, r->release_threshold);
   if (r->fallback_streams) g_string_append_printf(out, " fallback=%s", dr_fallback_name(DR_FALLBACK_STREAMS));
+  for (guint32 i = 0; i < r->n_devices; i++)
+    g_string_append_printf(out, "%s%d%s", i == 0 ? " devices=[" : ",", r->devices[i],
+                           i + 1 == r->n_devices ? "]" : "");
+  for (guint32 i = 0; i < r->n_device_thresholds; i++)
+    g_string_append_printf(out, " release_threshold[%d]=%" G_GUINT64_FORMAT, r->device_thresholds[i].device,
+                           r->device_thresholds[i].bytes);
   g_string_append_c(out, '\n');
 }
 
@@ -355,6 +413,7 @@ static void dump_buffer(const DrGraph *graph, const DrBuffer *b, GString *out) {
     if (b->init == DR_INIT_FILE) g_string_append_printf(out, "(%s)", b->init_path);
   }
   if (b->save_path) g_string_append_printf(out, " save=%s", b->save_path);
+  if (b->device_set) g_string_append_printf(out, " device=%d", b->device);
   if (b->alloc_node != DR_NONE)
     g_string_append_printf(out, " alloc=%s", dr_graph_node(graph, b->alloc_node)->id);
   if (b->free_node != DR_NONE)
@@ -387,6 +446,15 @@ static void dump_node_line(const DrGraph *graph, const DrNode *n, GString *out) 
   if (n->priority != DR_PRIORITY_NORMAL)
     g_string_append_printf(out, " priority=%s", dr_priority_name(n->priority));
   if (n->device >= 0) g_string_append_printf(out, " device=%d", n->device);
+  if (DR_OP_IS_COLLECTIVE(n->op)) {
+    if (n->op == DR_OP_ALLREDUCE || n->op == DR_OP_REDUCE || n->op == DR_OP_REDUCESCATTER)
+      g_string_append_printf(out, " reduce=%s", dr_reduce_name(n->reduce));
+    if (n->root >= 0) g_string_append_printf(out, " root=%d", n->root);
+    if (n->peer >= 0) g_string_append_printf(out, " peer=%d", n->peer);
+    g_string_append_printf(out, " parts=%u%s", n->n_parts, n->per_rank ? " per_rank" : "");
+  }
+  /* the resolved device, only where there is a choice (keeps one-device dumps as they were) */
+  if (graph->run.n_devices > 1) g_string_append_printf(out, " dev=%d", n->dev);
   if (n->label) g_string_append_printf(out, " label=\"%s\"", n->label);
   if (n->grid[0]) g_string_append_printf(out, " grid=[%u,%u,%u]", n->grid[0], n->grid[1], n->grid[2]);
   if (n->block[0]) g_string_append_printf(out, " block=[%u,%u,%u]", n->block[0], n->block[1], n->block[2]);

@@ -29,6 +29,13 @@
  *      its allocs and frees alternate, see scheduler/lifetimes.c).
  *  I6. Strings (ids, names, file names) are interned in the graph's string
  *      chunk and live as long as the graph.
+ *  I7. A collective node (DR_OP_IS_COLLECTIVE) has 2 * n_parts accesses:
+ *      participant i's src (READ) at access_first + 2i and its dst (WRITE)
+ *      at + 2i + 1 (the same range twice when in place); send has only
+ *      src accesses and recv only dst ones (n_parts accesses). After the
+ *      devices pass, participant r of a list is rank r (on run.devices[r]).
+ *      Every
+ *      device and buffer device named is >= -1.
  */
 #ifndef DAGRUN_IR_GRAPH_H
 #define DAGRUN_IR_GRAPH_H
@@ -61,11 +68,21 @@ typedef enum {
 const char *dr_init_name(DrInitKind kind);
 gboolean dr_init_from_name(const char *name, DrInitKind *out);
 
+/* The most GPUs one process drives (`run.devices`) and the most
+ * participants a single-process collective has. */
+#define DR_MAX_DEVICES 32
+
 typedef struct {
   const char *name; /* interned */
   DrLoc loc;        /* the buffer's key in `buffers:` */
   DrElemType type;
-  guint64 count; /* elements; bytes = count * dr_elem_size(type) */
+  /* `device:` given (device buffers only): the GPU it lives on; else
+   * (device_set FALSE, as a zeroed DrBuffer has it) the run's device.
+   * Host buffers have none: pinned memory is visible to every device. */
+  gint32 device;
+  gboolean device_set;
+  DrLoc device_loc; /* its `device:` key, for messages */
+  guint64 count;    /* elements; bytes = count * dr_elem_size(type) */
   DrWhere where;
   DrInitKind init;
   guint64 init_seed;     /* DR_INIT_RANDOM */
@@ -187,6 +204,23 @@ typedef struct {
                        (host_fn is then unused); 0: the built-in host_fn */
   /* DR_OP_ALLOC / DR_OP_FREE */
   DrId buffer;
+  /* Collectives (DR_OP_IS_COLLECTIVE; docs/multi-gpu.md). Participant i's
+   * accesses are described at I7. n_parts: the participants written (one
+   * per device of run.devices in a single process); per_rank: the node
+   * named one buffer, not a list: "this rank's copy" (across processes,
+   * or a single process driving one device). root and peer are ranks: in
+   * a single process, rank r is run.devices[r] (the run's device alone
+   * when run.devices is not given). */
+  DrReduceOp reduce; /* allreduce, reduce, reducescatter */
+  gint32 root;       /* broadcast, reduce: -1 elsewhere */
+  gint32 peer;       /* send, recv: -1 elsewhere */
+  guint32 n_parts;
+  gboolean per_rank;
+  /* Set by the devices pass (scheduler/devices.c): the GPU the node runs
+   * on: node.device when given, else the device of its device buffers,
+   * else the run's; -1 for a host node and for a collective spanning
+   * several devices (each participant runs on its buffers' device). */
+  gint32 dev;
 } DrNode;
 
 /* X(ENUM_SUFFIX, spelling) */
@@ -238,9 +272,26 @@ typedef struct {
   guint32 warmup;     /* default 2 */
   guint32 max_streams;
   gboolean max_streams_set; /* else: the device's queue count */
-  gint32 device;            /* default 0 */
+  gint32 device;            /* default 0; with run.devices: its first */
+  /* run.devices: the GPUs this process drives (ranks 0..n-1 of a single-
+   * process NCCL communicator, in this order). n_devices 0: the list was
+   * not given, the run's devices are run.device alone. */
+  gint32 devices[DR_MAX_DEVICES];
+  guint32 n_devices;
+  /* The processes of the run (MPI ranks), each running this pipeline: 1
+   * without MPI. Set before the passes; a collective over one buffer is
+   * checked against it. */
+  guint32 nranks;
   guint64 release_threshold;
   gboolean release_threshold_set; /* else: keep everything (UINT64_MAX) */
+  /* memory.release_threshold given per device ({DEVICE: SIZE}); a device
+   * not listed takes release_threshold. */
+  struct {
+    gint32 device;
+    guint64 bytes;
+    DrLoc loc;
+  } device_thresholds[DR_MAX_DEVICES];
+  guint32 n_device_thresholds;
   /* run.fallback: streams: a graph-mode run whose iteration cannot be
    * captured (a node's launch breaks the capture) runs eagerly instead of
    * failing. Default FALSE (none). */
@@ -264,11 +315,12 @@ typedef struct {
   GHashTable *node_index;   /* id -> DrId+1, interned keys */
   GHashTable *buffer_index; /* name -> DrId+1 */
   GHashTable *kernel_index; /* name -> DrId+1 */
-  /* The MPI rank the graph is built for, of nranks, and its rank on its
-   * machine: the expression variables `rank`, `nranks`, `local_rank`,
-   * which `rank:` on nodes tests. Set before parsing (lib/load.c, from the
-   * job the process joined); a single process: 0 of 1. */
-  guint32 rank, nranks, local_rank;
+  /* The MPI rank the graph is built for (of run.nranks) and its rank on
+   * its machine: with run.nranks, the expression variables `rank`,
+   * `nranks`, `local_rank`, which `rank:` on nodes tests. Set before
+   * parsing (lib/load.c, from the job the process joined); a single
+   * process: 0 of 1. */
+  guint32 rank, local_rank;
 } DrGraph;
 
 /* Returns a new empty graph with default run settings. Free with
@@ -315,6 +367,27 @@ DrId dr_graph_find_kernel(const DrGraph *graph, const char *name);
  * the first kind in RAW < WAR < WAW < AFTER order. */
 void dr_graph_sort_edges(DrGraph *graph);
 
+/* The run's devices: run.devices, or run.device alone; *n set to their
+ * number (>= 1). Ranks of a single-process communicator are indexes into
+ * this array. */
+const gint32 *dr_graph_devices(const DrGraph *graph, guint32 *n);
+/* The rank of `device` among dr_graph_devices, or -1 when it is not one. */
+gint32 dr_graph_device_rank(const DrGraph *graph, gint32 device);
+/* The GPU buffer `b` lives on: its device, else the run's; -1 for a host
+ * buffer. */
+gint32 dr_graph_buffer_device(const DrGraph *graph, DrId b);
+/* The release threshold of `device`: its memory.release_threshold entry,
+ * else the run's; *set: whether either was given. */
+guint64 dr_graph_release_threshold(const DrGraph *graph, gint32 device, gboolean *set);
+
+/* TRUE when one participant's src and dst element counts fit op among
+ * `nranks` participants (allgather: dst = nranks * src; reducescatter:
+ * src = nranks * dst; alltoall: equal, a multiple of nranks; send and
+ * recv: anything; the others: equal). Else *want (when given) says what
+ * the op needs, in words. Defined in build.c; shared by the builder, the devices pass and the
+ * backends' run-time checks across ranks. */
+gboolean dr_collective_counts_ok(DrOp op, guint32 nranks, guint64 src_count, guint64 dst_count,
+                                 const char **want);
 /* Checks the invariants above; on failure sets `error` naming the first one
  * broken and returns FALSE. */
 gboolean dr_graph_check(const DrGraph *graph, GError **error);

@@ -63,6 +63,7 @@ gboolean dr_access_reads(DrAccessMode mode) { return access_info[mode].reads; }
 gboolean dr_access_writes(DrAccessMode mode) { return access_info[mode].writes; }
 
 DR_DEFINE_NAME_TABLE(DrOp, DR_OP_LIST, op, DR_N_OPS, dr_op_name, dr_op_from_name)
+DR_DEFINE_NAME_TABLE(DrReduceOp, DR_REDUCE_LIST, reduce, DR_N_REDUCES, dr_reduce_name, dr_reduce_from_name)
 DR_DEFINE_NAME_TABLE(DrPriority, DR_PRIORITY_LIST, priority, DR_N_PRIORITIES, dr_priority_name,
                      dr_priority_from_name)
 DR_DEFINE_NAME_TABLE(DrWhere, DR_WHERE_LIST, where, DR_N_WHERES, dr_where_name, dr_where_from_name)

@@ -47,6 +47,8 @@ gboolean dr_access_writes(DrAccessMode mode);
 
 const char *dr_op_name(DrOp op);
 gboolean dr_op_from_name(const char *name, DrOp *out);
+const char *dr_reduce_name(DrReduceOp r);
+gboolean dr_reduce_from_name(const char *name, DrReduceOp *out);
 const char *dr_priority_name(DrPriority p);
 gboolean dr_priority_from_name(const char *name, DrPriority *out);
 const char *dr_where_name(DrWhere where);

@@ -55,7 +55,7 @@ static DrGraph *load(const char *name, const char *yaml, gsize len, FILE *fp, co
                      GString *dump, DrDiags *diags, GError **error) {
   g_autoptr(DrGraph) graph = dr_graph_new();
   graph->rank = load_rank;
-  graph->nranks = load_nranks;
+  graph->run.nranks = load_nranks;
   graph->local_rank = load_local_rank;
   dr__graph_register_builtins(graph);
   gboolean ok = fp != NULL ? dr_parse_pipeline_file(graph, name, fp, diags)

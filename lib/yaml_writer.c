@@ -51,6 +51,7 @@ static void write_buffers(const DrGraph *g, GString *out) {
     put_str(out, b->name);
     g_string_append_printf(out, ": {type: %s, count: %" G_GUINT64_FORMAT ", where: %s", dr_elem_name(b->type),
                            b->count, dr_where_name(b->where));
+    if (b->device_set) g_string_append_printf(out, ", device: %d", b->device);
     switch (b->init) {
       case DR_INIT_NONE:
         break;
@@ -143,6 +144,32 @@ static void write_args(const DrGraph *g, const DrNode *n, const DrParam *params,
   g_string_append_c(out, '}');
 }
 
+/* A collective's keys: buffers (in place) or src and dst, each a list
+ * (one per device) or one slice (per_rank), then reduce, root, peer. */
+static void write_collective(const DrGraph *g, const DrNode *n, GString *out) {
+  guint step = n->op == DR_OP_SEND || n->op == DR_OP_RECV ? 1 : 2;
+  gboolean in_place = step == 2;
+  for (guint32 i = 0; in_place && i < n->n_parts; i++) {
+    const DrAccess *s = dr_graph_access(g, n->access_first + 2 * i), *d = s + 1;
+    in_place = s->buffer == d->buffer && s->begin == d->begin && s->end == d->end;
+  }
+  static const char *const keys[2][2] = {{"src", "dst"}, {"buffers", NULL}};
+  for (guint k = 0; k < step; k++) {
+    const char *key = in_place ? keys[1][k] : step == 1 ? (n->op == DR_OP_SEND ? "src" : "dst") : keys[0][k];
+    if (key == NULL) continue;
+    g_string_append_printf(out, ", %s: %s", key, n->per_rank ? "" : "[");
+    for (guint32 i = 0; i < n->n_parts; i++) {
+      if (i) g_string_append(out, ", ");
+      put_slice(out, g, dr_graph_access(g, n->access_first + step * i + k));
+    }
+    if (!n->per_rank) g_string_append_c(out, ']');
+  }
+  if (n->op == DR_OP_ALLREDUCE || n->op == DR_OP_REDUCE || n->op == DR_OP_REDUCESCATTER)
+    g_string_append_printf(out, ", reduce: %s", dr_reduce_name(n->reduce));
+  if (n->root >= 0) g_string_append_printf(out, ", root: %d", n->root);
+  if (n->peer >= 0) g_string_append_printf(out, ", peer: %d", n->peer);
+}
+
 static void write_node(const DrGraph *g, DrId id, GString *out) {
   const DrNode *n = dr_graph_node(g, id);
   g_string_append(out, "  ");
@@ -192,6 +219,16 @@ static void write_node(const DrGraph *g, DrId id, GString *out) {
       write_args(g, n, params, n_params, out);
       break;
     }
+    case DR_OP_ALLREDUCE:
+    case DR_OP_BROADCAST:
+    case DR_OP_REDUCE:
+    case DR_OP_ALLGATHER:
+    case DR_OP_REDUCESCATTER:
+    case DR_OP_ALLTOALL:
+    case DR_OP_SEND:
+    case DR_OP_RECV:
+      write_collective(g, n, out);
+      break;
     case DR_OP_NOOP:
     case DR_N_OPS:
       break;
@@ -265,9 +302,19 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
   if (r->max_streams_set) g_string_append_printf(out, ", max_streams: %u", r->max_streams);
   if (r->fallback_streams)
     g_string_append_printf(out, ", fallback: %s", dr_fallback_name(DR_FALLBACK_STREAMS));
+  for (guint32 i = 0; i < r->n_devices; i++)
+    g_string_append_printf(out, "%s%d", i ? ", " : ", devices: [", r->devices[i]);
+  if (r->n_devices) g_string_append_c(out, ']');
   g_string_append(out, "}\n");
-  if (r->release_threshold_set)
+  if (r->n_device_thresholds) {
+    g_string_append(out, "memory: {release_threshold: {");
+    for (guint32 i = 0; i < r->n_device_thresholds; i++)
+      g_string_append_printf(out, "%s%d: %" G_GUINT64_FORMAT, i ? ", " : "", r->device_thresholds[i].device,
+                             r->device_thresholds[i].bytes);
+    g_string_append(out, "}}\n");
+  } else if (r->release_threshold_set) {
     g_string_append_printf(out, "memory: {release_threshold: %" G_GUINT64_FORMAT "}\n", r->release_threshold);
+  }
   write_buffers(graph, out);
   write_kernels(graph, out);
   g_string_append(out, "nodes:\n");

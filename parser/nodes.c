@@ -18,26 +18,33 @@
 #define M(op) (1u << DR_OP_##op)
 #define ALL_OPS 0xffffffffu
 #define M_OP(op) (1u << (op))
+#define M_COLL                                                                                         \
+  (M(ALLREDUCE) | M(BROADCAST) | M(REDUCE) | M(ALLGATHER) | M(REDUCESCATTER) | M(ALLTOALL) | M(SEND) | \
+   M(RECV))
 
 /* X(ENUM_SUFFIX, spelling, ops it applies to) */
-#define NODE_KEY_LIST(X)                  \
-  X(OP, "op", ALL_OPS)                    \
-  X(FOREACH, "foreach", ALL_OPS)          \
-  X(AFTER, "after", ALL_OPS)              \
-  X(PRIORITY, "priority", ALL_OPS)        \
-  X(DEVICE, "device", ALL_OPS)            \
-  X(LABEL, "label", ALL_OPS)              \
-  X(RANK, "rank", ALL_OPS)                \
-  X(KERNEL, "kernel", M(KERNEL))          \
-  X(ARGS, "args", M(KERNEL) | M(HOST))    \
-  X(GRID, "grid", M(KERNEL))              \
-  X(BLOCK, "block", M(KERNEL))            \
-  X(SHARED, "shared", M(KERNEL))          \
-  X(SRC, "src", M(COPY))                  \
-  X(DST, "dst", M(COPY) | M(MEMSET))      \
-  X(VALUE, "value", M(MEMSET))            \
-  X(BUFFER, "buffer", M(ALLOC) | M(FREE)) \
-  X(FN, "fn", M(HOST))
+#define NODE_KEY_LIST(X)                                           \
+  X(OP, "op", ALL_OPS)                                             \
+  X(FOREACH, "foreach", ALL_OPS)                                   \
+  X(AFTER, "after", ALL_OPS)                                       \
+  X(PRIORITY, "priority", ALL_OPS)                                 \
+  X(DEVICE, "device", ALL_OPS)                                     \
+  X(LABEL, "label", ALL_OPS)                                       \
+  X(RANK, "rank", ALL_OPS)                                         \
+  X(KERNEL, "kernel", M(KERNEL))                                   \
+  X(ARGS, "args", M(KERNEL) | M(HOST))                             \
+  X(GRID, "grid", M(KERNEL))                                       \
+  X(BLOCK, "block", M(KERNEL))                                     \
+  X(SHARED, "shared", M(KERNEL))                                   \
+  X(SRC, "src", M(COPY) | (M_COLL & ~M(RECV)))                     \
+  X(DST, "dst", M(COPY) | M(MEMSET) | (M_COLL & ~M(SEND)))         \
+  X(VALUE, "value", M(MEMSET))                                     \
+  X(BUFFER, "buffer", M(ALLOC) | M(FREE))                          \
+  X(FN, "fn", M(HOST))                                             \
+  X(BUFFERS, "buffers", M(ALLREDUCE) | M(BROADCAST) | M(REDUCE))   \
+  X(REDUCE, "reduce", M(ALLREDUCE) | M(REDUCE) | M(REDUCESCATTER)) \
+  X(ROOT, "root", M(BROADCAST) | M(REDUCE))                        \
+  X(PEER, "peer", M(SEND) | M(RECV))
 
 enum {
 #define X(e, s, ops) K_##e,
@@ -299,6 +306,80 @@ static void convert_host(DrParse *p, const DrYNode *key, const DrYNode **s, cons
   if (dr_build_host_fn(&p->build, name, DR_LOC(p, s[K_FN]))) bind_args(p, key, s[K_ARGS], env);
 }
 
+/* A collective's participant list (`src:`, `dst:` or `buffers:`): a list
+ * of buffer slices, one per device, or one slice (*per_rank: this rank's
+ * copy). Resolved into out[]; returns the count, 0 after reporting. */
+static guint participants(DrParse *p, const char *key, const DrYNode *v, const DrEnv *env,
+                          DrAccess out[DR_MAX_DEVICES], gboolean *per_rank) {
+  *per_rank = v->kind != DR_Y_SEQ;
+  if (*per_rank) return slice_access(p, key, v, env, &out[0]) ? 1 : 0;
+  if (v->len == 0 || v->len > DR_MAX_DEVICES) {
+    node_error(p, v, key, "expected a list of 1 to %d buffers (one per device), got %u", DR_MAX_DEVICES,
+               v->len);
+    return 0;
+  }
+  gboolean ok = TRUE;
+  for (guint i = 0; i < v->len; i++) ok = slice_access(p, key, v->u.items[i], env, &out[i]) && ok;
+  return ok ? v->len : 0;
+}
+
+static void convert_collective(DrParse *p, const DrYNode *key, const DrYNode **s, const DrEnv *env) {
+  DrBuild *b = &p->build;
+  DrOp op = b->node.op;
+  if (s[K_REDUCE] != NULL) {
+    g_autofree char *r = NULL;
+    if (dr__parse_string(p, WHAT(p), "reduce", s[K_REDUCE], env, &r))
+      dr_build_reduce(b, r, DR_LOC(p, s[K_REDUCE]));
+  }
+  const DrYNode *src_v = s[K_SRC], *dst_v = s[K_DST];
+  if (s[K_BUFFERS] != NULL) {
+    if (src_v != NULL || dst_v != NULL) {
+      node_error(p, s[K_BUFFERS], "key 'buffers'", "give either 'buffers' (in place) or 'src' and 'dst'");
+      return;
+    }
+    src_v = dst_v = s[K_BUFFERS];
+  }
+  gboolean need_src = op != DR_OP_RECV, need_dst = op != DR_OP_SEND;
+  if ((need_src && src_v == NULL) || (need_dst && dst_v == NULL)) {
+    const char *miss = need_src && src_v == NULL ? "src" : "dst";
+    if (op == DR_OP_ALLREDUCE || op == DR_OP_BROADCAST || op == DR_OP_REDUCE)
+      miss = src_v == NULL && dst_v == NULL ? "buffers' (or 'src' and 'dst" : miss;
+    node_missing(p, key, miss);
+    return;
+  }
+  DrAccess src[DR_MAX_DEVICES], dst[DR_MAX_DEVICES];
+  gboolean src_rank = FALSE, dst_rank = FALSE;
+  guint ns = need_src ? participants(p, "key 'src'", src_v, env, src, &src_rank) : 0;
+  guint nd = need_dst
+                 ? participants(p, s[K_BUFFERS] ? "key 'buffers'" : "key 'dst'", dst_v, env, dst, &dst_rank)
+                 : 0;
+  if ((need_src && ns == 0) || (need_dst && nd == 0)) return;
+  if (need_src && need_dst && (ns != nd || src_rank != dst_rank)) {
+    if (src_rank != dst_rank)
+      node_error(p, dst_v, "key 'dst'",
+                 "src and dst must both be lists (one buffer per device) or both one buffer");
+    else
+      node_error(p, dst_v, "key 'dst'", "src names %u participants, dst %u", ns, nd);
+    return;
+  }
+  guint n = need_src ? ns : nd;
+  if (!dr_build_collective(b, need_src ? src : NULL, need_dst ? dst : NULL, n, need_src ? src_rank : dst_rank,
+                           DR_LOC(p, need_src ? src_v : dst_v)))
+    return;
+  gint64 rank;
+  if (op == DR_OP_BROADCAST || op == DR_OP_REDUCE) {
+    rank = 0;
+    if (s[K_ROOT] == NULL || dr__parse_int(p, WHAT(p), "root", s[K_ROOT], env, G_MININT32, G_MAXINT32, &rank))
+      dr_build_collective_rank(b, "key 'root'", rank, DR_LOC(p, s[K_ROOT] ? s[K_ROOT] : key));
+  }
+  if (op == DR_OP_SEND || op == DR_OP_RECV) {
+    if (s[K_PEER] == NULL)
+      node_missing(p, key, "peer");
+    else if (dr__parse_int(p, WHAT(p), "peer", s[K_PEER], env, G_MININT32, G_MAXINT32, &rank))
+      dr_build_collective_rank(b, "key 'peer'", rank, DR_LOC(p, s[K_PEER]));
+  }
+}
+
 /* ---- after: ------------------------------------------------------------ */
 
 static void after_entry(DrParse *p, DrId to, const DrYNode *v, const DrEnv *env) {
@@ -477,7 +558,10 @@ static gboolean node_op(DrParse *p, const DrYNode *key, const DrYNode *map, cons
   g_autofree char *hint = dr__suggest_hint(&sg);
   dr_diags_error(
       p->diags, DR_LOC(p, op_v), "%s, key 'op': unknown op '%s'%s", WHAT(p), op_name,
-      dr__suggest_best(&sg) ? hint : " (expected kernel, copy, memset, alloc, free, host or noop)");
+      dr__suggest_best(&sg)
+          ? hint
+          : " (expected kernel, copy, memset, alloc, free, host, noop or a collective: allreduce, broadcast, "
+            "reduce, allgather, reducescatter, alltoall, send, recv)");
   return FALSE;
 }
 
@@ -600,6 +684,16 @@ static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, con
       break;
     case DR_OP_HOST:
       convert_host(p, key, s, env);
+      break;
+    case DR_OP_ALLREDUCE:
+    case DR_OP_BROADCAST:
+    case DR_OP_REDUCE:
+    case DR_OP_ALLGATHER:
+    case DR_OP_REDUCESCATTER:
+    case DR_OP_ALLTOALL:
+    case DR_OP_SEND:
+    case DR_OP_RECV:
+      convert_collective(p, key, s, env);
       break;
     case DR_OP_NOOP:
     case DR_N_OPS:

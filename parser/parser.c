@@ -245,7 +245,7 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
   p->arg_what = g_string_new(NULL);
   p->arg_key = g_string_new(NULL);
   p->rank_vars[0] = (DrVar){"rank", graph->rank};
-  p->rank_vars[1] = (DrVar){"nranks", graph->nranks};
+  p->rank_vars[1] = (DrVar){"nranks", graph->run.nranks};
   p->rank_vars[2] = (DrVar){"local_rank", graph->local_rank};
   p->rank_env = (DrEnv){p->rank_vars, 3, NULL};
   p->other_rank_ids = g_hash_table_new(g_str_hash, g_str_equal);

@@ -23,7 +23,8 @@ static void expected(DrParse *p, const DrYNode *v, const char *what, const char 
   X(WARMUP, "warmup")           \
   X(MAX_STREAMS, "max_streams") \
   X(DEVICE, "device")           \
-  X(FALLBACK, "fallback")
+  X(FALLBACK, "fallback")       \
+  X(DEVICES, "devices")
 
 enum {
 #define X(e, s) RUN_##e,
@@ -36,6 +37,34 @@ static const char *const run_keys[] = {
     RUN_KEY_LIST(X)
 #undef X
 };
+
+/* run.devices: a list of distinct GPU numbers; run.device (`device_v`,
+ * when given) must be one of them, else it becomes the first. */
+static void parse_devices(DrParse *p, const DrYNode *v, const DrYNode *device_v) {
+  DrRunConfig *r = &p->g->run;
+  if (v->kind != DR_Y_SEQ || v->len == 0 || v->len > DR_MAX_DEVICES) {
+    g_autofree char *msg = g_strdup_printf("a list of 1 to %d GPU numbers like [0, 1]", DR_MAX_DEVICES);
+    dr__parse_wrong_type(p, "run", "devices", v, msg);
+    return;
+  }
+  for (guint i = 0; i < v->len; i++) {
+    gint64 d;
+    if (!dr__parse_int(p, "run", "devices", v->u.items[i], NULL, 0, 1023, &d)) return;
+    for (guint j = 0; j < r->n_devices; j++)
+      if (r->devices[j] == d) {
+        g_autofree char *msg = g_strdup_printf("device %" G_GINT64_FORMAT " is listed twice", d);
+        dr__parse_error_at(p, v->u.items[i], "run", "devices", msg);
+        return;
+      }
+    r->devices[r->n_devices++] = (gint32)d;
+  }
+  if (device_v == NULL) {
+    r->device = r->devices[0];
+  } else if (dr_graph_device_rank(p->g, r->device) < 0) {
+    g_autofree char *msg = g_strdup_printf("device %d is not in run.devices", r->device);
+    dr__parse_error_at(p, device_v, "run", "device", msg);
+  }
+}
 
 void dr__parse_run(DrParse *p, const DrYNode *v) {
   if (!dr__parse_expect_map(p, "top level", "run", v)) return;
@@ -59,6 +88,7 @@ void dr__parse_run(DrParse *p, const DrYNode *v) {
   }
   if (s[RUN_DEVICE] && dr__parse_int(p, "run", "device", s[RUN_DEVICE], NULL, 0, 1023, &i))
     r->device = (gint32)i;
+  if (s[RUN_DEVICES] != NULL) parse_devices(p, s[RUN_DEVICES], s[RUN_DEVICE]);
   if (s[RUN_FALLBACK] != NULL) {
     g_autofree char *f = NULL;
     if (dr__parse_string(p, "run", "fallback", s[RUN_FALLBACK], NULL, &f)) {
@@ -78,9 +108,25 @@ void dr__parse_memory(DrParse *p, const DrYNode *v) {
   const DrYNode *s[1];
   dr__parse_map_slots(p, "memory", v, memory_keys, 1, s);
   guint64 t;
-  if (s[0] && dr__parse_size(p, "memory", "release_threshold", s[0], NULL, DR_SIZE_BYTES, &t)) {
-    p->g->run.release_threshold = t;
-    p->g->run.release_threshold_set = TRUE;
+  DrRunConfig *r = &p->g->run;
+  if (s[0] && s[0]->kind == DR_Y_MAP) {
+    /* per device: {DEVICE: SIZE} */
+    if (s[0]->len > DR_MAX_DEVICES) {
+      dr__parse_error_at(p, s[0], "memory", "release_threshold", "more devices than a process drives");
+      return;
+    }
+    for (guint i = 0; i < s[0]->len; i++) {
+      gint64 d;
+      if (!dr__parse_int(p, "memory", "release_threshold", dr_ynode_key(s[0], i), NULL, 0, 1023, &d) ||
+          !dr__parse_size(p, "memory", "release_threshold", dr_ynode_value(s[0], i), NULL, DR_SIZE_BYTES, &t))
+        continue;
+      r->device_thresholds[r->n_device_thresholds].device = (gint32)d;
+      r->device_thresholds[r->n_device_thresholds].loc = DR_LOC(p, dr_ynode_key(s[0], i));
+      r->device_thresholds[r->n_device_thresholds++].bytes = t;
+    }
+  } else if (s[0] && dr__parse_size(p, "memory", "release_threshold", s[0], NULL, DR_SIZE_BYTES, &t)) {
+    r->release_threshold = t;
+    r->release_threshold_set = TRUE;
   }
 }
 
@@ -92,7 +138,8 @@ void dr__parse_memory(DrParse *p, const DrYNode *v) {
   X(BYTES, "bytes")        \
   X(WHERE, "where")        \
   X(INIT, "init")          \
-  X(SAVE, "save")
+  X(SAVE, "save")          \
+  X(DEVICE, "device")
 
 enum {
 #define X(e, s) BUF_##e,
@@ -207,6 +254,12 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
     if (dr__parse_string(p, what, "where", s[BUF_WHERE], NULL, &w)) {
       if (!dr_where_from_name(w, &b.where)) expected(p, s[BUF_WHERE], what, "where", dr_where_choices());
     }
+  }
+  gint64 dev;
+  if (s[BUF_DEVICE] != NULL && dr__parse_int(p, what, "device", s[BUF_DEVICE], NULL, 0, 1023, &dev)) {
+    b.device = (gint32)dev;
+    b.device_set = TRUE;
+    b.device_loc = DR_LOC(p, s[BUF_DEVICE]);
   }
   if (s[BUF_INIT] != NULL) parse_init(p, what, s[BUF_INIT], &b);
   if (s[BUF_SAVE] != NULL) {

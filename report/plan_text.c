@@ -49,6 +49,22 @@ void dr__plan_node_detail(const DrGraph *g, DrId id, GString *out) {
       if (node->buffer < g->buffers->len)
         g_string_append_printf(out, " %s", dr_graph_buffer(g, node->buffer)->name);
       break;
+    case DR_OP_ALLREDUCE:
+    case DR_OP_REDUCE:
+    case DR_OP_REDUCESCATTER:
+      g_string_append_printf(out, " %s", dr_reduce_name(node->reduce));
+      /* fall through */
+    case DR_OP_BROADCAST:
+    case DR_OP_ALLGATHER:
+    case DR_OP_ALLTOALL:
+    case DR_OP_SEND:
+    case DR_OP_RECV:
+      g_string_append_c(out, ' ');
+      dr__num_size_iec(out, node_bytes(g, node, node->op != DR_OP_RECV) / MAX(node->n_parts, 1));
+      if (node->n_parts > 1) g_string_append_printf(out, " x%u", node->n_parts);
+      if (node->root >= 0) g_string_append_printf(out, " root=%d", node->root);
+      if (node->peer >= 0) g_string_append_printf(out, " peer=%d", node->peer);
+      break;
     case DR_OP_NOOP:
     case DR_N_OPS:
       break;

@@ -37,9 +37,11 @@ enum {
 
 /* Fill colours by op (Tableau 10). */
 static const char *const op_colors[DR_N_OPS] = {
-    [DR_OP_KERNEL] = "#4e79a7", [DR_OP_COPY] = "#f28e2b", [DR_OP_MEMSET] = "#76b7b2",
-    [DR_OP_ALLOC] = "#59a14f",  [DR_OP_FREE] = "#edc948", [DR_OP_HOST] = "#e15759",
-    [DR_OP_NOOP] = "#bab0ac",
+    [DR_OP_KERNEL] = "#4e79a7",   [DR_OP_COPY] = "#f28e2b",      [DR_OP_MEMSET] = "#76b7b2",
+    [DR_OP_ALLOC] = "#59a14f",    [DR_OP_FREE] = "#edc948",      [DR_OP_HOST] = "#e15759",
+    [DR_OP_NOOP] = "#bab0ac",     [DR_OP_ALLREDUCE] = "#b07aa1", [DR_OP_BROADCAST] = "#b07aa1",
+    [DR_OP_REDUCE] = "#b07aa1",   [DR_OP_ALLGATHER] = "#b07aa1", [DR_OP_REDUCESCATTER] = "#b07aa1",
+    [DR_OP_ALLTOALL] = "#b07aa1", [DR_OP_SEND] = "#ff9da7",      [DR_OP_RECV] = "#ff9da7",
 };
 
 static void xml_text(GString *out, const char *s) {

@@ -24,6 +24,7 @@
 #define KERNEL_FIXED_US 3.0
 #define HOST_FIXED_US 24.0
 #define POOL_FIXED_US 2.0
+#define COLL_FIXED_US 10.0 /* an NCCL launch and its handshake */
 
 static guint64 access_bytes(const DrGraph *g, const DrNode *node, gboolean writes_only) {
   guint64 bytes = 0;
@@ -82,6 +83,17 @@ double dr__node_cost_us(const DrGraph *g, DrId id) {
     case DR_OP_ALLOC:
     case DR_OP_FREE:
       return POOL_FIXED_US;
+    case DR_OP_ALLREDUCE:
+    case DR_OP_BROADCAST:
+    case DR_OP_REDUCE:
+    case DR_OP_ALLGATHER:
+    case DR_OP_REDUCESCATTER:
+    case DR_OP_ALLTOALL:
+    case DR_OP_SEND:
+    case DR_OP_RECV:
+      /* A ring moves about 2 (n-1)/n of one participant's bytes over links
+       * of a copy's speed: about its src plus dst. */
+      return (double)access_bytes(g, node, FALSE) / MAX(node->n_parts, 1) / COPY_BYTES_PER_US + COLL_FIXED_US;
     case DR_OP_NOOP:
     case DR_N_OPS:
       break;

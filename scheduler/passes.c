@@ -30,15 +30,14 @@ static const struct {
   const char *name;
   gboolean (*run)(DrGraph *graph, DrDiags *diags);
 } passes[] = {
-    {"lifetimes", run_lifetimes},
-    {"hazards", run_hazards},
-    {"afters", dr__afters_run},
-    {"cycles", run_cycles},
+    {"devices", dr__devices_run}, {"lifetimes", run_lifetimes}, {"hazards", run_hazards},
+    {"afters", dr__afters_run},   {"cycles", run_cycles},
 };
 
 /* The names --dump-after accepts: "parse" (the library stops before the
  * first pass), each pass, and "passes" (after the last one). */
-static const char *const names[] = {"parse", "lifetimes", "hazards", "afters", "cycles", "passes", NULL};
+static const char *const names[] = {"parse",  "devices", "lifetimes", "hazards",
+                                    "afters", "cycles",  "passes",    NULL};
 
 G_STATIC_ASSERT(G_N_ELEMENTS(names) == G_N_ELEMENTS(passes) + 3);
 

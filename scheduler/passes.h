@@ -1,6 +1,7 @@
 /* passes.h: the dependency passes that turn a parsed DrGraph into a DAG.
  *
- * dr_passes_run is the pipeline: lifetimes (alloc/free checks), hazards
+ * dr_passes_run is the pipeline: devices (each node's device, multi-device
+ * checks), lifetimes (alloc/free checks), hazards
  * (RAW/WAR/WAW edges from program order), afters (explicit `after:` edges),
  * cycles (rejects an `after:` that closes a loop), then dr_graph_sort_edges.
  * Each pass lives in its own file, whose head says what it requires and
@@ -37,6 +38,11 @@ const char *const *dr_passes_names(void);
 
 /* Whether `name` is one of dr_passes_names. */
 gboolean dr_passes_has_name(const char *name);
+
+/* devices.c: checks every device named against the run's devices, the
+ * devices of kernels' and collectives' buffers, and sets each node's
+ * `dev`. Returns FALSE after adding errors to diags. */
+gboolean dr__devices_run(DrGraph *graph, DrDiags *diags);
 
 /* lifetimes.c: checks the program order of every stream-ordered buffer's
  * alloc, uses and free. Adds errors (with notes) to diags and returns FALSE

@@ -35,6 +35,17 @@ static gboolean issue_work(DrBackend *b, const DrCudaApi *api, DrId v, guint32 k
       return dr__cuda_memory_free(&b->memory, n->buffer, st, site, error);
     case DR_OP_HOST:
       return dr__cuda_launch_host(&b->launch, v, st, site, error);
+    case DR_OP_ALLREDUCE:
+    case DR_OP_BROADCAST:
+    case DR_OP_REDUCE:
+    case DR_OP_ALLGATHER:
+    case DR_OP_REDUCESCATTER:
+    case DR_OP_ALLTOALL:
+    case DR_OP_SEND:
+    case DR_OP_RECV:
+      g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE, "node '%s': %s needs NCCL, which this build lacks",
+                  n->id, dr_op_name(n->op));
+      return FALSE;
     case DR_OP_NOOP:
     case DR_N_OPS:
       return TRUE;

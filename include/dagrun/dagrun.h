@@ -144,7 +144,7 @@ DrPipeline *dr_pipeline_load_file_diagnostics(const char *path, DrDiagnostics *d
 
 /* The names dr_pipeline_dump_file accepts, in pipeline order and
  * NULL-terminated (static storage): "parse" (before any pass), each
- * dependency pass ("lifetimes", "hazards", "afters", "cycles") and
+ * dependency pass ("devices", "lifetimes", "hazards", "afters", "cycles") and
  * "passes" (after the last, as dr_pipeline_load_file leaves the graph). */
 const char *const *dr_pass_names(void);
 

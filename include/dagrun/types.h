@@ -61,15 +61,25 @@ typedef enum {
 #undef DR_X
 } DrErrorCode;
 
-/* X(ENUM_SUFFIX, spelling): node operations, as `op:` spells them. */
-#define DR_OP_LIST(X) \
-  X(KERNEL, "kernel") \
-  X(COPY, "copy")     \
-  X(MEMSET, "memset") \
-  X(ALLOC, "alloc")   \
-  X(FREE, "free")     \
-  X(HOST, "host")     \
-  X(NOOP, "noop")
+/* X(ENUM_SUFFIX, spelling): node operations, as `op:` spells them. The
+ * collectives (ALLREDUCE .. RECV, DR_OP_FIRST_COLLECTIVE onwards) run
+ * through NCCL on the CUDA backend; docs/multi-gpu.md. */
+#define DR_OP_LIST(X)               \
+  X(KERNEL, "kernel")               \
+  X(COPY, "copy")                   \
+  X(MEMSET, "memset")               \
+  X(ALLOC, "alloc")                 \
+  X(FREE, "free")                   \
+  X(HOST, "host")                   \
+  X(NOOP, "noop")                   \
+  X(ALLREDUCE, "allreduce")         \
+  X(BROADCAST, "broadcast")         \
+  X(REDUCE, "reduce")               \
+  X(ALLGATHER, "allgather")         \
+  X(REDUCESCATTER, "reducescatter") \
+  X(ALLTOALL, "alltoall")           \
+  X(SEND, "send")                   \
+  X(RECV, "recv")
 
 typedef enum {
 #define DR_X(e, s) DR_OP_##e,
@@ -77,6 +87,26 @@ typedef enum {
 #undef DR_X
       DR_N_OPS
 } DrOp;
+
+#define DR_OP_FIRST_COLLECTIVE DR_OP_ALLREDUCE
+/* Whether `op` is a collective (or point-to-point) communication node. */
+#define DR_OP_IS_COLLECTIVE(op) ((op) >= DR_OP_FIRST_COLLECTIVE && (op) < DR_N_OPS)
+
+/* X(ENUM_SUFFIX, spelling): a reducing collective's operation (`reduce:`),
+ * ncclSum .. ncclAvg in this order. */
+#define DR_REDUCE_LIST(X) \
+  X(SUM, "sum")           \
+  X(PROD, "prod")         \
+  X(MIN, "min")           \
+  X(MAX, "max")           \
+  X(AVG, "avg")
+
+typedef enum {
+#define DR_X(e, s) DR_REDUCE_##e,
+  DR_REDUCE_LIST(DR_X)
+#undef DR_X
+      DR_N_REDUCES
+} DrReduceOp;
 
 /* X(ENUM_SUFFIX, spelling). Order matters: lower enum = lower priority. */
 #define DR_PRIORITY_LIST(X) \

@@ -353,12 +353,12 @@ static void test_dump_unknown_pass(void) {
   g_assert_false(dr_pipeline_dump_file("graphs/priority.yaml", "typo", NULL, out, &error));
   g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
   g_assert_cmpstr(error->message, ==,
-                  "no pass named 'typo' (the names: parse, lifetimes, hazards, afters, cycles, passes)");
+                  "no pass named 'typo' (the names: parse, devices, lifetimes, hazards, afters, cycles, passes)");
   g_assert_cmpstr(out->str, ==, "");
   const char *const *names = dr_pass_names();
   guint n = 0;
   while (names[n]) n++;
-  g_assert_cmpuint(n, ==, 6);
+  g_assert_cmpuint(n, ==, 7);
   for (guint i = 0; i < n; i++) {
     g_autoptr(GError) e = NULL;
     g_string_truncate(out, 0);

@@ -65,7 +65,7 @@ static void test_parse_variables(void) {
     /* One kernel, one per, and tail/mid where kept. */
     g_assert_cmpuint(dr_graph_n_nodes(g), ==, 2 + (rank == 4) + (rank == 0 || (rank >= 2 && rank <= 3)));
     g_assert_cmpuint(g->rank, ==, rank);
-    g_assert_cmpuint(g->nranks, ==, 5);
+    g_assert_cmpuint(g->run.nranks, ==, 5);
   }
 }
 
