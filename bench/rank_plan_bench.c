@@ -45,6 +45,7 @@ static GString *pipeline(guint layers, guint micro) {
   g_string_append_printf(y, "  act:  {type: f32, count: %u}\n", layers * micro * chunk);
   g_string_append_printf(y, "  x:    {type: f32, count: %u}\n", micro * chunk);
   g_string_append(y, "  halo: {type: f32, count: 1024}\n  edge: {type: f32, count: 1024}\n");
+  g_string_append_printf(y, "  w_host: {type: f32, count: %u, where: host}\n", layers * chunk);
   g_string_append(y,
                   "nodes:\n"
                   "  load{r}:\n    foreach: {r: 0..nranks-1}\n    rank: r\n"
@@ -72,7 +73,7 @@ static GString *pipeline(guint layers, guint micro) {
   g_string_append(y,
                   "  to_next: {op: send, src: halo, peer: \"{(rank + 1) % nranks}\"}\n"
                   "  from_prev: {op: recv, dst: edge, peer: \"{(rank + nranks - 1) % nranks}\"}\n"
-                  "  checkpoint: {op: host, fn: checksum, rank: 0, args: {buf: w}}\n");
+                  "  checkpoint: {op: copy, src: w, dst: w_host, rank: 0}\n");
   return y;
 }
 

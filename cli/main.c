@@ -1,7 +1,9 @@
 /* main.c: the dagrun executable: joins the MPI job when mpirun started it
  * (lib/ranks.c), runs the command line (cli.c) and writes its output to
  * stdout and its diagnostics to stderr. */
+#include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "include/dagrun/dagrun.h"
@@ -17,8 +19,16 @@ int main(int argc, char **argv) {
     return dr_error_exit_code(error);
   }
   int rc = dr__cli_run(argc, argv, out, err);
-  fwrite(out->str, 1, out->len, stdout);
+  /* One write where the pipe allows: under mpirun, output is forwarded in
+   * the chunks it was written in, and other ranks' lines could otherwise
+   * land inside a line of the report. */
   fflush(stdout);
+  for (gsize done = 0; done < out->len;) {
+    ssize_t n = write(STDOUT_FILENO, out->str + done, out->len - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += (gsize)n;
+  }
   fwrite(err->str, 1, err->len, stderr);
   fflush(stderr);
   dr_ranks_leave();

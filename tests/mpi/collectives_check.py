@@ -29,7 +29,7 @@ for r in range(R):
 bad = 0
 for r in range(R):
     for name, vals in want[r].items():
-        m = re.search(r"^show_%s: r %d %s\[([^\]]*)\]" % (name, r, name), text, re.M)
+        m = re.search(r"^show_%s: r %d h_%s\[([^\]]*)\]" % (name, r, name), text, re.M)
         if not m:
             print("missing: show_%s on rank %d" % (name, r))
             bad += 1

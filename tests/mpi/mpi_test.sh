@@ -68,8 +68,8 @@ same_weights() { # NP EXTRA...
   mpi "$np" "$dagrun" --backend=host "$@" graphs/data_parallel.yaml >"$tmp/dp.out" 2>"$tmp/dp.err" || {
     cat "$tmp/dp.out" "$tmp/dp.err"; return 1; }
   local n distinct
-  n=$(grep -c '^checksum weights w ' "$tmp/dp.out")
-  distinct=$(grep '^checksum weights w ' "$tmp/dp.out" | sort -u | wc -l)
+  n=$(grep -c '^checksum weights w_out ' "$tmp/dp.out")
+  distinct=$(grep '^checksum weights w_out ' "$tmp/dp.out" | sort -u | wc -l)
   [ "$n" -eq "$np" ] && [ "$distinct" -eq 1 ] || { echo "n=$n distinct=$distinct"; cat "$tmp/dp.out"; return 1; }
 }
 for np in 2 4; do
