@@ -129,7 +129,7 @@ int main(int argc, char **argv) {
   printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (guint k = 0; k < G_N_ELEMENTS(ranks) + 1; k++) {
     gboolean single = k == G_N_ELEMENTS(ranks);
-    guint rank = single ? 0 : ranks[k], n = single ? 1 : nranks;
+    guint rank = single ? 0 : ranks[k], n = single ? 2 : nranks;
     int fd[2];
     if (pipe(fd) != 0) return 1;
     pid_t pid = fork();
