@@ -226,6 +226,113 @@ static void test_fake_nccl_bootstrap(void) {
   dr__mpi_set_api(NULL);
 }
 
+/* ---- collectives across ranks on the fake table ------------------------ */
+
+static const char *const coll_yaml =
+    "dagrun: 1\n"
+    "run: {iterations: 2, warmup: 0}\n"
+    "buffers:\n"
+    "  a: {type: f32, count: 8, init: iota}\n"
+    "  b: {type: f32, count: 8}\n"
+    "  g: {type: f32, count: 16}\n"
+    "  r: {type: f32, count: 8}\n"
+    "nodes:\n"
+    "  sum: {op: allreduce, reduce: sum, src: a, dst: b}\n"
+    "  bc: {op: broadcast, src: a, dst: r, root: 1}\n"
+    "  ag: {op: allgather, src: a, dst: g}\n"
+    "  tx: {op: send, src: a, peer: 1}\n"
+    "  rx: {op: recv, dst: r, peer: 1}\n";
+
+/* Runs coll_yaml as rank 0 of 2 on the fake table (already set); the
+ * report, or NULL with *error. */
+static DrReport *run_coll(GError **error) {
+  g_autoptr(DrGraph) g = load_as(coll_yaml, 0, 2, NULL);
+  g_assert_nonnull(g);
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, error);
+  g_assert_nonnull(plan);
+  DrRunOptions opts;
+  dr_run_options_init(&opts, g);
+  opts.backend = DR_BACKEND_HOST;
+  opts.verify = TRUE;
+  return dr_run(plan, &opts, error);
+}
+
+static void test_fake_collectives(void) {
+  fake_mpi_reset(0, 2);
+  dr__mpi_set_api(&fake_mpi_api);
+  guint64 before = fake_mpi_calls();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) report = run_coll(&error);
+  g_assert_no_error(error);
+  g_assert_cmpint(report->verified, ==, DR_VERIFIED_PASS);
+  /* Every communicator freed, every send waited for. */
+  g_assert_cmpint(fake_mpi_open_comms(), ==, 0);
+  g_assert_cmpint(fake_mpi_pending_sends(), ==, 0);
+  /* The chain in file order: rank 0's plan orders its collectives. */
+  g_autoptr(DrGraph) g = load_as(coll_yaml, 0, 2, NULL);
+  g_assert_cmpuint(g->afters->len, ==, 4);
+  g_assert_cmpuint(fake_mpi_calls() - before, >, 10);
+  dr__mpi_set_api(NULL);
+}
+
+/* Each MPI call before the first iteration (the collectives check and the
+ * communicators of both runs' setup) failed in turn: a GError naming the
+ * call, every communicator freed. */
+static void test_fake_collectives_fail_setup(void) {
+  /* check (1 allgather) + setup (1 + 3 comm dups) = the first 5 calls. */
+  for (guint n = 1; n <= 5; n++) {
+    fake_mpi_reset(0, 2);
+    dr__mpi_set_api(&fake_mpi_api);
+    fake_mpi_fail_at(n);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) report = run_coll(&error);
+    g_assert_null(report);
+    g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+    if (strstr(error->message, "failed on rank 0: fake MPI error (17)") == NULL)
+      g_error("call %u: unexpected message: %s", n, error->message);
+    g_assert_nonnull(strstr(error->message, n == 1 ? "MPI_Allgather" : "MPI_Comm_dup"));
+    g_assert_cmpint(fake_mpi_open_comms(), ==, 0);
+    dr__mpi_set_api(NULL);
+  }
+}
+
+/* A call failing while running ends the job (the other ranks may wait in
+ * a collective): exit 70 with the node and call named. */
+static void test_fake_collectives_fail_run(void) {
+  for (guint n = 6; n <= 9; n++) {
+    if (g_test_subprocess()) {
+      const char *which = g_getenv("FAKE_MPI_FAIL_AT");
+      fake_mpi_reset(0, 2);
+      dr__mpi_set_api(&fake_mpi_api);
+      fake_mpi_fail_at((guint64)g_ascii_strtoull(which, NULL, 10));
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DrReport) report = run_coll(&error);
+      return; /* not reached */
+    }
+    g_autofree char *v = g_strdup_printf("%u", n);
+    g_setenv("FAKE_MPI_FAIL_AT", v, TRUE);
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDIN);
+    g_test_trap_assert_failed();
+    g_test_trap_assert_stderr(
+        "*dagrun: error: node '*': MPI_* failed on rank 0: fake MPI error (17)*ending every rank*");
+  }
+}
+
+static void test_fake_collectives_mismatch(void) {
+  fake_mpi_reset(0, 2);
+  dr__mpi_set_api(&fake_mpi_api);
+  fake_mpi_other_fingerprint(TRUE);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) report = run_coll(&error);
+  g_assert_null(report);
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  /* Located at a collective of this rank (file:line:col). */
+  if (!g_str_has_prefix(error->message, "t.yaml:") || strstr(error->message, ": error: collective") == NULL)
+    g_error("unexpected: %s", error->message);
+  g_assert_cmpint(fake_mpi_open_comms(), ==, 0);
+  dr__mpi_set_api(NULL);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/mpi/parse/variables", test_parse_variables);
@@ -236,5 +343,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/mpi/fake/protocol", test_fake_protocol);
   g_test_add_func("/mpi/fake/join-fails", test_fake_join_fails);
   g_test_add_func("/mpi/fake/nccl-bootstrap", test_fake_nccl_bootstrap);
+  g_test_add_func("/mpi/fake/collectives", test_fake_collectives);
+  g_test_add_func("/mpi/fake/collectives-fail-setup", test_fake_collectives_fail_setup);
+  g_test_add_func("/mpi/fake/collectives-fail-run", test_fake_collectives_fail_run);
+  g_test_add_func("/mpi/fake/collectives-mismatch", test_fake_collectives_mismatch);
   return g_test_run();
 }
