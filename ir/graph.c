@@ -367,6 +367,12 @@ gint32 dr_graph_buffer_device(const DrGraph *graph, DrId b) {
   return buf->device_set ? buf->device : graph->run.device;
 }
 
+gint32 dr_graph_node_device(const DrGraph *graph, DrId v) {
+  const DrNode *n = dr_graph_node(graph, v);
+  if (DR_OP_IS_COLLECTIVE(n->op) && n->n_parts > 1) return -1;
+  return n->dev >= 0 ? n->dev : graph->run.device;
+}
+
 guint64 dr_graph_release_threshold(const DrGraph *graph, gint32 device, gboolean *set) {
   const DrRunConfig *r = &graph->run;
   for (guint32 i = 0; i < r->n_device_thresholds; i++)

@@ -376,6 +376,10 @@ gint32 dr_graph_device_rank(const DrGraph *graph, gint32 device);
 /* The GPU buffer `b` lives on: its device, else the run's; -1 for a host
  * buffer. */
 gint32 dr_graph_buffer_device(const DrGraph *graph, DrId b);
+/* The device whose streams run node v: its resolved device (DrNode.dev),
+ * the run's device for host nodes (and for nodes the devices pass has not
+ * seen), -1 for a collective over several devices. */
+gint32 dr_graph_node_device(const DrGraph *graph, DrId v);
 /* The release threshold of `device`: its memory.release_threshold entry,
  * else the run's; *set: whether either was given. */
 guint64 dr_graph_release_threshold(const DrGraph *graph, gint32 device, gboolean *set);

@@ -37,7 +37,7 @@ void dr_plan_free(DrPlan *plan) {
 DrPlan *dr_plan_new_serial(const DrGraph *graph) {
   DrPlan *p = dr_plan_new(graph);
   guint32 n = graph->nodes->len;
-  DrStream s = {DR_PRIORITY_NORMAL, n};
+  DrStream s = {DR_PRIORITY_NORMAL, n, graph->run.device, FALSE};
   g_array_append_val(p->streams, s);
   for (DrId i = 0; i < n; i++) {
     DrPlanStep step = {i, 0, 0, 0};
@@ -99,8 +99,12 @@ gboolean dr_plan_check(const DrPlan *plan, GError **error) {
     if (plan->node_stream[s->node] != s->stream)
       FAIL("P1: node_stream of '%s' is wrong", dr_graph_node(g, s->node)->id);
     const DrStream *st = &g_array_index(plan->streams, DrStream, s->stream);
-    if (dr_graph_node(g, s->node)->priority != st->priority)
-      FAIL("P4: '%s' has another priority than its stream", dr_graph_node(g, s->node)->id);
+    const DrNode *nd = dr_graph_node(g, s->node);
+    if (st->comm ? !DR_OP_IS_COLLECTIVE(nd->op) : nd->priority != st->priority)
+      FAIL("P4: '%s' has another priority than its stream", nd->id);
+    if (dr_graph_node_device(g, s->node) != st->device)
+      FAIL("P4: '%s' runs on device %d, its stream on %d", nd->id, dr_graph_node_device(g, s->node),
+           st->device);
     prev_on_stream[i] = last[s->stream];
     last[s->stream] = i;
     for (guint32 w = s->wait_first; w < s->wait_first + s->wait_count; w++) {

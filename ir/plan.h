@@ -14,7 +14,10 @@
  *      (transitively).
  *  P3. Every wait of step i names a node on another stream with a smaller
  *      step index, and needs_event[that node] is TRUE.
- *  P4. All nodes of one stream share the stream's priority.
+ *  P4. All nodes of one stream share the stream's priority (a communication
+ *      stream: every node a collective), and its device (DrNode.dev; host
+ *      nodes: the stream's device; a communication stream of device -1
+ *      holds only collectives over several devices).
  */
 #ifndef DAGRUN_IR_PLAN_H
 #define DAGRUN_IR_PLAN_H
@@ -25,9 +28,17 @@
 
 G_BEGIN_DECLS
 
+/* A stream belongs to one device: `device` is its GPU (the run's device for
+ * host nodes' streams); a communication stream (comm) carries the
+ * collectives, at high priority, counted beside the compute streams. The
+ * communication stream of a collective over several devices of one
+ * process has device -1: the backend runs it as one stream per device,
+ * issued together (ncclGroupStart/End). */
 typedef struct {
   DrPriority priority;
   guint32 n_nodes;
+  gint32 device;
+  gboolean comm;
 } DrStream;
 
 typedef struct {

@@ -418,11 +418,14 @@ void dr_plan_write_dot_opts(const DrPlan *plan, const DrDotOptions *opts, GStrin
     for (guint32 k = start[s]; k < start[s + 1]; k++) {
       DrId v = dr_plan_step(plan, bucket[k])->node;
       if (group[v] != v || group_stream[v] != s) continue;
-      if (!opened)
+      if (!opened) {
+        g_autoptr(GString) kind = g_string_new(NULL);
+        dr__plan_stream_kind(plan->graph, st, kind);
         g_string_append_printf(out,
                                "  subgraph cluster_s%u {\n    label=\"stream %u (%s)\";\n"
                                "    color=\"%s\";\n    fontcolor=\"%s\";\n",
-                               s, s, dr_priority_name(st->priority), border, border);
+                               s, s, kind->str, border, border);
+      }
       opened = TRUE;
       write_node(&c, out, v, s);
     }

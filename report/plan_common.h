@@ -18,6 +18,11 @@ void dr__plan_node_detail(const DrGraph *graph, DrId id, GString *out);
 /* The steps grouped by stream, each group in stream order: the steps of
  * stream s are bucket[start[s] .. start[s + 1]). Returns `bucket` (n
  * steps) and sets *start (n_streams + 1); free both. */
+/* Appends what a stream is to `out`: its priority ("normal"), after
+ * "device D, " when the run has several devices, and "comm" (with ", all
+ * devices" for a multi-device collective's) for a communication stream. */
+void dr__plan_stream_kind(const DrGraph *graph, const DrStream *st, GString *out);
+
 guint32 *dr__plan_steps_by_stream(const DrPlan *plan, guint32 **start);
 
 G_END_DECLS

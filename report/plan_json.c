@@ -60,6 +60,24 @@ static void write_plan(const DrPlan *plan, DrJsonWriter *w) {
   for (guint32 s = 0; s < plan->streams->len; s++)
     dr__json_string(w, dr_priority_name(g_array_index(plan->streams, DrStream, s).priority));
   dr__json_end_array(w);
+  gboolean multi = g->run.n_devices > 1;
+  for (guint32 s = 0; s < plan->streams->len; s++)
+    multi = multi || g_array_index(plan->streams, DrStream, s).comm;
+  if (multi) {
+    /* Only where devices or communication streams exist, so one-device
+     * plans keep their shape: each stream's device (-1: a collective's
+     * over several devices) and whether it is a communication stream. */
+    dr__json_key(w, "stream_devices");
+    dr__json_begin_array(w);
+    for (guint32 s = 0; s < plan->streams->len; s++)
+      dr__json_double(w, g_array_index(plan->streams, DrStream, s).device, 0);
+    dr__json_end_array(w);
+    dr__json_key(w, "stream_comm");
+    dr__json_begin_array(w);
+    for (guint32 s = 0; s < plan->streams->len; s++)
+      dr__json_bool(w, g_array_index(plan->streams, DrStream, s).comm);
+    dr__json_end_array(w);
+  }
   dr__json_key(w, "nodes");
   dr__json_begin_array_lines(w, "  ");
   for (guint32 i = 0; i < plan->steps->len; i++) {

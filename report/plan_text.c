@@ -71,6 +71,14 @@ void dr__plan_node_detail(const DrGraph *g, DrId id, GString *out) {
   }
 }
 
+void dr__plan_stream_kind(const DrGraph *g, const DrStream *st, GString *out) {
+  if (g->run.n_devices > 1 && st->device >= 0) g_string_append_printf(out, "device %d, ", st->device);
+  if (st->comm)
+    g_string_append_printf(out, "comm%s", st->device < 0 ? ", all devices" : "");
+  else
+    g_string_append(out, dr_priority_name(st->priority));
+}
+
 guint32 *dr__plan_steps_by_stream(const DrPlan *plan, guint32 **start_out) {
   guint32 n = plan->steps->len, n_streams = plan->streams->len;
   guint32 *start = g_new0(guint32, n_streams + 1);
@@ -142,8 +150,9 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
   guint32 *bucket = dr__plan_steps_by_stream(plan, &start);
   for (guint32 s = 0; s < n_streams; s++) {
     const DrStream *st = &g_array_index(plan->streams, DrStream, s);
-    g_string_append_printf(out, "stream %u (%s, %u node%s):", s, dr_priority_name(st->priority), st->n_nodes,
-                           st->n_nodes == 1 ? "" : "s");
+    g_string_append_printf(out, "stream %u (", s);
+    dr__plan_stream_kind(g, st, out);
+    g_string_append_printf(out, ", %u node%s):", st->n_nodes, st->n_nodes == 1 ? "" : "s");
     for (guint32 k = start[s]; k < start[s + 1]; k++)
       g_string_append_printf(out, " %s", dr_graph_node(g, dr_plan_step(plan, bucket[k])->node)->id);
     g_string_append_c(out, '\n');

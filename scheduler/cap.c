@@ -14,8 +14,10 @@
  * STREAM_LIMIT (4096). The environment (CUDA_DEVICE_MAX_CONNECTIONS) is
  * the library's business (lib/settings.c), which passes the cap it chose:
  * this file reads nothing but its arguments.
- * Priority classes never share a stream, so the cap is raised to the number
- * of classes present when it is smaller.
+ * Stream classes (plan_internal.h: a device and a priority, or the
+ * device's communication stream) never share a stream. The cap applies per
+ * device, to its compute classes, and is raised to the number of them
+ * present when it is smaller; a communication stream is counted beside it.
  *
  * Algorithm when the chains outnumber the cap: the cap is shared among
  * classes (one stream each, then one at a time to the class with the most
@@ -140,19 +142,19 @@ static double planned_path(const DrPlanCtx *ctx, const guint32 *group, double *f
  * the shortest planned path, evaluated exactly. Fills chain_stream with
  * group ids (chain ids of the group's first chain). FALSE, doing nothing,
  * when that would cost more than MERGE_EXACT_WORK. */
-static gboolean merge_exact(DrPlanCtx *ctx, const guint32 quota[DR_N_PRIORITIES]) {
-  guint32 total = ctx->n_chains;
+static gboolean merge_exact(DrPlanCtx *ctx, const guint32 *quota) {
+  guint32 total = ctx->n_chains, nc = ctx->n_classes;
   double work = 0;
-  for (guint p = 0; p < DR_N_PRIORITIES; p++) {
+  for (guint p = 0; p < nc; p++) {
     double k = ctx->class_chains[p];
     work += k * k / 2 * (k - MIN(quota[p], ctx->class_chains[p]));
   }
   if (work * (ctx->n + ctx->m + 1) > MERGE_EXACT_WORK) return FALSE;
   guint32 *group = ctx->chain_stream, *trial = g_new(guint32, total), *last = g_new(guint32, total);
   double *finish = g_new(double, MAX(ctx->n, 1));
-  guint32 left[DR_N_PRIORITIES], first[DR_N_PRIORITIES], next_first = 0;
+  guint32 *left = g_new(guint32, nc), *first = g_new(guint32, nc), next_first = 0;
   for (guint32 c = 0; c < total; c++) group[c] = c;
-  for (int p = DR_N_PRIORITIES - 1; p >= 0; p--) {
+  for (gint64 p = (gint64)nc - 1; p >= 0; p--) {
     first[p] = next_first;
     next_first += ctx->class_chains[p];
     left[p] = ctx->class_chains[p];
@@ -160,8 +162,8 @@ static gboolean merge_exact(DrPlanCtx *ctx, const guint32 quota[DR_N_PRIORITIES]
   for (;;) {
     double best = G_MAXDOUBLE;
     guint32 best_a = 0, best_b = 0;
-    int best_p = -1;
-    for (int p = DR_N_PRIORITIES - 1; p >= 0; p--) {
+    gint64 best_p = -1;
+    for (gint64 p = (gint64)nc - 1; p >= 0; p--) {
       if (left[p] <= quota[p]) continue;
       guint32 lo = first[p], hi = first[p] + ctx->class_chains[p];
       for (guint32 a = lo; a < hi; a++) {
@@ -179,20 +181,62 @@ static gboolean merge_exact(DrPlanCtx *ctx, const guint32 quota[DR_N_PRIORITIES]
       if (group[c] == best_b) group[c] = best_a;
     left[best_p]--;
   }
+  g_free(left);
+  g_free(first);
   g_free(finish);
   g_free(last);
   g_free(trial);
   return TRUE;
 }
 
+/* Shares device slot `slot`'s cap among its compute classes (one stream
+ * each, then one at a time to the class with the most chains per stream);
+ * its communication class keeps its one stream, beside the cap. */
+static void share_cap(const DrPlanCtx *ctx, guint32 slot, guint32 cap, guint32 *quota) {
+  guint32 lo = slot * DR__CLASS_KINDS, hi = lo + DR__CLASS_KINDS;
+  guint32 left = cap;
+  for (guint32 p = lo; p < hi; p++) {
+    if (ctx->class_chains[p] == 0) continue;
+    quota[p] = 1;
+    if (p % DR__CLASS_KINDS != DR__CLASS_COMM) left--;
+  }
+  while (left > 0) {
+    gint64 best = -1;
+    for (guint32 p = lo; p < hi; p++) {
+      if (p % DR__CLASS_KINDS == DR__CLASS_COMM || quota[p] == 0 || quota[p] >= ctx->class_chains[p])
+        continue;
+      if (best < 0 || (double)ctx->class_chains[p] / quota[p] > (double)ctx->class_chains[best] / quota[best])
+        best = p;
+    }
+    if (best < 0) break;
+    quota[best]++;
+    left--;
+  }
+}
+
 void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, const DrPlanOptions *opts) {
   const DrGraph *g = ctx->graph;
-  guint32 n = ctx->n, n_classes = 0, total = ctx->n_chains;
-  for (guint p = 0; p < DR_N_PRIORITIES; p++) n_classes += ctx->class_chains[p] > 0;
-  guint32 cap = MAX(resolve_cap(g, opts->max_streams, opts->uncapped, &plan->uncapped), n_classes);
+  guint32 n = ctx->n, total = ctx->n_chains, nc = ctx->n_classes, n_slots = nc / DR__CLASS_KINDS;
+  /* The cap is per device (each GPU has its own queues), over its compute
+   * classes: raised to the number of them present, as classes never share
+   * a stream. */
+  guint32 cap = resolve_cap(g, opts->max_streams, opts->uncapped, &plan->uncapped);
+  for (guint32 d = 0; d < n_slots; d++) {
+    guint32 classes = 0;
+    for (guint32 p = d * DR__CLASS_KINDS; p < (d + 1) * DR__CLASS_KINDS; p++)
+      classes += ctx->class_chains[p] > 0 && p % DR__CLASS_KINDS != DR__CLASS_COMM;
+    cap = MAX(cap, classes);
+  }
+  gboolean binds = FALSE;
+  for (guint32 d = 0; d < n_slots; d++) {
+    guint32 chains = 0;
+    for (guint32 p = d * DR__CLASS_KINDS; p < (d + 1) * DR__CLASS_KINDS; p++)
+      if (p % DR__CLASS_KINDS != DR__CLASS_COMM) chains += ctx->class_chains[p];
+    binds = binds || chains > cap;
+  }
   plan->cap = cap;
   plan->cap_note = opts->cap_note;
-  plan->cap_binds = total > cap;
+  plan->cap_binds = binds;
 
   /* Chain spans in the unconstrained schedule (for the list scheduling). */
   ChainSpan *spans = g_new0(ChainSpan, MAX(total, 1));
@@ -212,30 +256,16 @@ void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, const DrPlanOptions *opts) {
   }
 
   ctx->chain_stream = g_new(guint32, MAX(total, 1));
-  guint32 quota[DR_N_PRIORITIES] = {0};
+  guint32 *quota = g_new0(guint32, MAX(nc, 1));
   if (!plan->cap_binds) {
     for (guint32 c = 0; c < total; c++) ctx->chain_stream[c] = c;
-    for (guint p = 0; p < DR_N_PRIORITIES; p++) quota[p] = ctx->class_chains[p];
+    for (guint p = 0; p < nc; p++) quota[p] = ctx->class_chains[p];
   } else {
-    guint32 left = cap;
-    for (guint p = 0; p < DR_N_PRIORITIES; p++)
-      if (ctx->class_chains[p] > 0) quota[p] = 1, left--;
-    while (left > 0) {
-      int best = -1;
-      for (int p = 0; p < DR_N_PRIORITIES; p++) {
-        if (quota[p] == 0 || quota[p] >= ctx->class_chains[p]) continue;
-        if (best < 0 ||
-            (double)ctx->class_chains[p] / quota[p] > (double)ctx->class_chains[best] / quota[best])
-          best = p;
-      }
-      if (best < 0) break;
-      quota[best]++;
-      left--;
-    }
+    for (guint32 d = 0; d < n_slots; d++) share_cap(ctx, d, cap, quota);
     if (!merge_exact(ctx, quota)) {
       /* Chains of a class are numbered contiguously (chains.c), high first. */
       guint32 first_chain = 0, first_stream = 0;
-      for (int p = DR_N_PRIORITIES - 1; p >= 0; p--) {
+      for (gint64 p = (gint64)nc - 1; p >= 0; p--) {
         guint32 k = ctx->class_chains[p];
         if (k == 0) continue;
         merge_class(ctx, spans + first_chain, k, quota[p], first_stream);
@@ -259,7 +289,7 @@ void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, const DrPlanOptions *opts) {
     guint32 raw = ctx->chain_stream[ctx->chain[v]];
     if (renum[raw] == G_MAXUINT32) {
       renum[raw] = plan->streams->len;
-      DrStream st = {dr_graph_node(g, v)->priority, 0};
+      DrStream st = dr__plan_class_stream(g, ctx->node_class[v]);
       g_array_append_val(plan->streams, st);
       last[renum[raw]] = G_MAXUINT32;
     }
@@ -282,6 +312,7 @@ void dr__plan_cap(DrPlanCtx *ctx, DrPlan *plan, const DrPlanOptions *opts) {
   g_free(finish);
   g_free(last);
   g_free(renum);
+  g_free(quota);
   g_free(seen);
   g_free(est);
   g_free(spans);

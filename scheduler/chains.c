@@ -690,33 +690,78 @@ guint32 dr__chain_cover(const DrPlanCtx *c, const guint8 *required, guint32 *cha
   return n_chains;
 }
 
+guint32 dr__plan_n_classes(const DrGraph *graph) {
+  guint32 nd;
+  dr_graph_devices(graph, &nd);
+  return (nd + 1) * DR__CLASS_KINDS;
+}
+
+guint32 dr__plan_class(const DrGraph *graph, DrId v) {
+  const DrNode *node = dr_graph_node(graph, v);
+  guint32 nd;
+  dr_graph_devices(graph, &nd);
+  gint32 d = dr_graph_node_device(graph, v);
+  gint32 rank = d < 0 ? (gint32)nd : dr_graph_device_rank(graph, d);
+  guint32 kind = DR_OP_IS_COLLECTIVE(node->op) ? DR__CLASS_COMM : (guint32)node->priority;
+  return (guint32)MAX(rank, 0) * DR__CLASS_KINDS + kind;
+}
+
+DrStream dr__plan_class_stream(const DrGraph *graph, guint32 c) {
+  guint32 nd;
+  const gint32 *devs = dr_graph_devices(graph, &nd);
+  guint32 slot = c / DR__CLASS_KINDS, kind = c % DR__CLASS_KINDS;
+  gboolean comm = kind == DR__CLASS_COMM;
+  return (DrStream){.priority = comm ? DR_PRIORITY_HIGH : (DrPriority)kind,
+                    .device = slot < nd ? devs[slot] : -1,
+                    .comm = comm};
+}
+
 guint32 dr__plan_chains(DrPlanCtx *ctx, GArray *antichain) {
   const DrGraph *g = ctx->graph;
   guint32 n = ctx->n;
   guint8 *required = g_new0(guint8, MAX(n, 1));
-  guint32 class_size[DR_N_PRIORITIES] = {0};
-  guint32 n_classes = 0;
-  for (DrId v = 0; v < n; v++) class_size[dr_graph_node(g, v)->priority]++;
-  for (guint p = 0; p < DR_N_PRIORITIES; p++) n_classes += class_size[p] > 0;
+  ctx->n_classes = dr__plan_n_classes(g);
+  ctx->node_class = g_new(guint32, MAX(n, 1));
+  ctx->class_chains = g_new0(guint32, ctx->n_classes);
+  guint32 *class_size = g_new0(guint32, ctx->n_classes);
+  guint32 n_present = 0;
+  gboolean only_comm = TRUE;
+  for (DrId v = 0; v < n; v++) {
+    ctx->node_class[v] = dr__plan_class(g, v);
+    class_size[ctx->node_class[v]]++;
+  }
+  for (guint32 c = 0; c < ctx->n_classes; c++)
+    if (class_size[c] > 0) {
+      n_present++;
+      only_comm = only_comm && c % DR__CLASS_KINDS == DR__CLASS_COMM;
+    }
 
   ctx->chain = g_new0(guint32, MAX(n, 1));
   ctx->n_chains = 0;
-  /* Higher priorities first, so their streams get the low numbers. */
-  for (int p = DR_N_PRIORITIES - 1; p >= 0; p--) {
-    ctx->class_chains[p] = 0;
-    if (class_size[p] == 0) continue;
-    for (DrId v = 0; v < n; v++) required[v] = dr_graph_node(g, v)->priority == (DrPriority)p;
-    GArray *certificate = n_classes == 1 ? antichain : NULL;
-    ctx->class_chains[p] = dr__chain_cover(ctx, required, ctx->chain, ctx->n_chains, certificate);
-    ctx->n_chains += ctx->class_chains[p];
+  /* Higher classes first (comm, then high priority, of the last device),
+   * so their streams get the low numbers. */
+  for (gint64 c = (gint64)ctx->n_classes - 1; c >= 0; c--) {
+    if (class_size[c] == 0) continue;
+    if (c % DR__CLASS_KINDS == DR__CLASS_COMM) {
+      for (DrId v = 0; v < n; v++)
+        if (ctx->node_class[v] == (guint32)c) ctx->chain[v] = ctx->n_chains;
+      ctx->class_chains[c] = 1;
+      ctx->n_chains++;
+      continue;
+    }
+    for (DrId v = 0; v < n; v++) required[v] = ctx->node_class[v] == (guint32)c;
+    GArray *certificate = n_present == 1 ? antichain : NULL;
+    ctx->class_chains[c] = dr__chain_cover(ctx, required, ctx->chain, ctx->n_chains, certificate);
+    ctx->n_chains += ctx->class_chains[c];
   }
-  if (n_classes > 1) {
+  if (n_present > 1 || (n_present == 1 && only_comm)) {
     /* The width is the whole DAG's: one more cover, every node required. */
     guint32 *scratch = g_new(guint32, MAX(n, 1));
     memset(required, 1, n);
     dr__chain_cover(ctx, required, scratch, 0, antichain);
     g_free(scratch);
   }
+  g_free(class_size);
   g_free(required);
   return antichain->len;
 }

@@ -31,14 +31,29 @@ typedef struct {
   guint32 *order; /* [n] the issue order: node ids, topological */
   guint32 *pos;   /* [n] position of each node in `order` */
   /* chains.c */
-  guint32 *chain; /* [n] chain of each node (one chain per priority class
-                     never mixes classes) */
+  guint32 *chain; /* [n] chain of each node (a chain never mixes classes) */
   guint32 n_chains;
-  guint32 class_chains[DR_N_PRIORITIES]; /* chains per priority class */
+  guint32 n_classes;     /* dr__plan_n_classes */
+  guint32 *node_class;   /* [n] dr__plan_class of each node */
+  guint32 *class_chains; /* [n_classes] chains per class */
   /* cap.c */
   guint32 *chain_stream; /* [n_chains] stream of each chain (before renumbering) */
   guint32 n_streams;
 } DrPlanCtx;
+
+/* Stream classes: the streams of one (device slot, kind) never hold
+ * another class's nodes. The kind is a priority, or DR__CLASS_COMM for the
+ * communication stream; the device slot is the device's rank among the
+ * run's devices, or n_devices for collectives over several devices. Class
+ * c is slot * DR__CLASS_KINDS + kind, so one device's classes are
+ * contiguous and, within a device, higher kinds (comm, then high
+ * priority) have higher numbers. */
+#define DR__CLASS_KINDS (DR_N_PRIORITIES + 1)
+#define DR__CLASS_COMM DR_N_PRIORITIES
+guint32 dr__plan_n_classes(const DrGraph *graph);
+guint32 dr__plan_class(const DrGraph *graph, DrId v);
+/* The DrStream (priority, device, comm; no nodes) of class c. */
+DrStream dr__plan_class_stream(const DrGraph *graph, guint32 c);
 
 #define DR__PRED_BEGIN(c, v) ((c)->pred_off[(v)])
 #define DR__PRED_END(c, v) ((c)->pred_off[(v) + 1])
@@ -55,7 +70,10 @@ gboolean dr__plan_order(DrPlanCtx *ctx, double *critical_path_us, GError **error
 
 /* chains.c: returns the exact width of the DAG, appending a maximum
  * antichain to `antichain` (DrId), and puts a minimum chain cover per
- * priority class into ctx->chain (chains of the full partial order). */
+ * stream class into ctx->chain (chains of the full partial order), except
+ * that each communication class is one chain in issue order: one NCCL
+ * communicator runs its collectives in one order on every rank. Sets
+ * n_classes, node_class and class_chains. */
 guint32 dr__plan_chains(DrPlanCtx *ctx, GArray *antichain);
 
 /* chains.c: minimum chain cover restricted to the nodes with required[v]

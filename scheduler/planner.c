@@ -66,6 +66,8 @@ static void ctx_clear(DrPlanCtx *ctx) {
   g_free(ctx->order);
   g_free(ctx->pos);
   g_free(ctx->chain);
+  g_free(ctx->node_class);
+  g_free(ctx->class_chains);
   g_free(ctx->chain_stream);
 }
 

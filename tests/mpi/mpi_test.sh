@@ -54,9 +54,9 @@ mpi() { # NP ARGS...
 # ---- the plain binary ------------------------------------------------------
 check "the dagrun binary does not link libmpi" sh -c "! ldd '$dagrun' | grep -q libmpi"
 check "without a launcher: rank 0 of 1, no MPI" sh -c \
-  "'$dagrun' --backend=host --iterations=1 --warmup=0 graphs/data_parallel.yaml | grep -q 'verify: not run'"
+  "'$dagrun' --backend=host --iterations=1 --warmup=0 graphs/data_parallel_ranks.yaml | grep -q 'verify: not run'"
 check "a launcher without MPI is exit 69" sh -c \
-  "OMPI_COMM_WORLD_SIZE=2 DAGRUN_MPI_PLUGIN=/nonexistent/libdagrun_mpi.so '$dagrun' --check graphs/data_parallel.yaml 2>'$tmp/err69'; \
+  "OMPI_COMM_WORLD_SIZE=2 DAGRUN_MPI_PLUGIN=/nonexistent/libdagrun_mpi.so '$dagrun' --check graphs/data_parallel_ranks.yaml 2>'$tmp/err69'; \
    rc=\$?; grep -q 'MPI is unavailable' '$tmp/err69' && [ \$rc -eq 69 ]"
 
 # ---- the data-parallel step --------------------------------------------------
@@ -64,7 +64,7 @@ check "a launcher without MPI is exit 69" sh -c \
 # are the same on every rank; without it each rank's differ.
 same_weights() { # NP EXTRA...
   local np=$1; shift
-  mpi "$np" "$dagrun" --backend=host "$@" graphs/data_parallel.yaml >"$tmp/dp.out" 2>"$tmp/dp.err"
+  mpi "$np" "$dagrun" --backend=host "$@" graphs/data_parallel_ranks.yaml >"$tmp/dp.out" 2>"$tmp/dp.err"
   local rc=$? n distinct
   # Not anchored: mpirun forwards each rank's output in its own chunks.
   n=$(grep -o 'checksum weights w_out 0x[0-9a-f]\{16\}' "$tmp/dp.out" | wc -l)
@@ -74,7 +74,7 @@ same_weights() { # NP EXTRA...
 }
 for np in 2 4; do
   check "np $np: data-parallel step, --verify --delay-seed: verified on every rank" sh -c \
-    "$(declare -f mpi); mpi $np '$dagrun' --backend=host --verify --delay-seed=7 graphs/data_parallel.yaml >'$tmp/v$np' 2>&1; \
+    "$(declare -f mpi); mpi $np '$dagrun' --backend=host --verify --delay-seed=7 graphs/data_parallel_ranks.yaml >'$tmp/v$np' 2>&1; \
      rc=\$?; cat '$tmp/v$np'; [ \$rc -eq 0 ] && grep -q '^verify ($np ranks): passed on every rank' '$tmp/v$np'"
   check "np $np: every rank ends with the same weights (the allreduce ran)" same_weights "$np" --delay-seed=3 \
     --iterations=1 --warmup=0
@@ -118,7 +118,7 @@ ranks_vars() {
 }
 check "np 4: rank, nranks, local_rank in expressions and foreach; rank: restricts nodes" ranks_vars
 json_report() {
-  mpi 2 "$dagrun" --backend=host --verify --format=json graphs/data_parallel.yaml >"$tmp/j.out" 2>"$tmp/j.err" || return 1
+  mpi 2 "$dagrun" --backend=host --verify --format=json graphs/data_parallel_ranks.yaml >"$tmp/j.out" 2>"$tmp/j.err" || return 1
   python3 - "$tmp/j.out" docs/report.schema.json <<'PY'
 import json, sys
 text = open(sys.argv[1]).read()
