@@ -30,6 +30,7 @@ static void cuda_close(DrBackend *b) {
   dr__cuda_profile_close(&b->profile);
   dr__cuda_graph_release(&b->cuda_graph);
   dr__cuda_launch_close(&b->launch);
+  dr__cuda_nccl_close(&b->nccl);
   dr__cuda_memory_close(&b->memory, b->streams.origin);
   dr__cuda_timing_close(&b->timing);
   dr__cuda_streams_close(&b->streams);
@@ -60,6 +61,7 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
 
 static gboolean cuda_setup(DrBackend *b, GError **error) {
   return dr__cuda_memory_setup(&b->memory, &b->streams, error) &&
+         dr__cuda_nccl_open(&b->nccl, b->graph, b->streams.devices[0].ordinal, error) &&
          dr__cuda_launch_setup(&b->launch, &b->streams, &b->memory, b->opts.host_output, error) &&
          b->mode->prepare(b, error);
 }

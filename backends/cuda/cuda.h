@@ -27,6 +27,7 @@
 #include "backends/cuda/issue.h"
 #include "backends/cuda/launch.h"
 #include "backends/cuda/memory.h"
+#include "backends/cuda/nccl.h"
 #include "backends/cuda/profile.h"
 #include "backends/cuda/streams.h"
 #include "backends/cuda/timing.h"
@@ -69,6 +70,7 @@ struct DrBackend {
   DrCudaTiming timing;
   DrCudaGraphState cuda_graph;
   DrCudaProfile profile;
+  DrCudaNccl nccl;
   /* cudaProfilerStart was called and cudaProfilerStop not yet: the
    * profiler's capture range is open (backend.c). */
   gboolean profiling;

@@ -43,9 +43,7 @@ static gboolean issue_work(DrBackend *b, const DrCudaApi *api, DrId v, guint32 k
     case DR_OP_ALLTOALL:
     case DR_OP_SEND:
     case DR_OP_RECV:
-      g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE, "node '%s': %s needs NCCL, which this build lacks",
-                  n->id, dr_op_name(n->op));
-      return FALSE;
+      return dr__cuda_nccl_issue(&b->nccl, b->graph, v, b->memory.bases, st, error);
     case DR_OP_NOOP:
     case DR_N_OPS:
       return TRUE;

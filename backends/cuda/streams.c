@@ -48,6 +48,15 @@ int dr__cuda_streams_priority(const DrCudaStreams *s, guint32 stream) {
 
 gboolean dr__cuda_streams_check(const DrPlan *plan, int device, GError **error) {
   const DrGraph *g = plan->graph;
+  if (g->run.n_devices > 1) {
+    g_set_error(
+        error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+        "run.devices lists %u devices; the CUDA backend drives one device per process so far (streams, "
+        "peer copies and NCCL over several devices of one process are not built: docs/multi-gpu.md); "
+        "--backend=host runs the pipeline",
+        g->run.n_devices);
+    return FALSE;
+  }
   for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
     const DrNode *n = dr_graph_node(g, i);
     if (n->device >= 0 && n->device != device) {

@@ -93,7 +93,7 @@ typedef enum {
 #define DR_OP_IS_COLLECTIVE(op) ((op) >= DR_OP_FIRST_COLLECTIVE && (op) < DR_N_OPS)
 
 /* X(ENUM_SUFFIX, spelling): a reducing collective's operation (`reduce:`),
- * ncclSum .. ncclAvg in this order. */
+ * (NCCL numbers them sum, prod, max, min, avg: backends/nccl_api.c maps). */
 #define DR_REDUCE_LIST(X) \
   X(SUM, "sum")           \
   X(PROD, "prod")         \

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backends/cuda_api.h"
+#include "backends/nccl_api.h"
 #include "backends/cuda/graph.h"
 #include "cli/cli.h"
 #include "lib/load.h"
@@ -1561,6 +1562,173 @@ static void test_cuda_fake_uncapturable(void) {
 
 /* Fails every call of a clean run in turn: each failure is an error that
  * names the call (or the device probe), and nothing leaks. */
+/* A fake NCCL behind the same table (backends/nccl_api.h): one rank, on
+ * the fake CUDA's host memory, computed at the call (the fake streams run
+ * everything at once). Counts communicators and fails its Nth call. */
+static struct {
+  guint64 calls, fail_at;
+  gint64 comms;
+  const void *pending_send;
+  size_t pending_bytes;
+} fnccl;
+
+static size_t fnccl_size(int type) {
+  return type == 1 ? 1 : type == 4 || type == 8 ? 8 : type == 6 || type == 9 ? 2 : 4;
+}
+static DrNcclResult fnccl_tick(void) { return ++fnccl.calls == fnccl.fail_at ? 2 /* ncclSystemError */ : 0; }
+static DrNcclResult fnccl_version(int *v) {
+  *v = 22809;
+  return fnccl_tick();
+}
+static DrNcclResult fnccl_uid(DrNcclUniqueId *id) {
+  memset(id, 0, sizeof *id);
+  return fnccl_tick();
+}
+static DrNcclResult fnccl_init_all(DrNcclComm *comms, int ndev, const int *devs) {
+  (void)devs;
+  if (fnccl_tick()) return 2;
+  for (int i = 0; i < ndev; i++) comms[i] = (DrNcclComm)GINT_TO_POINTER(0x100 + i);
+  fnccl.comms += ndev;
+  return 0;
+}
+static DrNcclResult fnccl_init_rank(DrNcclComm *c, int n, DrNcclUniqueId id, int r) {
+  (void)c, (void)n, (void)id, (void)r;
+  return 5; /* ncclInvalidUsage: one process here */
+}
+static DrNcclResult fnccl_destroy(DrNcclComm c) {
+  (void)c;
+  fnccl.comms--;
+  return 0;
+}
+static DrNcclResult fnccl_async(DrNcclComm c, DrNcclResult *r) {
+  (void)c;
+  *r = 0;
+  return 0;
+}
+static DrNcclResult fnccl_group(void) { return fnccl_tick(); }
+static DrNcclResult fnccl_allreduce(const void *s, void *d, size_t n, int t, int op, DrNcclComm c,
+                                    cudaStream_t st) {
+  (void)op, (void)c, (void)st;
+  if (fnccl_tick()) return 2;
+  memmove(d, s, n * fnccl_size(t));
+  return 0;
+}
+static DrNcclResult fnccl_bcast(const void *s, void *d, size_t n, int t, int root, DrNcclComm c,
+                                cudaStream_t st) {
+  return fnccl_allreduce(s, d, n, t, root, c, st);
+}
+static DrNcclResult fnccl_reduce(const void *s, void *d, size_t n, int t, int op, int root, DrNcclComm c,
+                                 cudaStream_t st) {
+  (void)root;
+  return fnccl_allreduce(s, d, n, t, op, c, st);
+}
+static DrNcclResult fnccl_allgather(const void *s, void *d, size_t n, int t, DrNcclComm c, cudaStream_t st) {
+  return fnccl_allreduce(s, d, n, t, 0, c, st);
+}
+static DrNcclResult fnccl_rs(const void *s, void *d, size_t n, int t, int op, DrNcclComm c, cudaStream_t st) {
+  return fnccl_allreduce(s, d, n, t, op, c, st);
+}
+static DrNcclResult fnccl_send(const void *s, size_t n, int t, int peer, DrNcclComm c, cudaStream_t st) {
+  (void)peer, (void)c, (void)st;
+  if (fnccl_tick()) return 2;
+  fnccl.pending_send = s;
+  fnccl.pending_bytes = n * fnccl_size(t);
+  return 0;
+}
+static DrNcclResult fnccl_recv(void *d, size_t n, int t, int peer, DrNcclComm c, cudaStream_t st) {
+  (void)peer, (void)c, (void)st, (void)n, (void)t;
+  if (fnccl_tick()) return 2;
+  memmove(d, fnccl.pending_send, fnccl.pending_bytes);
+  return 0;
+}
+static const char *fnccl_err(DrNcclResult r) {
+  return r == 2 ? "unhandled system error (fake)" : "fake error";
+}
+
+static const DrNcclApi fake_nccl = {
+    fnccl_version,   fnccl_uid,   fnccl_init_all, fnccl_init_rank, fnccl_destroy, fnccl_destroy,
+    fnccl_async,     fnccl_group, fnccl_group,    fnccl_allreduce, fnccl_bcast,   fnccl_reduce,
+    fnccl_allgather, fnccl_rs,    fnccl_send,     fnccl_recv,      fnccl_err};
+
+static DrGraph *collectives_graph(const char *dir) {
+  g_autofree char *path = g_build_filename(dir, "coll.yaml", NULL);
+  const char *yaml =
+      "dagrun: 1\n"
+      "run: {iterations: 2, warmup: 1}\n"
+      "buffers:\n"
+      "  a: {type: f32, count: 64, init: iota}\n"
+      "  b: {type: f32, count: 64}\n"
+      "  c: {type: f32, count: 64}\n"
+      "  h: {type: f32, count: 64, where: host}\n"
+      "nodes:\n"
+      "  ar: {op: allreduce, src: a, dst: b}\n"
+      "  bc: {op: broadcast, buffers: b}\n"
+      "  rd: {op: reduce, reduce: max, src: b, dst: c}\n"
+      "  ag: {op: allgather, src: c, dst: b}\n"
+      "  rs: {op: reducescatter, src: b, dst: c}\n"
+      "  aa: {op: alltoall, src: c, dst: b}\n"
+      "  k: {op: kernel, kernel: scale_f32, args: {x: b, alpha: 2.0, y: c}}\n"
+      "  down: {op: copy, src: c, dst: h}\n";
+  g_assert_true(g_file_set_contents(path, yaml, -1, NULL));
+  g_autoptr(DrDiags) diags = dr_diags_new(0);
+  g_autoptr(GError) error = NULL;
+  DrGraph *g = dr_load_file(path, diags, &error);
+  g_assert_no_error(error);
+  g_remove(path);
+  return g;
+}
+
+/* Every collective on one device through the fake CUDA and fake NCCL
+ * tables: the run verifies and matches the host backend's result; then
+ * each NCCL call in turn fails: reported naming the call, and neither a
+ * communicator nor a CUDA handle leaks (a failed one is aborted). */
+static void test_cuda_fake_nccl(void) {
+  g_autofree char *dir = g_dir_make_tmp("drtest-XXXXXX", NULL);
+  g_autoptr(DrGraph) g = collectives_graph(dir);
+  g_autoptr(DrPlan) plan = tg_plan(g);
+  guint comm_streams = 0;
+  for (guint32 s = 0; s < plan->streams->len; s++)
+    comm_streams += g_array_index(plan->streams, DrStream, s).comm;
+  g_assert_cmpuint(comm_streams, ==, 1);
+  DrCudaApi api = fake_api();
+  dr_cuda_api_set(&api);
+  dr_nccl_api_set(&fake_nccl);
+  DrRunOptions o = host_opts(g, 2, 1);
+  o.backend = DR_BACKEND_CUDA;
+  o.verify = TRUE;
+  memset(&fake, 0, sizeof fake);
+  memset(&fnccl, 0, sizeof fnccl);
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
+  }
+  g_assert_true(fake_balanced());
+  g_assert_cmpint(fnccl.comms, ==, 0);
+  guint64 total = fnccl.calls;
+  g_assert_cmpuint(total, >, 10);
+  for (guint64 k = 1; k <= total; k++) {
+    memset(&fake, 0, sizeof fake);
+    memset(&fnccl, 0, sizeof fnccl);
+    fnccl.fail_at = k;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+    if (r != NULL)
+      g_error("failing NCCL call %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " went unnoticed", k, total);
+    g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+    g_assert_nonnull(strstr(error->message, "failed: unhandled system error (fake)"));
+    g_assert_true(strstr(error->message, "nccl") != NULL);
+    if (!fake_balanced() || fnccl.comms != 0)
+      g_error("failing NCCL call %" G_GUINT64_FORMAT " (%s) leaked (communicators %" G_GINT64_FORMAT ")", k,
+              error->message, fnccl.comms);
+  }
+  dr_nccl_api_set(NULL);
+  dr_cuda_api_set(NULL);
+  g_rmdir(dir);
+  g_test_message("%" G_GUINT64_FORMAT " NCCL calls failed in turn, all reported, nothing leaked", total);
+}
+
 static void test_cuda_fake_faults(void) {
   g_autoptr(DrGraph) g = chunks_graph(3, 64, NULL);
   tg_buffer(g, "t", DR_ELEM_F32, 64, DR_WHERE_DEVICE, DR_INIT_NONE, 0);
@@ -1764,6 +1932,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/backends/choice/cuda-or-fallback", test_backend_choice);
   g_test_add_func("/backends/cuda-fake/pipeline", test_cuda_fake_pipeline);
   g_test_add_func("/backends/cuda-fake/faults", test_cuda_fake_faults);
+  g_test_add_func("/backends/cuda-fake/nccl", test_cuda_fake_nccl);
   g_test_add_func("/backends/cuda-fake/stamps", test_cuda_fake_stamps);
   g_test_add_func("/backends/cuda-fake/graph-update", test_cuda_fake_graph_update);
   g_test_add_func("/backends/cuda-fake/uncapturable", test_cuda_fake_uncapturable);
