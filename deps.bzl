@@ -6,8 +6,9 @@ dagrun's own WORKSPACE and for any workspace that depends on dagrun:
     dagrun_dependencies()
 
 Bazel does not read a dependency's WORKSPACE, hence the macro. Nothing here
-downloads: @glib, @yaml and @cuda come from the system (Debian's static GLib
-and libyaml under /usr, the CUDA toolkit at /usr/local/cuda), and
+downloads: @glib, @yaml, @mpi and @cuda come from the system (Debian's static
+GLib and libyaml and its Open MPI under /usr, the CUDA toolkit at
+/usr/local/cuda), and
 @rules_cc and @remote_coverage_tools, which Bazel 4 would otherwise
 download, are dagrun's local stand-ins (third_party/bazel/). A repository
 the workspace already declares under one of these names is left alone (so a
@@ -26,13 +27,14 @@ _vendored = repository_rule(
 )
 
 def dagrun_dependencies():
-    """Declares @glib, @yaml, @cuda, @rules_cc and @remote_coverage_tools
+    """Declares @glib, @yaml, @mpi, @cuda, @rules_cc and @remote_coverage_tools
     where the workspace has not declared them already."""
     have = native.existing_rules()
     for name, build_file, path in [
         ("glib", "@dagrun//third_party:glib.BUILD", "/usr"),
         ("yaml", "@dagrun//third_party:yaml.BUILD", "/usr"),
         ("cuda", "@dagrun//third_party:cuda.BUILD", "/usr/local/cuda"),
+        ("mpi", "@dagrun//third_party:mpi.BUILD", "/usr"),
     ]:
         if name not in have:
             native.new_local_repository(name = name, build_file = build_file, path = path)

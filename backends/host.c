@@ -32,6 +32,8 @@
 
 #include "backends/backend.h"
 #include "ir/loops.h"
+#include "backends/mpi.h"
+#include "backends/mpi_coll.h"
 
 struct DrBackend {
   const DrPlan *plan; /* borrowed */
@@ -73,6 +75,9 @@ struct DrBackend {
   guint32 n_bodies;
   gboolean borrowed_bases;
   _Atomic guint64 *trips;
+  /* The collectives across the ranks of an MPI job, NULL in a single
+   * process (backends/mpi_coll.h). */
+  DrRankColls *rank_colls;
 };
 
 typedef struct {
@@ -87,6 +92,13 @@ static gint64 now_ns(void) {
 }
 
 static void fail(DrBackend *b, GError *error) {
+  if (b->rank_colls != NULL) {
+    /* This rank's other workers may be blocked in MPI, waiting for ranks
+     * that wait for this one: nothing can finish; end the whole job. */
+    g_printerr("dagrun: error: %s\ndagrun: rank %u of %u failed; ending every rank\n", error->message,
+               dr__mpi_world()->rank, dr__mpi_world()->size);
+    dr__mpi_abort_job(70);
+  }
   pthread_mutex_lock(&b->mu);
   if (b->error == NULL)
     b->error = error;
@@ -202,6 +214,8 @@ static gboolean execute(DrBackend *b, guint32 stream, DrId id, guint32 iteration
     case DR_OP_ALLTOALL:
     case DR_OP_SEND:
     case DR_OP_RECV:
+      /* Across the ranks of an MPI job: backends/mpi_coll.c. */
+      if (n->per_rank && b->rank_colls != NULL) return dr__rank_colls_run(b->rank_colls, id, b->bases, error);
       dr__collective_host_run(g, n, b->bases);
       return TRUE;
     case DR_OP_NOOP:
@@ -288,6 +302,7 @@ static void host_close(DrBackend *b) {
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->cond);
   }
+  dr__rank_colls_close(b->rank_colls);
   for (guint32 i = 0; i < b->n_bodies; i++) host_close(b->bodies[i]);
   g_free(b->bodies);
   g_free(b->trips);
@@ -406,6 +421,7 @@ static gboolean bind_calls(DrBackend *b, GError **error) {
 static gboolean host_setup(DrBackend *b, GError **error) {
   const DrGraph *g = b->graph;
   const DrId *storage = b->plan->storage;
+  if (dr__rank_colls_needed(g) && (b->rank_colls = dr__rank_colls_open(g, error)) == NULL) return FALSE;
   for (DrId i = 0; i < b->n_buffers; i++) {
     const DrBuffer *buf = dr_graph_buffer(g, i);
     guint64 bytes = storage ? b->plan->storage_bytes[i] : dr_buffer_bytes(buf);

@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "ir/loops.h"
+#include "backends/mpi_coll.h"
 #include "backends/verify.h"
 
 void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
@@ -302,6 +303,8 @@ DrReport *dr_run(const DrPlan *plan, const DrRunOptions *opts_in, GError **error
   DrRunOptions opts = options_for(plan, opts_in);
   const DrBackendOps *ops = choose_backend(&opts, error);
   if (ops == NULL) return NULL;
+  /* Across ranks: every rank's collectives must agree before any runs. */
+  if (!dr__rank_colls_check(plan->graph, error)) return NULL;
 
   g_autoptr(DrReport) report = dr_report_new(plan, opts.iterations, opts.warmup);
   report->backend = ops->name;
@@ -348,7 +351,7 @@ DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts_in, GErr
     return NULL;
   }
   const DrBackendOps *ops = choose_backend(&opts, error);
-  if (ops == NULL) return NULL;
+  if (ops == NULL || !dr__rank_colls_check(plan->graph, error)) return NULL;
   DrBackend *b = ops->open(plan, &opts, error);
   if (b == NULL) return NULL;
   if (!ops->setup(b, error)) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/diag_print.h"
+#include "cli/ranks.h"
 #include "include/dagrun/dagrun.h"
 
 /* An integer flag not given. */
@@ -270,6 +271,9 @@ static void warn_auto_host(const Options *o, const DrRunReport *report, GString 
  * iterations). */
 static volatile sig_atomic_t interrupt_flag;
 
+/* `out` holds a run report (for the merge of an MPI job's, cli/ranks.c). */
+static gboolean ran_report;
+
 static void on_sigint(int sig) {
   (void)sig;
   interrupt_flag = 1;
@@ -364,8 +368,15 @@ static int run(const Options *o, const DrPipeline *pipeline, const DrStreamPlan 
   DrRunSettings rs;
   run_settings(o, pipeline, &rs);
   g_autoptr(GError) error = NULL;
+  int ready = dr__cli_ranks_ready(0);
+  if (ready != 0) return ready;
+  ran_report = TRUE;
   g_autoptr(DrRunReport) report = run_interruptible(plan, &rs, &error);
-  if (report == NULL) return report_error(err, error);
+  if (report == NULL) {
+    int code = report_error(err, error);
+    dr__cli_ranks_run_failed(err, code);
+    return code;
+  }
   warn_auto_host(o, report, err);
   int rc = write_report(o, report, plan, out, err);
   /* With a run, the DOT shows its durations and critical path. */
@@ -552,7 +563,9 @@ int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, G
     rc = usage_error(err, "expected exactly one PIPELINE.yaml");
   } else {
     warn_no_effect(&o, err);
+    ran_report = FALSE;
     rc = load_and_go(&o, o.files[0], out, err);
+    rc = dr__cli_ranks_finish(rc, ran_report, o.format && strcmp(o.format, "json") == 0, out);
   }
   options_clear(&o);
   return rc;

@@ -1,8 +1,12 @@
-/* main.c: the dagrun executable: runs the command line (cli.c) and writes
- * its output to stdout and its diagnostics to stderr. */
+/* main.c: the dagrun executable: joins the MPI job when mpirun started it
+ * (lib/ranks.c), runs the command line (cli.c) and writes its output to
+ * stdout and its diagnostics to stderr. */
+#include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "include/dagrun/dagrun.h"
 
 /* The library reports through g_log (domain "dagrun", include/dagrun/
  * dagrun.h); the command line shows its warnings and notices as one
@@ -15,9 +19,26 @@ int main(int argc, char **argv) {
   g_log_set_handler("dagrun", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, log_line, NULL);
   g_autoptr(GString) out = g_string_new(NULL);
   g_autoptr(GString) err = g_string_new(NULL);
+  /* Under mpirun, join the job before anything else: the pipeline's
+   * `rank` and `nranks` are known from the first line parsed. */
+  g_autoptr(GError) error = NULL;
+  if (!dr_ranks_join(&error)) {
+    fprintf(stderr, "%s\n", error->message);
+    return dr_error_exit_code(error);
+  }
   int rc = dr__cli_run_stdout(argc, argv, stdout, out, err);
-  fwrite(out->str, 1, out->len, stdout);
+  /* One write where the pipe allows: under mpirun, output is forwarded in
+   * the chunks it was written in, and other ranks' lines could otherwise
+   * land inside a line of the report. */
   fflush(stdout);
+  for (gsize done = 0; done < out->len;) {
+    ssize_t n = write(STDOUT_FILENO, out->str + done, out->len - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += (gsize)n;
+  }
   fwrite(err->str, 1, err->len, stderr);
+  fflush(stderr);
+  dr_ranks_leave();
   return rc;
 }

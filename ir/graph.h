@@ -379,6 +379,12 @@ typedef struct {
   GHashTable *kernel_index; /* name -> DrId+1 */
   DrMemoryBudget budget;    /* scheduler/budget.c */
   GArray *memory_edges;     /* DrEdge: the edges it added (NULL: none) */
+  /* The MPI rank the graph is built for (of run.nranks) and its rank on
+   * its machine: with run.nranks, the expression variables `rank`,
+   * `nranks`, `local_rank`, which `rank:` on nodes tests. Set before
+   * parsing (lib/load.c, from the job the process joined); a single
+   * process: 0 of 1. */
+  guint32 rank, local_rank;
 } DrGraph;
 
 /* Returns a new empty graph with default run settings. Free with

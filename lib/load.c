@@ -41,14 +41,43 @@ void dr__graph_register_builtins(DrGraph *graph) {
   }
 }
 
+/* The rank every graph is loaded for (dr__load_set_ranks). */
+static guint32 load_rank, load_nranks = 1, load_local_rank;
+
+void dr__load_set_ranks(guint32 rank, guint32 nranks, guint32 local_rank) {
+  g_return_if_fail(nranks >= 1 && rank < nranks);
+  load_rank = rank;
+  load_nranks = nranks;
+  load_local_rank = local_rank;
+}
+
+/* With several ranks, every rank must issue its collectives (and sends
+ * and receives) in the same order, or they deadlock or pair wrongly; ranks
+ * plan different graphs, so the order is the one they share, the file's:
+ * each such node comes after the one before it (docs/multi-gpu.md). */
+static void chain_rank_collectives(DrGraph *graph) {
+  if (graph->run.nranks <= 1) return;
+  DrId prev = DR_NONE;
+  for (DrId i = 0; i < dr_graph_n_nodes(graph); i++) {
+    const DrNode *n = dr_graph_node(graph, i);
+    if (!DR_OP_IS_COLLECTIVE(n->op) || !n->per_rank) continue;
+    if (prev != DR_NONE) dr_graph_add_after(graph, prev, i, n->loc);
+    prev = i;
+  }
+}
+
 /* Parses from `fp` when not NULL, else from yaml[0..len); then the passes,
  * up to `dump_after` when not NULL (dumping into `dump` there). */
 static DrGraph *load(const char *name, const char *yaml, gsize len, FILE *fp, const char *dump_after,
                      GString *dump, DrDiags *diags, GError **error) {
   g_autoptr(DrGraph) graph = dr_graph_new();
+  graph->rank = load_rank;
+  graph->run.nranks = load_nranks;
+  graph->local_rank = load_local_rank;
   dr__graph_register_builtins(graph);
   gboolean ok = fp != NULL ? dr_parse_pipeline_file(graph, name, fp, diags)
                            : dr_parse_pipeline(graph, name, yaml, len, diags);
+  if (ok) chain_rank_collectives(graph);
   /* The invariants (I5: one alloc and one free per buffer) hold only once
    * the lifetimes pass has rejected double allocs and frees: the pass
    * table checks them after each pass, not here. */

@@ -25,6 +25,13 @@ void dr__graph_register_builtins(DrGraph *graph);
 DrGraph *dr_load_file(const char *path, DrDiags *diags, GError **error);
 DrGraph *dr_load_string(const char *name, const char *yaml, gsize len, DrDiags *diags, GError **error);
 
+/* Makes every graph loaded from now on be built for rank `rank` of
+ * `nranks` (local rank `local_rank`): the values of the variables `rank`,
+ * `nranks`, `local_rank` and what `rank:` tests. The process joins its job
+ * once (lib/ranks.c), so this is process-wide; tests and the planning
+ * benchmark set a rank of their own. */
+void dr__load_set_ranks(guint32 rank, guint32 nranks, guint32 local_rank);
+
 /* dr_load_file, stopping after the pass named `dump_after` (one of
  * dr_passes_names, or NULL for all) and appending the IR's dump at that
  * point to `dump` (for --dump-after). The file is parsed in chunks, never

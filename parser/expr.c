@@ -262,14 +262,15 @@ static gboolean expr_primary(Expr *e, gint64 *out) {
     const char *s = e->p;
     while (s < e->end && (g_ascii_isalnum(*s) || *s == '_')) s++;
     gsize len = (gsize)(s - e->p);
-    for (guint i = 0; e->env != NULL && i < e->env->n; i++) {
-      const char *name = e->env->vars[i].name;
-      if (strlen(name) == len && strncmp(name, e->p, len) == 0) {
-        *out = e->env->vars[i].value;
-        e->p = s;
-        return TRUE;
+    for (const DrEnv *env = e->env; env != NULL; env = env->outer)
+      for (guint i = 0; i < env->n; i++) {
+        const char *name = env->vars[i].name;
+        if (strlen(name) == len && strncmp(name, e->p, len) == 0) {
+          *out = env->vars[i].value;
+          e->p = s;
+          return TRUE;
+        }
       }
-    }
     return fail(e, g_strdup_printf("unknown loop variable '%.*s'", (int)len, e->p));
   }
   return fail(e, g_strdup_printf("unexpected '%c' in expression", c));

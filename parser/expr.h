@@ -30,10 +30,13 @@ typedef struct {
   gint64 value;
 } DrVar;
 
-/* The loop variables in scope (n == 0: none). */
-typedef struct {
+/* The loop variables in scope (n == 0: none), then those of `outer` (the
+ * parser's rank variables `rank`, `nranks`, `local_rank`), which an inner
+ * variable of the same name hides. */
+typedef struct DrEnv {
   const DrVar *vars;
   guint n;
+  const struct DrEnv *outer;
 } DrEnv;
 
 /* Parses `text`, a non-negative integer with an optional suffix of the

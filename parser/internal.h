@@ -42,6 +42,12 @@ typedef struct {
   GString *arg_what, *arg_key; /* scratch: "node 'x', argument 'y'", "argument 'y'" */
   guint node_typos;            /* unknown keys of that node: they explain missing ones */
   char *scope;                 /* inside a loop body: "LOOP/" (nested "A/B/"); NULL at the top */
+  /* `rank`, `nranks`, `local_rank` (from the graph), the outermost scope
+   * of every expression; and the ids of the nodes `rank:` gave to other
+   * ranks (interned), which `after:` may name without effect. */
+  DrVar rank_vars[3];
+  DrEnv rank_env;
+  GHashTable *other_rank_ids;
 } DrParse;
 
 #define DR_LOC(p, n) dr__ynode_loc((n), (p)->file)

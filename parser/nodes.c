@@ -30,6 +30,7 @@
   X(PRIORITY, "priority", ALL_OPS)                                 \
   X(DEVICE, "device", ALL_OPS)                                     \
   X(LABEL, "label", ALL_OPS)                                       \
+  X(RANK, "rank", ALL_OPS)                                         \
   X(KERNEL, "kernel", M(KERNEL))                                   \
   X(ARGS, "args", M(KERNEL) | M(HOST))                             \
   X(GRID, "grid", M(KERNEL))                                       \
@@ -428,6 +429,16 @@ static int cmp_ids(const void *a, const void *b, void *graph) {
   return strcmp(dr_graph_node(g, *(const DrId *)a)->id, dr_graph_node(g, *(const DrId *)b)->id);
 }
 
+/* Whether a node of another rank has an id starting with name[0..len). */
+static gboolean other_rank_prefix(DrParse *p, const char *name, gsize len) {
+  GHashTableIter it;
+  gpointer id;
+  g_hash_table_iter_init(&it, p->other_rank_ids);
+  while (g_hash_table_iter_next(&it, &id, NULL))
+    if (strncmp(id, name, len) == 0) return TRUE;
+  return FALSE;
+}
+
 void dr__parse_resolve_afters(DrParse *p) {
   DrGraph *g = p->g;
   g_autofree DrId *sorted = NULL;
@@ -441,6 +452,8 @@ void dr__parse_resolve_afters(DrParse *p) {
       DrId from = dr_graph_find_node(g, pa->name);
       if (from == pa->to) {
         dr_diags_error(p->diags, pa->loc, "%s, key 'after': a node cannot come after itself", WHAT(p));
+      } else if (from == DR_NONE && g_hash_table_contains(p->other_rank_ids, pa->name)) {
+        /* A node of another rank: ranks order through collectives. */
       } else if (from == DR_NONE) {
         /* Past the limit the error is only counted: skip the O(nodes) hint.
          * The node itself is no suggestion for its own after:. */
@@ -484,7 +497,7 @@ void dr__parse_resolve_afters(DrParse *p) {
       dr_graph_add_after(g, from, pa->to, pa->loc);
       matched++;
     }
-    if (matched == 0)
+    if (matched == 0 && !other_rank_prefix(p, pa->name, plen))
       dr_diags_error(p->diags, pa->loc, "%s, key 'after': '%s' matches no other node", WHAT(p), pa->name);
   }
 }
@@ -602,6 +615,51 @@ static void node_common(DrParse *p, const DrYNode **s, const DrEnv *env, DrNode 
   if (s[K_LABEL] != NULL && dr__parse_string(p, WHAT(p), "label", s[K_LABEL], env, label)) n->label = *label;
 }
 
+/* ---- rank: ------------------------------------------------------------- */
+
+/* One `rank:` item: an integer expression (braces optional) or a range
+ * A..B of them; *hit when this rank is in it. FALSE after reporting. */
+static gboolean rank_item(DrParse *p, const DrYNode *v, const DrEnv *env, gboolean *hit) {
+  if (v->kind != DR_Y_SCALAR || dr__ynode_is_null(v)) {
+    dr__parse_wrong_type(p, WHAT(p), "rank", v, "a rank, a range A..B or a list of them");
+    return FALSE;
+  }
+  g_autofree char *msg = NULL;
+  g_autofree char *text =
+      dr__expr_has_braces(v->u.text) ? dr__expr_substitute(v->u.text, env, &msg) : g_strdup(v->u.text);
+  const char *dots = text ? strstr(text, "..") : NULL;
+  gint64 a = 0, b = 0;
+  gboolean ok = text != NULL && (dots ? dr__expr_eval(text, (gsize)(dots - text), env, &a, &msg) &&
+                                            dr__expr_eval(dots + 2, strlen(dots + 2), env, &b, &msg)
+                                      : dr__expr_eval(text, strlen(text), env, &a, &msg));
+  if (!ok) {
+    dr_diags_error(p->diags, DR_LOC(p, v), "%s, key 'rank': %s", WHAT(p), msg);
+    return FALSE;
+  }
+  if (!dots) b = a;
+  gint64 r = p->g->rank;
+  *hit |= a <= r && r <= b;
+  return TRUE;
+}
+
+/* Whether the node with `rank:` value v runs on this rank (a rank outside
+ * 0..nranks-1 names no process: the node runs nowhere). *ok: FALSE after
+ * reporting. */
+static gboolean rank_selected(DrParse *p, const DrYNode *v, const DrEnv *env, gboolean *ok) {
+  gboolean hit = FALSE;
+  *ok = TRUE;
+  if (v->kind == DR_Y_SEQ) {
+    if (v->len == 0) {
+      dr__parse_error_at(p, v, WHAT(p), "rank", "an empty list names no rank");
+      *ok = FALSE;
+    }
+    for (guint i = 0; i < v->len && *ok; i++) *ok = rank_item(p, v->u.items[i], env, &hit);
+  } else {
+    *ok = rank_item(p, v, env, &hit);
+  }
+  return hit && *ok;
+}
+
 static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, const DrEnv *env) {
   g_autofree char *id = node_id(p, key, env);
   if (id == NULL) return;
@@ -614,11 +672,19 @@ static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, con
   if (!node_op(p, key, map, env, &op)) return;
   const DrYNode *s[K_N_KEYS] = {NULL};
   node_slots(p, map, op, s);
+  if (s[K_RANK] != NULL) {
+    gboolean ok;
+    if (!rank_selected(p, s[K_RANK], env, &ok)) {
+      /* Another rank's node: this rank plans without it. */
+      if (ok) g_hash_table_add(p->other_rank_ids, (gpointer)dr_graph_intern(p->g, id));
+      return;
+    }
+  }
   DrNode common = {.priority = DR_PRIORITY_NORMAL, .device = -1};
   g_autofree char *label = NULL;
   node_common(p, s, env, &common, &label);
   DrBuild *b = &p->build;
-  if (!dr_build_node_begin(b, id, op, DR_LOC(p, key), env != NULL)) return;
+  if (!dr_build_node_begin(b, id, op, DR_LOC(p, key), env != &p->rank_env)) return;
   b->node.priority = common.priority;
   b->node.device = common.device;
   b->node.label = common.label;
@@ -706,8 +772,8 @@ static guint64 parse_foreach(DrParse *p, const DrYNode *v, LoopVar *vars, guint 
       const char *dots = strstr(t, "..");
       gint64 a, b;
       g_autofree char *msg = NULL;
-      if (!dr__expr_eval(t, (gsize)(dots - t), NULL, &a, &msg) ||
-          !dr__expr_eval(dots + 2, strlen(dots + 2), NULL, &b, &msg)) {
+      if (!dr__expr_eval(t, (gsize)(dots - t), &p->rank_env, &a, &msg) ||
+          !dr__expr_eval(dots + 2, strlen(dots + 2), &p->rank_env, &b, &msg)) {
         dr_diags_error(p->diags, DR_LOC(p, val), "%s, key 'foreach': bad range '%s': %s", what, t, msg);
         return 0;
       }
@@ -756,7 +822,7 @@ void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value) {
       return;
     }
     p->n_nodes++;
-    convert_node(p, key, value, NULL);
+    convert_node(p, key, value, &p->rank_env);
     return;
   }
   LoopVar vars[MAX_FOREACH_VARS];
@@ -783,7 +849,7 @@ void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value) {
   DrVar bound[MAX_FOREACH_VARS];
   guint64 idx[MAX_FOREACH_VARS] = {0};
   for (guint i = 0; i < n_vars; i++) bound[i] = (DrVar){vars[i].name, loop_value(p, &vars[i], 0)};
-  DrEnv env = {bound, n_vars};
+  DrEnv env = {bound, n_vars, &p->rank_env};
   for (guint64 c = 0; c < total; c++) {
     /* One bad expansion is enough: the others would repeat its errors. */
     guint errors = dr_diags_n_errors(p->diags);

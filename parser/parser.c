@@ -268,6 +268,11 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
   dr_build_init(&p->build, graph, diags);
   p->arg_what = g_string_new(NULL);
   p->arg_key = g_string_new(NULL);
+  p->rank_vars[0] = (DrVar){"rank", graph->rank};
+  p->rank_vars[1] = (DrVar){"nranks", graph->run.nranks};
+  p->rank_vars[2] = (DrVar){"local_rank", graph->local_rank};
+  p->rank_env = (DrEnv){p->rank_vars, 3, NULL};
+  p->other_rank_ids = g_hash_table_new(g_str_hash, g_str_equal);
   Top top = {0};
   if (fp != NULL) {
     top.defer_nodes = must_defer_file(fp);
@@ -323,6 +328,7 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
   dr_build_clear(&p->build);
   g_string_free(p->arg_what, TRUE);
   g_string_free(p->arg_key, TRUE);
+  g_hash_table_unref(p->other_rank_ids);
   return dr_diags_n_errors(diags) == errors_before;
 }
 

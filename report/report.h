@@ -313,6 +313,12 @@ gboolean dr_profile_read(const char *path, const DrGraph *graph, double *dur, GE
  * with dr_profile_read's error. */
 double *dr_profile_durations(const char *path, const DrGraph *graph, GError **error);
 
+/* Appends one report made of the run reports of every rank of an MPI job,
+ * `reports` [n] (index = rank) as dr_report_write_text or _write_json wrote
+ * them: the layout is report/ranks.c's (and dagrun.h's
+ * dr_run_report_merge_ranks). */
+void dr_report_merge_ranks(char *const *reports, guint n, gboolean json, GString *out);
+
 G_END_DECLS
 
 #endif

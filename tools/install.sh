@@ -18,6 +18,9 @@
 #                                cudart linked in statically; it exports
 #                                the public API only
 #   PREFIX/lib/pkgconfig/dagrun.pc
+#   PREFIX/lib/dagrun/libdagrun_mpi.so   the MPI plugin (built against the
+#                                system's MPI), which bin/dagrun dlopens
+#                                when mpirun starts it (docs/multi-gpu.md)
 # Then: cc prog.c $(pkg-config --cflags --libs dagrun)  (PKG_CONFIG_PATH=
 # PREFIX/lib/pkgconfig). Environment: BAZEL (default bazel),
 # BAZEL_OUTPUT_BASE (a --output_base for the build), CC (default cc).
@@ -36,7 +39,8 @@ startup=()
 
 cd "$root"
 # --symlink_prefix=/ : leave the workspace's bazel-* links alone.
-"$bazel" "${startup[@]}" build --symlink_prefix=/ //cli:dagrun //lib:dagrun //lib:libdagrun.so >&2
+"$bazel" "${startup[@]}" build --symlink_prefix=/ //cli:dagrun //lib:dagrun //lib:libdagrun.so \
+  //backends:libdagrun_mpi.so >&2
 bin=$("$bazel" "${startup[@]}" info bazel-bin 2>/dev/null)
 execroot=$("$bazel" "${startup[@]}" info execution_root 2>/dev/null)
 
@@ -67,9 +71,10 @@ for o in "${objects[@]}"; do
   cp "$o" "$tmp/$(printf '%03d' $i)_$(basename "$o")"
 done
 
-mkdir -p "$prefix/include/dagrun" "$prefix/lib/pkgconfig" "$prefix/bin" "$prefix/share/man/man1" \
-  "$prefix/share/bash-completion/completions"
+mkdir -p "$prefix/include/dagrun" "$prefix/lib/pkgconfig" "$prefix/lib/dagrun" "$prefix/bin" \
+  "$prefix/share/man/man1" "$prefix/share/bash-completion/completions"
 install -m 0755 "$bin/cli/dagrun" "$prefix/bin/dagrun"
+install -m 0755 "$bin/backends/libdagrun_mpi.so" "$prefix/lib/dagrun/libdagrun_mpi.so"
 install -m 0644 docs/dagrun.1 "$prefix/share/man/man1/dagrun.1"
 install -m 0644 tools/completion/dagrun "$prefix/share/bash-completion/completions/dagrun"
 install -m 0644 include/dagrun/dagrun.h include/dagrun/version.h include/dagrun/types.h include/dagrun/kernel.h \

@@ -11,6 +11,7 @@ packages=(
   libglib2.0-dev libyaml-dev libpcre2-dev pkg-config
   graphviz python3 clang libclang-rt-14-dev time
   locales python3-jsonschema help2man clang-format
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

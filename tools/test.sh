@@ -12,6 +12,10 @@
 #   install the rest of tools/install.sh: bin/dagrun, the man page (matches
 #           the binary's --help), bash completion, every environment
 #           variable the sources read documented (docs/environment.md)
+#   mpi     dagrun across processes under Open MPI's mpirun (tests/mpi/
+#           mpi_test.sh): multi-rank pipelines with -np 2 and -np 4
+#           (--oversubscribe, as root) under --verify and --delay-seed,
+#           collectives against their definitions, a killed rank
 #   downstream  dagrun from another Bazel workspace (tests/downstream):
 #           build examples/runner.c there against @dagrun//lib:dagrun, run it
 #   format  clang-format --dry-run -Werror over the tracked C/CUDA sources:
@@ -23,15 +27,15 @@
 # ("ok N /path", "not ok N /path", "# SKIP"), read from each target's log;
 # a target that failed without printing any case (a crash at start, a
 # timeout) counts as one failure, and so does a fuzz target that crashed.
-# pkgconfig, install and downstream count their scripts' TAP cases the same way.
+# pkgconfig, install, mpi and downstream count their scripts' TAP cases the same way.
 # Exit status: 0 only when nothing failed.
 #
-# Usage: tools/test.sh [plain] [asan] [tsan] [pkgconfig] [install] [downstream] [format] [fuzz]
+# Usage: tools/test.sh [plain] [asan] [tsan] [pkgconfig] [install] [mpi] [downstream] [format] [fuzz]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(plain asan tsan pkgconfig install downstream format fuzz)
+[ ${#suites[@]} -gt 0 ] || suites=(plain asan tsan pkgconfig install mpi downstream format fuzz)
 passed=0 failed=0 skipped=0
 
 # Every test target but the GPU-tagged ones. Not //...: that walks the
@@ -141,6 +145,7 @@ for suite in "${suites[@]}"; do
     pkgconfig) run_tap_script pkgconfig tests/api/pkgconfig_test.sh ;;
     downstream) run_tap_script downstream tests/downstream/downstream_test.sh ;;
     install) run_tap_script install tests/install/install_test.sh ;;
+    mpi) run_tap_script mpi tests/mpi/mpi_test.sh ;;
     format) run_format ;;
     fuzz)
       for t in fuzz_json fuzz_parser fuzz_plan fuzz_run; do

@@ -666,6 +666,45 @@ void dr_run_report_write_json_sorted(const DrRunReport *report, DrReportSort sor
  * (else a critical and nothing appended). */
 void dr_run_report_write_timeline(const DrRunReport *report, const DrStreamPlan *plan, GString *out);
 
+/* ---- ranks: one pipeline across the processes of an MPI job -------------
+ * `mpirun -np N prog` runs N processes, each a *rank*; every rank loads the
+ * same pipeline, in which `rank`, `nranks` and `local_rank` are variables
+ * and `rank:` restricts nodes to some ranks, and plans its own nodes.
+ * MPI is opened with dlopen through a plugin (libdagrun_mpi.so, see
+ * docs/multi-gpu.md), so a program without MPI needs none of this: every
+ * function below then behaves as rank 0 of 1. The collectives (agree,
+ * gather) must be called by every rank, in the same order.
+ *
+ * dr_ranks_join joins the job when a launcher started the process
+ * (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK is set), before the first
+ * pipeline is loaded; idempotent. Fails with DR_ERROR_UNAVAILABLE when
+ * launched by mpirun but MPI cannot be loaded, DR_ERROR_RUNTIME when MPI
+ * fails to start. */
+gboolean dr_ranks_join(GError **error);
+guint dr_ranks_rank(void);
+guint dr_ranks_size(void);
+guint dr_ranks_local_rank(void);
+/* Every rank passes its exit code; returns the largest (collective). */
+int dr_ranks_agree(int code);
+/* Every rank passes `text`; rank 0 gets every rank's, in rank order, as a
+ * NULL-terminated array (free with g_strfreev), the others NULL
+ * (collective). */
+char **dr_ranks_gather(const char *text);
+/* Ends every rank at once with exit status `code` (MPI_Abort), for a
+ * failure the other ranks cannot know about, which would leave them
+ * waiting in a collective; a single process exits with `code`. */
+G_NORETURN void dr_ranks_abort(int code);
+/* Leaves the job (MPI_Finalize), at the end of the program. */
+void dr_ranks_leave(void);
+/* Appends the run reports of every rank, `reports` [n] as each rank's
+ * dr_run_report_write_text or _write_json wrote them (index = rank), as
+ * one report: text gets a `rank` column in the node table, each rank's
+ * summary lines prefixed `rank R:`, and a last line with the verdict of
+ * --verify over every rank; JSON is an object {"schema", "nranks",
+ * "verified", "ranks": [each report with a "rank" field]}
+ * (docs/report.md). */
+void dr_run_report_merge_ranks(char *const *reports, guint n, gboolean json, GString *out);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrPipeline, dr_pipeline_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrStreamPlan, dr_stream_plan_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrRunReport, dr_run_report_free)
