@@ -178,7 +178,7 @@ void dr__host_call_run(const DrHostCall *call);
 void dr__elem_format(DrElemType type, const void *data, guint64 index, GString *out);
 /* Element `index` of `data` (of `type`) as a double (i64 beyond 2^53
  * rounded). */
-double dr__elem_load(DrElemType type, const void *data, guint64 index);
+double dr__elem_value(DrElemType type, const void *data, guint64 index);
 
 /* Element i of `data` (of `type`): dr__elem_load sets *v (and, for the
  * integer types, *iv exactly); dr__elem_store writes v, or iv for the

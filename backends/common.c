@@ -174,7 +174,7 @@ static int elem_snprint(char *buf, size_t size, DrElemType type, const void *dat
   return g_snprintf(buf, size, "?");
 }
 
-double dr__elem_load(DrElemType type, const void *data, guint64 i) {
+double dr__elem_value(DrElemType type, const void *data, guint64 i) {
   switch (type) {
     case DR_ELEM_U8:
       return ((const guint8 *)data)[i];

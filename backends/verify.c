@@ -81,7 +81,7 @@ gboolean dr__verify_within(double serial, double concurrent, double rtol, double
  * (the report's difference). */
 static gboolean compare_tolerance(const DrBuffer *buf, const guint8 *ds, const guint8 *dc, DrReport *report) {
   for (guint64 e = 0; e < buf->count; e++) {
-    double s = dr__elem_load(buf->type, ds, e), c = dr__elem_load(buf->type, dc, e), diff;
+    double s = dr__elem_value(buf->type, ds, e), c = dr__elem_value(buf->type, dc, e), diff;
     gboolean ok = dr__verify_within(s, c, buf->verify_rtol, buf->verify_atol, &diff);
     if (!ok) {
       set_diff(report, buf, ds, dc, e);

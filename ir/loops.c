@@ -59,6 +59,14 @@ static guint check_nodes(const DrGraph *body, gint32 device, const char *in, con
       case DR_OP_HOST:
       case DR_OP_ALLOC:
       case DR_OP_FREE:
+      case DR_OP_ALLREDUCE:
+      case DR_OP_BROADCAST:
+      case DR_OP_REDUCE:
+      case DR_OP_ALLGATHER:
+      case DR_OP_REDUCESCATTER:
+      case DR_OP_ALLTOALL:
+      case DR_OP_SEND:
+      case DR_OP_RECV:
         dr_diags_error(diags, n->loc,
                        "node '%s': op '%s' %s (a body holds kernels, memsets, device-to-device copies, noops "
                        "and nested loops or conditionals, on one device): %s",

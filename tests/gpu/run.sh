@@ -151,6 +151,10 @@ done
 # plan has device memory, and within memory.peak_bound_bytes. Under a
 # memory limit (scratch.yaml at its serial peak: edges added until the
 # bound is the serial peak) the measured peak stays within the limit too.
+# Graph mode's figure is the graph allocator's mapped memory, which grows in
+# steps of 32 MiB on the H200 (seen 2026-12-01: 0.5 MiB of stream-ordered
+# scratch measured as 32 MiB), so there the bound's stream-ordered part
+# (bound - whole_run_bytes, from --plan) is rounded up to that step.
 memory_check() {
   local name=$1; shift
   : >"$tmp/out"
@@ -160,13 +164,20 @@ memory_check() {
     fail "$name" "dagrun failed"
     return
   fi
-  if python3 - "$tmp/mem.json" >>"$tmp/out" 2>&1 <<'EOF'; then pass "$name"; tail -n 1 "$tmp/out" | sed 's/^/    /'; else fail "$name"; fi
+  "$DAGRUN" --plan --format=json "$@" >"$tmp/memplan.json" 2>/dev/null
+  if python3 - "$tmp/mem.json" "$tmp/memplan.json" "$*" >>"$tmp/out" 2>&1 <<'EOF'; then pass "$name"; tail -n 1 "$tmp/out" | sed 's/^/    /'; else fail "$name"; fi
 import json, sys
 m = json.load(open(sys.argv[1]))["memory"]
-print("measured %s, bound %d, serial %d bytes" % (m["peak_measured_bytes"], m["peak_bound_bytes"], m["peak_serial_bytes"]))
-if m["peak_bound_bytes"] > 0:
+whole = json.load(open(sys.argv[2]))["memory"]["whole_run_bytes"]
+bound = m["peak_bound_bytes"]
+allowed = bound
+if "--mode=graph" in sys.argv[3]:
+    step = 32 << 20
+    allowed = whole + -(-(bound - whole) // step) * step
+print("measured %s, bound %d (allowed %d), serial %d, whole-run %d bytes" % (m["peak_measured_bytes"], bound, allowed, m["peak_serial_bytes"], whole))
+if bound > 0:
     assert m["peak_measured_bytes"] is not None, "not measured"
-    assert m["peak_measured_bytes"] <= m["peak_bound_bytes"], "measured above the certified bound"
+    assert m["peak_measured_bytes"] <= allowed, "measured above the certified bound"
 EOF
 }
 for f in "${examples[@]}"; do
