@@ -359,7 +359,7 @@ static void test_dump_unknown_pass(void) {
   const char *const *names = dr_pass_names();
   guint n = 0;
   while (names[n]) n++;
-  g_assert_cmpuint(n, ==, 7);
+  g_assert_cmpuint(n, ==, 8);
   for (guint i = 0; i < n; i++) {
     g_autoptr(GError) e = NULL;
     g_string_truncate(out, 0);
