@@ -220,14 +220,16 @@ static void test_compile_error(Fixture *f, gconstpointer data) {
   g_assert_cmpuint(count_entries(f->dir, NULL), ==, 0);
 }
 
-/* A kernel as users write them under nvcc: cooperative groups and cuda/std
- * (which CUDA 13 keeps in include/cccl), a header from the kernel's own
- * include_dirs and a value from its defines, through the options
+/* A kernel as users write them under nvcc: cooperative groups, cuda/std and
+ * a CUB block reduction (CUDA 13 keeps the last two in include/cccl), a
+ * header from the kernel's own include_dirs and a value from its defines,
+ * through the options
  * dr__nvrtc_user_options builds for user_kernels.c. Compiles for sm_90 on
  * the CPU (no device is asked for anything). */
 static const char kPortSource[] =
     "#include <cooperative_groups.h>\n"
     "#include <cuda/std/type_traits>\n"
+    "#include <cub/block/block_reduce.cuh>\n"
     "#include \"port_tile.h\"\n"
     "#ifndef PORT_SCALE\n"
     "#error PORT_SCALE is not defined\n"
@@ -239,6 +241,12 @@ static const char kPortSource[] =
     "  long long i = blockIdx.x * (long long)blockDim.x + block.thread_rank();\n"
     "  if (i < n) y[i] = PORT_TILE_SCALE(y[i], PORT_SCALE);\n"
     "  block.sync();\n"
+    "}\n"
+    "extern \"C\" __global__ void port_sum(const port_elem_t *x, port_elem_t *out) {\n"
+    "  typedef cub::BlockReduce<port_elem_t, 128> Reduce;\n"
+    "  __shared__ typename Reduce::TempStorage tmp;\n"
+    "  port_elem_t s = Reduce(tmp).Sum(x[threadIdx.x]);\n"
+    "  if (threadIdx.x == 0) *out = s;\n"
     "}\n";
 
 static gboolean compile_port(const char *const *options, gboolean *hit, GError **error) {
