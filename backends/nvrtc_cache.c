@@ -14,7 +14,10 @@
  * g_file_set_contents (temp file + rename), so readers never see half a
  * file from a concurrent writer. A read entry is checked to be a whole ELF
  * image (every table and section inside the file) before it is trusted;
- * anything else is a miss and gets rewritten. Not covered by the key:
+ * anything else is a miss and gets rewritten. The toolkit's include paths
+ * are passed the way nvcc passes them (include/, then include/cccl when it
+ * exists), after the caller's own options, so a kernel's include_dirs win
+ * like nvcc's -I. Not covered by the key:
  * headers the source includes, and the NVRTC program name (`name`), which
  * only reaches the cubin's debug line tables. */
 #include "backends/nvrtc_cache.h"
@@ -31,6 +34,10 @@
 
 #define CUDA_LIB64 "/usr/local/cuda/lib64"
 #define CUDA_INCLUDE "/usr/local/cuda/include"
+/* CUDA 13 moved libcu++ (cuda/std/...), CUB and Thrust here; nvcc passes it
+ * as -isystem after include/, so cooperative_groups.h finds
+ * cuda/std/type_traits. */
+#define CUDA_CCCL_INCLUDE CUDA_INCLUDE "/cccl"
 
 /* The NVRTC entry points used, by name (nvrtc.h's types as plain ints and
  * pointers, so no NVRTC header is needed to build). */
@@ -233,8 +240,10 @@ gboolean dr__nvrtc_compile_cached(const char *name, const char *source, gsize le
   g_autoptr(GPtrArray) options = g_ptr_array_new_with_free_func(g_free);
   g_ptr_array_add(options, g_strdup_printf("--gpu-architecture=%s", arch));
   g_ptr_array_add(options, g_strdup("--std=c++17"));
-  g_ptr_array_add(options, g_strdup("--include-path=" CUDA_INCLUDE));
   for (const char *const *o = extra_options; o && *o; o++) g_ptr_array_add(options, g_strdup(*o));
+  g_ptr_array_add(options, g_strdup("--include-path=" CUDA_INCLUDE));
+  if (g_file_test(CUDA_CCCL_INCLUDE, G_FILE_TEST_IS_DIR))
+    g_ptr_array_add(options, g_strdup("--include-path=" CUDA_CCCL_INCLUDE));
 
   g_autofree char *why = NULL;
   g_autofree char *lib = library_identity(&why);
@@ -281,4 +290,13 @@ gboolean dr__nvrtc_compile_cached(const char *name, const char *source, gsize le
   *out_cubin = cubin;
   *out_len = cubin_len;
   return TRUE;
+}
+
+char **dr__nvrtc_user_options(const char *const *include_dirs, guint n_include_dirs,
+                              const char *const *defines, guint n_defines) {
+  char **out = g_new0(char *, n_include_dirs + n_defines + 1);
+  guint n = 0;
+  for (guint i = 0; i < n_include_dirs; i++) out[n++] = g_strconcat("--include-path=", include_dirs[i], NULL);
+  for (guint i = 0; i < n_defines; i++) out[n++] = g_strconcat("-D", defines[i], NULL);
+  return out;
 }

@@ -17,7 +17,7 @@ G_BEGIN_DECLS
 
 /* Bumped whenever the key's layout or the options dagrun always passes
  * change, so old entries stop matching. */
-#define DR_NVRTC_CACHE_FORMAT 1
+#define DR_NVRTC_CACHE_FORMAT 2
 
 /* Returns the cache directory, newly allocated: $DAGRUN_CACHE_DIR when set
  * and not empty, else g_get_user_cache_dir()/dagrun/nvrtc. It may not exist. */
@@ -27,9 +27,10 @@ char *dr__nvrtc_cache_dir(void);
  * ("sm_90") with NVRTC, or reads the cubin a previous call cached.
  * `name` is the program name NVRTC's log uses for line numbers (the .cu
  * path) and the name in error messages. `extra_options` is NULL or a
- * NULL-terminated list passed to NVRTC after the options dagrun always
- * passes (--gpu-architecture, --std=c++17, the CUDA include path); it is part
- * of the key.
+ * NULL-terminated list passed to NVRTC after --gpu-architecture and
+ * --std=c++17 and before the toolkit's include paths (include/, then
+ * include/cccl when that directory exists, as nvcc does), so its
+ * --include-path directories are searched first; it is part of the key.
  *
  * On success returns TRUE with *out_cubin (g_free) and *out_len set, and
  * *hit (when not NULL) TRUE when the cubin came from the cache, in which case
@@ -44,6 +45,13 @@ char *dr__nvrtc_cache_dir(void);
 gboolean dr__nvrtc_compile_cached(const char *name, const char *source, gsize len, const char *arch,
                                   const char *const *extra_options, char **out_cubin, gsize *out_len,
                                   gboolean *hit, GError **error);
+
+/* Returns the NVRTC options for a `kernels:` entry's include_dirs and
+ * defines (DrKernelDecl): "--include-path=DIR" for each directory, then
+ * "-DNAME[=VALUE]" for each define, in order, as a NULL-terminated vector
+ * (g_strfreev) to pass as dr__nvrtc_compile_cached's extra_options. */
+char **dr__nvrtc_user_options(const char *const *include_dirs, guint n_include_dirs,
+                              const char *const *defines, guint n_defines);
 
 G_END_DECLS
 

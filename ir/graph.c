@@ -37,7 +37,21 @@ const DrParam *dr_host_fn_params(DrHostFn fn, guint32 *n_params) {
 
 /* ---- construction ------------------------------------------------------ */
 
-static void kernel_clear(gpointer p) { g_free(((DrKernelDecl *)p)->params); }
+static void kernel_clear(gpointer p) {
+  DrKernelDecl *k = p;
+  g_free(k->params);
+  g_free(k->include_dirs);
+  g_free(k->defines);
+}
+
+/* A copy of strs[0..n) owned by the graph, its strings interned (NULL
+ * when n == 0). */
+static const char **intern_all(DrGraph *graph, const char *const *strs, guint32 n) {
+  if (n == 0) return NULL;
+  const char **out = g_new0(const char *, n);
+  for (guint32 i = 0; i < n; i++) out[i] = dr_graph_intern(graph, strs[i]);
+  return out;
+}
 
 DrGraph *dr_graph_new(void) {
   DrGraph *g = g_new0(DrGraph, 1);
@@ -168,6 +182,8 @@ DrId dr_graph_add_kernel(DrGraph *graph, const DrKernelDecl *decl) {
   k.cubin = dr_graph_intern(graph, k.cubin);
   k.fatbin = dr_graph_intern(graph, k.fatbin);
   k.entry = dr_graph_intern(graph, k.entry);
+  k.include_dirs = intern_all(graph, decl->include_dirs, decl->n_include_dirs);
+  k.defines = intern_all(graph, decl->defines, decl->n_defines);
   g_array_append_val(graph->kernels, k);
   return id;
 }
@@ -449,7 +465,10 @@ static void dump_kernel(const DrKernelDecl *k, GString *out) {
                            pp->is_pointer ? "*" : "");
     if (pp->is_pointer) g_string_append_printf(out, " %s", dr_access_mode_name(pp->access));
   }
-  g_string_append(out, ")\n");
+  g_string_append(out, ")");
+  for (guint32 i = 0; i < k->n_include_dirs; i++) g_string_append_printf(out, " -I%s", k->include_dirs[i]);
+  for (guint32 i = 0; i < k->n_defines; i++) g_string_append_printf(out, " -D%s", k->defines[i]);
+  g_string_append_c(out, '\n');
 }
 
 /* The node's line: id, op and what the op names, then its settings. */

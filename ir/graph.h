@@ -166,6 +166,14 @@ typedef struct {
   const char *cubin;
   const char *fatbin;
   const char *entry;
+  /* DR_KERNEL_USER `source:` kernels: NVRTC's extra include directories
+   * (absolute paths) and macro definitions ("NAME" or "NAME=VALUE"), in
+   * file order, n_include_dirs and n_defines of them; interned strings in
+   * arrays the graph owns (dr_graph_add_kernel copies them). */
+  const char **include_dirs;
+  guint32 n_include_dirs;
+  const char **defines;
+  guint32 n_defines;
   /* Kernels registered through the C API (dr_pipeline_add_kernel): their
    * `const DrKernelDef *` (kernels/registry.h), owned by the caller, with
    * origin DR_KERNEL_BUILTIN; builtin_index is then unused. NULL otherwise.

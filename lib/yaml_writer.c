@@ -107,6 +107,22 @@ static void write_kernels(const DrGraph *g, GString *out) {
       put_path(out, vals[j]);
       g_string_append_c(out, '\n');
     }
+    if (k->n_include_dirs > 0) {
+      g_string_append(out, "    include_dirs: [");
+      for (guint32 j = 0; j < k->n_include_dirs; j++) {
+        if (j) g_string_append(out, ", ");
+        put_path(out, k->include_dirs[j]);
+      }
+      g_string_append(out, "]\n");
+    }
+    if (k->n_defines > 0) {
+      g_string_append(out, "    defines: [");
+      for (guint32 j = 0; j < k->n_defines; j++) {
+        if (j) g_string_append(out, ", ");
+        put_str(out, k->defines[j]);
+      }
+      g_string_append(out, "]\n");
+    }
     g_string_append(out, "    entry: ");
     put_str(out, k->entry ? k->entry : k->name);
     g_string_append(out, "\n    params:\n");

@@ -2,8 +2,9 @@
  * (expr.h).
  *
  * The expression evaluator is a recursive-descent parser whose only
- * recursion is through parentheses, capped at DR_EXPR_MAX_DEPTH; chains of
- * unary minus are counted in a loop. All arithmetic is checked for
+ * recursion is through parentheses, `?:` and function calls, together
+ * capped at DR_EXPR_MAX_DEPTH; chains of unary minus are counted in a
+ * loop. All arithmetic is checked for
  * overflow. Cost: linear in the text. */
 #include "parser/expr.h"
 
@@ -196,14 +197,26 @@ gboolean dr__int_parse(const char *text, DrSizeClass classes, gint64 *out, char 
 
 /* ---- expressions ------------------------------------------------------- */
 
+/* The grammar, lowest precedence first (C's, for the operators it has):
+ *   cond    = compare [ '?' cond ':' cond ]          (right-associative)
+ *   compare = relation { ('==' | '!=') relation }
+ *   relation= sum { ('<' | '<=' | '>' | '>=') sum }
+ *   sum     = product { ('+' | '-') product }
+ *   product = unary { ('*' | '/' | '%') unary }
+ *   unary   = { '-' | '+' } primary
+ *   primary = number | name | name '(' cond ',' cond ')' | '(' cond ')'
+ * Comparisons give 1 or 0. `?:` evaluates only the branch it picks, as in
+ * C: the other is parsed (syntax and names are checked) with `skip` set,
+ * so its division by zero or overflow is no error. */
 typedef struct {
   const char *p, *end;
   const DrEnv *env;
   char *msg;
   guint depth;
+  guint skip; /* > 0 inside a branch that `?:` does not take */
 } Expr;
 
-static gboolean expr_sum(Expr *e, gint64 *out);
+static gboolean expr_cond(Expr *e, gint64 *out);
 
 static void skip_space(Expr *e) {
   while (e->p < e->end && (*e->p == ' ' || *e->p == '\t')) e->p++;
@@ -217,15 +230,74 @@ static gboolean fail(Expr *e, char *msg) {
   return FALSE;
 }
 
+/* An arithmetic error (overflow, division by zero): an error unless in a
+ * branch `?:` does not take, where the value is 0 instead. */
+static gboolean arith_fail(Expr *e, const char *what, gint64 *out) {
+  if (e->skip > 0) {
+    *out = 0;
+    return TRUE;
+  }
+  return fail(e, g_strdup(what));
+}
+
+/* One more level of parentheses, `?:` or function call; FALSE past the
+ * limit, so deep input stops instead of recursing on. */
+static gboolean enter(Expr *e, gboolean paren) {
+  if (++e->depth > DR_EXPR_MAX_DEPTH)
+    return fail(e, g_strdup_printf(paren ? "expression nested deeper than %d parentheses"
+                                         : "expression nested deeper than %d levels of parentheses, '?:' "
+                                           "and calls",
+                                   DR_EXPR_MAX_DEPTH));
+  return TRUE;
+}
+
+/* X(name, C expression over a and b): the functions of two arguments. */
+#define FUNCTION_LIST(X)  \
+  X("min", a < b ? a : b) \
+  X("max", a > b ? a : b)
+
+/* The call name(a, b) with e->p after the name at its '('. */
+static gboolean expr_call(Expr *e, const char *name, gsize len, gint64 *out) {
+  int which = -1, i = 0;
+#define X(n, body)                                                            \
+  if (which < 0 && strlen(n) == len && strncmp(n, name, len) == 0) which = i; \
+  i++;
+  FUNCTION_LIST(X)
+#undef X
+  if (which < 0)
+    return fail(e, g_strdup_printf("unknown function '%.*s' (functions: min, max)", (int)len, name));
+  if (!enter(e, FALSE)) return FALSE;
+  e->p++; /* '(' */
+  gint64 a, b;
+  if (!expr_cond(e, &a)) return FALSE;
+  skip_space(e);
+  if (e->p >= e->end || *e->p != ',')
+    return fail(e, g_strdup_printf("'%.*s' takes two arguments: expected ','", (int)len, name));
+  e->p++;
+  if (!expr_cond(e, &b)) return FALSE;
+  skip_space(e);
+  if (e->p < e->end && *e->p == ',')
+    return fail(e, g_strdup_printf("'%.*s' takes two arguments, not more", (int)len, name));
+  if (e->p >= e->end || *e->p != ')') return fail(e, g_strdup("missing ')'"));
+  e->p++;
+  e->depth--;
+  i = 0;
+#define X(n, body)               \
+  if (which == i) *out = (body); \
+  i++;
+  FUNCTION_LIST(X)
+#undef X
+  return TRUE;
+}
+
 static gboolean expr_primary(Expr *e, gint64 *out) {
   skip_space(e);
   if (e->p >= e->end) return fail(e, g_strdup("unexpected end of expression"));
   char c = *e->p;
   if (c == '(') {
-    if (++e->depth > DR_EXPR_MAX_DEPTH)
-      return fail(e, g_strdup_printf("expression nested deeper than %d parentheses", DR_EXPR_MAX_DEPTH));
+    if (!enter(e, TRUE)) return FALSE;
     e->p++;
-    if (!expr_sum(e, out)) return FALSE;
+    if (!expr_cond(e, out)) return FALSE;
     skip_space(e);
     if (e->p >= e->end || *e->p != ')') return fail(e, g_strdup("missing ')'"));
     e->p++;
@@ -261,18 +333,27 @@ static gboolean expr_primary(Expr *e, gint64 *out) {
   if (g_ascii_isalpha(c) || c == '_') {
     const char *s = e->p;
     while (s < e->end && (g_ascii_isalnum(*s) || *s == '_')) s++;
+    const char *name = e->p;
     gsize len = (gsize)(s - e->p);
+    const char *q = s;
+    while (q < e->end && (*q == ' ' || *q == '\t')) q++;
+    if (q < e->end && *q == '(') {
+      e->p = q;
+      return expr_call(e, name, len, out);
+    }
     for (const DrEnv *env = e->env; env != NULL; env = env->outer)
       for (guint i = 0; i < env->n; i++) {
-        const char *name = env->vars[i].name;
-        if (strlen(name) == len && strncmp(name, e->p, len) == 0) {
+        const char *vname = env->vars[i].name;
+        if (strlen(vname) == len && strncmp(vname, name, len) == 0) {
           *out = env->vars[i].value;
           e->p = s;
           return TRUE;
         }
       }
-    return fail(e, g_strdup_printf("unknown loop variable '%.*s'", (int)len, e->p));
+    return fail(e, g_strdup_printf("unknown loop variable '%.*s'", (int)len, name));
   }
+  if (c == '!' || c == '=')
+    return fail(e, g_strdup_printf("unexpected '%c' in expression (comparisons are == != < <= > >=)", c));
   return fail(e, g_strdup_printf("unexpected '%c' in expression", c));
 }
 
@@ -290,7 +371,7 @@ static gboolean expr_unary(Expr *e, gint64 *out) {
   }
   if (!expr_primary(e, out)) return FALSE;
   if (negate) {
-    if (*out == G_MININT64) return fail(e, g_strdup("integer overflow"));
+    if (*out == G_MININT64) return arith_fail(e, "integer overflow", out);
     *out = -*out;
   }
   return TRUE;
@@ -305,10 +386,12 @@ static gboolean expr_product(Expr *e, gint64 *out) {
     gint64 rhs;
     if (!expr_unary(e, &rhs)) return FALSE;
     if (op == '*') {
-      if (__builtin_mul_overflow(*out, rhs, out)) return fail(e, g_strdup("integer overflow"));
+      if (__builtin_mul_overflow(*out, rhs, out) && !arith_fail(e, "integer overflow", out)) return FALSE;
+    } else if (rhs == 0) {
+      if (!arith_fail(e, "division by zero", out)) return FALSE;
+    } else if (*out == G_MININT64 && rhs == -1) {
+      if (!arith_fail(e, "integer overflow", out)) return FALSE;
     } else {
-      if (rhs == 0) return fail(e, g_strdup("division by zero"));
-      if (*out == G_MININT64 && rhs == -1) return fail(e, g_strdup("integer overflow"));
       *out = op == '/' ? *out / rhs : *out % rhs;
     }
   }
@@ -324,17 +407,84 @@ static gboolean expr_sum(Expr *e, gint64 *out) {
     if (!expr_product(e, &rhs)) return FALSE;
     gboolean ovf =
         op == '+' ? __builtin_add_overflow(*out, rhs, out) : __builtin_sub_overflow(*out, rhs, out);
-    if (ovf) return fail(e, g_strdup("integer overflow"));
+    if (ovf && !arith_fail(e, "integer overflow", out)) return FALSE;
   }
 }
 
+/* `<` `<=` `>` `>=` at e->p (not `<<`/`>>`, which are not operators):
+ * the operator's length, or 0. *op is its first character, *eq whether it
+ * ends in '='. */
+static guint relation_op(Expr *e, char *op, gboolean *eq) {
+  if (e->p >= e->end || (*e->p != '<' && *e->p != '>')) return 0;
+  *op = *e->p;
+  *eq = e->p + 1 < e->end && e->p[1] == '=';
+  return *eq ? 2 : 1;
+}
+
+static gboolean expr_relation(Expr *e, gint64 *out) {
+  if (!expr_sum(e, out)) return FALSE;
+  for (;;) {
+    skip_space(e);
+    char op;
+    gboolean eq;
+    guint n = relation_op(e, &op, &eq);
+    if (n == 0) return TRUE;
+    if (n == 1 && e->p + 1 < e->end && e->p[1] == op)
+      return fail(e, g_strdup_printf("unexpected '%c%c' in expression (no shift operators)", op, op));
+    e->p += n;
+    gint64 rhs;
+    if (!expr_sum(e, &rhs)) return FALSE;
+    *out = op == '<' ? (eq ? *out <= rhs : *out < rhs) : (eq ? *out >= rhs : *out > rhs);
+  }
+}
+
+static gboolean expr_compare(Expr *e, gint64 *out) {
+  if (!expr_relation(e, out)) return FALSE;
+  for (;;) {
+    skip_space(e);
+    if (e->p + 1 >= e->end || (*e->p != '=' && *e->p != '!') || e->p[1] != '=') {
+      if (e->p < e->end && *e->p == '=')
+        return fail(e, g_strdup("unexpected '=' in expression (equality is '==')"));
+      return TRUE;
+    }
+    char op = *e->p;
+    e->p += 2;
+    gint64 rhs;
+    if (!expr_relation(e, &rhs)) return FALSE;
+    *out = op == '=' ? *out == rhs : *out != rhs;
+  }
+}
+
+static gboolean expr_cond(Expr *e, gint64 *out) {
+  if (!expr_compare(e, out)) return FALSE;
+  skip_space(e);
+  if (e->p >= e->end || *e->p != '?') return TRUE;
+  if (!enter(e, FALSE)) return FALSE;
+  e->p++;
+  gboolean pick = *out != 0;
+  gint64 a, b;
+  if (!pick) e->skip++;
+  if (!expr_cond(e, &a)) return FALSE;
+  if (!pick) e->skip--;
+  skip_space(e);
+  if (e->p >= e->end || *e->p != ':') return fail(e, g_strdup("'?' without its ':'"));
+  e->p++;
+  if (pick) e->skip++;
+  if (!expr_cond(e, &b)) return FALSE;
+  if (pick) e->skip--;
+  e->depth--;
+  *out = pick ? a : b;
+  return TRUE;
+}
+
 gboolean dr__expr_eval(const char *text, gsize len, const DrEnv *env, gint64 *out, char **msg) {
-  Expr e = {text, text + len, env, NULL, 0};
-  if (expr_sum(&e, out)) {
+  Expr e = {text, text + len, env, NULL, 0, 0};
+  if (expr_cond(&e, out)) {
     skip_space(&e);
     if (e.p == e.end) return TRUE;
-    fail(&e,
-         *e.p == ')' ? g_strdup("unbalanced ')'") : g_strdup_printf("unexpected '%c' in expression", *e.p));
+    fail(&e, *e.p == ')'   ? g_strdup("unbalanced ')'")
+             : *e.p == ':' ? g_strdup("':' without a '?' before it")
+                           : g_strdup_printf("unexpected '%c' in expression", *e.p));
   }
   *msg = g_strdup_printf("%s in '%.*s'", e.msg, (int)len, text);
   g_free(e.msg);

@@ -6,7 +6,7 @@
  * Every function that can fail returns FALSE (or NULL) and sets *msg to a
  * newly allocated message without a location; the caller knows where the
  * scalar was and reports it. Nothing here recurses deeper than
- * DR_EXPR_MAX_DEPTH parentheses. */
+ * DR_EXPR_MAX_DEPTH parentheses, `?:` and calls. */
 #ifndef DAGRUN_PARSER_EXPR_H
 #define DAGRUN_PARSER_EXPR_H
 
@@ -52,8 +52,11 @@ gboolean dr__int_parse(const char *text, DrSizeClass classes, gint64 *out, char 
 
 /* Evaluates the integer expression text[0..len) over `env` (NULL: no
  * variables): + - * / % with C precedence and truncating division,
- * parentheses, unary minus, integers with any size suffix. FALSE + *msg on
- * a syntax error, an unknown variable, division by zero or overflow. */
+ * comparisons < <= > >= == != (1 or 0), the conditional a ? b : c (only
+ * the branch taken is evaluated; the other is still parsed), min(a, b) and
+ * max(a, b), parentheses, unary minus, integers with any size suffix.
+ * FALSE + *msg on a syntax error, an unknown variable or function,
+ * division by zero or overflow (outside the branch `?:` does not take). */
 gboolean dr__expr_eval(const char *text, gsize len, const DrEnv *env, gint64 *out, char **msg);
 
 /* Returns TRUE when `text` holds a '{' or '}' and so needs substitution. */

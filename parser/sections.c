@@ -362,14 +362,16 @@ void dr__parse_buffers(DrParse *p, const DrYNode *v) {
 
 /* ---- kernels: ---------------------------------------------------------- */
 
-#define KERNEL_KEY_LIST(X) \
-  X(SOURCE, "source")      \
-  X(PTX, "ptx")            \
-  X(CUBIN, "cubin")        \
-  X(FATBIN, "fatbin")      \
-  X(ENTRY, "entry")        \
-  X(PARAMS, "params")      \
-  X(GRID, "grid")
+#define KERNEL_KEY_LIST(X)        \
+  X(SOURCE, "source")             \
+  X(PTX, "ptx")                   \
+  X(CUBIN, "cubin")               \
+  X(FATBIN, "fatbin")             \
+  X(ENTRY, "entry")               \
+  X(PARAMS, "params")             \
+  X(GRID, "grid")                 \
+  X(INCLUDE_DIRS, "include_dirs") \
+  X(DEFINES, "defines")
 
 enum {
 #define X(e, s) KER_##e,
@@ -516,6 +518,71 @@ static gboolean kernel_grid(DrParse *p, const char *what, const DrYNode *v, DrKe
   return ok;
 }
 
+#define DR_MAX_NVRTC_LIST 64
+
+/* TRUE when `d` is NAME or NAME=VALUE with NAME a C identifier. */
+static gboolean define_ok(const char *d) {
+  if (!(g_ascii_isalpha(d[0]) || d[0] == '_')) return FALSE;
+  const char *q = d;
+  while (g_ascii_isalnum(*q) || *q == '_') q++;
+  return *q == '\0' || *q == '=';
+}
+
+/* `include_dirs:` or `defines:` (key KER_INCLUDE_DIRS / KER_DEFINES), a
+ * list of strings, into out[0..*n) (DR_MAX_NVRTC_LIST of them, newly
+ * allocated for defines, interned for the resolved directories). Only a
+ * `source:` kernel is compiled, so only it takes them. */
+static gboolean kernel_nvrtc_list(DrParse *p, const char *what, int key, const DrYNode *v,
+                                  const DrKernelDecl *k, char **owned, const char **out, guint32 *n) {
+  const char *name = kernel_keys[key];
+  if (k->source == NULL && (k->ptx || k->cubin || k->fatbin)) {
+    g_autofree char *msg =
+        g_strdup_printf("'%s' applies only to a 'source:' kernel (NVRTC compiles it)", name);
+    dr__parse_error_at(p, v, what, name, msg);
+    return FALSE;
+  }
+  if (v->kind != DR_Y_SEQ) {
+    dr__parse_wrong_type(p, what, name, v,
+                         key == KER_DEFINES ? "a list of NAME or NAME=VALUE" : "a list of directories");
+    return FALSE;
+  }
+  if (v->len > DR_MAX_NVRTC_LIST) {
+    g_autofree char *msg = g_strdup_printf("more than %d entries", DR_MAX_NVRTC_LIST);
+    dr__parse_error_at(p, v, what, name, msg);
+    return FALSE;
+  }
+  gboolean ok = TRUE;
+  for (guint i = 0; i < v->len; i++) {
+    char *text = NULL;
+    if (!dr__parse_string(p, what, name, v->u.items[i], NULL, &text)) {
+      ok = FALSE;
+      continue;
+    }
+    if (key == KER_DEFINES && !define_ok(text)) {
+      g_autofree char *msg = g_strdup_printf(
+          "'%s' is not NAME or NAME=VALUE (NAME: letters, digits, '_', not starting with a digit)", text);
+      dr__parse_error_at(p, v->u.items[i], what, name, msg);
+      g_free(text);
+      ok = FALSE;
+      continue;
+    }
+    if (key == KER_INCLUDE_DIRS && text[0] == '\0') {
+      dr__parse_error_at(p, v->u.items[i], what, name, "an empty directory name");
+      g_free(text);
+      ok = FALSE;
+      continue;
+    }
+    if (key == KER_INCLUDE_DIRS) {
+      out[(*n)++] = resolve_path(p, text);
+      g_free(text);
+    } else {
+      owned[*n] = text;
+      out[(*n)++] = text;
+    }
+  }
+  return ok;
+}
+
 static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
   const char *name = key->u.text;
   g_autofree char *what = g_strdup_printf("kernel '%s'", name);
@@ -539,7 +606,18 @@ static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
   DrLoc over_loc = DR_LOC(p, key);
   ok = kernel_params(p, what, key, s[KER_PARAMS], unknown, &k, params, param_locs) && ok;
   if (s[KER_GRID] != NULL) ok = kernel_grid(p, what, s[KER_GRID], &k, &over_loc) && ok;
+  const char *dirs[DR_MAX_NVRTC_LIST], *defines[DR_MAX_NVRTC_LIST];
+  char *owned[DR_MAX_NVRTC_LIST] = {NULL};
+  k.include_dirs = dirs;
+  k.defines = defines;
+  if (s[KER_INCLUDE_DIRS] != NULL)
+    ok = kernel_nvrtc_list(p, what, KER_INCLUDE_DIRS, s[KER_INCLUDE_DIRS], &k, NULL, dirs,
+                           &k.n_include_dirs) &&
+         ok;
+  if (s[KER_DEFINES] != NULL)
+    ok = kernel_nvrtc_list(p, what, KER_DEFINES, s[KER_DEFINES], &k, owned, defines, &k.n_defines) && ok;
   if (ok) dr_build_add_kernel(&p->build, &k, param_locs, over_loc);
+  for (guint32 i = 0; i < k.n_defines; i++) g_free(owned[i]);
 }
 
 void dr__parse_kernels(DrParse *p, const DrYNode *v) {

@@ -3,7 +3,8 @@
  *
  * `source:` files are compiled with NVRTC for the device's compute
  * capability (sm_XY cubin), through the on-disk cache of nvrtc_cache.c
- * (a second load of unchanged source skips NVRTC); `ptx:`, `cubin:` and
+ * (a second load of unchanged source skips NVRTC), with the kernel's
+ * include_dirs and defines as NVRTC options; `ptx:`, `cubin:` and
  * `fatbin:` files are loaded as they are. Either way the code goes through cudaLibraryLoadData and the
  * entry point through cudaLibraryGetKernel, so launches are plain
  * cudaLaunchKernel calls on the node's stream that survive stream capture.
@@ -27,7 +28,11 @@ static char *compile_source(const DrKernelDecl *decl, const char *src, gsize len
   char *cubin = NULL;
   gsize cubin_len = 0;
   g_autoptr(GError) local = NULL;
-  if (dr__nvrtc_compile_cached(decl->source, src, len, arch, NULL, &cubin, &cubin_len, NULL, &local))
+  g_auto(GStrv) options =
+      dr__nvrtc_user_options((const char *const *)decl->include_dirs, decl->n_include_dirs,
+                             (const char *const *)decl->defines, decl->n_defines);
+  if (dr__nvrtc_compile_cached(decl->source, src, len, arch, (const char *const *)options, &cubin, &cubin_len,
+                               NULL, &local))
     return cubin;
   if (local->code == DR_ERROR_UNAVAILABLE)
     g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE, "kernel '%s': %s", decl->name, local->message);

@@ -220,6 +220,109 @@ static void test_compile_error(Fixture *f, gconstpointer data) {
   g_assert_cmpuint(count_entries(f->dir, NULL), ==, 0);
 }
 
+/* A kernel as users write them under nvcc: cooperative groups, cuda/std and
+ * a CUB block reduction (CUDA 13 keeps the last two in include/cccl), a
+ * header from the kernel's own include_dirs and a value from its defines,
+ * through the options
+ * dr__nvrtc_user_options builds for user_kernels.c. Compiles for sm_90 on
+ * the CPU (no device is asked for anything). */
+static const char kPortSource[] =
+    "#include <cooperative_groups.h>\n"
+    "#include <cuda/std/type_traits>\n"
+    "#include <cub/block/block_reduce.cuh>\n"
+    "#include \"port_tile.h\"\n"
+    "#ifndef PORT_SCALE\n"
+    "#error PORT_SCALE is not defined\n"
+    "#endif\n"
+    "namespace cg = cooperative_groups;\n"
+    "static_assert(cuda::std::is_same<port_elem_t, float>::value, \"port_elem_t\");\n"
+    "extern \"C\" __global__ void port_scale(port_elem_t *y, long long n) {\n"
+    "  cg::thread_block block = cg::this_thread_block();\n"
+    "  long long i = blockIdx.x * (long long)blockDim.x + block.thread_rank();\n"
+    "  if (i < n) y[i] = PORT_TILE_SCALE(y[i], PORT_SCALE);\n"
+    "  block.sync();\n"
+    "}\n"
+    "extern \"C\" __global__ void port_sum(const port_elem_t *x, port_elem_t *out) {\n"
+    "  typedef cub::BlockReduce<port_elem_t, 128> Reduce;\n"
+    "  __shared__ typename Reduce::TempStorage tmp;\n"
+    "  port_elem_t s = Reduce(tmp).Sum(x[threadIdx.x]);\n"
+    "  if (threadIdx.x == 0) *out = s;\n"
+    "}\n";
+
+static gboolean compile_port(const char *const *options, gboolean *hit, GError **error) {
+  char *cubin = NULL;
+  gsize len = 0;
+  gboolean ok = dr__nvrtc_compile_cached("port.cu", kPortSource, strlen(kPortSource), "sm_90", options,
+                                         &cubin, &len, hit, error);
+  if (ok) {
+    g_assert_cmpuint(len, >, 4);
+    g_assert_cmpmem(cubin, 4,
+                    "\x7f"
+                    "ELF",
+                    4);
+  }
+  g_free(cubin);
+  return ok;
+}
+
+static void test_user_options(Fixture *f, gconstpointer data) {
+  (void)data;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *inc = g_dir_make_tmp("nvrtc-inc-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_autofree char *header = g_build_filename(inc, "port_tile.h", NULL);
+  g_assert_true(g_file_set_contents(header,
+                                    "#pragma once\n"
+                                    "typedef float port_elem_t;\n"
+                                    "#define PORT_TILE_SCALE(v, s) ((v) * (s))\n",
+                                    -1, NULL));
+  const char *dirs[] = {inc};
+  const char *defines3[] = {"PORT_SCALE=3", "PORT_FLAG"};
+  const char *defines4[] = {"PORT_SCALE=4", "PORT_FLAG"};
+  g_auto(GStrv) opts3 = dr__nvrtc_user_options(dirs, 1, defines3, 2);
+  g_auto(GStrv) opts4 = dr__nvrtc_user_options(dirs, 1, defines4, 2);
+  g_autofree char *want_inc = g_strconcat("--include-path=", inc, NULL);
+  g_assert_cmpuint(g_strv_length(opts3), ==, 3);
+  g_assert_cmpstr(opts3[0], ==, want_inc);
+  g_assert_cmpstr(opts3[1], ==, "-DPORT_SCALE=3");
+  g_assert_cmpstr(opts3[2], ==, "-DPORT_FLAG");
+  g_auto(GStrv) none = dr__nvrtc_user_options(NULL, 0, NULL, 0);
+  g_assert_cmpuint(g_strv_length(none), ==, 0);
+
+  gboolean hit = TRUE;
+  if (!compile_port((const char *const *)opts3, &hit, &error)) {
+    if (g_error_matches(error, DR_ERROR, DR_ERROR_UNAVAILABLE)) {
+      g_test_skip(error->message);
+      remove_tree(inc);
+      return;
+    }
+    g_error("port.cu: %s", error->message);
+  }
+  g_assert_false(hit);
+  g_assert_true(compile_port((const char *const *)opts3, &hit, &error));
+  g_assert_true(hit);
+  g_assert_cmpuint(count_entries(f->dir, NULL), ==, 1);
+  /* A define is part of the key: another value is another entry. */
+  g_assert_true(compile_port((const char *const *)opts4, &hit, &error));
+  g_assert_false(hit);
+  g_assert_cmpuint(count_entries(f->dir, NULL), ==, 2);
+
+  /* Without the kernel's include directory the header is not found, and
+   * without its define the #error fires: both are the user's options. */
+  const char *only_inc[] = {opts3[0], NULL};
+  g_assert_false(compile_port(only_inc, &hit, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "PORT_SCALE is not defined"));
+  g_clear_error(&error);
+  const char *only_def[] = {opts3[1], NULL};
+  g_assert_false(compile_port(only_def, &hit, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "port_tile.h"));
+  g_clear_error(&error);
+  g_assert_cmpuint(count_entries(f->dir, NULL), ==, 2);
+  remove_tree(inc);
+}
+
 static void test_default_dir(void) {
   g_unsetenv("DAGRUN_CACHE_DIR");
   g_autofree char *dir = dr__nvrtc_cache_dir();
@@ -240,6 +343,7 @@ int main(int argc, char **argv) {
   ADD("damaged-entry", test_damaged_entry);
   ADD("unwritable-dir", test_unwritable_dir);
   ADD("compile-error", test_compile_error);
+  ADD("user-options", test_user_options);
 #undef ADD
   g_test_add_func("/backends/nvrtc-cache/default-dir", test_default_dir);
   return g_test_run();

@@ -72,6 +72,91 @@ static void test_expr_errors(void) {
   g_string_free(deep, TRUE);
 }
 
+static void test_expr_compare_select(void) {
+  DrVar vars[] = {{"i", 3}, {"n", 8}, {"z", 0}};
+  DrEnv env = {vars, 3};
+  g_assert_cmpint(eval("i < n", &env), ==, 1);
+  g_assert_cmpint(eval("i > n", &env), ==, 0);
+  g_assert_cmpint(eval("i <= 3", &env), ==, 1);
+  g_assert_cmpint(eval("i >= 4", &env), ==, 0);
+  g_assert_cmpint(eval("i == 3", &env), ==, 1);
+  g_assert_cmpint(eval("i != 3", &env), ==, 0);
+  /* C precedence: arithmetic binds tighter than relations, relations than
+   * equality, and ?: is lowest and right-associative. */
+  g_assert_cmpint(eval("1 + 2 < 2 * 2", NULL), ==, 1);
+  g_assert_cmpint(eval("1 < 2 == 1", NULL), ==, 1);
+  g_assert_cmpint(eval("3 > 2 > 1", NULL), ==, 0); /* (3 > 2) > 1 */
+  g_assert_cmpint(eval("i % 2 ? 10 : 20", &env), ==, 10);
+  g_assert_cmpint(eval("i % 2 == 0 ? 10 : 20", &env), ==, 20);
+  g_assert_cmpint(eval("z ? 1 : i ? 2 : 3", &env), ==, 2);
+  g_assert_cmpint(eval("(z ? 1 : 5) * 2", &env), ==, 10);
+  g_assert_cmpint(eval("1 ? 2 : 3 + 4", NULL), ==, 2);
+  g_assert_cmpint(eval("i%2?n:-n", &env), ==, 8);
+  g_assert_cmpint(eval("min(i, n)", &env), ==, 3);
+  g_assert_cmpint(eval("max(i, n) * 2", &env), ==, 16);
+  g_assert_cmpint(eval("max ( -1 , -2 )", NULL), ==, -1);
+  g_assert_cmpint(eval("min(max(i, 5), n - 1)", &env), ==, 5);
+  g_assert_cmpint(eval("min(i < n ? 1Ki : 2Ki, 4Ki)", &env), ==, 1024);
+  /* Only the branch taken is evaluated: the C idiom for a guarded division. */
+  g_assert_cmpint(eval("z == 0 ? 0 : n / z", &env), ==, 0);
+  g_assert_cmpint(eval("z != 0 ? 8Gi * 8Gi * 8Gi : 4", &env), ==, 4);
+  g_assert_cmpint(eval("i ? n / i : n / z", &env), ==, 2);
+  /* A loop variable may still be called min: only name( is a call. */
+  DrVar mv[] = {{"min", 7}};
+  DrEnv menv = {mv, 1};
+  g_assert_cmpint(eval("min + 1", &menv), ==, 8);
+}
+
+static void test_expr_compare_select_errors(void) {
+  DrVar vars[] = {{"z", 0}};
+  DrEnv env = {vars, 1};
+  struct {
+    const char *text, *want;
+  } cases[] = {
+      {"1 ? 2", "'?' without its ':'"},
+      {"1 : 2", "':' without a '?' before it"},
+      {"1 = 2", "unexpected '=' in expression (equality is '==')"},
+      {"!z", "unexpected '!' in expression"},
+      {"1 << 2", "unexpected '<<' in expression (no shift operators)"},
+      {"foo(1, 2)", "unknown function 'foo' (functions: min, max)"},
+      {"min(1)", "'min' takes two arguments: expected ','"},
+      {"max(1, 2, 3)", "'max' takes two arguments, not more"},
+      {"min(1, 2", "missing ')'"},
+      {"1 < ", "unexpected end of expression"},
+      /* The branch taken still fails; the other still has its names checked. */
+      {"z == 0 ? 1 / z : 0", "division by zero"},
+      {"z ? 1 : 8Gi * 8Gi * 8Gi", "integer overflow"},
+      {"1 ? 0 : q", "unknown loop variable 'q'"},
+      {"min(1 / z, 2)", "division by zero"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *m = eval_error(cases[i].text, &env);
+    if (strstr(m, cases[i].want) == NULL)
+      g_error("'%s': got '%s', want '%s'", cases[i].text, m, cases[i].want);
+  }
+  /* Chains of ?: and nested calls stop at the depth limit too. */
+  GString *deep = g_string_new(NULL);
+  for (int i = 0; i < 1000; i++) g_string_append(deep, "1 ? ");
+  g_string_append_c(deep, '1');
+  for (int i = 0; i < 1000; i++) g_string_append(deep, " : 0");
+  g_autofree char *m1 = eval_error(deep->str, NULL);
+  g_assert_nonnull(strstr(m1, "nested deeper than 64 levels"));
+  g_string_truncate(deep, 0);
+  for (int i = 0; i < 1000; i++) g_string_append(deep, "min(1, ");
+  g_string_append_c(deep, '1');
+  for (int i = 0; i < 1000; i++) g_string_append_c(deep, ')');
+  g_autofree char *m2 = eval_error(deep->str, NULL);
+  g_assert_nonnull(strstr(m2, "nested deeper than 64 levels"));
+  g_string_free(deep, TRUE);
+  /* Exactly at the limit is fine. */
+  GString *ok = g_string_new(NULL);
+  for (int i = 0; i < 64; i++) g_string_append(ok, "max(0, ");
+  g_string_append_c(ok, '5');
+  for (int i = 0; i < 64; i++) g_string_append_c(ok, ')');
+  g_assert_cmpint(eval(ok->str, NULL), ==, 5);
+  g_string_free(ok, TRUE);
+}
+
 static void test_sizes(void) {
   guint64 v;
   char *msg = NULL;
@@ -637,6 +722,8 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/parser/expr/arithmetic", test_expr_arithmetic);
   g_test_add_func("/parser/expr/errors", test_expr_errors);
+  g_test_add_func("/parser/expr/compare_select", test_expr_compare_select);
+  g_test_add_func("/parser/expr/compare_select_errors", test_expr_compare_select_errors);
   g_test_add_func("/parser/expr/sizes", test_sizes);
   g_test_add_func("/parser/expr/slices", test_slices);
   g_test_add_func("/parser/expr/substitute", test_substitute);
