@@ -53,7 +53,7 @@ const char *dr_loop_noun(DrLoopKind kind) { return kind == DR_LOOP_IF ? "conditi
 static guint check_nodes(const DrGraph *body, gint32 device, const char *in, const char *dev, const char *fix,
                          DrDiags *diags) {
   guint before = dr_diags_n_errors(diags);
-  for (DrId i = 0; i < dr_graph_n_nodes(body) && !dr_diags_full(diags); i++) {
+  for (DrId i = 0; i < dr_graph_n_nodes(body); i++) {
     const DrNode *n = dr_graph_node(body, i);
     switch (n->op) {
       case DR_OP_HOST:

@@ -102,11 +102,11 @@ static gboolean check_init_file(const DrBuffer *b, DrDiags *diags) {
 
 gboolean dr__pipeline_checks(const DrGraph *graph, DrDiags *diags) {
   guint before = dr_diags_n_errors(diags);
-  for (DrId i = 0; i < dr_graph_n_nodes(graph) && !dr_diags_full(diags); i++) {
+  for (DrId i = 0; i < dr_graph_n_nodes(graph); i++) {
     const DrNode *n = dr_graph_node(graph, i);
     if (n->op == DR_OP_KERNEL && n->kernel != DR_NONE) check_kernel_node(graph, n, diags);
   }
-  for (DrId i = 0; i < dr_graph_n_buffers(graph) && !dr_diags_full(diags); i++) {
+  for (DrId i = 0; i < dr_graph_n_buffers(graph); i++) {
     const DrBuffer *b = dr_graph_buffer(graph, i);
     if (b->init == DR_INIT_FILE && b->init_path != NULL) check_init_file(b, diags);
   }

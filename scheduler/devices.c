@@ -232,7 +232,7 @@ gboolean dr__devices_run(DrGraph *graph, DrDiags *diags) {
     ok = FALSE;
   }
   if (!ok) return FALSE;
-  for (DrId i = 0; i < dr_graph_n_nodes(graph) && !dr_diags_full(diags); i++)
+  for (DrId i = 0; i < dr_graph_n_nodes(graph); i++)
     ok = resolve_node(graph, diags, dr_graph_node(graph, i)) && ok;
   return ok;
 }

@@ -134,7 +134,7 @@ gboolean dr__lifetimes_check(const DrGraph *graph, DrDiags *diags) {
   }
   for (DrId b = 0; b < n_buffers; b++) life[b].cur_alloc = DR_NONE;
 
-  for (DrId n = 0; n < n_nodes && !dr_diags_full(diags); n++) {
+  for (DrId n = 0; n < n_nodes; n++) {
     const DrNode *node = dr_graph_node(graph, n);
     if (node->op == DR_OP_ALLOC)
       check_alloc(graph, n, &life[node->buffer], dr_graph_buffer(graph, node->buffer)->name, diags);
@@ -151,7 +151,7 @@ gboolean dr__lifetimes_check(const DrGraph *graph, DrDiags *diags) {
     }
   }
 
-  for (DrId n = 0; n < n_nodes && !dr_diags_full(diags); n++) {
+  for (DrId n = 0; n < n_nodes; n++) {
     const DrNode *node = dr_graph_node(graph, n);
     if (node->op != DR_OP_ALLOC) continue;
     const Life *l = &life[node->buffer];

@@ -133,8 +133,9 @@ DrPipeline *dr_pipeline_load_file(const char *path, GError **error);
  * line (the command line's caret). A list of errors, each followed by the
  * notes that explain it, in the order found; at most 20 errors are kept,
  * and the parser reads the whole file and counts every error it finds
- * (dr_diagnostics_n_errors counts them all, kept or not; the checks after
- * parsing stop at the limit). Free
+ * (dr_diagnostics_n_errors counts them all, kept or not; so do the checks
+ * after parsing, except the after: and cycle checks, which stop at the
+ * limit). Free
  * with dr_diagnostics_free (NULL-safe). */
 typedef struct DrDiagnostics DrDiagnostics;
 typedef enum { DR_DIAGNOSTIC_ERROR, DR_DIAGNOSTIC_NOTE } DrDiagnosticKind;
