@@ -11,7 +11,7 @@
 gboolean dr__afters_run(DrGraph *graph, DrDiags *diags) {
   g_return_val_if_fail(graph != NULL && diags != NULL, FALSE);
   guint n_errors = dr_diags_n_errors(diags);
-  for (guint i = 0; i < graph->afters->len && !dr_diags_full(diags); i++) {
+  for (guint i = 0; i < graph->afters->len; i++) {
     const DrAfter *a = &g_array_index(graph->afters, DrAfter, i);
     if (a->from == a->to) {
       dr_diags_error(diags, a->loc, "node '%s': lists itself in after:", dr_graph_node(graph, a->to)->id);

@@ -134,8 +134,8 @@ DrPipeline *dr_pipeline_load_file(const char *path, GError **error);
  * notes that explain it, in the order found; at most 20 errors are kept,
  * and the parser reads the whole file and counts every error it finds
  * (dr_diagnostics_n_errors counts them all, kept or not; so do the checks
- * after parsing, except the after: and cycle checks, which stop at the
- * limit). Free
+ * after parsing, except the cycle check, which stops at the limit).
+ * Free
  * with dr_diagnostics_free (NULL-safe). */
 typedef struct DrDiagnostics DrDiagnostics;
 typedef enum { DR_DIAGNOSTIC_ERROR, DR_DIAGNOSTIC_NOTE } DrDiagnosticKind;
