@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ir/loops.h"
 #include "kernels/registry.h"
 
 const DrKernelDef *dr__kernel_decl_def(const DrKernelDecl *decl) {
@@ -100,12 +101,23 @@ static gboolean check_init_file(const DrBuffer *b, DrDiags *diags) {
   return TRUE;
 }
 
-gboolean dr__pipeline_checks(const DrGraph *graph, DrDiags *diags) {
-  guint before = dr_diags_n_errors(diags);
+/* The kernel shape rules of `graph`'s kernel nodes and, through its loops
+ * and conditionals, of every body's (nested bodies too). */
+static void check_kernel_nodes(const DrGraph *graph, DrDiags *diags) {
   for (DrId i = 0; i < dr_graph_n_nodes(graph); i++) {
     const DrNode *n = dr_graph_node(graph, i);
     if (n->op == DR_OP_KERNEL && n->kernel != DR_NONE) check_kernel_node(graph, n, diags);
   }
+  for (guint32 l = 0; l < dr_graph_n_loops(graph); l++) {
+    const DrLoop *loop = dr_graph_loop(graph, l);
+    if (loop->body) check_kernel_nodes(loop->body, diags);
+    if (loop->else_body) check_kernel_nodes(loop->else_body, diags);
+  }
+}
+
+gboolean dr__pipeline_checks(const DrGraph *graph, DrDiags *diags) {
+  guint before = dr_diags_n_errors(diags);
+  check_kernel_nodes(graph, diags);
   for (DrId i = 0; i < dr_graph_n_buffers(graph); i++) {
     const DrBuffer *b = dr_graph_buffer(graph, i);
     if (b->init == DR_INIT_FILE && b->init_path != NULL) check_init_file(b, diags);
