@@ -7,21 +7,18 @@
  * floating types in double, stored once (rounded to nearest even for
  * f16/bf16). Not NCCL, not MPI: the CUDA backend's NCCL calls are in
  * cuda/nccl.c, the multi-process host model is the MPI layer's. Cost:
- * O(ranks x elements) per node. */
+ * O(ranks x elements) per node. The reducer itself (reduce.h) is defined
+ * here and shared with the multi-process half. */
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/reduce.h"
 
-typedef struct {
-  double f;
-  gint64 i;
-} Val;
-
-static gboolean is_float(DrElemType t) {
+gboolean dr__reduce_is_float(DrElemType t) {
   return t == DR_ELEM_F16 || t == DR_ELEM_BF16 || t == DR_ELEM_F32 || t == DR_ELEM_F64;
 }
 
-static Val combine(DrReduceOp r, gboolean fl, Val a, Val b) {
+DrReduceVal dr__reduce_combine(DrReduceOp r, gboolean fl, DrReduceVal a, DrReduceVal b) {
   switch (r) {
     case DR_REDUCE_SUM:
     case DR_REDUCE_AVG:
@@ -44,6 +41,31 @@ static Val combine(DrReduceOp r, gboolean fl, Val a, Val b) {
   return a;
 }
 
+DrReduceVal dr__reduce_finish(DrReduceOp r, guint32 ranks, DrReduceVal acc) {
+  if (r == DR_REDUCE_AVG) {
+    acc.f /= ranks;
+    acc.i /= (gint64)ranks;
+  }
+  return acc;
+}
+
+void dr__reduce_blocks(DrElemType t, DrReduceOp op, const void *blocks, guint64 stride, guint32 ranks,
+                       guint64 count, void *dst) {
+  gboolean fl = dr__reduce_is_float(t);
+  guint64 esz = dr_elem_size(t);
+  for (guint64 e = 0; e < count; e++) {
+    DrReduceVal acc = {0};
+    dr__elem_load(t, blocks, e, &acc.f, &acc.i);
+    for (guint32 r = 1; r < ranks; r++) {
+      DrReduceVal v = {0};
+      dr__elem_load(t, (const char *)blocks + r * stride * esz, e, &v.f, &v.i);
+      acc = dr__reduce_combine(op, fl, acc, v);
+    }
+    acc = dr__reduce_finish(op, ranks, acc);
+    dr__elem_store(t, dst, e, acc.f, acc.i);
+  }
+}
+
 typedef struct {
   const DrGraph *g;
   const DrNode *n;
@@ -58,26 +80,24 @@ static void *part(const Ctx *c, guint32 r, gboolean dst) {
   return dr__slice_ptr(c->g, c->bases, dr__node_access(c->g, c->n, step * r + (dst && step == 2 ? 1 : 0)));
 }
 
-static Val load(const Ctx *c, const void *p, guint64 i) {
-  Val v = {0};
+static DrReduceVal load(const Ctx *c, const void *p, guint64 i) {
+  DrReduceVal v = {0};
   dr__elem_load(c->type, p, i, &v.f, &v.i);
   return v;
 }
 
 /* The reduction over ranks of src[r][off + e]. */
-static Val reduce_at(const Ctx *c, guint64 off, guint64 e) {
-  gboolean fl = is_float(c->type);
-  Val acc = load(c, part(c, 0, FALSE), off + e);
+static DrReduceVal reduce_at(const Ctx *c, guint64 off, guint64 e) {
+  gboolean fl = dr__reduce_is_float(c->type);
+  DrReduceVal acc = load(c, part(c, 0, FALSE), off + e);
   for (guint32 r = 1; r < c->ranks; r++)
-    acc = combine(c->n->reduce, fl, acc, load(c, part(c, r, FALSE), off + e));
-  if (c->n->reduce == DR_REDUCE_AVG) {
-    acc.f /= c->ranks;
-    acc.i /= (gint64)c->ranks;
-  }
-  return acc;
+    acc = dr__reduce_combine(c->n->reduce, fl, acc, load(c, part(c, r, FALSE), off + e));
+  return dr__reduce_finish(c->n->reduce, c->ranks, acc);
 }
 
-static void store(const Ctx *c, void *p, guint64 i, Val v) { dr__elem_store(c->type, p, i, v.f, v.i); }
+static void store(const Ctx *c, void *p, guint64 i, DrReduceVal v) {
+  dr__elem_store(c->type, p, i, v.f, v.i);
+}
 
 void dr__collective_host_run(const DrGraph *graph, const DrNode *n, void *const *bases) {
   g_return_if_fail(DR_OP_IS_COLLECTIVE(n->op) && n->n_parts > 0);
@@ -93,7 +113,7 @@ void dr__collective_host_run(const DrGraph *graph, const DrNode *n, void *const 
       /* element by element: each e's inputs are read before its outputs
        * are written, so in place is safe */
       for (guint64 e = 0; e < c_src; e++) {
-        Val v = reduce_at(&c, 0, e);
+        DrReduceVal v = reduce_at(&c, 0, e);
         for (guint32 r = 0; r < R; r++) store(&c, part(&c, r, TRUE), e, v);
       }
       break;

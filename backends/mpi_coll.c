@@ -18,7 +18,7 @@
  *
  * Reductions: every rank gathers the participants' inputs (MPI_Allgather,
  * MPI_Alltoall for reducescatter) and reduces them in rank order with
- * collective.c's arithmetic (integers exactly in 64 bits, floats in
+ * the one reducer of reduce.h, collective.c's too (integers exactly in 64 bits, floats in
  * double, stored once), so the result is bitwise the same on every rank,
  * in the concurrent and the serial run, and equal to the one-process
  * model's; MPI_Allreduce promises none of that. Cost per node: the MPI
@@ -29,6 +29,7 @@
 
 #include "backends/backend.h"
 #include "backends/mpi.h"
+#include "backends/reduce.h"
 
 typedef struct {
   int comm;         /* its communicator (collectives), 0: none */
@@ -250,61 +251,6 @@ DrRankColls *dr__rank_colls_open(const DrGraph *g, GError **error) {
 
 /* ---- running one node ------------------------------------------------------ */
 
-typedef struct {
-  double f;
-  gint64 i;
-} Val;
-
-static gboolean is_float(DrElemType t) {
-  return t == DR_ELEM_F16 || t == DR_ELEM_BF16 || t == DR_ELEM_F32 || t == DR_ELEM_F64;
-}
-
-/* collective.c's combine, so both halves of the model agree bit for bit. */
-static Val combine(DrReduceOp r, gboolean fl, Val a, Val b) {
-  switch (r) {
-    case DR_REDUCE_SUM:
-    case DR_REDUCE_AVG:
-      a.f += b.f;
-      a.i = (gint64)((guint64)a.i + (guint64)b.i);
-      break;
-    case DR_REDUCE_PROD:
-      a.f *= b.f;
-      a.i = (gint64)((guint64)a.i * (guint64)b.i);
-      break;
-    case DR_REDUCE_MIN:
-      if (fl ? b.f < a.f : b.i < a.i) a = b;
-      break;
-    case DR_REDUCE_MAX:
-      if (fl ? b.f > a.f : b.i > a.i) a = b;
-      break;
-    case DR_N_REDUCES:
-      break;
-  }
-  return a;
-}
-
-/* dst[e] = the reduction in rank order of blocks[r][e], r < ranks, each
- * block `stride` elements apart. */
-static void reduce_blocks(DrElemType t, DrReduceOp op, const void *blocks, guint64 stride, guint32 ranks,
-                          guint64 count, void *dst) {
-  gboolean fl = is_float(t);
-  guint64 esz = dr_elem_size(t);
-  for (guint64 e = 0; e < count; e++) {
-    Val acc = {0};
-    dr__elem_load(t, blocks, e, &acc.f, &acc.i);
-    for (guint32 r = 1; r < ranks; r++) {
-      Val v = {0};
-      dr__elem_load(t, (const char *)blocks + r * stride * esz, e, &v.f, &v.i);
-      acc = combine(op, fl, acc, v);
-    }
-    if (op == DR_REDUCE_AVG) {
-      acc.f /= ranks;
-      acc.i /= (gint64)ranks;
-    }
-    dr__elem_store(t, dst, e, acc.f, acc.i);
-  }
-}
-
 gboolean dr__rank_colls_run(DrRankColls *c, DrId node, void *const *bases, GError **error) {
   const DrGraph *g = c->graph;
   const DrNode *n = dr_graph_node(g, node);
@@ -327,7 +273,7 @@ gboolean dr__rank_colls_run(DrRankColls *c, DrId node, void *const *bases, GErro
       call = "MPI_Allgather";
       rc = api->allgather(src, all, cs * esz, nc->comm);
       if (rc == 0 && (n->op == DR_OP_ALLREDUCE || (guint32)n->root == me))
-        reduce_blocks(t, n->reduce, all, cs, R, cs, dst);
+        dr__reduce_blocks(t, n->reduce, all, cs, R, cs, dst);
       break;
     }
     case DR_OP_BROADCAST:
@@ -350,7 +296,7 @@ gboolean dr__rank_colls_run(DrRankColls *c, DrId node, void *const *bases, GErro
       if (all == NULL) break;
       call = "MPI_Alltoall";
       rc = api->alltoall(src, all, cd * esz, nc->comm);
-      if (rc == 0) reduce_blocks(t, n->reduce, all, cd, R, cd, dst);
+      if (rc == 0) dr__reduce_blocks(t, n->reduce, all, cd, R, cd, dst);
       break;
     }
     case DR_OP_ALLTOALL: {
