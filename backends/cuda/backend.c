@@ -70,7 +70,7 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
 static gboolean cuda_setup(DrBackend *b, GError **error) {
   return dr__cuda_memory_setup(&b->memory, &b->streams, error) &&
          dr__cuda_loops_setup(&b->loops, b->graph, error) &&
-         dr__cuda_nccl_open(&b->nccl, b->graph, b->streams.devices[0].ordinal, error) &&
+         dr__cuda_nccl_open(&b->nccl, b->plan, b->streams.devices[0].ordinal, error) &&
          dr__cuda_launch_setup(&b->launch, &b->streams, &b->memory, b->opts.host_output, error) &&
          b->mode->prepare(b, error);
 }

@@ -6,7 +6,8 @@
  * the plan's interleaved order, each with its waits on other streams'
  * completion events, its timing events (events), its work, its stamp
  * (stamps: inline, or aside in graph mode) and its completion event when a
- * later step of another stream waits on it; then every stream joins origin.
+ * later step of another stream waits on it (collectives ready together:
+ * one NCCL group, issue_group); then every stream joins origin.
  * The walk decides the order and which part does each piece: the waits and
  * events are streams.c's, the timing timing.c's, copies, memsets and
  * stream-ordered allocations memory.c's, launches launch.c's. A capture
@@ -112,6 +113,43 @@ static gboolean issue_step(const Walk *w, const DrPlanStep *step, GError **error
   return ok;
 }
 
+/* Issues the `n` steps of an NCCL group (nccl.h) from `steps`: every
+ * step's waits and start events, then the collectives between
+ * ncclGroupStart and ncclGroupEnd (where NCCL launches them), then every
+ * step's end event, stamp and completion event, so that nothing recorded
+ * after a step can run before its collective. A step's waits also hold
+ * back the group's earlier steps: no deadlock, as no step of a group
+ * reaches another. */
+static gboolean issue_group(const Walk *w, const DrPlanStep *steps, guint32 n, GError **error) {
+  DrBackend *b = w->b;
+  cudaStream_t st = b->streams.stream[steps[0].stream];
+  gboolean capturing = w->cap != NULL;
+  const char *first = dr_graph_node(b->graph, steps[0].node)->id;
+  for (guint32 j = 0; j < n; j++) {
+    DrId v = steps[j].node;
+    if (!dr__cuda_streams_wait(&b->streams, w->api, &steps[j], error) ||
+        (w->events &&
+         !dr__cuda_timing_event(w->t_start[v], st, capturing, dr__cuda_node_site(b->plan, v), error)))
+      return FALSE;
+  }
+  if (!dr__cuda_nccl_group_start(&b->nccl, first, error)) return FALSE;
+  gboolean ok = TRUE;
+  for (guint32 j = 0; j < n && ok; j++)
+    ok = dr__cuda_nccl_issue(&b->nccl, b->graph, steps[j].node, b->memory.bases, st, error);
+  if (!dr__cuda_nccl_group_end(&b->nccl, first, ok, error))
+    return capturing && w->cap->after(b, steps[0].node, st, FALSE, NULL, G_MAXSIZE, error);
+  for (guint32 j = 0; j < n; j++) {
+    DrId v = steps[j].node;
+    if ((w->events &&
+         !dr__cuda_timing_event(w->t_end[v], st, capturing, dr__cuda_node_site(b->plan, v), error)) ||
+        (capturing && !w->cap->after(b, v, st, TRUE, NULL, G_MAXSIZE, error)) ||
+        !dr__cuda_timing_node_stamp(&b->timing, v, steps[j].stream, st, FALSE, error) ||
+        !dr__cuda_streams_done(&b->streams, w->api, v, st, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean dr__cuda_issue_iteration(DrBackend *b, const DrCudaCapture *capture, GError **error) {
   const DrCudaStreams *s = &b->streams;
   const DrCudaTiming *t = &b->timing;
@@ -123,8 +161,15 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, const DrCudaCapture *capture, GE
   }
   if (!dr__cuda_timing_start_stamp(t, s->origin, error) || !dr__cuda_streams_fork(s, error)) return FALSE;
   const DrPlanStep *steps = (const DrPlanStep *)(void *)b->plan->steps->data;
-  for (guint32 i = 0, n_steps = b->plan->steps->len; i < n_steps; i++)
-    if (!issue_step(&w, &steps[i], error)) return FALSE;
+  for (guint32 i = 0, n_steps = b->plan->steps->len; i < n_steps; i++) {
+    guint32 group = dr__cuda_nccl_group_len(&b->nccl, i); /* collectives issued together */
+    if (G_UNLIKELY(group > 0)) {
+      if (!issue_group(&w, &steps[i], group, error)) return FALSE;
+      i += group - 1;
+    } else if (!issue_step(&w, &steps[i], error)) {
+      return FALSE;
+    }
+  }
   for (guint32 k = 0; k < s->n_streams; k++)
     if (!dr__cuda_streams_join(s, k, error) || !dr__cuda_timing_join(t, k, s->origin, error)) return FALSE;
   return TRUE;
