@@ -17,9 +17,10 @@
  * Groups. Collectives that are ready together go inside one
  * ncclGroupStart/End: a run of consecutive plan steps on one stream, all
  * collectives, with no buffer hazard (RAW, WAR, WAW) and no `after:`
- * between two neighbours. Consecutive steps in a topological order have
- * no path between them through a third node, so the direct edges are all
- * there is to test. The `after:` edges the loader adds to chain the
+ * between any two of them. A path between two steps of a run through a
+ * third node would put that node inside the run (the steps are in a
+ * topological order), so the direct edges are all there is to test. The
+ * `after:` edges the loader adds to chain the
  * per-rank collectives of a job in file order (lib/load.c) order their
  * issue, which the group keeps, not their execution, so they do not
  * split a group. The issue walk (issue.c) issues a group's waits before
@@ -54,10 +55,13 @@ static gboolean has_collectives(const DrGraph *g, gboolean *per_rank, gboolean *
   return any;
 }
 
-/* dr__mpi_share_nccl_id's maker, on rank 0. */
+/* dr__mpi_share_nccl_id's maker, on rank 0; its result kept for the
+ * message (one bootstrap at a time: the backend opens on one thread). */
+static DrNcclResult made_rc;
 static int make_unique_id(void *id) {
   const DrNcclApi *api = dr_nccl_api(NULL);
-  return api != NULL ? api->ncclGetUniqueId((DrNcclUniqueId *)id) : -1;
+  made_rc = api != NULL ? api->ncclGetUniqueId((DrNcclUniqueId *)id) : -1;
+  return made_rc;
 }
 
 static void abort_comms(DrCudaNccl *n) {
@@ -70,39 +74,51 @@ static void abort_comms(DrCudaNccl *n) {
 /* The abort hook: the job ends (dr__mpi_abort_job). */
 static void abort_hook(void *data) { abort_comms(data); }
 
-/* group_len from the plan (see the file head). */
+/* Whether edge `e` keeps its two ends out of one group: any edge does,
+ * but the loader's chain of a job's per-rank collectives. */
+static gboolean splits(const DrGraph *g, const DrEdge *e) {
+  return !(e->kind == DR_EDGE_AFTER && g->run.nranks > 1 && dr_graph_node(g, e->from)->per_rank &&
+           dr_graph_node(g, e->to)->per_rank);
+}
+
+/* group_len from the plan (see the file head): a group grows from step i
+ * while the next step is a collective on the same stream that no edge
+ * joins to a step already in it (every edge into a step comes from an
+ * earlier one; a path through a third node would put it inside the
+ * group too). */
 static void find_groups(DrCudaNccl *n, const DrPlan *plan) {
   const DrGraph *g = plan->graph;
-  guint32 n_steps = plan->steps->len;
+  guint32 n_steps = plan->steps->len, V = dr_graph_n_nodes(g);
   if (n_steps == 0) return;
-  g_autofree gboolean *joins = g_new0(gboolean, n_steps); /* step i and i + 1 may share a group */
-  for (guint32 i = 0; i + 1 < n_steps; i++) {
-    const DrPlanStep *a = dr_plan_step(plan, i), *b = dr_plan_step(plan, i + 1);
-    joins[i] = a->stream == b->stream && DR_OP_IS_COLLECTIVE(dr_graph_node(g, a->node)->op) &&
-               DR_OP_IS_COLLECTIVE(dr_graph_node(g, b->node)->op);
-  }
+  /* The edges into each node, as steps (CSR). */
+  g_autofree guint32 *first = g_new0(guint32, V + 1);
+  for (guint32 e = 0; e < g->edges->len; e++)
+    if (splits(g, dr_graph_edge(g, e))) first[dr_graph_edge(g, e)->to + 1]++;
+  for (guint32 v = 0; v < V; v++) first[v + 1] += first[v];
+  g_autofree guint32 *from = g_new0(guint32, MAX(first[V], 1));
+  g_autofree guint32 *fill = g_memdup2(first, sizeof(guint32) * V);
   for (guint32 e = 0; e < g->edges->len; e++) {
     const DrEdge *ed = dr_graph_edge(g, e);
-    guint32 s0 = plan->node_step[ed->from], s1 = plan->node_step[ed->to];
-    if (s0 > s1) {
-      guint32 t = s0;
-      s0 = s1;
-      s1 = t;
-    }
-    if (s1 != s0 + 1 || !joins[s0]) continue;
-    const DrNode *from = dr_graph_node(g, ed->from), *to = dr_graph_node(g, ed->to);
-    gboolean chain = ed->kind == DR_EDGE_AFTER && g->run.nranks > 1 && from->per_rank && to->per_rank;
-    if (!chain) joins[s0] = FALSE;
+    if (splits(g, ed)) from[fill[ed->to]++] = plan->node_step[ed->from];
   }
   n->group_len = g_new0(guint32, n_steps);
   for (guint32 i = 0; i < n_steps;) {
-    guint32 j = i;
-    while (j + 1 < n_steps && joins[j]) j++;
-    if (j > i) {
-      n->group_len[i] = j - i + 1;
+    const DrPlanStep *head = dr_plan_step(plan, i);
+    guint32 j = i + 1;
+    if (DR_OP_IS_COLLECTIVE(dr_graph_node(g, head->node)->op)) {
+      for (; j < n_steps; j++) {
+        const DrPlanStep *st = dr_plan_step(plan, j);
+        if (st->stream != head->stream || !DR_OP_IS_COLLECTIVE(dr_graph_node(g, st->node)->op)) break;
+        gboolean joined = FALSE;
+        for (guint32 k = first[st->node]; k < first[st->node + 1] && !joined; k++) joined = from[k] >= i;
+        if (joined) break;
+      }
+    }
+    if (j - i >= 2) {
+      n->group_len[i] = j - i;
       n->n_groups++;
     }
-    i = j + 1;
+    i = j;
   }
 }
 
@@ -126,7 +142,14 @@ gboolean dr__cuda_nccl_open(DrCudaNccl *n, const DrPlan *plan, int device, GErro
   if (n->ranks) {
     DrNcclUniqueId id;
     memset(&id, 0, sizeof id);
-    if (!dr__mpi_share_nccl_id(make_unique_id, &id, sizeof id, error)) return FALSE;
+    made_rc = 0;
+    g_autoptr(GError) shared = NULL;
+    if (!dr__mpi_share_nccl_id(make_unique_id, &id, sizeof id, &shared)) {
+      /* Rank 0 says what NCCL said; the others that rank 0 failed. */
+      if (made_rc == 0 || dr__nccl_check(api, made_rc, "ncclGetUniqueId", NULL, error))
+        g_propagate_error(error, g_steal_pointer(&shared));
+      return FALSE;
+    }
     n->nranks = (gint32)w->size;
     n->rank = (gint32)w->rank;
     if (!DR_NCCL(api, NULL, ncclCommInitRank, &n->rank_comm, n->nranks, id, n->rank)) {
@@ -197,7 +220,12 @@ gboolean dr__cuda_nccl_issue(DrCudaNccl *n, const DrGraph *g, DrId v, void *cons
   const DrNode *node = dr_graph_node(g, v);
   gboolean across = n->ranks && node->per_rank;
   DrNcclComm comm = across ? n->rank_comm : n->comm;
-  g_return_val_if_fail(n->api != NULL && comm != NULL && node->n_parts == 1, FALSE);
+  g_return_val_if_fail(n->api != NULL && node->n_parts == 1, FALSE);
+  if (comm == NULL) {
+    /* the abort hook ran: the job is ending */
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': the NCCL communicator was aborted", node->id);
+    return FALSE;
+  }
   const DrNcclApi *api = n->api;
   gboolean p2p = node->op == DR_OP_SEND || node->op == DR_OP_RECV;
   const DrAccess *a0 = dr__node_access(g, node, 0);
