@@ -12,7 +12,9 @@
 # time give a FILE:LINE:COL error on every rank; a rank that fails while
 # running, and a rank killed with SIGKILL, end every rank within seconds;
 # MPI missing under a launcher is exit 69; the plain binary does not link
-# libmpi. Prints TAP; exits non-zero on any failure. Not a Bazel test (it
+# libmpi; and the CUDA backend across ranks on the fake CUDA and NCCL
+# tables (nccl_driver): the ncclUniqueId bootstrap, every collective,
+# each NCCL call failed in turn, a rank killed inside an allreduce. Prints TAP; exits non-zero on any failure. Not a Bazel test (it
 # runs Bazel and mpirun); tools/test.sh mpi calls it.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,10 +36,11 @@ if ! command -v mpirun >/dev/null; then
   exit 0
 fi
 cd "$root"
-bazel build //cli:dagrun //backends:libdagrun_mpi.so >"$tmp/build.log" 2>&1 || {
+bazel build //cli:dagrun //backends:libdagrun_mpi.so //tests/mpi:nccl_driver >"$tmp/build.log" 2>&1 || {
   echo "1..1"; echo "not ok 1 build"; sed 's/^/# /' "$tmp/build.log" | tail -20; exit 1; }
 bin=$(bazel info bazel-bin 2>/dev/null)
 dagrun=$bin/cli/dagrun
+driver=$bin/tests/mpi/nccl_driver
 export DAGRUN_MPI_PLUGIN=$bin/backends/libdagrun_mpi.so
 # Quiet and container-safe Open MPI: shared memory without CMA (ptrace is
 # often not allowed), no network probing, no binding on an oversubscribed
@@ -272,6 +275,90 @@ for np in 2 4; do
     "$(declare -f mpi); mpi $np '$dagrun' --backend=host --iterations=1 --warmup=0 --verify --delay-seed=5 tests/mpi/collectives.yaml >'$tmp/c$np' 2>&1; \
      rc=\$?; NR=$np python3 tests/mpi/collectives_check.py '$tmp/c$np' || rc=1; [ \$rc -eq 0 ] || cat '$tmp/c$np'; [ \$rc -eq 0 ]"
 done
+# ---- the CUDA backend across ranks: fake CUDA, fake NCCL, real MPI -------------
+# tests/mpi/nccl_driver runs a pipeline on the CUDA backend with the fake
+# CUDA runtime and the fake NCCL (whose data moves through this job's
+# MPI): the bootstrap (rank 0's ncclUniqueId reaching every rank's
+# ncclCommInitRank with (nranks, id, rank)), groups, every collective's
+# result, and failures ending every rank.
+nccl_bootstrap() { # NP
+  local np=$1
+  mpi "$np" "$driver" --verify graphs/data_parallel_ranks.yaml >"$tmp/n$np" 2>&1 || { cat "$tmp/n$np"; return 1; }
+  local made ids r n distinct
+  made=$(sed -n 's/^nccl rank 0 of '"$np"': made id \([0-9a-f]*\)$/\1/p' "$tmp/n$np")
+  [ -n "$made" ] || { echo "rank 0 made no id"; cat "$tmp/n$np"; return 1; }
+  for r in $(seq 0 $((np - 1))); do
+    uids=0; [ "$r" -eq 0 ] && uids=2 # one communicator per run: --verify's two
+    grep -q "^nccl rank $r of $np: init_rank nranks=$np rank=$r id=$made uids=$uids groups=" "$tmp/n$np" ||
+      { echo "rank $r: no init_rank($np, $made, $r)"; cat "$tmp/n$np"; return 1; }
+    grep -q "^rank $r: verify passed" "$tmp/n$np" || { echo "rank $r: not verified"; return 1; }
+  done
+  # The weights agree across ranks after every step (the allreduces ran).
+  n=$(grep -o 'checksum weights w_out 0x[0-9a-f]\{16\}' "$tmp/n$np" | wc -l)
+  distinct=$(grep -o 'checksum weights w_out 0x[0-9a-f]\{16\}' "$tmp/n$np" | sort | uniq -c | awk -v np="$np" '$1 % np != 0' | wc -l)
+  [ "$n" -gt 0 ] && [ "$distinct" -eq 0 ] || { echo "weights differ between ranks"; cat "$tmp/n$np"; return 1; }
+}
+for np in 2 4; do
+  check "np $np: CUDA + fake NCCL: rank 0's ncclUniqueId reaches every ncclCommInitRank(nranks, id, rank), --verify passes" \
+    nccl_bootstrap "$np"
+  check "np $np: CUDA + fake NCCL: every collective op against its definition" sh -c \
+    "$(declare -f mpi); mpi $np '$driver' --verify --iterations=1 tests/mpi/collectives.yaml >'$tmp/nc$np' 2>&1; \
+     rc=\$?; NR=$np python3 tests/mpi/collectives_check.py '$tmp/nc$np' || rc=1; [ \$rc -eq 0 ] || cat '$tmp/nc$np'; [ \$rc -eq 0 ]"
+done
+# Each NCCL call of rank 1 failed in turn (and rank 0's ncclGetUniqueId):
+# every rank ends within 20 s with exit 70, the failing call named.
+nccl_fail() { # RANK K
+  local t0=$SECONDS
+  FAKE_NCCL_FAIL_RANK=$1 FAKE_NCCL_FAIL_AT=$2 mpi 2 "$driver" --iterations=1 graphs/data_parallel_ranks.yaml \
+    >"$tmp/nf" 2>&1
+  local rc=$? dt=$((SECONDS - t0))
+  [ $rc -eq 70 ] && [ $dt -lt 20 ] && grep -q "dagrun: error: .*nccl[A-Za-z]* failed.*NCCL error 2\|dagrun: error: NCCL bootstrap: ncclGetUniqueId failed on rank 0" "$tmp/nf" ||
+    { grep -v checksum "$tmp/nf"; echo "rank $1 call $2: rc=$rc after ${dt}s"; return 1; }
+}
+nccl_sweep() {
+  mpi 2 "$driver" --iterations=1 graphs/data_parallel_ranks.yaml >"$tmp/ns" 2>&1 || { cat "$tmp/ns"; return 1; }
+  local total k
+  total=$(sed -n 's/^nccl rank 1 of 2: .* calls=\([0-9]*\)$/\1/p' "$tmp/ns")
+  [ -n "$total" ] && [ "$total" -gt 5 ] || { echo "no call count"; cat "$tmp/ns"; return 1; }
+  for k in $(seq 1 "$total"); do nccl_fail 1 "$k" || return 1; done
+  nccl_fail 0 1 || return 1 # rank 0's ncclGetUniqueId: both ranks say so
+  echo "rank 1's $total NCCL calls failed in turn: every rank ended with 70"
+}
+check "np 2: CUDA + fake NCCL: each NCCL call failed in turn ends every rank, exit 70, the call named" nccl_sweep
+# kill -9 of the rank that sleeps before the allreduce while the other
+# waits inside it (in the fake NCCL's MPI): the other ends within 20 s.
+cat >"$tmp/nsleep.yaml" <<'EOF'
+dagrun: 1
+run: {iterations: 1, warmup: 0}
+buffers:
+  g: {type: f32, count: 64, init: iota}
+nodes:
+  nap: {op: host, fn: sleep, rank: 1, args: {us: 60000000}}
+  sum: {op: allreduce, reduce: sum, buffers: g, after: [nap]}
+EOF
+nccl_killed() {
+  mpirun --oversubscribe --allow-run-as-root -np 2 "$driver" "$tmp/nsleep.yaml" >"$tmp/nk.out" 2>&1 &
+  local mp=$! victim="" i p
+  for i in $(seq 100); do
+    for p in $(pgrep -f "$driver $tmp/nsleep.yaml" || true); do
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
+    done
+    [ -n "$victim" ] && break
+    sleep 0.1
+  done
+  [ -n "$victim" ] || { kill "$mp"; echo "rank 1 not found"; return 1; }
+  sleep 1
+  local t0=$SECONDS waited=0
+  kill -9 "$victim"
+  while kill -0 "$mp" 2>/dev/null && [ $waited -lt 200 ]; do sleep 0.1; waited=$((waited + 1)); done
+  if kill -0 "$mp" 2>/dev/null; then kill -9 "$mp"; echo "still running after 20 s"; return 1; fi
+  wait "$mp"
+  local rc=$?
+  echo "mpirun rc=$rc after $((SECONDS - t0))s"
+  [ $rc -ne 0 ] && ! pgrep -f "$driver $tmp/nsleep.yaml" >/dev/null
+}
+check "np 2: CUDA + fake NCCL: kill -9 of a rank while the other waits in an allreduce: it ends within 20 s" nccl_killed
+
 check "np 2: --plan prints each rank's own plan" sh -c \
   "$(declare -f mpi); mpi 2 '$dagrun' --plan '$tmp/ranks.yaml' > '$tmp/p.out' && grep -q '^== rank 1 ==' '$tmp/p.out' && grep -q 'odd' '$tmp/p.out'"
 
