@@ -353,12 +353,14 @@ static int write_report(const Options *o, const DrRunReport *report, const DrStr
   if (o->trace) {
     g_autoptr(GString) trace = g_string_new(NULL);
     dr_run_report_write_trace(report, trace);
-    if (!write_output(o->trace, trace, out, err)) return 73;
+    g_autofree char *path = dr__cli_ranks_path(o->trace); /* one file per rank */
+    if (!write_output(path, trace, out, err)) return 73;
   }
   if (o->timeline) {
     g_autoptr(GString) svg = g_string_new(NULL);
     dr_run_report_write_timeline(report, plan, svg);
-    if (!write_output(o->timeline, svg, out, err)) return 73;
+    g_autofree char *path = dr__cli_ranks_path(o->timeline);
+    if (!write_output(path, svg, out, err)) return 73;
   }
   return 0;
 }

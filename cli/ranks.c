@@ -63,3 +63,12 @@ int dr__cli_ranks_finish(int rc, gboolean ran, gboolean json, GString *out) {
   }
   return dr_ranks_agree(rc);
 }
+
+char *dr__cli_ranks_path(const char *path) {
+  if (dr_ranks_size() <= 1 || strcmp(path, "-") == 0) return g_strdup(path);
+  const char *slash = strrchr(path, '/');
+  const char *dot = strrchr(slash ? slash + 1 : path, '.');
+  if (dot == NULL || dot == (slash ? slash + 1 : path))
+    return g_strdup_printf("%s.rank%u", path, dr_ranks_rank());
+  return g_strdup_printf("%.*s.rank%u%s", (int)(dot - path), path, dr_ranks_rank(), dot);
+}

@@ -28,6 +28,12 @@ void dr__cli_ranks_run_failed(GString *err, int code);
  * emptied. Returns the exit code. */
 int dr__cli_ranks_finish(int rc, gboolean ran, gboolean json, GString *out);
 
+/* The file a rank writes for output `path` (--trace, --timeline): in a
+ * job of several ranks "DIR/NAME.rankR.EXT" ("NAME.rankR" without an
+ * extension), so the ranks never write one file; `path` itself in a single
+ * process and for "-" (standard output). Newly allocated. */
+char *dr__cli_ranks_path(const char *path);
+
 G_END_DECLS
 
 #endif

@@ -74,6 +74,9 @@ static DrGraph *load(const char *name, const char *yaml, gsize len, FILE *fp, co
   graph->rank = load_rank;
   graph->run.nranks = load_nranks;
   graph->local_rank = load_local_rank;
+  /* In a job, each rank drives the GPU of its rank on its machine unless
+   * run.device (or --device) says otherwise (docs/multi-gpu.md). */
+  if (load_nranks > 1) graph->run.device = (gint32)load_local_rank;
   dr__graph_register_builtins(graph);
   gboolean ok = fp != NULL ? dr_parse_pipeline_file(graph, name, fp, diags)
                            : dr_parse_pipeline(graph, name, yaml, len, diags);

@@ -18,6 +18,7 @@ void dr_report_free(DrReport *r) {
   g_free(r->iter_start_us);
   g_free(r->iter_makespan_us);
   if (r->stream_priorities) g_array_unref(r->stream_priorities);
+  if (r->stream_devices) g_array_unref(r->stream_devices);
   if (r->flows) g_array_unref(r->flows);
   if (r->critical_nodes) g_array_unref(r->critical_nodes);
   g_free(r->mem_delta);

@@ -183,6 +183,14 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
     g_string_append_printf(out, "  %u s%u %s (", i, step->stream, dr_graph_node(g, step->node)->id);
     dr__plan_node_detail(g, step->node, out);
     g_string_append_c(out, ')');
+    if (g->run.n_devices > 1) {
+      /* each node's device where there are several (its stream's) */
+      gint32 d = g_array_index(plan->streams, DrStream, step->stream).device;
+      if (d < 0)
+        g_string_append(out, " on all devices");
+      else
+        g_string_append_printf(out, " on device %d", d);
+    }
     if (step->wait_count > 0) {
       g_string_append(out, " waits");
       for (guint32 w = step->wait_first; w < step->wait_first + step->wait_count; w++) {

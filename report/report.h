@@ -47,6 +47,9 @@ typedef struct {
    * argument counts twice); 0 for other ops. */
   guint64 bytes;
   double gbps; /* bytes / median duration; NAN when not timed or no bytes */
+  /* The GPU its stream belongs to (DrStream.device): -1 for a collective
+   * over several devices of one process (one launch per device). */
+  gint32 device;
 } DrNodeReport;
 
 typedef struct {
@@ -119,7 +122,15 @@ typedef struct {
   double *iter_makespan_us;
   /* Plan facts the trace needs, copied so the report stands alone. */
   GArray *stream_priorities; /* DrPriority per plan stream */
-  GArray *flows;             /* DrReportFlow: one per planned wait */
+  GArray *stream_devices;    /* gint32 per plan stream (DrStream.device); NULL: all the run's one device */
+  /* The run drives several devices (run.devices, or a collective over
+   * several): the text report and the timeline show each node's device,
+   * the trace has a process per device. */
+  gboolean multi_device;
+  /* The MPI rank this report is of (graph->rank) and the job's ranks
+   * (run.nranks; 1: no job): the trace names its process after the rank. */
+  guint32 rank, nranks;
+  GArray *flows; /* DrReportFlow: one per planned wait */
 
   /* Whole-run figures from the node medians (NAN when nodes were not
    * timed): the critical path is the longest path of the DAG (the graph's

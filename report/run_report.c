@@ -112,11 +112,19 @@ void dr_report_write_text_sorted(const DrReport *r, DrReportSort sort, GString *
   int idw = 4;
   for (guint i = 0; i < r->nodes->len; i++)
     idw = MAX(idw, (int)strlen(g_array_index(r->nodes, DrNodeReport, i).id));
-  g_string_append_printf(out, "%-*s %-6s %6s %10s %10s %10s %10s %8s\n", idw, "node", "op", "stream",
-                         "start_us", "median_us", "min_us", "max_us", "GB/s");
+  /* The device column only where the run drives several devices, so a
+   * one-device report keeps its shape. */
+  g_string_append_printf(out, "%-*s %-6s %6s", idw, "node", "op", "stream");
+  if (r->multi_device) g_string_append_printf(out, " %6s", "device");
+  g_string_append_printf(out, " %10s %10s %10s %10s %8s\n", "start_us", "median_us", "min_us", "max_us",
+                         "GB/s");
   for (guint i = 0; i < r->nodes->len; i++) {
     const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, i);
     g_string_append_printf(out, "%-*s %-6s %6u", idw, n->id, dr_op_name(n->op), n->stream);
+    if (r->multi_device && n->device < 0)
+      g_string_append_printf(out, " %6s", "all");
+    else if (r->multi_device)
+      g_string_append_printf(out, " %6d", n->device);
     text_number(out, n->start_us, 10);
     text_number(out, n->duration_us, 10);
     text_number(out, n->duration_min_us, 10);
@@ -279,6 +287,8 @@ void dr_report_write_json_sorted(const DrReport *r, DrReportSort sort, GString *
     dr__json_member_double(&w, "duration_us", n->duration_us, 3);
     dr__json_member_double(&w, "duration_min_us", n->duration_min_us, 3);
     dr__json_member_double(&w, "duration_max_us", n->duration_max_us, 3);
+    dr__json_key(&w, "device");
+    dr__json_double(&w, n->device, 0);
     dr__json_member_uint(&w, "bytes", n->bytes);
     dr__json_member_double(&w, "gbps", n->gbps, 3);
     dr__json_end_object(&w);

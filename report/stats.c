@@ -141,7 +141,12 @@ void dr_report_summarise(DrReport *r, const DrPlan *plan) {
       start[i] = r->sample_start[(gsize)i * n + id];
       dur[i] = r->sample_end[(gsize)i * n + id] - start[i];
     }
-    DrNodeReport nr = {.node = id, .id = node->id, .op = node->op, .stream = dr_plan_step(plan, s)->stream};
+    guint32 stream = dr_plan_step(plan, s)->stream;
+    DrNodeReport nr = {.node = id,
+                       .id = node->id,
+                       .op = node->op,
+                       .stream = stream,
+                       .device = g_array_index(plan->streams, DrStream, stream).device};
     double smin, smax;
     stats(start, it, &nr.start_us, &smin, &smax);
     stats(dur, it, &nr.duration_us, &nr.duration_min_us, &nr.duration_max_us);
@@ -189,8 +194,16 @@ DrReport *dr_report_new(const DrPlan *plan, guint32 iterations, guint32 warmup) 
   for (guint32 i = 0; i < MAX(iterations, 1); i++) r->iter_makespan_us[i] = NAN;
   r->nodes = g_array_new(FALSE, TRUE, sizeof(DrNodeReport));
   r->stream_priorities = g_array_new(FALSE, TRUE, sizeof(DrPriority));
-  for (guint32 s = 0; s < dr_plan_n_streams(plan); s++)
-    g_array_append_val(r->stream_priorities, g_array_index(plan->streams, DrStream, s).priority);
+  r->stream_devices = g_array_new(FALSE, TRUE, sizeof(gint32));
+  r->multi_device = g->run.n_devices > 1;
+  for (guint32 s = 0; s < dr_plan_n_streams(plan); s++) {
+    const DrStream *st = &g_array_index(plan->streams, DrStream, s);
+    g_array_append_val(r->stream_priorities, st->priority);
+    g_array_append_val(r->stream_devices, st->device);
+    r->multi_device |= st->device < 0;
+  }
+  r->rank = g->rank;
+  r->nranks = MAX(g->run.nranks, 1);
   r->flows = g_array_new(FALSE, TRUE, sizeof(DrReportFlow));
   for (guint32 s = 0; s < plan->steps->len; s++) {
     const DrPlanStep *step = dr_plan_step(plan, s);

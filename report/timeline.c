@@ -6,7 +6,8 @@
  * max duration over all iterations.
  *
  * Layout: a title line, a time axis, then one lane per plan stream
- * (labelled with its number and priority) of fixed height, a bar per node
+ * (labelled with its number and priority, and its device when the run
+ * drives several: lanes are grouped per device) of fixed height, a bar per node
  * coloured by op, arrows for the planned cross-stream waits, and a legend
  * of the ops present. Lanes never grow with the node count; the width does
  * (about 24 px per node of the busiest lane, between 900 and 6000 px: a
@@ -121,6 +122,11 @@ static int bar_cmp(const void *a, const void *b) {
 }
 
 /* The timed nodes of each lane (GArray of Bar), in start order. */
+/* Stream s's device (0 when the report does not say). */
+static gint32 stream_device(const DrReport *r, guint32 s) {
+  return r->stream_devices && s < r->stream_devices->len ? g_array_index(r->stream_devices, gint32, s) : 0;
+}
+
 static GArray *lane_bars(const DrReport *r, const double *t_start, const double *t_end, guint32 n_streams) {
   GArray *lanes = g_array_new(FALSE, FALSE, sizeof(GArray *));
   for (guint32 s = 0; s < n_streams; s++) {
@@ -142,7 +148,8 @@ typedef struct {
   const DrReport *r;
   const double *t_start, *t_end;
   double scale, lanes_top;
-  double min_px; /* bars narrower than this merge with their neighbours */
+  const guint32 *row; /* [stream]: its lane's row from the top (lanes grouped per device) */
+  double min_px;      /* bars narrower than this merge with their neighbours */
   const gboolean *critical;
   guint32 merged; /* runs drawn merged */
   /* Hover arrows: when set, the waits into node v are flows
@@ -195,7 +202,7 @@ static guint32 arrow(const Layout *lay, const DrNodeReport *const *info, DrId u,
  * its id; or a merged run as one bar whose tooltip lists its nodes. */
 static void draw_run(Layout *lay, const GArray *lane, guint first, guint last, guint32 s, GString *out) {
   const Bar *a = &g_array_index(lane, Bar, first);
-  double y = lay->lanes_top + s * LANE_H + (LANE_H - BAR_H) / 2.0;
+  double y = lay->lanes_top + lay->row[s] * LANE_H + (LANE_H - BAR_H) / 2.0;
   if (first == last) {
     const DrNodeReport *nr = a->nr;
     gboolean hover = lay->in_first && lay->in_first[nr->node + 1] > lay->in_first[nr->node];
@@ -307,8 +314,8 @@ static guint32 arrow(const Layout *lay, const DrNodeReport *const *info, DrId u,
   const DrNodeReport *a = u < n ? info[u] : NULL, *b = v < n ? info[v] : NULL;
   if (a == NULL || b == NULL || isnan(lay->t_end[u]) || isnan(lay->t_start[v])) return 0;
   double x1 = LEFT + lay->t_end[u] * lay->scale, x2 = LEFT + lay->t_start[v] * lay->scale;
-  double y1 = lay->lanes_top + a->stream * LANE_H + LANE_H / 2.0,
-         y2 = lay->lanes_top + b->stream * LANE_H + LANE_H / 2.0;
+  double y1 = lay->lanes_top + lay->row[a->stream] * LANE_H + LANE_H / 2.0,
+         y2 = lay->lanes_top + lay->row[b->stream] * LANE_H + LANE_H / 2.0;
   y2 += y2 > y1 ? -BAR_H / 2.0 : BAR_H / 2.0; /* to the bar's edge facing the arrow */
   y1 += y2 > y1 ? BAR_H / 2.0 : -BAR_H / 2.0;
   g_string_append(out, "<line");
@@ -385,13 +392,47 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
                     r->overlap_streams);
   g_string_append(out, "</text>\n");
 
-  /* Lanes. */
-  for (guint32 s = 0; s < n_streams; s++) {
-    double y = lanes_top + s * LANE_H;
+  /* Lanes, grouped per device: the streams of one device next to each
+   * other in stream order, devices in the order their first stream
+   * appears, a collective's over several devices last; with several
+   * devices each label names its device and a rule separates them. */
+  g_autofree guint32 *row = g_new0(guint32, MAX(n_streams, 1));
+  g_autofree guint32 *at_row = g_new0(guint32, MAX(n_streams, 1));
+  {
+    g_autoptr(GArray) devs = g_array_new(FALSE, FALSE, sizeof(gint32));
+    for (guint32 s = 0; s < n_streams; s++) {
+      gint32 d = stream_device(r, s);
+      guint k = 0;
+      while (k < devs->len && g_array_index(devs, gint32, k) != d) k++;
+      if (k == devs->len) g_array_append_val(devs, d);
+    }
+    guint32 next = 0;
+    for (int pass = 0; pass < 2; pass++) /* devices, then "all devices" */
+      for (guint k = 0; k < devs->len; k++) {
+        gint32 d = g_array_index(devs, gint32, k);
+        if ((d < 0) != (pass == 1)) continue;
+        for (guint32 s = 0; s < n_streams; s++)
+          if (stream_device(r, s) == d) at_row[row[s] = next++] = s;
+      }
+  }
+  for (guint32 k = 0; k < n_streams; k++) {
+    guint32 s = at_row[k];
+    double y = lanes_top + k * LANE_H;
     dr__num_appendf(out, "<rect x=\"0\" y=\"%.0f\" width=\"%.0f\" height=\"%d\" fill=\"%s\"/>\n", y, width,
-                    LANE_H, s % 2 ? "#ffffff" : "#f2f2f2");
-    dr__num_appendf(out, "<text x=\"8\" y=\"%.0f\">stream %u (%s)</text>\n", y + LANE_H / 2 + 4, s,
-                    dr_priority_name(g_array_index(r->stream_priorities, DrPriority, s)));
+                    LANE_H, k % 2 ? "#ffffff" : "#f2f2f2");
+    const char *prio = dr_priority_name(g_array_index(r->stream_priorities, DrPriority, s));
+    gint32 d = stream_device(r, s);
+    if (!r->multi_device)
+      dr__num_appendf(out, "<text x=\"8\" y=\"%.0f\">stream %u (%s)</text>\n", y + LANE_H / 2 + 4, s, prio);
+    else if (d < 0)
+      dr__num_appendf(out, "<text x=\"8\" y=\"%.0f\">all: stream %u (%s)</text>\n", y + LANE_H / 2 + 4, s,
+                      prio);
+    else
+      dr__num_appendf(out, "<text x=\"8\" y=\"%.0f\">dev %d: stream %u (%s)</text>\n", y + LANE_H / 2 + 4, d,
+                      s, prio);
+    if (r->multi_device && k > 0 && stream_device(r, at_row[k - 1]) != d)
+      dr__num_appendf(out, "<line x1=\"0\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#888\"/>\n", y, width,
+                      y);
   }
 
   /* Time axis: ticks across the lanes, labels above them. */
@@ -411,7 +452,8 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
   }
 
   /* Bars: per lane in start order, sub-pixel runs merged (see plan_lane). */
-  Layout lay = {.r = r, .t_start = t_start, .t_end = t_end, .scale = scale, .lanes_top = lanes_top};
+  Layout lay = {
+      .r = r, .t_start = t_start, .t_end = t_end, .scale = scale, .lanes_top = lanes_top, .row = row};
   g_autoptr(GArray) lanes = lane_bars(r, t_start, t_end, n_streams);
   lay.min_px = 1.0;
   for (guint k = 0; k < 24 && count_elements(&lay, lanes) > DR_TIMELINE_ELEMENT_BUDGET; k++) lay.min_px *= 2;

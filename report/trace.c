@@ -1,6 +1,7 @@
 /* trace.c: --trace, the run as Chrome trace event JSON (Perfetto,
- * chrome://tracing): process and thread metadata naming a track per plan
- * stream with its priority, one complete ("X") event per timed node and
+ * chrome://tracing): process and thread metadata naming a process per
+ * device (and rank, in an MPI job) and a track per plan stream with its
+ * priority, one complete ("X") event per timed node and
  * iteration (ts and dur in µs, iterations laid out one after another),
  * a flow ("s"/"f" pair) per planned wait and iteration, and two counter
  * tracks ("C" events): "concurrency", the number of nodes running, and
@@ -14,12 +15,12 @@
 #include "report/memory_track.h"
 #include "report/report.h"
 
-static void metadata(DrJsonWriter *w, const char *name, gboolean has_tid, guint32 tid, const char *arg_key,
-                     const char *arg_str, guint32 arg_uint) {
+static void metadata(DrJsonWriter *w, const char *name, guint32 pid, gboolean has_tid, guint32 tid,
+                     const char *arg_key, const char *arg_str, guint32 arg_uint) {
   dr__json_begin_object(w);
   dr__json_member_string(w, "name", name);
   dr__json_member_string(w, "ph", "M");
-  dr__json_member_uint(w, "pid", 1);
+  dr__json_member_uint(w, "pid", pid);
   if (has_tid) dr__json_member_uint(w, "tid", tid);
   dr__json_key(w, "args");
   dr__json_begin_object(w);
@@ -33,14 +34,14 @@ static void metadata(DrJsonWriter *w, const char *name, gboolean has_tid, guint3
 
 /* One end of a wait's arrow: "s" leaves the waited node's end, "f" binds
  * to the enclosing slice of the waiting node at its start ("bp": "e"). */
-static void flow(DrJsonWriter *w, const char *ph, guint64 id, guint32 tid, double ts) {
+static void flow(DrJsonWriter *w, const char *ph, guint64 id, guint32 pid, guint32 tid, double ts) {
   dr__json_begin_object(w);
   dr__json_member_string(w, "name", "wait");
   dr__json_member_string(w, "cat", "wait");
   dr__json_member_string(w, "ph", ph);
   if (ph[0] == 'f') dr__json_member_string(w, "bp", "e");
   dr__json_member_uint(w, "id", id);
-  dr__json_member_uint(w, "pid", 1);
+  dr__json_member_uint(w, "pid", pid);
   dr__json_member_uint(w, "tid", tid);
   dr__json_member_double(w, "ts", ts, 3);
   dr__json_end_object(w);
@@ -59,12 +60,12 @@ static int tick_cmp(const void *a, const void *b) {
   return x->running - y->running; /* ends first: a hand-over is no overlap */
 }
 
-static void counter(DrJsonWriter *w, const char *name, const char *key, double ts, double value,
+static void counter(DrJsonWriter *w, guint32 pid, const char *name, const char *key, double ts, double value,
                     guint decimals) {
   dr__json_begin_object(w);
   dr__json_member_string(w, "name", name);
   dr__json_member_string(w, "ph", "C");
-  dr__json_member_uint(w, "pid", 1);
+  dr__json_member_uint(w, "pid", pid);
   dr__json_member_double(w, "ts", ts, 3);
   dr__json_key(w, "args");
   dr__json_begin_object(w);
@@ -76,8 +77,8 @@ static void counter(DrJsonWriter *w, const char *name, const char *key, double t
 /* The counter tracks of one iteration: "concurrency" (nodes running) and
  * "copy bandwidth" (GB/s of the copies running, each at its bytes over its
  * duration), one sample per distinct start or end time. */
-static void counters(DrJsonWriter *w, const DrReport *r, const DrNodeReport *const *info, const double *st,
-                     const double *en, double base, GArray *ticks) {
+static void counters(DrJsonWriter *w, guint32 pid, const DrReport *r, const DrNodeReport *const *info,
+                     const double *st, const double *en, double base, GArray *ticks) {
   g_array_set_size(ticks, 0);
   gboolean copies = FALSE;
   for (guint32 id = 0; id < r->n_graph_nodes; id++) {
@@ -98,8 +99,8 @@ static void counters(DrJsonWriter *w, const DrReport *r, const DrNodeReport *con
     gbps += t->gbps;
     if (i + 1 < ticks->len && g_array_index(ticks, Tick, i + 1).ts == t->ts) continue;
     if (running == 0) gbps = 0; /* no drift from float sums */
-    counter(w, "concurrency", "nodes", base + t->ts, running, 0);
-    if (copies) counter(w, "copy bandwidth", "GB/s", base + t->ts, MAX(gbps, 0.0), 3);
+    counter(w, pid, "concurrency", "nodes", base + t->ts, running, 0);
+    if (copies) counter(w, pid, "copy bandwidth", "GB/s", base + t->ts, MAX(gbps, 0.0), 3);
   }
 }
 
@@ -110,14 +111,44 @@ void dr_trace_write(const DrReport *r, GString *out) {
   dr__json_member_string(&w, "displayTimeUnit", "ms");
   dr__json_key(&w, "traceEvents");
   dr__json_begin_array_lines(&w, "");
-  g_autofree char *pname =
-      g_strdup_printf("dagrun %s (%s, %s)", r->name, r->backend, r->mode ? r->mode : "?");
-  metadata(&w, "process_name", FALSE, 0, "name", pname, 0);
-  for (guint s = 0; s < r->stream_priorities->len; s++) {
+  /* A process per device (in the order the streams first name them) and,
+   * in an MPI job, per rank: each rank writes its own trace, so their
+   * process ids never collide when the files are opened together. One
+   * device of one process stays pid 1, named as before. */
+  guint32 n_streams = r->stream_priorities->len;
+  g_autofree guint32 *pid_of = g_new0(guint32, MAX(n_streams, 1));
+  g_autoptr(GArray) devs = g_array_new(FALSE, FALSE, sizeof(gint32));
+  guint32 pid0 = r->nranks > 1 ? r->rank * (DR_MAX_DEVICES + 1) : 0;
+  for (guint s = 0; s < n_streams; s++) {
+    gint32 d =
+        r->stream_devices && s < r->stream_devices->len ? g_array_index(r->stream_devices, gint32, s) : 0;
+    guint k = 0;
+    while (k < devs->len && g_array_index(devs, gint32, k) != d) k++;
+    if (k == devs->len) g_array_append_val(devs, d);
+    pid_of[s] = pid0 + 1 + k;
+  }
+  if (devs->len == 0) {
+    gint32 d = 0;
+    g_array_append_val(devs, d);
+  }
+  for (guint k = 0; k < devs->len; k++) {
+    gint32 d = g_array_index(devs, gint32, k);
+    g_autoptr(GString) pname = g_string_new(NULL);
+    g_string_append_printf(pname, "dagrun %s (%s, %s)", r->name, r->backend, r->mode ? r->mode : "?");
+    if (r->nranks > 1) g_string_append_printf(pname, " rank %u of %u", r->rank, r->nranks);
+    if (r->multi_device && d < 0)
+      g_string_append(pname, " all devices");
+    else if (r->multi_device)
+      g_string_append_printf(pname, " device %d", d);
+    metadata(&w, "process_name", pid0 + 1 + k, FALSE, 0, "name", pname->str, 0);
+    if (devs->len > 1 || r->nranks > 1)
+      metadata(&w, "process_sort_index", pid0 + 1 + k, FALSE, 0, "sort_index", NULL, pid0 + k);
+  }
+  for (guint s = 0; s < n_streams; s++) {
     DrPriority p = g_array_index(r->stream_priorities, DrPriority, s);
     g_autofree char *tname = g_strdup_printf("stream %u (%s)", s, dr_priority_name(p));
-    metadata(&w, "thread_name", TRUE, s, "name", tname, 0);
-    metadata(&w, "thread_sort_index", TRUE, s, "sort_index", NULL, s);
+    metadata(&w, "thread_name", pid_of[s], TRUE, s, "name", tname, 0);
+    metadata(&w, "thread_sort_index", pid_of[s], TRUE, s, "sort_index", NULL, s);
   }
   guint32 n = r->n_graph_nodes;
   /* Node id -> plan stream and op, from the report's node list. */
@@ -139,7 +170,7 @@ void dr_trace_write(const DrReport *r, GString *out) {
       dr__json_member_string(&w, "name", info[id]->id);
       dr__json_member_string(&w, "cat", dr_op_name(info[id]->op));
       dr__json_member_string(&w, "ph", "X");
-      dr__json_member_uint(&w, "pid", 1);
+      dr__json_member_uint(&w, "pid", pid_of[stream_of[id]]);
       dr__json_member_uint(&w, "tid", stream_of[id]);
       dr__json_member_double(&w, "ts", base + st[id], 3);
       dr__json_member_double(&w, "dur", MAX(en[id] - st[id], 0.0), 3);
@@ -149,13 +180,14 @@ void dr_trace_write(const DrReport *r, GString *out) {
       dr__json_end_object(&w);
       dr__json_end_object(&w);
     }
-    counters(&w, r, info, st, en, base, ticks);
+    counters(&w, pid0 + 1, r, info, st, en, base, ticks);
     dr__trace_memory_counter(&w, r, st, en, base);
     for (guint f = 0; f < r->flows->len; f++) {
       const DrReportFlow *fl = &g_array_index(r->flows, DrReportFlow, f);
       if (isnan(en[fl->from]) || isnan(st[fl->to])) continue;
-      flow(&w, "s", flow_id, stream_of[fl->from], base + MAX(en[fl->from] - 0.001, st[fl->from]));
-      flow(&w, "f", flow_id, stream_of[fl->to], base + st[fl->to]);
+      flow(&w, "s", flow_id, pid_of[stream_of[fl->from]], stream_of[fl->from],
+           base + MAX(en[fl->from] - 0.001, st[fl->from]));
+      flow(&w, "f", flow_id, pid_of[stream_of[fl->to]], stream_of[fl->to], base + st[fl->to]);
       flow_id++;
     }
   }
