@@ -1,6 +1,7 @@
 /* fake_nccl.c: the fake NCCL of fake_nccl.h. Each data operation is an
  * Op, run at once or, inside a group, queued and run at the outermost
- * ncclGroupEnd: the sends of a group first (MPI_Isend), then every other
+ * ncclGroupEnd, every input copied first (a group runs concurrently):
+ * the sends of a group first (MPI_Isend), then every other
  * operation in order (a receive blocks in MPI_Recv), then the sends are
  * waited for, so a group of sends and receives in a ring cannot deadlock,
  * as NCCL promises for a group. Collectives across ranks use MPI's world
@@ -126,9 +127,23 @@ static void perform(const Op *o) {
 
 /* Runs `ops`: sends first (a one-rank send is kept for the matching
  * receive), the rest in order, then the sends are waited for. */
-static void run_all(const Op *ops, guint n) {
+static void run_all(const Op *in, guint n) {
   guint32 R, me;
   const DrMpiApi *mpi = job(&R, &me);
+  /* A group's operations run concurrently on a GPU, in no order: each
+   * reads its input as it was when the group ended, before any of them
+   * writes, so a group holding two dependent collectives computes the
+   * wrong thing here too. */
+  g_autofree Op *ops = g_memdup2(in, sizeof(Op) * MAX(n, 1));
+  g_autoptr(GPtrArray) copies = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; n > 1 && i < n; i++) {
+    if (ops[i].send == NULL) continue;
+    /* reducescatter's input is R blocks of its count */
+    gsize bytes = ops[i].count * dr_elem_size(ops[i].type) * (ops[i].op == F_RS ? R : 1);
+    void *c = g_memdup2(ops[i].send, MAX(bytes, 1));
+    g_ptr_array_add(copies, c);
+    ops[i].send = c;
+  }
   g_autoptr(GArray) reqs = g_array_new(FALSE, FALSE, sizeof(int));
   const Op *self_send = NULL;
   for (guint i = 0; i < n; i++) {

@@ -293,10 +293,13 @@ nccl_bootstrap() { # NP
       { echo "rank $r: no init_rank($np, $made, $r)"; cat "$tmp/n$np"; return 1; }
     grep -q "^rank $r: verify passed" "$tmp/n$np" || { echo "rank $r: not verified"; return 1; }
   done
-  # The weights agree across ranks after every step (the allreduces ran).
-  n=$(grep -o 'checksum weights w_out 0x[0-9a-f]\{16\}' "$tmp/n$np" | wc -l)
-  distinct=$(grep -o 'checksum weights w_out 0x[0-9a-f]\{16\}' "$tmp/n$np" | sort | uniq -c | awk -v np="$np" '$1 % np != 0' | wc -l)
-  [ "$n" -gt 0 ] && [ "$distinct" -eq 0 ] || { echo "weights differ between ranks"; cat "$tmp/n$np"; return 1; }
+  # One step: every rank ends with the same weights (the allreduces ran;
+  # each rank's gradients differ, so a dropped one shows).
+  mpi "$np" "$driver" --iterations=1 --warmup=0 graphs/data_parallel_ranks.yaml >"$tmp/n1$np" 2>&1 ||
+    { cat "$tmp/n1$np"; return 1; }
+  n=$(grep -o 'checksum weights w_out 0x[0-9a-f]\{16\}' "$tmp/n1$np" | wc -l)
+  distinct=$(grep -o 'checksum weights w_out 0x[0-9a-f]\{16\}' "$tmp/n1$np" | sort -u | wc -l)
+  [ "$n" -eq "$np" ] && [ "$distinct" -eq 1 ] || { echo "weights differ between ranks (n=$n distinct=$distinct)"; cat "$tmp/n1$np"; return 1; }
 }
 for np in 2 4; do
   check "np $np: CUDA + fake NCCL: rank 0's ncclUniqueId reaches every ncclCommInitRank(nranks, id, rank), --verify passes" \

@@ -10,7 +10,7 @@
  *   nccl rank R of N: init_rank nranks=N rank=R id=HEX uids=K
  *   rank R: verify passed | failed | not run
  *
- * Usage: nccl_driver [--verify] [--iterations=N] PIPELINE. The
+ * Usage: nccl_driver [--verify] [--iterations=N] [--warmup=N] PIPELINE. The
  * environment's FAKE_NCCL_FAIL_RANK and FAKE_NCCL_FAIL_AT fail that
  * rank's Nth NCCL call. Exit codes as dagrun's (65, 70, 1); 2 when
  * something was left live at the end. tests/mpi/mpi_test.sh runs it. */
@@ -39,17 +39,20 @@ static G_NORETURN void fail_run(const char *msg) {
 int main(int argc, char **argv) {
   gboolean verify = FALSE;
   guint iterations = 0;
+  gint warmup = -1;
   const char *path = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--verify") == 0)
       verify = TRUE;
     else if (g_str_has_prefix(argv[i], "--iterations="))
       iterations = (guint)atoi(argv[i] + 13);
+    else if (g_str_has_prefix(argv[i], "--warmup="))
+      warmup = atoi(argv[i] + 9);
     else
       path = argv[i];
   }
   if (path == NULL) {
-    fprintf(stderr, "usage: nccl_driver [--verify] [--iterations=N] PIPELINE\n");
+    fprintf(stderr, "usage: nccl_driver [--verify] [--iterations=N] [--warmup=N] PIPELINE\n");
     return 64;
   }
   g_autoptr(GError) error = NULL;
@@ -58,6 +61,9 @@ int main(int argc, char **argv) {
     return 69;
   }
   guint rank = dr_ranks_rank(), size = dr_ranks_size();
+  /* The fake runtime has one device per process: every rank plays the
+   * only rank of its machine (local rank 0, device 0). */
+  dr__load_set_ranks(rank, size, 0);
   dr_fake_reset();
   dr_fake_set_run_twins(TRUE);
   dr_cuda_api_set(dr_fake_api());
@@ -82,6 +88,7 @@ int main(int argc, char **argv) {
   o.mode = DR_MODE_STREAMS;
   o.verify = verify;
   if (iterations) o.iterations = iterations;
+  if (warmup >= 0) o.warmup = (guint32)warmup;
   g_autoptr(DrReport) r = dr_run(plan, &o, &error);
   if (r == NULL) {
     if (dr_error_exit_code(error) == 65) {

@@ -9,6 +9,7 @@
  * failed in turn is a clear error with nothing leaked. The same paths
  * under a real mpirun: tests/mpi/mpi_test.sh with nccl_driver. */
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "backends/cuda_api.h"
@@ -23,9 +24,10 @@
 #include "tests/mpi/fake_mpi.h"
 #include "tests/mpi/fake_nccl.h"
 
-/* Loads `yaml` as rank `rank` of `nranks` and plans it. */
+/* Loads `yaml` as rank `rank` of `nranks` and plans it; every rank has
+ * local rank 0 (its own machine), so it runs on the fake's one device. */
 static DrPlan *plan_as(const char *yaml, guint rank, guint nranks, DrGraph **graph) {
-  dr__load_set_ranks(rank, nranks, rank);
+  dr__load_set_ranks(rank, nranks, 0);
   g_autoptr(DrDiags) diags = dr_diags_new(20);
   g_autoptr(GError) error = NULL;
   DrGraph *g = dr_load_string("t.yaml", yaml, strlen(yaml), diags, &error);
@@ -79,10 +81,44 @@ static const char *const group_yaml =
     "  k: {op: kernel, kernel: axpy_f32, args: {alpha: 1.0, x: b, y: c}}\n"
     "  down: {op: copy, src: c, dst: h}\n";
 
+/* Runs `plan` once with h saved to `path`: on the CUDA backend (fakes
+ * on) or the host's. */
+static void run_saving(DrPlan *plan, const char *path, gboolean cuda) {
+  DrGraph *g = (DrGraph *)plan->graph;
+  dr_graph_buffer(g, dr_graph_find_buffer(g, "h"))->save_path = dr_graph_intern(g, path);
+  DrRunOptions o;
+  dr_run_options_init(&o, g);
+  o.backend = cuda ? DR_BACKEND_CUDA : DR_BACKEND_HOST;
+  o.mode = DR_MODE_STREAMS;
+  o.iterations = 1;
+  o.warmup = 0;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrReport) r = dr_run(plan, &o, &error);
+  g_assert_no_error(error);
+}
+
 static void test_groups(void) {
   g_autoptr(DrGraph) g = NULL;
   g_autoptr(DrPlan) plan = plan_as(group_yaml, 0, 1, &g);
+  /* The result is the host backend's, which runs no group: the fake runs
+   * a group's collectives as if concurrently, so a group holding g1 and
+   * g3 would give g3 the old a. */
+  g_autofree char *dir = g_dir_make_tmp("drnccl-XXXXXX", NULL);
+  g_autofree char *host_h = g_build_filename(dir, "host.bin", NULL);
+  g_autofree char *cuda_h = g_build_filename(dir, "cuda.bin", NULL);
+  run_saving(plan, host_h, FALSE);
   fakes_on();
+  run_saving(plan, cuda_h, TRUE);
+  g_autofree char *want = NULL, *got = NULL;
+  gsize want_len = 0, got_len = 0;
+  g_assert_true(g_file_get_contents(host_h, &want, &want_len, NULL));
+  g_assert_true(g_file_get_contents(cuda_h, &got, &got_len, NULL));
+  g_assert_cmpmem(got, got_len, want, want_len);
+  g_unlink(host_h);
+  g_unlink(cuda_h);
+  g_rmdir(dir);
+  dr_graph_buffer(g, dr_graph_find_buffer(g, "h"))->save_path = NULL;
+  dr_fake_nccl_reset();
   g_autoptr(GError) error = NULL;
   g_autoptr(DrReport) r = run_cuda(plan, TRUE, &error);
   g_assert_no_error(error);
