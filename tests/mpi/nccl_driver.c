@@ -7,7 +7,8 @@
  * agree on the exit code) and prints what the NCCL table saw:
  *
  *   nccl rank R of N: made id HEX          (rank 0: each ncclGetUniqueId)
- *   nccl rank R of N: init_rank nranks=N rank=R id=HEX uids=K
+ *   nccl rank R of N: init_rank nranks=N rank=R id=HEX uids=K groups=G calls=C
+ *   nccl rank R of N: groups=G calls=C     (no job: one process)
  *   rank R: verify passed | failed | not run
  *
  * Usage: nccl_driver [--verify] [--iterations=N] [--warmup=N] PIPELINE. The
@@ -106,6 +107,8 @@ int main(int argc, char **argv) {
            "\n",
            rank, size, f->init_nranks, f->init_rank, dr_fake_nccl_id_hex(&f->init_id), f->unique_ids,
            f->groups, f->calls);
+  if (f->init_ranks == 0)
+    printf("nccl rank %u of %u: groups=%u calls=%" G_GUINT64_FORMAT "\n", rank, size, f->groups, f->calls);
   printf("rank %u: verify %s\n", rank,
          r->verified == DR_VERIFIED_PASS   ? "passed"
          : r->verified == DR_VERIFIED_FAIL ? "failed"
