@@ -69,7 +69,7 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
 
 static gboolean cuda_setup(DrBackend *b, GError **error) {
   return dr__cuda_memory_setup(&b->memory, &b->streams, error) &&
-         dr__cuda_loops_setup(&b->loops, b->graph, error) &&
+         dr__cuda_loops_setup(&b->loops, b->plan, b->mode == &dr__cuda_graph_mode, error) &&
          dr__cuda_nccl_open(&b->nccl, b->graph, b->streams.devices[0].ordinal, error) &&
          dr__cuda_launch_setup(&b->launch, &b->streams, &b->memory, b->opts.host_output, error) &&
          b->mode->prepare(b, error);
@@ -112,6 +112,9 @@ static gboolean cuda_launch_iteration(DrBackend *b, guint32 iteration, gboolean 
 static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
   guint32 k = iteration % b->timing.depth;
   if (!dr__cuda_timing_wait(&b->timing, k, error)) return FALSE;
+  /* Graph mode's device-counted trips of this iteration (one in flight:
+   * the next launch resets them); nothing to read otherwise. */
+  if (!dr__cuda_loops_read_trips(&b->loops, b->streams.origin, error)) return FALSE;
   /* After the run's last iteration, drain the whole device and check it:
    * an error that arrives now is the run's to report (DR_ERROR_RUNTIME
    * naming cudaDeviceSynchronize), not close's to drop. */

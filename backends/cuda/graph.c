@@ -217,7 +217,9 @@ static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, gboolean map, 
   /* A capture makes a graph that outlives this call: bind what the graph
    * holds now (a library user may have changed scalars since setup, see
    * dr__cuda_graph_update). */
+  b->loops.capturing = TRUE; /* loops become conditional nodes (condgraph.c) */
   gboolean issued = graph_bind(b, error) && dr__cuda_issue_iteration(b, &capture_hooks, error);
+  b->loops.capturing = FALSE;
   cudaGraph_t graph = NULL;
   cudaError_t rc = api->cudaStreamEndCapture(origin, &graph);
   /* The pointers cudaMallocAsync returned while capturing belong to the
