@@ -8,8 +8,11 @@
 # kernels). Each way runs it N=10,000 times (TRIPS), timing off, and the
 # table gives the device time per trip (the run report's makespan over the
 # trips) and the host wall time per trip (the process, setup included):
-#   (a) while, one WHILE launch      not built: graph mode has no CUDA
-#                                    conditional nodes yet (exit 69)
+#   (a) while, one WHILE launch      one iteration in graph mode: the while
+#                                    is one CUDA WHILE node (condgraph.c),
+#                                    its body the 3 kernels plus the
+#                                    condition kernel, one trip per body
+#                                    (no unrolling yet)
 #   (b) graph x N                    the body as a pipeline, --mode=graph
 #                                    --iterations=N: a one-iteration graph
 #                                    launched N times
