@@ -7,7 +7,7 @@ extern int dr__stamp_launch(unsigned long long *slot, cudaStream_t stream);
 /* loopctl.cu */
 extern int dr__cond_launch(cudaGraphConditionalHandle handle, const gint32 *cond, guint64 *trips,
                            gboolean count_always, cudaStream_t stream);
-extern int dr__count_launch(cudaGraphConditionalHandle handle, guint64 *counter, guint64 limit,
+extern int dr__count_launch(cudaGraphConditionalHandle handle, guint64 *counter, const guint64 *limit,
                             guint64 *stamps, cudaStream_t stream);
 
 static int real_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) { return def->launch(l); }

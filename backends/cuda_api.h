@@ -143,12 +143,15 @@ typedef struct {
   int (*cond_launch)(cudaGraphConditionalHandle handle, const gint32 *cond, guint64 *trips,
                      gboolean count_always, cudaStream_t stream);
   /* Enqueues the counter kernel (loopctl.cu) on `stream`, one thread:
-   * i = ++counter[0]; stamps[i - 1] = %globaltimer (ns) when `stamps` is
-   * non-NULL and i <= limit; then cudaGraphSetConditional(handle, i <
-   * limit): a WHILE node whose body ends with it makes `limit` trips
-   * (counter reset to 0 before the node). A cudaError_t as int. */
-  int (*count_launch)(cudaGraphConditionalHandle handle, guint64 *counter, guint64 limit, guint64 *stamps,
-                      cudaStream_t stream);
+   * i = ++counter[0]; stamps[i] = %globaltimer (ns) when `stamps` is
+   * non-NULL and i <= limit[0] (stamps[0] is the caller's: the start);
+   * then cudaGraphSetConditional(handle, i < limit[0]): a WHILE node
+   * whose body ends with it makes limit[0] trips (counter reset to 0
+   * before the node). The limit is device memory, read at every trip, so
+   * that it can change without a new graph (run.device_loop's iteration
+   * count, a parameter's). A cudaError_t as int. */
+  int (*count_launch)(cudaGraphConditionalHandle handle, guint64 *counter, const guint64 *limit,
+                      guint64 *stamps, cudaStream_t stream);
 } DrCudaApi;
 
 /* The table in use (the real runtime unless a shim was set). */

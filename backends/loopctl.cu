@@ -22,13 +22,13 @@ __global__ void cond_kernel(cudaGraphConditionalHandle handle, const int32_t *co
 }
 
 __global__ void count_kernel(cudaGraphConditionalHandle handle, unsigned long long *counter,
-                             unsigned long long limit, unsigned long long *stamps) {
-  unsigned long long i = counter[0] + 1;
+                             const unsigned long long *limit_at, unsigned long long *stamps) {
+  unsigned long long i = counter[0] + 1, limit = limit_at[0];
   counter[0] = i;
   if (stamps != nullptr && i <= limit) {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    stamps[i - 1] = t;
+    stamps[i] = t;
   }
   cudaGraphSetConditional(handle, i < limit ? 1u : 0u);
 }
@@ -43,9 +43,9 @@ extern "C" int dr__cond_launch(cudaGraphConditionalHandle handle, const int32_t 
 }
 
 /* See DrCudaApi.count_launch (cuda_api.h). */
-extern "C" int dr__count_launch(cudaGraphConditionalHandle handle, uint64_t *counter, uint64_t limit,
+extern "C" int dr__count_launch(cudaGraphConditionalHandle handle, uint64_t *counter, const uint64_t *limit,
                                 uint64_t *stamps, cudaStream_t stream) {
-  count_kernel<<<1, 1, 0, stream>>>(handle, (unsigned long long *)counter, (unsigned long long)limit,
+  count_kernel<<<1, 1, 0, stream>>>(handle, (unsigned long long *)counter, (const unsigned long long *)limit,
                                     (unsigned long long *)stamps);
   return (int)cudaGetLastError();
 }

@@ -21,9 +21,10 @@
  *  - while: a WHILE node, a do-while (format.md): the first trip always
  *    runs, so the handle's value before the node is 1: at the top level
  *    the handle's default (cudaGraphCondAssignDefault, applied at each
- *    launch of the executable), nested, a condition kernel with no
- *    condition before the node (a default is applied once per launch,
- *    not each time an enclosing body runs the node again). The body ends
+ *    launch of the executable), nested (or inside run.device_loop's
+ *    WHILE), a condition kernel with no condition before the node (a
+ *    default is applied once per launch, not each time an enclosing body
+ *    runs the node again: the fake's replay caught that). The body ends
  *    with the condition kernel reading the condition buffer after every
  *    node of the trip, so no trip runs past the stop condition.
  *  - if: an IF node of size 2 when there is an `else:` (CUDA 12.8+), 1
@@ -176,7 +177,7 @@ static gboolean cond_work(const Build *bd, gconstpointer what, cudaStream_t s, G
 typedef struct {
   cudaGraphConditionalHandle handle;
   guint64 *counter;
-  guint64 limit;
+  const guint64 *limit;
   guint64 *stamps;
 } CountRef;
 
@@ -296,16 +297,19 @@ static gboolean build_loop(const Build *bd, const DrGraph *g, const DrPlan *plan
   const DrLoop *loop = dr_graph_node_loop(g, v);
   DrCudaSite site = DR_SITE_NODE(loop->id, -1);
   guint32 li = dr_graph_node(g, v)->loop - 1;
-  guint64 *trips = top && bd->l->counters ? bd->l->counters + 2 * li : NULL;
+  guint64 *trips = top && bd->l->counters ? bd->l->counters + 3 * li : NULL;
   gint32 *cond = loop->kind == DR_LOOP_REPEAT ? NULL : (gint32 *)bd->m->bases[loop->cond];
   cudaGraphConditionalHandle h = 0;
   g_autoptr(GArray) before = nodes_new();
   add_unique(before, nodes_data(deps), deps->len);
-  gboolean by_default = top && loop->kind != DR_LOOP_IF; /* a first trip */
+  /* A first trip: by the handle's default only where the node runs once
+   * per launch, at the top level of the executable's own graph (not in
+   * run.device_loop's WHILE body, where every iteration runs it again). */
+  gboolean by_default = top && loop->kind != DR_LOOP_IF && !bd->l->device_loop;
   if (!DR_CUDA(site, cudaGraphConditionalHandleCreate, &h, graph, by_default ? 1u : 0u,
                by_default ? (unsigned)cudaGraphCondAssignDefault : 0u))
     return FALSE;
-  if (loop->kind == DR_LOOP_IF || (!top && loop->kind == DR_LOOP_WHILE)) {
+  if (loop->kind == DR_LOOP_IF || !by_default) {
     /* An if's choice, a nested do-while's first trip. At the top level
      * the kernel goes on the capturing stream itself (the capture's graph
      * is not captured into from a second stream), and the node follows
@@ -345,7 +349,7 @@ static gboolean build_loop(const Build *bd, const DrGraph *g, const DrPlan *plan
     } else {
       /* A counted WHILE: its counter is the top-level loop's (a repeat
        * with a while or if inside is built only at the top level). */
-      CountRef c = {h, bd->l->counters + 2 * li + 1, loop->count, NULL};
+      CountRef c = {h, bd->l->counters + 3 * li + 1, bd->l->counters + 3 * li + 2, NULL};
       if (!capture_one(bd, bodies[0], last, count_work, &c, loop->id, end)) return FALSE;
     }
   }
@@ -379,7 +383,7 @@ gboolean dr__cuda_cond_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCuda
   Build bd = {l, m, api, error};
   /* The counters, reset by memset nodes on the capturing stream before
    * the node: its trips, and a counted WHILE's counter. */
-  if (!DR_CUDA(site, cudaMemsetAsync, l->counters + 2 * li, 0, 2 * sizeof(guint64), st)) return FALSE;
+  if (!DR_CUDA(site, cudaMemsetAsync, l->counters + 3 * li, 0, 2 * sizeof(guint64), st)) return FALSE;
   enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaGraph_t graph = NULL;
   const cudaGraphNode_t *deps = NULL;
@@ -401,4 +405,66 @@ gboolean dr__cuda_cond_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCuda
   l->device_trips[li] = loop->kind != DR_LOOP_REPEAT;
   return DR_CUDA(site, cudaStreamUpdateCaptureDependencies, st, (cudaGraphNode_t *)(void *)exits->data, NULL,
                  exits->len, cudaStreamSetCaptureDependencies);
+}
+
+/* ---- run.device_loop ------------------------------------------------------ */
+
+gboolean dr__cuda_device_loop_begin(DrCudaLoops *l, cudaStream_t origin, GError **error) {
+  const DrCudaApi *api = dr_cuda_api();
+  DrCudaSite site = DR_SITE_SETUP("run.device_loop's WHILE node");
+  cudaStream_t x = l->dl_outer;
+  if (!DR_CUDA(site, cudaStreamBeginCapture, x, cudaStreamCaptureModeThreadLocal)) return FALSE;
+  enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = NULL;
+  const cudaGraphNode_t *deps = NULL;
+  const cudaGraphEdgeData *edges = NULL;
+  size_t n_deps = 0;
+  cudaGraphNode_t node = NULL;
+  cudaGraph_t body = NULL;
+  /* The counter's reset and the start stamp (stamps[0]) before the node;
+   * the first trip always runs (the handle's default, at each launch). */
+  gboolean ok = DR_CUDA(site, cudaMemsetAsync, l->dl, 0, sizeof(guint64), x) &&
+                dr__cuda_check((cudaError_t)api->stamp_launch((unsigned long long *)l->dl_stamps, x),
+                               "stamp kernel launch", site, error) &&
+                DR_CUDA(site, cudaStreamGetCaptureInfo, x, &status, NULL, &graph, &deps, &edges, &n_deps) &&
+                DR_CUDA(site, cudaGraphConditionalHandleCreate, &l->dl_handle, graph, 1u,
+                        (unsigned)cudaGraphCondAssignDefault);
+  if (ok) {
+    g_autoptr(GArray) before = nodes_new();
+    add_unique(before, deps, n_deps);
+    Build bd = {l, NULL, api, error};
+    cudaGraph_t bodies[1] = {NULL};
+    ok = add_conditional(&bd, graph, before, l->dl_handle, cudaGraphCondTypeWhile, 1, "run.device_loop",
+                         &node, bodies) &&
+         DR_CUDA(site, cudaStreamUpdateCaptureDependencies, x, &node, NULL, 1,
+                 cudaStreamSetCaptureDependencies);
+    body = bodies[0];
+  }
+  ok = ok && DR_CUDA(site, cudaStreamBeginCaptureToGraph, origin, body, NULL, NULL, 0,
+                     cudaStreamCaptureModeThreadLocal);
+  if (ok) return TRUE;
+  cudaGraph_t dropped = NULL;
+  (void)api->cudaStreamEndCapture(x, &dropped);
+  if (dropped) (void)api->cudaGraphDestroy(dropped);
+  (void)api->cudaGetLastError();
+  return FALSE;
+}
+
+cudaError_t dr__cuda_device_loop_end(DrCudaLoops *l, cudaStream_t origin, gboolean ok, cudaGraph_t *graph) {
+  const DrCudaApi *api = dr_cuda_api();
+  cudaError_t rc = cudaSuccess;
+  *graph = NULL;
+  if (ok) rc = (cudaError_t)api->count_launch(l->dl_handle, l->dl, l->dl + 1, l->dl_stamps, origin);
+  cudaGraph_t same = NULL;
+  cudaError_t end_body = api->cudaStreamEndCapture(origin, &same);
+  if (rc == cudaSuccess) rc = end_body;
+  cudaGraph_t whole = NULL;
+  cudaError_t end_outer = api->cudaStreamEndCapture(l->dl_outer, &whole);
+  if (rc == cudaSuccess) rc = end_outer;
+  if (rc != cudaSuccess || !ok) {
+    if (whole) (void)api->cudaGraphDestroy(whole);
+    return rc;
+  }
+  *graph = whole;
+  return cudaSuccess;
 }

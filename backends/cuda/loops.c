@@ -62,11 +62,12 @@ static gboolean needs_conditional(const DrLoop *l) {
 gboolean dr__cuda_loops_check(const DrPlan *plan, DrMode mode, GError **error) {
   const DrGraph *g = plan->graph;
   const DrRunConfig *run = &g->run;
-  if (run->device_loop && mode == DR_MODE_GRAPH) {
-    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
-                "%s:%u:%u: run.device_loop: the WHILE node around the iteration is not built yet; set "
-                "run.device_loop: false",
-                run->device_loop_loc.file, run->device_loop_loc.line, run->device_loop_loc.col);
+  if (run->device_loop && mode == DR_MODE_GRAPH && !can_build_conditionals(dr_cuda_api())) {
+    g_set_error(
+        error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+        "%s:%u:%u: run.device_loop: the WHILE node around the iteration needs CUDA conditional nodes, "
+        "which this CUDA runtime does not offer (CUDA 12.4 or later); set run.device_loop: false",
+        run->device_loop_loc.file, run->device_loop_loc.line, run->device_loop_loc.col);
     return FALSE;
   }
   for (guint i = 0; i < dr_graph_n_loops(g); i++) {
@@ -92,10 +93,23 @@ gboolean dr__cuda_loops_check(const DrPlan *plan, DrMode mode, GError **error) {
   return TRUE;
 }
 
-gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph_mode, GError **error) {
+/* run.device_loop's counter, limit and stamps, and its capture stream. */
+static gboolean device_loop_setup(DrCudaLoops *l, guint32 iterations, GError **error) {
+  DrCudaSite site = DR_SITE_SETUP("run.device_loop's counter and stamps");
+  l->device_loop = TRUE;
+  l->dl_cap = iterations;
+  return DR_CUDA(site, cudaMalloc, (void **)&l->dl, 2 * sizeof(guint64)) &&
+         DR_CUDA(site, cudaMalloc, (void **)&l->dl_stamps, ((gsize)iterations + 1) * sizeof(guint64)) &&
+         DR_CUDA(site, cudaMallocHost, (void **)&l->dl_host, ((gsize)iterations + 2) * sizeof(guint64)) &&
+         DR_CUDA(site, cudaStreamCreateWithPriority, &l->dl_outer, cudaStreamNonBlocking, 0);
+}
+
+gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph_mode, guint32 iterations,
+                              GError **error) {
   const DrGraph *g = plan->graph;
   guint n = dr_graph_n_loops(g);
   l->plan = plan;
+  if (graph_mode && g->run.device_loop && !device_loop_setup(l, iterations, error)) return FALSE;
   if (n == 0) return TRUE;
   l->trips = g_new0(guint64, n);
   l->device_trips = g_new0(gboolean, n);
@@ -107,23 +121,52 @@ gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph
   if (!graph_mode || !any) return TRUE;
   l->graph_mode = TRUE;
   DrCudaSite site = DR_SITE_SETUP("the loop counters of graph mode's conditional nodes");
-  return DR_CUDA(site, cudaMalloc, (void **)&l->counters, 2 * n * sizeof(guint64)) &&
-         DR_CUDA(site, cudaMallocHost, (void **)&l->counters_host, 2 * n * sizeof(guint64)) &&
-         DR_CUDA(DR_SITE_SETUP("the stream loop bodies are captured on"), cudaStreamCreateWithPriority,
-                 &l->body_stream, cudaStreamNonBlocking, 0);
+  if (!DR_CUDA(site, cudaMalloc, (void **)&l->counters, 3 * n * sizeof(guint64)) ||
+      !DR_CUDA(site, cudaMallocHost, (void **)&l->counters_host, 3 * n * sizeof(guint64)) ||
+      !DR_CUDA(DR_SITE_SETUP("the stream loop bodies are captured on"), cudaStreamCreateWithPriority,
+               &l->body_stream, cudaStreamNonBlocking, 0))
+    return FALSE;
+  /* Each loop's limit (a repeat's count, read by a counted WHILE's
+   * counter kernel), written once. */
+  for (guint i = 0; i < n; i++) {
+    const DrLoop *loop = dr_graph_loop(g, i);
+    l->counters_host[3 * i] = l->counters_host[3 * i + 1] = 0;
+    l->counters_host[3 * i + 2] = loop->kind == DR_LOOP_REPEAT ? loop->count : 0;
+  }
+  return DR_CUDA(site, cudaMemcpyAsync, l->counters, l->counters_host, 3 * n * sizeof(guint64),
+                 cudaMemcpyHostToDevice, l->body_stream) &&
+         DR_CUDA(site, cudaStreamSynchronize, l->body_stream);
 }
 
 gboolean dr__cuda_loops_read_trips(DrCudaLoops *l, cudaStream_t origin, GError **error) {
   if (l->counters == NULL || l->plan == NULL) return TRUE;
   guint n = dr_graph_n_loops(l->plan->graph);
   DrCudaSite site = DR_SITE_SETUP("reading the loops' trip counters");
-  if (!DR_CUDA(site, cudaMemcpyAsync, l->counters_host, l->counters, 2 * n * sizeof(guint64),
+  if (!DR_CUDA(site, cudaMemcpyAsync, l->counters_host, l->counters, 3 * n * sizeof(guint64),
                cudaMemcpyDeviceToHost, origin) ||
       !DR_CUDA(site, cudaStreamSynchronize, origin))
     return FALSE;
   for (guint i = 0; i < n; i++)
-    if (l->device_trips[i]) l->trips[i] = l->counters_host[2 * i];
+    if (l->device_trips[i]) l->trips[i] = l->counters_host[3 * i];
   return TRUE;
+}
+
+gboolean dr__cuda_device_loop_limit(DrCudaLoops *l, cudaStream_t origin, guint32 trips, GError **error) {
+  if (trips > l->dl_cap) {
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
+                "run.device_loop: %u iterations, but the backend was set up for %u", trips, l->dl_cap);
+    return FALSE;
+  }
+  l->dl_host[0] = trips;
+  return DR_CUDA(DR_SITE_SETUP("run.device_loop's limit"), cudaMemcpyAsync, l->dl + 1, l->dl_host,
+                 sizeof(guint64), cudaMemcpyHostToDevice, origin);
+}
+
+gboolean dr__cuda_device_loop_read(DrCudaLoops *l, cudaStream_t origin, guint32 trips, GError **error) {
+  DrCudaSite site = DR_SITE_SETUP("reading run.device_loop's stamps");
+  return DR_CUDA(site, cudaMemcpyAsync, l->dl_host + 1, l->dl_stamps, ((gsize)trips + 1) * sizeof(guint64),
+                 cudaMemcpyDeviceToHost, origin) &&
+         DR_CUDA(site, cudaStreamSynchronize, origin);
 }
 
 void dr__cuda_loops_close(DrCudaLoops *l) {
@@ -132,6 +175,13 @@ void dr__cuda_loops_close(DrCudaLoops *l) {
   if (l->counters_host != NULL) (void)api->cudaFreeHost(l->counters_host);
   if (l->counters != NULL) (void)api->cudaFree(l->counters);
   if (l->body_stream != NULL) (void)api->cudaStreamDestroy(l->body_stream);
+  if (l->dl != NULL) (void)api->cudaFree(l->dl);
+  if (l->dl_stamps != NULL) (void)api->cudaFree(l->dl_stamps);
+  if (l->dl_host != NULL) (void)api->cudaFreeHost(l->dl_host);
+  if (l->dl_outer != NULL) (void)api->cudaStreamDestroy(l->dl_outer);
+  l->dl = l->dl_stamps = l->dl_host = NULL;
+  l->dl_outer = NULL;
+  l->device_loop = FALSE;
   l->cond_host = NULL;
   l->counters_host = NULL;
   l->counters = NULL;

@@ -20,8 +20,19 @@ typedef struct {
   guint64 *counters, *counters_host;
   gboolean *device_trips;
   gboolean graph_mode; /* set up for graph mode */
-  gboolean capturing;  /* graph.c is capturing the iteration */
-  const DrPlan *plan;  /* borrowed: the plan whose graph's loops these are */
+  /* run.device_loop (graph mode): the iterations as one WHILE node
+   * (condgraph.c): its stream (the capture around origin's), its counter
+   * and limit (device [2]), the trips' end stamps (device [cap + 1],
+   * [0] the start), their pinned read-back ([cap + 2]: [0] stages the
+   * limit), the iterations they hold, and whether the stamps of the last
+   * launch were read. */
+  gboolean device_loop;
+  cudaStream_t dl_outer;
+  guint64 *dl, *dl_stamps, *dl_host;
+  guint32 dl_cap;
+  cudaGraphConditionalHandle dl_handle;
+  gboolean capturing; /* graph.c is capturing the iteration */
+  const DrPlan *plan; /* borrowed: the plan whose graph's loops these are */
   /* const DrNode * -> DrKernelCall *: each body kernel's launch, bound
    * again at every issue, in place (a node never runs beside itself), and
    * kept until close, as a capture may refer to it. */
@@ -41,8 +52,27 @@ gboolean dr__cuda_loops_check(const DrPlan *plan, DrMode mode, GError **error);
 
 /* Setup: the pinned word a condition is read back into and the trip
  * counts, when the graph has loops; in graph mode (`graph_mode`) also
- * the body stream and the device counters. */
-gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph_mode, GError **error);
+ * the body stream and the device counters (a counted WHILE's limit
+ * written), and with run.device_loop what it needs for `iterations`
+ * (warmups included) trips. */
+gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph_mode, guint32 iterations,
+                              GError **error);
+
+/* run.device_loop, in graph.c's capture of the iteration: begin starts
+ * the capture around it on the loop's own stream (the counter's reset,
+ * the start stamp, the WHILE node) and the capture of its body on
+ * `origin`, where the iteration's issue then goes; end closes the body
+ * with the counter kernel (when `ok`) and ends both captures, returning
+ * the first failure (cudaSuccess: *graph is the whole graph, owned by the
+ * caller). begin fails as DR_CUDA does, with no capture left open. */
+gboolean dr__cuda_device_loop_begin(DrCudaLoops *l, cudaStream_t origin, GError **error);
+cudaError_t dr__cuda_device_loop_end(DrCudaLoops *l, cudaStream_t origin, gboolean ok, cudaGraph_t *graph);
+
+/* run.device_loop: sets the limit for this launch (`trips`, at most
+ * dl_cap) before it, on `origin`; after it (drained), reads the stamps
+ * back. */
+gboolean dr__cuda_device_loop_limit(DrCudaLoops *l, cudaStream_t origin, guint32 trips, GError **error);
+gboolean dr__cuda_device_loop_read(DrCudaLoops *l, cudaStream_t origin, guint32 trips, GError **error);
 
 /* After an iteration finished (graph mode: one in flight): reads the
  * device-counted trips of that iteration into `trips`, through `origin`

@@ -236,6 +236,72 @@ static void test_faults(void) {
   g_assert_cmpuint(failed, >, n);
 }
 
+/* run.device_loop: the iterations (1 warmup, 2 timed) are one launch of a
+ * WHILE node around the iteration, ended by the counter kernel; the
+ * bytes are the host backend's (which runs the iterations one by one),
+ * each timed iteration's time is its trip's stamps' difference (the
+ * fake's clock: 1 us per stamp, one stamp per trip), and a loop inside
+ * the iteration nests. */
+static void test_device_loop(void) {
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  if (tmp == NULL) tmp = g_get_tmp_dir();
+  g_autofree char *path = g_build_filename(tmp, "condgraph-dl.bin", NULL);
+  g_autofree char *yaml = g_strdup_printf(
+      "dagrun: 1\nrun: {mode: graph, device_loop: true}\nbuffers:\n  x: {type: f32, count: 64, init: iota}\n"
+      "  s: {type: f32, count: 64}\n  one: {type: f32, count: 1}\n  go: {type: i32, count: 1}\n"
+      "  out: {type: f32, count: 64, save: '%s'}\n"
+      "nodes:\n  init: {op: kernel, kernel: fill_f32, args: {y: one, value: 1.0}}\n"
+      "  first: {op: kernel, kernel: fill_f32, args: {y: \"x[0:1]\", value: 5.0}}\n"
+      "  l:\n    op: loop\n    while: go\n    nodes:\n" WHILE_BODY
+      "  grow: {op: kernel, kernel: axpy_f32, args: {alpha: 0.5, x: x, y: s}}\n"
+      "  keep: {op: copy, src: s, dst: out}\n",
+      path);
+  g_autoptr(DrGraph) g = load_yaml("dl.yaml", yaml);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  gsize want_len = 0, got_len = 0;
+  guint64 want_trips = 0;
+  g_autofree char *want = run_bytes(plan, g, DR_BACKEND_HOST, DR_MODE_STREAMS, path, &want_len, &want_trips);
+  DrRunOptions opts;
+  dr_run_options_init(&opts, g);
+  opts.backend = DR_BACKEND_CUDA;
+  opts.mode = DR_MODE_GRAPH;
+  opts.warmup = 1;
+  opts.iterations = 2;
+  opts.host_output = devnull;
+  dr_fake_reset();
+  dr_fake_set_run_twins(TRUE);
+  dr_fake_set_replay_graphs(TRUE);
+  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+  dr_fake_set_run_twins(FALSE);
+  dr_fake_set_replay_graphs(FALSE);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_cmpstr(
+      dr_fake_graph_shape(FALSE), ==,
+      "memset stamp while{fill_f32 fill_f32 memset cond1 while{scale_f32 add_f32 set_while_gt_f32 cond} "
+      "axpy_f32 memcpy count}");
+  guint launches = 0;
+  const GArray *trace = dr_fake_trace();
+  for (guint i = 0; i < trace->len; i++)
+    launches += strcmp(g_array_index(trace, DrFakeCall, i).name, "cudaGraphLaunch") == 0;
+  g_assert_cmpuint(launches, ==, 1);
+  g_assert_cmpuint(r->iterations, ==, 2);
+  /* The fake's clock advances 1 us per stamp: the start, then one per
+   * trip. */
+  g_assert_cmpfloat(r->iter_makespan_us[0], ==, 1.0);
+  g_assert_cmpfloat(r->iter_makespan_us[1], ==, 1.0);
+  g_assert_cmpuint(g_array_index(r->loops, DrLoopReport, 0).trips_max, ==, 9);
+  g_assert_cmpuint(want_trips, ==, 9);
+  char *data = NULL;
+  g_assert_true(g_file_get_contents(path, &data, &got_len, NULL));
+  g_autofree char *got = data;
+  g_unlink(path);
+  g_assert_cmpmem(got, got_len, want, want_len);
+}
+
 /* Without the conditional entries (a CUDA before 12.4: dr_fake_api has
  * none), graph mode refuses while: before any call but the device query. */
 static void test_refused(void) {
@@ -268,6 +334,7 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/fault/condgraph/width", test_width);
   g_test_add_func("/fault/condgraph/faults", test_faults);
+  g_test_add_func("/fault/condgraph/device-loop", test_device_loop);
   g_test_add_func("/fault/condgraph/refused", test_refused);
   int rc = g_test_run();
   fclose(devnull);

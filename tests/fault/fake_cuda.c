@@ -46,8 +46,9 @@ typedef struct FakeNode {
   int ctl;
   cudaGraphConditionalHandle handle;
   const gint32 *cond;
-  guint64 *trips; /* cond_launch's trips, count_launch's counter */
-  guint64 limit;
+  guint64 *trips;          /* cond_launch's trips, count_launch's counter */
+  const guint64 *limit_at; /* count_launch */
+  guint64 *stamps;
   gboolean count_always;
   enum cudaGraphConditionalNodeType ctype;
   unsigned size;
@@ -1068,7 +1069,11 @@ static int fake_stamp_launch(unsigned long long *slot, cudaStream_t stream) {
     return finish(cudaErrorInvalidValue);
   }
   if (fake.capture_stream == NULL && !fake.dry) *slot = clock_ns += 1000;
-  (void)capture_node(stream, cudaGraphNodeTypeKernel); /* no built-in: never mapped */
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeKernel); /* no built-in: never mapped */
+  if (n) {
+    n->ctl = 3; /* a replay writes the clock */
+    n->dst = slot;
+  }
   return cudaSuccess;
 }
 
@@ -1339,7 +1344,12 @@ static cudaError_t fake_cudaGraphAddNode(cudaGraphNode_t *node, cudaGraph_t grap
     }
     params->conditional.phGraph_out = n->body;
   }
-  if (body != NULL) {
+  /* Into the graph a capture is filling (the capture in progress, or a
+   * body graph captured into): in that capture's order, so that the
+   * graph's list stays a topological order. */
+  gboolean filling = body != NULL && fake.subs && fake.subs->len &&
+                     ((Sub *)fake.subs->pdata[fake.subs->len - 1])->target == body;
+  if (body != NULL && !filling) {
     g_ptr_array_add(body->nodes, n);
   } else {
     if (fake.capture_nodes == NULL)
@@ -1399,19 +1409,21 @@ static int fake_cond_launch(cudaGraphConditionalHandle handle, const gint32 *con
   return cudaSuccess;
 }
 
-static int fake_count_launch(cudaGraphConditionalHandle handle, guint64 *counter, guint64 limit,
+static int fake_count_launch(cudaGraphConditionalHandle handle, guint64 *counter, const guint64 *limit,
                              guint64 *stamps, cudaStream_t stream) {
   GATE("count_launch", stream, FALSE, FALSE);
   if (!stream_ok("count_launch", stream)) return finish(cudaErrorInvalidResourceHandle);
   if (!mem_ok("count_launch counter", counter, sizeof *counter) ||
-      (stamps && !mem_ok("count_launch stamps", stamps, limit * sizeof *stamps)))
+      !mem_ok("count_launch limit", limit, sizeof *limit) ||
+      (stamps && !mem_ok("count_launch stamps", stamps, 2 * sizeof *stamps)))
     return finish(cudaErrorInvalidValue);
   FakeNode *n = control_node("count_launch", handle, stream);
   if (n == NULL) return finish(cudaErrorInvalidValue);
   n->ctl = 2;
   n->handle = handle;
   n->trips = counter;
-  n->limit = limit;
+  n->limit_at = limit;
+  n->stamps = stamps;
   return cudaSuccess;
 }
 
@@ -1514,8 +1526,11 @@ static void replay_nodes(const GPtrArray *nodes) {
       if (n->trips && (n->count_always || v)) n->trips[0]++;
       handle_find(n->handle)->value = v;
     } else if (n->type == cudaGraphNodeTypeKernel && n->ctl == 2) {
-      guint64 k = ++n->trips[0];
-      handle_find(n->handle)->value = k < n->limit;
+      guint64 k = ++n->trips[0], limit = n->limit_at[0];
+      if (n->stamps && k <= limit) n->stamps[k] = clock_ns += 1000;
+      handle_find(n->handle)->value = k < limit;
+    } else if (n->type == cudaGraphNodeTypeKernel && n->ctl == 3) {
+      *(unsigned long long *)n->dst = clock_ns += 1000;
     } else if (n->type == cudaGraphNodeTypeKernel && n->def && n->def->host &&
                n->def->host(&n->l, err) != 0) {
       misuse("cudaGraphLaunch: kernel %s: host twin refused: %s", n->def->name, err);
