@@ -24,6 +24,12 @@
 #                                    per trip)
 #   (f) repeat: N, graph (unrolled)  one iteration, the body captured N
 #                                    times: the "fully unrolled" reference
+#   (g) run.device_loop, one launch  the body as a pipeline with
+#                                    run.device_loop: true, --mode=graph
+#                                    --iterations=N: warmups and iterations
+#                                    are the trips of one WHILE node launched
+#                                    once, each timed by the counter kernel's
+#                                    stamps (timing off does not apply)
 # The issue's probe (H200, CUDA 13.0): a WHILE node 5.73 µs per trip, a
 # one-iteration graph relaunched 2.46 µs, eager 4.41 µs.
 #
@@ -65,6 +71,7 @@ setup() {
 YAML
 }
 { header flat; body "  "; } >"$tmp/flat.yaml"
+sed 's/^nodes:$/run: {device_loop: true}\nnodes:/' "$tmp/flat.yaml" >"$tmp/dl.yaml"
 { header repeat; setup; printf '  loop:\n    op: loop\n    repeat: %s\n    nodes:\n' "$N"; body "      "; } >"$tmp/repeat.yaml"
 { header while; setup; printf '  loop:\n    op: loop\n    while: go\n    nodes:\n'; body "      "; } >"$tmp/while.yaml"
 
@@ -97,6 +104,7 @@ PY
   run "(d) repeat: N, streams" "$N" --mode=streams --iterations=1 --warmup=1 "$tmp/repeat.yaml"
   run "(e) while, streams" "$N" --mode=streams --iterations=1 --warmup=1 "$tmp/while.yaml"
   run "(f) repeat: N, graph (unrolled)" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/repeat.yaml"
+  run "(g) run.device_loop, one launch" "$N" --mode=graph --iterations="$N" --warmup=10 "$tmp/dl.yaml"
 } >"$tmp/rows.jsonl"
 python3 - "$tmp/rows.jsonl" "$N" <<'PY' | tee "$tmp/loops.md"
 import json, sys

@@ -32,6 +32,10 @@
 #   gpu/loops/cond/{streams,graph}  tests/gpu/loops/cond.yaml (while, if/else,
 #                                   false at entry, nested, repeat around
 #                                   while): the host's bytes and trips
+#   gpu/loops/device-loop/{streams,graph}  tests/gpu/loops/device_loop.yaml
+#                                   (run.device_loop, one WHILE launch): the
+#                                   host's bytes and trips, 20 timed
+#                                   iterations
 #   gpu/loops/repeat/{streams,graph}   nested repeat loops: the host
 #                                   backend's bytes exactly
 #   gpu/ncu/{nvtx-node,capture-range}   Nsight Compute sees dagrun's nodes:
@@ -245,6 +249,19 @@ for mode in streams graph; do
   check "gpu/loops/repeat/$mode" 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
     loop_bytes $gpu_dir/loops/repeat.yaml out host streams $tmp/r_host.bin &&
     loop_bytes $gpu_dir/loops/repeat.yaml out cuda $mode $tmp/r_cuda.bin && same_f32 $tmp/r_host.bin $tmp/r_cuda.bin 0"
+done
+
+# device_loop.yaml: run.device_loop, 2 warmups + 20 iterations as the trips
+# of one WHILE launch in graph mode (a while nested in each): the host's
+# bytes and trips; the JSON report has 20 iterations, each timed (> 0).
+for mode in streams graph; do
+  check "gpu/loops/device-loop/$mode" 120 bash -c "tmp=$tmp
+    sed \"s|^\\(  out: *{.*\\)}\\s*\$|\\1, save: '$tmp/dl_host.bin'}|\" $gpu_dir/loops/device_loop.yaml >$tmp/dl_h.yaml &&
+    sed \"s|^\\(  out: *{.*\\)}\\s*\$|\\1, save: '$tmp/dl_cuda.bin'}|\" $gpu_dir/loops/device_loop.yaml >$tmp/dl_c.yaml &&
+    $DAGRUN --backend=host $tmp/dl_h.yaml | grep '^loop' | cut -d, -f1 >$tmp/dlt_host &&
+    $DAGRUN --backend=cuda --mode=$mode $tmp/dl_c.yaml | grep '^loop' | cut -d, -f1 >$tmp/dlt_cuda &&
+    diff $tmp/dlt_host $tmp/dlt_cuda && cmp $tmp/dl_host.bin $tmp/dl_cuda.bin &&
+    $DAGRUN --backend=cuda --mode=$mode --format=json $tmp/dl_c.yaml | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"iterations\"]==20 and d[\"makespan_us\"]>0, d[\"iterations\"]; print(\"makespan_us\", d[\"makespan_us\"])'"
 done
 
 # ---- --dot-cuda-graph: CUDA's own DOT of the captured graph ----
