@@ -13,6 +13,10 @@
 #                                    its body the 3 kernels plus the
 #                                    condition kernel, one trip per body
 #                                    (no unrolling yet)
+#   (a4), (aA)                       the same with DAGRUN_WHILE_UNROLL=4 and
+#                                    =auto: each trip holds the body 4 times
+#                                    (auto: as --plan says), copies after the
+#                                    first guarded by IF nodes
 #   (b) graph x N                    the body as a pipeline, --mode=graph
 #                                    --iterations=N: a one-iteration graph
 #                                    launched N times
@@ -80,7 +84,7 @@ run() {
   local label=$1 trips=$2; shift 2
   local t0 t1 rc
   t0=$(date +%s%N)
-  "$DAGRUN" --backend=${BACKEND:-cuda} --timing=off --format=json "$@" >"$tmp/out.json" 2>"$tmp/err"
+  env ${RUN_ENV:-} "$DAGRUN" --backend=${BACKEND:-cuda} --timing=off --format=json "$@" >"$tmp/out.json" 2>"$tmp/err"
   rc=$?
   t1=$(date +%s%N)
   python3 - "$label" "$trips" "$rc" "$t0" "$t1" "$tmp/out.json" "$tmp/err" <<'PY'
@@ -99,6 +103,8 @@ PY
 }
 {
   run "(a) while, one WHILE launch" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
+  RUN_ENV=DAGRUN_WHILE_UNROLL=4 run "(a4) while, WHILE launch, unroll 4" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
+  RUN_ENV=DAGRUN_WHILE_UNROLL=auto run "(aA) while, WHILE launch, unroll auto" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
   run "(b) graph x N" "$N" --mode=graph --iterations="$N" --warmup=10 "$tmp/flat.yaml"
   run "(c) eager x N" "$N" --mode=streams --iterations="$N" --warmup=10 "$tmp/flat.yaml"
   run "(d) repeat: N, streams" "$N" --mode=streams --iterations=1 --warmup=1 "$tmp/repeat.yaml"

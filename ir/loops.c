@@ -184,6 +184,12 @@ void dr_loop_attach(DrGraph *g, DrId node, DrLoop *loop) {
   n->loop = g->loops->len;
 }
 
+guint32 dr_loop_auto_unroll(double body_us) {
+  guint32 u = 1;
+  while (u < DR_WHILE_UNROLL_MAX && !(u * body_us >= DR_WHILE_TRIP_US)) u++;
+  return u;
+}
+
 guint64 dr_graph_n_nodes_deep(const DrGraph *g) {
   g_return_val_if_fail(g != NULL, 0);
   guint64 n = dr_graph_n_nodes(g);

@@ -101,6 +101,18 @@ const char *dr_loop_noun(DrLoopKind kind);
  * ownership of the bodies. */
 void dr_loop_attach(DrGraph *g, DrId node, DrLoop *loop);
 
+/* Graph mode's unroll of a `while:` (backends/cuda/condgraph.c): the
+ * copies of the body per trip of its WHILE node, each after the first
+ * guarded by an IF node on the condition, so that no copy runs past the
+ * stop condition. The rule (DAGRUN_WHILE_UNROLL=auto): a trip costs the
+ * device about DR_WHILE_TRIP_US (the H200 probe of issue #17, GPU-NOTES),
+ * so copies are added until the estimated body time per trip reaches it:
+ * ceil(DR_WHILE_TRIP_US / body_us), 1 to DR_WHILE_UNROLL_MAX.
+ * `body_us`: the body plan's estimated critical path. */
+#define DR_WHILE_TRIP_US 3.0
+#define DR_WHILE_UNROLL_MAX 8u
+guint32 dr_loop_auto_unroll(double body_us);
+
 /* Frees a loop and its bodies (NULL-safe). */
 void dr_loop_free(DrLoop *loop);
 

@@ -339,9 +339,29 @@ static gboolean build_loop(const Build *bd, const DrGraph *g, const DrPlan *plan
         (size == 2 && !fill_body(bd, body_plan(plan, v, 1), bodies[1], loop->id, last)))
       return FALSE;
   } else {
+    const DrPlan *bp = body_plan(plan, v, 0);
     if (!add_conditional(bd, graph, before, h, cudaGraphCondTypeWhile, 1, loop->id, &node, bodies) ||
-        !fill_body(bd, body_plan(plan, v, 0), bodies[0], loop->id, last))
+        !fill_body(bd, bp, bodies[0], loop->id, last))
       return FALSE;
+    /* A while's copies 2..U, each in an IF node set from the condition
+     * after the copy before (counting the copies that run); the trip's
+     * end then reads it once more for the WHILE. */
+    guint32 unroll = loop->kind == DR_LOOP_WHILE ? dr__cuda_while_unroll(bp) : 1;
+    for (guint32 k = 1; k < unroll; k++) {
+      cudaGraphConditionalHandle hk = 0;
+      cudaGraphNode_t guard = NULL;
+      cudaGraph_t copy[1] = {NULL};
+      CondRef c = {0, cond, trips, FALSE};
+      if (!DR_CUDA(site, cudaGraphConditionalHandleCreate, &hk, bodies[0], 0u, 0u)) return FALSE;
+      c.handle = hk;
+      g_autoptr(GArray) inner = nodes_new();
+      if (!capture_one(bd, bodies[0], last, cond_work, &c, loop->id, last) ||
+          !add_conditional(bd, bodies[0], last, hk, cudaGraphCondTypeIf, 1, loop->id, &guard, copy) ||
+          !fill_body(bd, bp, copy[0], loop->id, inner))
+        return FALSE;
+      g_array_set_size(last, 0);
+      g_array_append_val(last, guard);
+    }
     g_autoptr(GArray) end = nodes_new();
     if (loop->kind == DR_LOOP_WHILE) {
       CondRef c = {h, cond, trips, TRUE};
@@ -356,6 +376,15 @@ static gboolean build_loop(const Build *bd, const DrGraph *g, const DrPlan *plan
   g_array_set_size(exits, 0);
   g_array_append_val(exits, node);
   return TRUE;
+}
+
+guint32 dr__cuda_while_unroll(const DrPlan *body) {
+  const char *v = g_getenv("DAGRUN_WHILE_UNROLL");
+  if (v == NULL) return 1;
+  if (strcmp(v, "auto") == 0) return dr_loop_auto_unroll(body->critical_path_us);
+  guint64 n = 0;
+  if (!g_ascii_string_to_unsigned(v, 10, 1, 64, &n, NULL)) return 1;
+  return (guint32)n;
 }
 
 /* A loop node v inside a body being built: a while or if as a

@@ -85,6 +85,13 @@ gboolean dr__cuda_loops_read_trips(DrCudaLoops *l, cudaStream_t origin, GError *
 DrKernelCall *dr__cuda_loops_call(DrCudaLoops *l, const DrGraph *g, DrId v, void *const *bases,
                                   GError **error);
 
+/* The copies of a while's body per WHILE trip in graph mode, for body
+ * plan `body` (condgraph.c): DAGRUN_WHILE_UNROLL=N (1..64) copies,
+ * `auto` dr_loop_auto_unroll's choice (ir/loops.h), unset (or anything
+ * else) 1: an A/B switch until the H200 says which wins, since each
+ * guarded copy adds an IF node and a condition kernel to the trip. */
+guint32 dr__cuda_while_unroll(const DrPlan *body);
+
 /* Graph mode, while capturing: loop node `v` of `plan`'s graph (a top-level
  * loop) as a CUDA conditional node after what `st` depends on, which then
  * depends on it (condgraph.c's file head). Fails as DR_CUDA does, naming

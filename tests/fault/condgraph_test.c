@@ -302,6 +302,39 @@ static void test_device_loop(void) {
   g_assert_cmpmem(got, got_len, want, want_len);
 }
 
+/* DAGRUN_WHILE_UNROLL=3: each WHILE trip holds the body 3 times, the 2nd
+ * and 3rd each in an IF node set from the condition after the copy
+ * before, so that no copy runs past the stop: 9 copies run (3 trips), the
+ * bytes and trips are the host's. */
+static void test_unroll(void) {
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  if (tmp == NULL) tmp = g_get_tmp_dir();
+  g_autofree char *path = g_build_filename(tmp, "condgraph-unroll.bin", NULL);
+  g_autofree char *yaml = pipeline(path, "  l:\n    op: loop\n    while: go\n    nodes:\n" WHILE_BODY);
+  g_autoptr(DrGraph) g = load_yaml("unroll.yaml", yaml);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  for (guint u = 2; u <= 4; u++) {
+    gsize want_len = 0, got_len = 0;
+    guint64 want_trips = 0, got_trips = 0;
+    g_autofree char *want =
+        run_bytes(plan, g, DR_BACKEND_HOST, DR_MODE_STREAMS, path, &want_len, &want_trips);
+    g_autofree char *n = g_strdup_printf("%u", u);
+    g_setenv("DAGRUN_WHILE_UNROLL", n, TRUE);
+    g_autofree char *got = run_bytes(plan, g, DR_BACKEND_CUDA, DR_MODE_GRAPH, path, &got_len, &got_trips);
+    g_unsetenv("DAGRUN_WHILE_UNROLL");
+    g_autoptr(GString) shape =
+        g_string_new("fill_f32 fill_f32 memset while{scale_f32 add_f32 set_while_gt_f32");
+    for (guint k = 1; k < u; k++) g_string_append(shape, " cond if{scale_f32 add_f32 set_while_gt_f32}");
+    g_string_append(shape, " cond} memcpy");
+    g_assert_cmpstr(dr_fake_graph_shape(FALSE), ==, shape->str);
+    g_assert_cmpmem(got, got_len, want, want_len);
+    g_assert_cmpuint(want_trips, ==, 9);
+    g_assert_cmpuint(got_trips, ==, 9);
+  }
+}
+
 /* Without the conditional entries (a CUDA before 12.4: dr_fake_api has
  * none), graph mode refuses while: before any call but the device query. */
 static void test_refused(void) {
@@ -335,6 +368,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/condgraph/width", test_width);
   g_test_add_func("/fault/condgraph/faults", test_faults);
   g_test_add_func("/fault/condgraph/device-loop", test_device_loop);
+  g_test_add_func("/fault/condgraph/unroll", test_unroll);
   g_test_add_func("/fault/condgraph/refused", test_refused);
   int rc = g_test_run();
   fclose(devnull);
