@@ -91,6 +91,10 @@ gboolean dr_loop_check_body(const DrGraph *body, const char *id, DrLoopKind kind
  * breach reported at the node, with a note at the key. TRUE when the key
  * is off or nothing was reported. */
 gboolean dr_loop_check_device_loop(const DrGraph *g, DrDiags *diags);
+/* Whether some node of `body` writes element 0 of buffer `cond` (a
+ * while's body must, or it would never stop). */
+gboolean dr_loop_body_sets(const DrGraph *body, DrId cond);
+
 /* "loop" or "conditional": what messages call a node of `kind`. */
 const char *dr_loop_noun(DrLoopKind kind);
 
