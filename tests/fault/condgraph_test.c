@@ -188,11 +188,27 @@ static void test_width(void) {
 /* Every call of a graph-mode run with conditional nodes failed in turn:
  * the run fails (or, for a call whose failure is only reported, goes on),
  * nothing stays live and the fake saw no misuse. */
-static void test_faults(void) {
+static void test_faults(gconstpointer data) {
+  const char *which = data;
   const char *tmp = g_getenv("TEST_TMPDIR");
   if (tmp == NULL) tmp = g_get_tmp_dir();
   g_autofree char *path = g_build_filename(tmp, "condgraph-faults.bin", NULL);
-  g_autofree char *yaml = pipeline(path, cases[2].body);
+  /* nested: cases[2]; device-loop: the same as run.device_loop's
+   * iteration, with an if after the loops; unroll: cases[0] with 3
+   * copies per trip. */
+  g_autofree char *yaml = pipeline(path, strcmp(which, "unroll") == 0 ? cases[0].body : cases[2].body);
+  if (strcmp(which, "device-loop") == 0) {
+    g_autofree char *plain = g_steal_pointer(&yaml);
+    /* No host buffer in a device loop's iteration: out stays, down goes. */
+    g_autofree char *no_down = g_strndup(plain, strstr(plain, "  down:") - plain);
+    yaml = g_strconcat("dagrun: 1\nrun: {device_loop: true}\n", no_down + strlen("dagrun: 1\n"),
+                       "  pick:\n    op: if\n    if: go\n    nodes:\n"
+                       "      yes: {op: memset, dst: \"s[4:8]\", value: 1}\n",
+                       NULL);
+    char *out = strstr(yaml, ", where: host");
+    memmove(out, out + strlen(", where: host"), strlen(out + strlen(", where: host")) + 1);
+  }
+  if (strcmp(which, "unroll") == 0) g_setenv("DAGRUN_WHILE_UNROLL", "3", TRUE);
   g_autoptr(DrGraph) g = load_yaml("faults.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
@@ -232,6 +248,7 @@ static void test_faults(void) {
         g_error("point %" G_GUINT64_FORMAT ": misuse: %s", p, dr_fake_misuse());
     }
   }
+  g_unsetenv("DAGRUN_WHILE_UNROLL");
   g_test_message("%" G_GUINT64_FORMAT " points, %u failed runs", n, failed);
   g_assert_cmpuint(failed, >, n);
 }
@@ -366,7 +383,9 @@ int main(int argc, char **argv) {
     g_test_add_data_func(name, &cases[i], test_case);
   }
   g_test_add_func("/fault/condgraph/width", test_width);
-  g_test_add_func("/fault/condgraph/faults", test_faults);
+  g_test_add_data_func("/fault/condgraph/faults/nested", "nested", test_faults);
+  g_test_add_data_func("/fault/condgraph/faults/device-loop", "device-loop", test_faults);
+  g_test_add_data_func("/fault/condgraph/faults/unroll", "unroll", test_faults);
   g_test_add_func("/fault/condgraph/device-loop", test_device_loop);
   g_test_add_func("/fault/condgraph/unroll", test_unroll);
   g_test_add_func("/fault/condgraph/refused", test_refused);
