@@ -14,8 +14,8 @@
 
 namespace {
 
-__global__ void cond_kernel(cudaGraphConditionalHandle handle, const int32_t *cond,
-                            unsigned long long *trips, int count_always) {
+__global__ void cond_kernel(cudaGraphConditionalHandle handle, const int32_t *cond, unsigned long long *trips,
+                            int count_always) {
   unsigned int v = cond == nullptr ? 1u : (cond[0] != 0 ? 1u : 0u);
   if (trips != nullptr && (count_always || v)) trips[0] += 1;
   cudaGraphSetConditional(handle, v);
