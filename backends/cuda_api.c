@@ -4,6 +4,11 @@
 
 /* stamp.cu */
 extern int dr__stamp_launch(unsigned long long *slot, cudaStream_t stream);
+/* loopctl.cu */
+extern int dr__cond_launch(cudaGraphConditionalHandle handle, const gint32 *cond, guint64 *trips,
+                           gboolean count_always, cudaStream_t stream);
+extern int dr__count_launch(cudaGraphConditionalHandle handle, guint64 *counter, const guint64 *limit,
+                            guint64 *stamps, cudaStream_t stream);
 
 static int real_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) { return def->launch(l); }
 
@@ -33,6 +38,12 @@ static const DrCudaApi real_api = {
     .cudaMemPoolGetAttribute = cudaMemPoolGetAttribute,
     .cudaDeviceGetGraphMemAttribute = cudaDeviceGetGraphMemAttribute,
     .cudaDeviceSetGraphMemAttribute = cudaDeviceSetGraphMemAttribute,
+    .cudaGraphConditionalHandleCreate = cudaGraphConditionalHandleCreate,
+    .cudaGraphAddNode = cudaGraphAddNode,
+    .cudaStreamBeginCaptureToGraph = cudaStreamBeginCaptureToGraph,
+    .cudaStreamUpdateCaptureDependencies = cudaStreamUpdateCaptureDependencies,
+    .cond_launch = dr__cond_launch,
+    .count_launch = dr__count_launch,
 };
 
 static const DrCudaApi *current = &real_api;

@@ -119,6 +119,39 @@ typedef struct {
   cudaError_t (*cudaMemPoolGetAttribute)(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value);
   cudaError_t (*cudaDeviceGetGraphMemAttribute)(int device, enum cudaGraphMemAttributeType attr, void *value);
   cudaError_t (*cudaDeviceSetGraphMemAttribute)(int device, enum cudaGraphMemAttributeType attr, void *value);
+  /* CUDA conditional graph nodes (graph mode's while: and if:,
+   * cuda/condgraph.c), optional: with any of the four NULL graph mode
+   * refuses while: and if: at open (exit 69), as it did before they were
+   * built. cudaStreamGetCaptureInfo (above) is needed too. */
+  cudaError_t (*cudaGraphConditionalHandleCreate)(cudaGraphConditionalHandle *handle, cudaGraph_t graph,
+                                                  unsigned int default_value, unsigned int flags);
+  cudaError_t (*cudaGraphAddNode)(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                  const cudaGraphEdgeData *edge_data, size_t n_deps,
+                                  struct cudaGraphNodeParams *params);
+  cudaError_t (*cudaStreamBeginCaptureToGraph)(cudaStream_t stream, cudaGraph_t graph,
+                                               const cudaGraphNode_t *deps,
+                                               const cudaGraphEdgeData *edge_data, size_t n_deps,
+                                               enum cudaStreamCaptureMode mode);
+  cudaError_t (*cudaStreamUpdateCaptureDependencies)(cudaStream_t stream, cudaGraphNode_t *deps,
+                                                     const cudaGraphEdgeData *edge_data, size_t n_deps,
+                                                     unsigned int flags);
+  /* Enqueues the condition kernel (loopctl.cu) on `stream`, one thread:
+   * v = cond ? (cond[0] != 0) : 1; then *trips += 1 when `trips` (device
+   * memory) is non-NULL and (count_always or v); then
+   * cudaGraphSetConditional(handle, v). Only inside a graph whose
+   * conditional node owns `handle`. A cudaError_t as int. */
+  int (*cond_launch)(cudaGraphConditionalHandle handle, const gint32 *cond, guint64 *trips,
+                     gboolean count_always, cudaStream_t stream);
+  /* Enqueues the counter kernel (loopctl.cu) on `stream`, one thread:
+   * i = ++counter[0]; stamps[i] = %globaltimer (ns) when `stamps` is
+   * non-NULL and i <= limit[0] (stamps[0] is the caller's: the start);
+   * then cudaGraphSetConditional(handle, i < limit[0]): a WHILE node
+   * whose body ends with it makes limit[0] trips (counter reset to 0
+   * before the node). The limit is device memory, read at every trip, so
+   * that it can change without a new graph (run.device_loop's iteration
+   * count, a parameter's). A cudaError_t as int. */
+  int (*count_launch)(cudaGraphConditionalHandle handle, guint64 *counter, const guint64 *limit,
+                      guint64 *stamps, cudaStream_t stream);
 } DrCudaApi;
 
 /* The table in use (the real runtime unless a shim was set). */

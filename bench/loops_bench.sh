@@ -8,8 +8,15 @@
 # kernels). Each way runs it N=10,000 times (TRIPS), timing off, and the
 # table gives the device time per trip (the run report's makespan over the
 # trips) and the host wall time per trip (the process, setup included):
-#   (a) while, one WHILE launch      not built: graph mode has no CUDA
-#                                    conditional nodes yet (exit 69)
+#   (a) while, one WHILE launch      one iteration in graph mode: the while
+#                                    is one CUDA WHILE node (condgraph.c),
+#                                    its body the 3 kernels plus the
+#                                    condition kernel, one trip per body
+#                                    (no unrolling yet)
+#   (a4), (aA)                       the same with DAGRUN_WHILE_UNROLL=4 and
+#                                    =auto: each trip holds the body 4 times
+#                                    (auto: as --plan says), copies after the
+#                                    first guarded by IF nodes
 #   (b) graph x N                    the body as a pipeline, --mode=graph
 #                                    --iterations=N: a one-iteration graph
 #                                    launched N times
@@ -21,6 +28,12 @@
 #                                    per trip)
 #   (f) repeat: N, graph (unrolled)  one iteration, the body captured N
 #                                    times: the "fully unrolled" reference
+#   (g) run.device_loop, one launch  the body as a pipeline with
+#                                    run.device_loop: true, --mode=graph
+#                                    --iterations=N: warmups and iterations
+#                                    are the trips of one WHILE node launched
+#                                    once, each timed by the counter kernel's
+#                                    stamps (timing off does not apply)
 # The issue's probe (H200, CUDA 13.0): a WHILE node 5.73 µs per trip, a
 # one-iteration graph relaunched 2.46 µs, eager 4.41 µs.
 #
@@ -62,6 +75,7 @@ setup() {
 YAML
 }
 { header flat; body "  "; } >"$tmp/flat.yaml"
+sed 's/^nodes:$/run: {device_loop: true}\nnodes:/' "$tmp/flat.yaml" >"$tmp/dl.yaml"
 { header repeat; setup; printf '  loop:\n    op: loop\n    repeat: %s\n    nodes:\n' "$N"; body "      "; } >"$tmp/repeat.yaml"
 { header while; setup; printf '  loop:\n    op: loop\n    while: go\n    nodes:\n'; body "      "; } >"$tmp/while.yaml"
 
@@ -70,7 +84,7 @@ run() {
   local label=$1 trips=$2; shift 2
   local t0 t1 rc
   t0=$(date +%s%N)
-  "$DAGRUN" --backend=${BACKEND:-cuda} --timing=off --format=json "$@" >"$tmp/out.json" 2>"$tmp/err"
+  env ${RUN_ENV:-} "$DAGRUN" --backend=${BACKEND:-cuda} --timing=off --format=json "$@" >"$tmp/out.json" 2>"$tmp/err"
   rc=$?
   t1=$(date +%s%N)
   python3 - "$label" "$trips" "$rc" "$t0" "$t1" "$tmp/out.json" "$tmp/err" <<'PY'
@@ -89,11 +103,14 @@ PY
 }
 {
   run "(a) while, one WHILE launch" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
+  RUN_ENV=DAGRUN_WHILE_UNROLL=4 run "(a4) while, WHILE launch, unroll 4" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
+  RUN_ENV=DAGRUN_WHILE_UNROLL=auto run "(aA) while, WHILE launch, unroll auto" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
   run "(b) graph x N" "$N" --mode=graph --iterations="$N" --warmup=10 "$tmp/flat.yaml"
   run "(c) eager x N" "$N" --mode=streams --iterations="$N" --warmup=10 "$tmp/flat.yaml"
   run "(d) repeat: N, streams" "$N" --mode=streams --iterations=1 --warmup=1 "$tmp/repeat.yaml"
   run "(e) while, streams" "$N" --mode=streams --iterations=1 --warmup=1 "$tmp/while.yaml"
   run "(f) repeat: N, graph (unrolled)" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/repeat.yaml"
+  run "(g) run.device_loop, one launch" "$N" --mode=graph --iterations="$N" --warmup=10 "$tmp/dl.yaml"
 } >"$tmp/rows.jsonl"
 python3 - "$tmp/rows.jsonl" "$N" <<'PY' | tee "$tmp/loops.md"
 import json, sys

@@ -116,6 +116,15 @@ gboolean dr_loop_check_device_loop(const DrGraph *g, DrDiags *diags) {
   return bad == 0;
 }
 
+gboolean dr_loop_body_sets(const DrGraph *body, DrId cond) {
+  g_return_val_if_fail(body != NULL, FALSE);
+  for (guint32 i = 0; i < body->accesses->len; i++) {
+    const DrAccess *a = dr_graph_access(body, i);
+    if (a->buffer == cond && a->mode != DR_ACCESS_READ && a->begin == 0 && a->end > 0) return TRUE;
+  }
+  return FALSE;
+}
+
 /* Widens the hull [*b, *e) (empty while *e == 0) by a. */
 static void hull_add(guint64 *b, guint64 *e, const DrAccess *a) {
   if (*e == 0) {
@@ -182,6 +191,12 @@ void dr_loop_attach(DrGraph *g, DrId node, DrLoop *loop) {
   if (loop->else_body) loop->else_body->name = dr_graph_intern(loop->else_body, n->id);
   g_ptr_array_add(g->loops, loop);
   n->loop = g->loops->len;
+}
+
+guint32 dr_loop_auto_unroll(double body_us) {
+  guint32 u = 1;
+  while (u < DR_WHILE_UNROLL_MAX && !(u * body_us >= DR_WHILE_TRIP_US)) u++;
+  return u;
 }
 
 guint64 dr_graph_n_nodes_deep(const DrGraph *g) {

@@ -91,6 +91,10 @@ gboolean dr_loop_check_body(const DrGraph *body, const char *id, DrLoopKind kind
  * breach reported at the node, with a note at the key. TRUE when the key
  * is off or nothing was reported. */
 gboolean dr_loop_check_device_loop(const DrGraph *g, DrDiags *diags);
+/* Whether some node of `body` writes element 0 of buffer `cond` (a
+ * while's body must, or it would never stop). */
+gboolean dr_loop_body_sets(const DrGraph *body, DrId cond);
+
 /* "loop" or "conditional": what messages call a node of `kind`. */
 const char *dr_loop_noun(DrLoopKind kind);
 
@@ -100,6 +104,18 @@ const char *dr_loop_noun(DrLoopKind kind);
  * for while/if a read of the condition) to it, marks it a loop and takes
  * ownership of the bodies. */
 void dr_loop_attach(DrGraph *g, DrId node, DrLoop *loop);
+
+/* Graph mode's unroll of a `while:` (backends/cuda/condgraph.c): the
+ * copies of the body per trip of its WHILE node, each after the first
+ * guarded by an IF node on the condition, so that no copy runs past the
+ * stop condition. The rule (DAGRUN_WHILE_UNROLL=auto): a trip costs the
+ * device about DR_WHILE_TRIP_US (the H200 probe of issue #17, GPU-NOTES),
+ * so copies are added until the estimated body time per trip reaches it:
+ * ceil(DR_WHILE_TRIP_US / body_us), 1 to DR_WHILE_UNROLL_MAX.
+ * `body_us`: the body plan's estimated critical path. */
+#define DR_WHILE_TRIP_US 3.0
+#define DR_WHILE_UNROLL_MAX 8u
+guint32 dr_loop_auto_unroll(double body_us);
 
 /* Frees a loop and its bodies (NULL-safe). */
 void dr_loop_free(DrLoop *loop);

@@ -42,7 +42,16 @@ struct DrPipeline {
   GError *failed;       /* validation's error, kept: a failed pipeline stays failed */
   const char *loc_file; /* interned in the graph; NULL: synthetic locations */
   guint loc_line, loc_col;
+  /* A loop body (dr_pipeline_new_body, lib/loops.c): the scope its node
+   * ids get ("LOOP/", owned), and its parent (a reference); NULL for a
+   * pipeline. */
+  char *scope;
+  DrPipeline *parent;
 };
+
+/* `id` as node ids are stored in `p`: "SCOPE/id" in a body, else `id`
+ * (interned in p's graph either way). */
+const char *dr__pipeline_node_id(DrPipeline *p, const char *id);
 
 struct DrStreamPlan {
   DrPipeline *pipeline; /* a reference */

@@ -84,7 +84,7 @@ static gboolean node_begin(DrApiBuild *x, DrPipeline *p, const char *id, DrOp op
   DrLoc loc = dr__pipeline_next_loc(p, FALSE);
   dr_build_set_what(&x->b, id);
   return dr_build_name_ok(&x->b, DR_NAME_NODE, id, NULL, loc) &&
-         dr_build_node_begin(&x->b, id, op, loc, FALSE);
+         dr_build_node_begin(&x->b, dr__pipeline_node_id(p, id), op, loc, FALSE);
 }
 
 /* Adds the node when `ok` and nothing was reported; ends x. */
@@ -171,7 +171,7 @@ gboolean dr_pipeline_add_kernel_node(DrPipeline *pipeline, const char *id, const
 /* The kernel node `id`, or NULL with DR_ERROR_INVALID. */
 static DrNode *find_node(DrPipeline *p, const char *id, const char *what, GError **error) {
   if (!dr__pipeline_check_open(p, what, error)) return NULL;
-  DrId n = dr_graph_find_node(p->graph, id);
+  DrId n = dr_graph_find_node(p->graph, dr__pipeline_node_id(p, id));
   if (n != DR_NONE) return dr_graph_node(p->graph, n);
   DrSuggest sg;
   dr__suggest_init(&sg, id);
@@ -302,8 +302,9 @@ gboolean dr_pipeline_node_after(DrPipeline *pipeline, const char *id, const char
     return dr_set_error_at(error, DR_ERROR_INVALID, loc,
                            "node '%s', key 'after': a node cannot come after itself", id);
   if (find_node(pipeline, after, "add a dependency", error) == NULL) return FALSE;
-  dr_graph_add_after(pipeline->graph, dr_graph_find_node(pipeline->graph, after),
-                     dr_graph_find_node(pipeline->graph, id), loc);
+  dr_graph_add_after(pipeline->graph,
+                     dr_graph_find_node(pipeline->graph, dr__pipeline_node_id(pipeline, after)),
+                     dr_graph_find_node(pipeline->graph, dr__pipeline_node_id(pipeline, id)), loc);
   return TRUE;
 }
 

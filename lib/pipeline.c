@@ -34,6 +34,8 @@ void dr__pipeline_unref(DrPipeline *p) {
   if (p == NULL || --p->refs > 0) return;
   dr_graph_free(p->graph);
   g_clear_error(&p->failed);
+  g_free(p->scope);
+  dr__pipeline_unref(p->parent);
   g_free(p);
 }
 

@@ -124,15 +124,6 @@ static DrId parse_cond(DrParse *p, const char *key, const DrYNode *v, const DrEn
   return b;
 }
 
-/* Whether some node of `body` writes element 0 of buffer `cond`. */
-static gboolean body_sets(const DrGraph *body, DrId cond) {
-  for (guint32 i = 0; i < body->accesses->len; i++) {
-    const DrAccess *a = dr_graph_access(body, i);
-    if (a->buffer == cond && a->mode != DR_ACCESS_READ && a->begin == 0 && a->end > 0) return TRUE;
-  }
-  return FALSE;
-}
-
 void dr__parse_loop(DrParse *p, const DrYNode *key, const DrYNode *map, const DrEnv *env, const char *id) {
   DrLoopKind kind = strcmp(op_text(map), "if") == 0 ? DR_LOOP_IF : DR_LOOP_WHILE;
   const gboolean *applies = kind == DR_LOOP_IF ? for_if : for_loop;
@@ -197,7 +188,7 @@ void dr__parse_loop(DrParse *p, const DrYNode *key, const DrYNode *map, const Dr
   if (s[LK_ELSE] != NULL) loop->else_body = parse_body(p, id, "else", s[LK_ELSE]);
   if (!dr_loop_check_body(loop->body, id, kind, (gint32)device, p->diags)) ok = FALSE;
   if (loop->else_body && !dr_loop_check_body(loop->else_body, id, kind, (gint32)device, p->diags)) ok = FALSE;
-  if (ok && loop->kind == DR_LOOP_WHILE && !body_sets(loop->body, loop->cond)) {
+  if (ok && loop->kind == DR_LOOP_WHILE && !dr_loop_body_sets(loop->body, loop->cond)) {
     dr_diags_error(p->diags, loop->cond_loc,
                    "%s, key 'while': no node of the body writes %s[0], so the loop would never stop (set "
                    "it in the body, e.g. with kernel set_while_gt_f32)",

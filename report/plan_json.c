@@ -16,11 +16,40 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ir/loops.h"
 #include "report/json.h"
 #include "report/plan_memory.h"
 #include "report/report.h"
 
+static void write_plan_object(const DrPlan *plan, DrJsonWriter *w);
+
+/* A loop node's "loop": its kind, count or condition, and each body's
+ * own plan (ir/plan.h, plan->bodies) as a plan object of its own. */
+static void write_loop(const DrPlan *plan, const DrLoop *l, DrJsonWriter *w) {
+  const DrGraph *g = plan->graph;
+  guint32 i = dr_graph_node(g, l->node)->loop - 1;
+  dr__json_key(w, "loop");
+  dr__json_begin_object(w);
+  dr__json_member_string(w, "kind", dr_loop_kind_name(l->kind));
+  if (l->kind == DR_LOOP_REPEAT)
+    dr__json_member_uint(w, "count", l->count);
+  else
+    dr__json_member_string(w, "cond", dr_graph_buffer(g, l->cond)->name);
+  for (guint part = 0; plan->bodies != NULL && part < 2; part++) {
+    const DrPlan *bp = g_ptr_array_index(plan->bodies, 2 * i + part);
+    if (bp == NULL) continue;
+    dr__json_key(w, part == 0 ? "body" : "else");
+    write_plan_object(bp, w);
+  }
+  dr__json_end_object(w);
+}
+
 static void write_plan(const DrPlan *plan, DrJsonWriter *w) {
+  write_plan_object(plan, w);
+  g_string_append_c(w->out, '\n');
+}
+
+static void write_plan_object(const DrPlan *plan, DrJsonWriter *w) {
   const DrGraph *g = plan->graph;
   dr__json_begin_object(w);
   dr__json_member_uint(w, "streams", plan->streams->len);
@@ -102,11 +131,11 @@ static void write_plan(const DrPlan *plan, DrJsonWriter *w) {
     for (guint32 k = 0; k < step->wait_count; k++)
       dr__json_string(w, dr_graph_node(g, dr_plan_wait(plan, step->wait_first + k))->id);
     dr__json_end_array(w);
+    if (node->loop) write_loop(plan, dr_graph_node_loop(g, step->node), w);
     dr__json_end_object(w);
   }
   dr__json_end_array(w);
   dr__json_end_object(w);
-  g_string_append_c(w->out, '\n');
 }
 
 void dr_plan_write_json(const DrPlan *plan, GString *out) {

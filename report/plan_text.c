@@ -210,6 +210,14 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
                              l->id);
       dr__plan_node_detail(g, l->node, out);
       g_string_append(out, "):\n");
+      if (l->kind == DR_LOOP_WHILE && part == 0 && plan->uncapped)
+        /* Graph mode's choice (backends/cuda/condgraph.c, ir/loops.h). */
+        g_string_append_printf(out,
+                               "graph mode: one CUDA WHILE node, copies of the body per trip: 1, or "
+                               "DAGRUN_WHILE_UNROLL (auto: %u, for a body of %.2f us against a trip's "
+                               "%.1f us)\n",
+                               dr_loop_auto_unroll(bp->critical_path_us), bp->critical_path_us,
+                               DR_WHILE_TRIP_US);
       dr_plan_write_text(bp, out);
     }
   }

@@ -47,6 +47,37 @@ static const char *node_id(const DrReport *r, DrId v) {
   return "?";
 }
 
+/* The loop node's median time over its mean trips (NAN when either is
+ * unknown). */
+static double us_per_trip(const DrReport *r, const DrLoopReport *lr, double mean) {
+  for (guint k = 0; k < r->nodes->len; k++) {
+    const DrNodeReport *n = &g_array_index(r->nodes, DrNodeReport, k);
+    if (n->node == lr->node && !isnan(n->duration_us) && mean > 0) return n->duration_us / mean;
+  }
+  return NAN;
+}
+
+/* "loops": one object per loop of the top-level graph (DrLoopReport): its
+ * id, its trips per timed iteration (min, max, mean) and its time per
+ * trip; the loop is also the one node it is in "nodes". */
+static void write_loops_json(const DrReport *r, DrJsonWriter *w) {
+  dr__json_key(w, "loops");
+  dr__json_begin_array(w);
+  for (guint i = 0; i < r->loops->len; i++) {
+    const DrLoopReport *lr = &g_array_index(r->loops, DrLoopReport, i);
+    double mean = lr->samples ? (double)lr->trips_sum / lr->samples : NAN;
+    dr__json_begin_object(w);
+    dr__json_member_string(w, "id", lr->id);
+    dr__json_member_uint(w, "iterations", lr->samples);
+    dr__json_member_uint(w, "trips_min", lr->samples ? lr->trips_min : 0);
+    dr__json_member_uint(w, "trips_max", lr->trips_max);
+    dr__json_member_double(w, "trips_mean", mean, 3);
+    dr__json_member_double(w, "us_per_trip", us_per_trip(r, lr, mean), 3);
+    dr__json_end_object(w);
+  }
+  dr__json_end_array(w);
+}
+
 /* "loop ID: T trips per iteration (min, max), D us per trip": the loop's
  * median time over its mean trips. */
 static void write_loops_text(const DrReport *r, GString *out) {
@@ -294,6 +325,7 @@ void dr_report_write_json_sorted(const DrReport *r, DrReportSort sort, GString *
     dr__json_end_object(&w);
   }
   dr__json_end_array(&w);
+  if (r->loops != NULL && r->loops->len > 0) write_loops_json(r, &w);
   dr__json_key(&w, "summary");
   dr__json_begin_array(&w);
   g_autoptr(GPtrArray) rows = dr_report_summary(r, sort);

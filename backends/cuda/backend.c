@@ -43,6 +43,15 @@ static void cuda_close(DrBackend *b) {
   g_free(b);
 }
 
+/* run.device_loop in graph mode: the iterations are one launch of a WHILE
+ * node (condgraph.c). Nodes are not timed inside it (no event nodes in a
+ * body; their stamps would be each trip's): each iteration's time is the
+ * difference of the counter kernel's stamps at the ends of its trip and
+ * the one before. */
+static gboolean device_loop(const DrBackend *b) {
+  return b->graph->run.device_loop && b->mode == &dr__cuda_graph_mode;
+}
+
 static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
   if (!dr__cuda_loops_check(plan, opts->mode, error)) return NULL;
   if (!dr__cuda_streams_check(plan, opts->device, error)) return NULL;
@@ -59,7 +68,8 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
   dr__cuda_launch_open(&b->launch, plan);
   DrCudaTimingAsk ask = {b->mode->depth, b->mode->stamps_by_default, b->mode->stamps_aside};
   if (dr__cuda_streams_open(&b->streams, plan, opts->device, b->mode->keep_fork_join, error) &&
-      dr__cuda_timing_open(&b->timing, plan, &b->streams, opts->node_timing, &ask, error)) {
+      dr__cuda_timing_open(&b->timing, plan, &b->streams, device_loop(b) ? DR_TIMING_OFF : opts->node_timing,
+                           &ask, error)) {
     dr__cuda_profile_open(&b->profile, plan, &b->streams);
     return b;
   }
@@ -69,7 +79,8 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
 
 static gboolean cuda_setup(DrBackend *b, GError **error) {
   return dr__cuda_memory_setup(&b->memory, &b->streams, error) &&
-         dr__cuda_loops_setup(&b->loops, b->graph, error) &&
+         dr__cuda_loops_setup(&b->loops, b->plan, b->mode == &dr__cuda_graph_mode,
+                              b->opts.warmup + b->opts.iterations, error) &&
          dr__cuda_nccl_open(&b->nccl, b->plan, b->streams.devices[0].ordinal, error) &&
          dr__cuda_launch_setup(&b->launch, &b->streams, &b->memory, b->opts.host_output, error) &&
          b->mode->prepare(b, error);
@@ -100,6 +111,11 @@ static gboolean cuda_launch_iteration(DrBackend *b, guint32 iteration, gboolean 
   b->slot = k;
   b->idle = FALSE;
   b->in_flight++;
+  /* run.device_loop: the first iteration's launch runs them all. */
+  if (b->loops.device_loop && iteration > 0) return TRUE;
+  if (b->loops.device_loop &&
+      !dr__cuda_device_loop_limit(&b->loops, b->streams.origin, b->opts.warmup + b->opts.iterations, error))
+    return FALSE;
   nvtxRangeId_t range = dr__cuda_profile_iteration_begin(&b->profile, iteration, iteration < b->opts.warmup);
   gboolean ok = dr__cuda_timing_begin(&b->timing, k, b->streams.origin, error) && b->mode->issue(b, error) &&
                 dr__cuda_timing_end(&b->timing, k, b->streams.origin, timed, error);
@@ -111,7 +127,15 @@ static gboolean cuda_launch_iteration(DrBackend *b, guint32 iteration, gboolean 
  * timing into `timing` (NULL: untimed). */
 static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
   guint32 k = iteration % b->timing.depth;
-  if (!dr__cuda_timing_wait(&b->timing, k, error)) return FALSE;
+  gboolean dl = b->loops.device_loop, launched = !dl || iteration == 0;
+  if (launched && !dr__cuda_timing_wait(&b->timing, k, error)) return FALSE;
+  /* Graph mode's device-counted trips of this iteration (one in flight:
+   * the next launch resets them; with run.device_loop, the last
+   * iteration's); nothing to read otherwise. */
+  if (launched && !dr__cuda_loops_read_trips(&b->loops, b->streams.origin, error)) return FALSE;
+  if (dl && iteration == 0 &&
+      !dr__cuda_device_loop_read(&b->loops, b->streams.origin, b->opts.warmup + b->opts.iterations, error))
+    return FALSE;
   /* After the run's last iteration, drain the whole device and check it:
    * an error that arrives now is the run's to report (DR_ERROR_RUNTIME
    * naming cudaDeviceSynchronize), not close's to drop. */
@@ -126,7 +150,15 @@ static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTim
   }
   b->in_flight--;
   b->idle = b->in_flight == 0;
-  return timing == NULL || dr__cuda_timing_read(&b->timing, k, b->streams.prev_on_stream, timing, error);
+  if (timing == NULL) return TRUE;
+  if (launched && !dr__cuda_timing_read(&b->timing, k, b->streams.prev_on_stream, timing, error))
+    return FALSE;
+  if (dl) {
+    /* The trip's end stamp less the one before (stamps[0]: the start). */
+    const guint64 *st = b->loops.dl_host + 1;
+    timing->makespan_us = (double)(st[iteration + 1] - st[iteration]) / 1e3;
+  }
+  return TRUE;
 }
 
 static guint32 cuda_max_in_flight(const DrBackend *b) { return b->timing.depth; }

@@ -212,14 +212,23 @@ static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, gboolean map, 
   DrCudaSite site = DR_SITE_SETUP("graph capture");
   *out = NULL;
   g_clear_pointer(&cg->node, g_free);
-  if (map && can_map(api)) cg->node = g_new0(cudaGraphNode_t, MAX(b->n_nodes, 1));
-  if (!DR_CUDA(site, cudaStreamBeginCapture, origin, cudaStreamCaptureModeThreadLocal)) return FALSE;
+  /* run.device_loop: the iteration is the body of one WHILE node
+   * (condgraph.c); its nodes are no nodes of the executable's own graph
+   * to set parameters on, so no node map. */
+  gboolean dl = b->loops.device_loop;
+  if (map && can_map(api) && !dl) cg->node = g_new0(cudaGraphNode_t, MAX(b->n_nodes, 1));
+  if (dl ? !dr__cuda_device_loop_begin(&b->loops, origin, error)
+         : !DR_CUDA(site, cudaStreamBeginCapture, origin, cudaStreamCaptureModeThreadLocal))
+    return FALSE;
   /* A capture makes a graph that outlives this call: bind what the graph
    * holds now (a library user may have changed scalars since setup, see
    * dr__cuda_graph_update). */
+  b->loops.capturing = TRUE; /* loops become conditional nodes (condgraph.c) */
   gboolean issued = graph_bind(b, error) && dr__cuda_issue_iteration(b, &capture_hooks, error);
+  b->loops.capturing = FALSE;
   cudaGraph_t graph = NULL;
-  cudaError_t rc = api->cudaStreamEndCapture(origin, &graph);
+  cudaError_t rc = dl ? dr__cuda_device_loop_end(&b->loops, origin, issued, &graph)
+                      : api->cudaStreamEndCapture(origin, &graph);
   /* The pointers cudaMallocAsync returned while capturing belong to the
    * graph's memory nodes now, valid only while the graph runs; when the
    * capture failed they went with it. Either way close must not free
@@ -277,6 +286,7 @@ static gboolean graph_prepare(DrBackend *b, GError **error) {
   }
   g_warning("%s; running in streams mode instead (run.fallback: streams)", local->message);
   b->mode = &dr__cuda_streams_mode;
+  b->loops.device_loop = FALSE; /* streams mode issues every iteration */
   dr__cuda_timing_inline(&b->timing);
   return b->mode->prepare(b, error);
 }

@@ -1,15 +1,17 @@
-/* loops.c: loops and conditionals on the CUDA backend, host-driven: the
- * loop node's issue enqueues the body's trips on the loop node's stream,
- * and a `while:` or `if:` reads its condition back to the host (a 4-byte
- * copy into pinned memory and a cudaStreamSynchronize of that stream per
- * trip), so the host's issuing waits for the device at every trip. The
- * body runs serially on one stream, in file order, which implies every
- * dependency of the body (its own plan's streams are not used here). In
- * graph mode only `repeat:` loops are taken: the capture records the body
- * N times, unrolled, with no condition between the copies; `while:` and
- * `if:` need CUDA conditional graph nodes, which are not built, and are
- * refused at open like run.device_loop. Not the fast path: docs/format.md
- * says what a trip costs. */
+/* loops.c: loops and conditionals on the CUDA backend. In streams mode
+ * they are host-driven: the loop node's issue enqueues the body's trips
+ * on the loop node's stream, and a `while:` or `if:` reads its condition
+ * back to the host (a 4-byte copy into pinned memory and a
+ * cudaStreamSynchronize of that stream per trip), so the host's issuing
+ * waits for the device at every trip. The body runs serially on one
+ * stream, in file order, which implies every dependency of the body (its
+ * own plan's streams are not used here). In graph mode a `repeat:` loop
+ * with no while or if inside is captured unrolled, the body N times with
+ * nothing between the copies; every other loop becomes CUDA conditional
+ * nodes, built by condgraph.c, and this file owns what those need beyond
+ * the graph: the body stream and the device trip counters, read back
+ * after the run. run.device_loop is refused at open (not built).
+ * docs/format.md says what a trip costs. */
 #include "backends/cuda/loops.h"
 
 #include "backends/cuda/launch.h"
@@ -44,14 +46,28 @@ static const DrLoop *conditional(const DrGraph *g) {
   return NULL;
 }
 
+/* The table has what conditional nodes need. */
+static gboolean can_build_conditionals(const DrCudaApi *api) {
+  return api->cudaStreamGetCaptureInfo && api->cudaGraphConditionalHandleCreate && api->cudaGraphAddNode &&
+         api->cudaStreamBeginCaptureToGraph && api->cudaStreamUpdateCaptureDependencies && api->cond_launch &&
+         api->count_launch;
+}
+
+/* Loop `l` needs conditional nodes in graph mode: a while or if, or a
+ * repeat with one inside. */
+static gboolean needs_conditional(const DrLoop *l) {
+  return l->kind != DR_LOOP_REPEAT || conditional(l->body) != NULL;
+}
+
 gboolean dr__cuda_loops_check(const DrPlan *plan, DrMode mode, GError **error) {
   const DrGraph *g = plan->graph;
   const DrRunConfig *run = &g->run;
-  if (run->device_loop && mode == DR_MODE_GRAPH) {
-    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
-                "%s:%u:%u: run.device_loop: the WHILE node around the iteration is not built yet; set "
-                "run.device_loop: false",
-                run->device_loop_loc.file, run->device_loop_loc.line, run->device_loop_loc.col);
+  if (run->device_loop && mode == DR_MODE_GRAPH && !can_build_conditionals(dr_cuda_api())) {
+    g_set_error(
+        error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+        "%s:%u:%u: run.device_loop: the WHILE node around the iteration needs CUDA conditional nodes, "
+        "which this CUDA runtime does not offer (CUDA 12.4 or later); set run.device_loop: false",
+        run->device_loop_loc.file, run->device_loop_loc.line, run->device_loop_loc.col);
     return FALSE;
   }
   for (guint i = 0; i < dr_graph_n_loops(g); i++) {
@@ -66,30 +82,122 @@ gboolean dr__cuda_loops_check(const DrPlan *plan, DrMode mode, GError **error) {
       return FALSE;
     }
   }
-  const DrLoop *c = mode == DR_MODE_GRAPH ? conditional(g) : NULL;
+  const DrLoop *c = mode == DR_MODE_GRAPH && !can_build_conditionals(dr_cuda_api()) ? conditional(g) : NULL;
   if (c != NULL) {
     g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
-                "%s:%u:%u: node '%s': graph mode runs repeat: loops (captured unrolled) but not %s: (CUDA "
-                "conditional nodes are not built yet); use --mode=streams",
+                "%s:%u:%u: node '%s': graph mode builds %s: as a CUDA conditional node, which this CUDA "
+                "runtime does not offer (CUDA 12.4 or later); use --mode=streams",
                 c->loc.file, c->loc.line, c->loc.col, c->id, dr_loop_kind_name(c->kind));
     return FALSE;
   }
   return TRUE;
 }
 
-gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrGraph *g, GError **error) {
-  if (dr_graph_n_loops(g) == 0) return TRUE;
-  l->trips = g_new0(guint64, dr_graph_n_loops(g));
-  if (l->cond_host != NULL) return TRUE;
-  return DR_CUDA(DR_SITE_SETUP("the pinned word loop conditions are read into"), cudaMallocHost,
-                 (void **)&l->cond_host, sizeof(gint32));
+/* run.device_loop's counter, limit and stamps, and its capture stream. */
+static gboolean device_loop_setup(DrCudaLoops *l, guint32 iterations, GError **error) {
+  DrCudaSite site = DR_SITE_SETUP("run.device_loop's counter and stamps");
+  l->device_loop = TRUE;
+  l->dl_cap = iterations;
+  return DR_CUDA(site, cudaMalloc, (void **)&l->dl, 2 * sizeof(guint64)) &&
+         DR_CUDA(site, cudaMalloc, (void **)&l->dl_stamps, ((gsize)iterations + 1) * sizeof(guint64)) &&
+         DR_CUDA(site, cudaMallocHost, (void **)&l->dl_host, ((gsize)iterations + 2) * sizeof(guint64)) &&
+         DR_CUDA(site, cudaStreamCreateWithPriority, &l->dl_outer, cudaStreamNonBlocking, 0);
+}
+
+gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph_mode, guint32 iterations,
+                              GError **error) {
+  const DrGraph *g = plan->graph;
+  guint n = dr_graph_n_loops(g);
+  l->plan = plan;
+  if (graph_mode && g->run.device_loop && !device_loop_setup(l, iterations, error)) return FALSE;
+  if (n == 0) return TRUE;
+  l->trips = g_new0(guint64, n);
+  l->device_trips = g_new0(gboolean, n);
+  if (l->cond_host == NULL && !DR_CUDA(DR_SITE_SETUP("the pinned word loop conditions are read into"),
+                                       cudaMallocHost, (void **)&l->cond_host, sizeof(gint32)))
+    return FALSE;
+  gboolean any = FALSE;
+  for (guint i = 0; i < n; i++) any = any || needs_conditional(dr_graph_loop(g, i));
+  if (!graph_mode || !any) return TRUE;
+  l->graph_mode = TRUE;
+  DrCudaSite site = DR_SITE_SETUP("the loop counters of graph mode's conditional nodes");
+  if (!DR_CUDA(site, cudaMalloc, (void **)&l->counters, 3 * n * sizeof(guint64)) ||
+      !DR_CUDA(site, cudaMallocHost, (void **)&l->counters_host, 3 * n * sizeof(guint64)) ||
+      !DR_CUDA(DR_SITE_SETUP("the stream loop bodies are captured on"), cudaStreamCreateWithPriority,
+               &l->body_stream, cudaStreamNonBlocking, 0))
+    return FALSE;
+  /* Each loop's limit (a repeat's count, read by a counted WHILE's
+   * counter kernel), written once. */
+  for (guint i = 0; i < n; i++) {
+    const DrLoop *loop = dr_graph_loop(g, i);
+    l->counters_host[3 * i] = l->counters_host[3 * i + 1] = 0;
+    l->counters_host[3 * i + 2] = loop->kind == DR_LOOP_REPEAT ? loop->count : 0;
+  }
+  return DR_CUDA(site, cudaMemcpyAsync, l->counters, l->counters_host, 3 * n * sizeof(guint64),
+                 cudaMemcpyHostToDevice, l->body_stream) &&
+         DR_CUDA(site, cudaStreamSynchronize, l->body_stream);
+}
+
+gboolean dr__cuda_loops_read_trips(DrCudaLoops *l, cudaStream_t origin, GError **error) {
+  if (l->counters == NULL || l->plan == NULL) return TRUE;
+  guint n = dr_graph_n_loops(l->plan->graph);
+  DrCudaSite site = DR_SITE_SETUP("reading the loops' trip counters");
+  if (!DR_CUDA(site, cudaMemcpyAsync, l->counters_host, l->counters, 3 * n * sizeof(guint64),
+               cudaMemcpyDeviceToHost, origin) ||
+      !DR_CUDA(site, cudaStreamSynchronize, origin))
+    return FALSE;
+  for (guint i = 0; i < n; i++)
+    if (l->device_trips[i]) l->trips[i] = l->counters_host[3 * i];
+  return TRUE;
+}
+
+gboolean dr__cuda_device_loop_limit(DrCudaLoops *l, cudaStream_t origin, guint32 trips, GError **error) {
+  if (trips > l->dl_cap) {
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
+                "run.device_loop: %u iterations, but the backend was set up for %u", trips, l->dl_cap);
+    return FALSE;
+  }
+  l->dl_host[0] = trips;
+  return DR_CUDA(DR_SITE_SETUP("run.device_loop's limit"), cudaMemcpyAsync, l->dl + 1, l->dl_host,
+                 sizeof(guint64), cudaMemcpyHostToDevice, origin);
+}
+
+gboolean dr__cuda_device_loop_read(DrCudaLoops *l, cudaStream_t origin, guint32 trips, GError **error) {
+  DrCudaSite site = DR_SITE_SETUP("reading run.device_loop's stamps");
+  return DR_CUDA(site, cudaMemcpyAsync, l->dl_host + 1, l->dl_stamps, ((gsize)trips + 1) * sizeof(guint64),
+                 cudaMemcpyDeviceToHost, origin) &&
+         DR_CUDA(site, cudaStreamSynchronize, origin);
 }
 
 void dr__cuda_loops_close(DrCudaLoops *l) {
-  if (l->cond_host != NULL) (void)dr_cuda_api()->cudaFreeHost(l->cond_host);
+  const DrCudaApi *api = dr_cuda_api();
+  if (l->cond_host != NULL) (void)api->cudaFreeHost(l->cond_host);
+  if (l->counters_host != NULL) (void)api->cudaFreeHost(l->counters_host);
+  if (l->counters != NULL) (void)api->cudaFree(l->counters);
+  if (l->body_stream != NULL) (void)api->cudaStreamDestroy(l->body_stream);
+  if (l->dl != NULL) (void)api->cudaFree(l->dl);
+  if (l->dl_stamps != NULL) (void)api->cudaFree(l->dl_stamps);
+  if (l->dl_host != NULL) (void)api->cudaFreeHost(l->dl_host);
+  if (l->dl_outer != NULL) (void)api->cudaStreamDestroy(l->dl_outer);
+  l->dl = l->dl_stamps = l->dl_host = NULL;
+  l->dl_outer = NULL;
+  l->device_loop = FALSE;
   l->cond_host = NULL;
+  l->counters_host = NULL;
+  l->counters = NULL;
+  l->body_stream = NULL;
   g_clear_pointer(&l->trips, g_free);
+  g_clear_pointer(&l->device_trips, g_free);
   g_clear_pointer(&l->calls, g_hash_table_unref);
+}
+
+DrKernelCall *dr__cuda_loops_call(DrCudaLoops *l, const DrGraph *g, DrId v, void *const *bases,
+                                  GError **error) {
+  const DrNode *n = dr_graph_node(g, v);
+  if (l->calls == NULL) l->calls = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  DrKernelCall *call = g_hash_table_lookup(l->calls, n);
+  if (call == NULL) g_hash_table_insert(l->calls, (gpointer)n, call = g_new0(DrKernelCall, 1));
+  return dr__kernel_call_bind(g, v, bases, call, error) ? call : NULL;
 }
 
 /* Element 0 of condition `cond`, read back on `st`. */
@@ -114,10 +222,8 @@ static gboolean issue_body(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaAp
     DrCudaSite site = DR_SITE_NODE(n->id, -1);
     switch (n->op) {
       case DR_OP_KERNEL: {
-        if (l->calls == NULL) l->calls = g_hash_table_new_full(NULL, NULL, NULL, g_free);
-        DrKernelCall *call = g_hash_table_lookup(l->calls, n);
-        if (call == NULL) g_hash_table_insert(l->calls, (gpointer)n, call = g_new0(DrKernelCall, 1));
-        if (!dr__kernel_call_bind(body, i, m->bases, call, error)) return FALSE;
+        DrKernelCall *call = dr__cuda_loops_call(l, body, i, m->bases, error);
+        if (call == NULL) return FALSE;
         call->launch.stream = st;
         int rc = api->kernel_launch(call->def, &call->launch);
         if (rc != 0 && !dr__cuda_check((cudaError_t)rc, call->def->name, site, error)) return FALSE;
@@ -181,6 +287,12 @@ static gboolean issue_loop(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaAp
 
 gboolean dr__cuda_loop_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
                              DrId v, cudaStream_t st, GError **error) {
+  if (l->capturing && l->graph_mode && needs_conditional(dr_graph_node_loop(g, v))) {
+    const DrLoop *loop = dr_graph_node_loop(g, v);
+    if (l->trips != NULL && loop->kind == DR_LOOP_REPEAT)
+      l->trips[dr_graph_node(g, v)->loop - 1] = loop->count;
+    return dr__cuda_cond_issue(l, m, api, l->plan, v, st, error);
+  }
   guint64 trips = 0;
   gboolean ok = issue_loop(l, m, api, g, v, st, &trips, error);
   if (l->trips != NULL) l->trips[dr_graph_node(g, v)->loop - 1] = trips;

@@ -3,6 +3,7 @@
 #ifndef DAGRUN_BACKENDS_CUDA_LOOPS_H
 #define DAGRUN_BACKENDS_CUDA_LOOPS_H
 
+#include "backends/backend.h"
 #include "backends/cuda/memory.h"
 
 G_BEGIN_DECLS
@@ -10,6 +11,28 @@ G_BEGIN_DECLS
 typedef struct {
   gint32 *cond_host; /* cudaMallocHost'd: a condition read back; NULL: none needed */
   guint64 *trips;    /* [top-level loops]: the trips of each at its last issue */
+  /* Graph mode's conditional nodes (condgraph.c), NULL/FALSE otherwise:
+   * the stream each body node is captured alone on, the device counters
+   * ([2 * top-level loops]: each loop's trips, then a counted WHILE's
+   * counter, reset by the graph at each run of the loop), their pinned
+   * read-back, and which loops' trips the device counts. */
+  cudaStream_t body_stream;
+  guint64 *counters, *counters_host;
+  gboolean *device_trips;
+  gboolean graph_mode; /* set up for graph mode */
+  /* run.device_loop (graph mode): the iterations as one WHILE node
+   * (condgraph.c): its stream (the capture around origin's), its counter
+   * and limit (device [2]), the trips' end stamps (device [cap + 1],
+   * [0] the start), their pinned read-back ([cap + 2]: [0] stages the
+   * limit), the iterations they hold, and whether the stamps of the last
+   * launch were read. */
+  gboolean device_loop;
+  cudaStream_t dl_outer;
+  guint64 *dl, *dl_stamps, *dl_host;
+  guint32 dl_cap;
+  cudaGraphConditionalHandle dl_handle;
+  gboolean capturing; /* graph.c is capturing the iteration */
+  const DrPlan *plan; /* borrowed: the plan whose graph's loops these are */
   /* const DrNode * -> DrKernelCall *: each body kernel's launch, bound
    * again at every issue, in place (a node never runs beside itself), and
    * kept until close, as a capture may refer to it. */
@@ -17,17 +40,64 @@ typedef struct {
 } DrCudaLoops;
 
 /* At open, before any CUDA call: what this build cannot run. Graph mode
- * captures `repeat:` loops unrolled (no condition between the copies) and
- * refuses `while:` and `if:` (no conditional graph nodes yet), and
- * run.device_loop; every mode refuses gemm, user kernels and kernels
- * registered through the C library inside a body (they need per-node
- * resources the launch part binds to top-level nodes only). FALSE with
- * DR_ERROR_UNAVAILABLE naming the node (the key). */
+ * captures a `repeat:` loop without a while or if inside unrolled (no
+ * condition between the copies) and builds every other loop as CUDA
+ * conditional nodes (condgraph.c), refusing them only when the runtime
+ * table lacks the entries (a CUDA before 12.4), and refuses
+ * run.device_loop (not built); every mode refuses gemm, user kernels and
+ * kernels registered through the C library inside a body (they need
+ * per-node resources the launch part binds to top-level nodes only).
+ * FALSE with DR_ERROR_UNAVAILABLE naming the node (the key). */
 gboolean dr__cuda_loops_check(const DrPlan *plan, DrMode mode, GError **error);
 
 /* Setup: the pinned word a condition is read back into and the trip
- * counts, when the graph has loops. */
-gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrGraph *g, GError **error);
+ * counts, when the graph has loops; in graph mode (`graph_mode`) also
+ * the body stream and the device counters (a counted WHILE's limit
+ * written), and with run.device_loop what it needs for `iterations`
+ * (warmups included) trips. */
+gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph_mode, guint32 iterations,
+                              GError **error);
+
+/* run.device_loop, in graph.c's capture of the iteration: begin starts
+ * the capture around it on the loop's own stream (the counter's reset,
+ * the start stamp, the WHILE node) and the capture of its body on
+ * `origin`, where the iteration's issue then goes; end closes the body
+ * with the counter kernel (when `ok`) and ends both captures, returning
+ * the first failure (cudaSuccess: *graph is the whole graph, owned by the
+ * caller). begin fails as DR_CUDA does, with no capture left open. */
+gboolean dr__cuda_device_loop_begin(DrCudaLoops *l, cudaStream_t origin, GError **error);
+cudaError_t dr__cuda_device_loop_end(DrCudaLoops *l, cudaStream_t origin, gboolean ok, cudaGraph_t *graph);
+
+/* run.device_loop: sets the limit for this launch (`trips`, at most
+ * dl_cap) before it, on `origin`; after it (drained), reads the stamps
+ * back. */
+gboolean dr__cuda_device_loop_limit(DrCudaLoops *l, cudaStream_t origin, guint32 trips, GError **error);
+gboolean dr__cuda_device_loop_read(DrCudaLoops *l, cudaStream_t origin, guint32 trips, GError **error);
+
+/* After an iteration finished (graph mode: one in flight): reads the
+ * device-counted trips of that iteration into `trips`, through `origin`
+ * (a 16-byte-per-loop copy and a synchronisation); nothing without
+ * device counters. */
+gboolean dr__cuda_loops_read_trips(DrCudaLoops *l, cudaStream_t origin, GError **error);
+
+/* The launch of body kernel node `v` of body `g`, bound against `bases`
+ * now (owned by `l`, kept until close); NULL with the binding's error. */
+DrKernelCall *dr__cuda_loops_call(DrCudaLoops *l, const DrGraph *g, DrId v, void *const *bases,
+                                  GError **error);
+
+/* The copies of a while's body per WHILE trip in graph mode, for body
+ * plan `body` (condgraph.c): DAGRUN_WHILE_UNROLL=N (1..64) copies,
+ * `auto` dr_loop_auto_unroll's choice (ir/loops.h), unset (or anything
+ * else) 1: an A/B switch until the H200 says which wins, since each
+ * guarded copy adds an IF node and a condition kernel to the trip. */
+guint32 dr__cuda_while_unroll(const DrPlan *body);
+
+/* Graph mode, while capturing: loop node `v` of `plan`'s graph (a top-level
+ * loop) as a CUDA conditional node after what `st` depends on, which then
+ * depends on it (condgraph.c's file head). Fails as DR_CUDA does, naming
+ * the loop or body node. */
+gboolean dr__cuda_cond_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrPlan *plan,
+                             DrId v, cudaStream_t st, GError **error);
 
 /* Enqueues loop node `v` of `g` on `st`: each trip is the body's nodes in
  * file order on `st` (one stream: file order implies every dependency of
@@ -40,7 +110,8 @@ gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrGraph *g, GError **error);
 gboolean dr__cuda_loop_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
                              DrId v, cudaStream_t st, GError **error);
 
-/* Releases the pinned word (NULL-safe fields). */
+/* Releases the pinned word, the counters and the body stream (NULL-safe
+ * fields). */
 void dr__cuda_loops_close(DrCudaLoops *l);
 
 G_END_DECLS

@@ -351,6 +351,29 @@ gboolean dr_pipeline_add_callback(DrPipeline *pipeline, const char *id, void (*f
 /* A node that does nothing: a join point. */
 gboolean dr_pipeline_add_noop(DrPipeline *pipeline, const char *id, GError **error);
 
+/* Loops and conditionals (docs/format.md, "op: loop and op: if"): a body
+ * is a pipeline of its own, made by dr_pipeline_new_body for the loop
+ * node `id` it will be the body of, after the buffers and kernels it uses
+ * (it sees the parent's as they are then), filled with the
+ * dr_pipeline_add_* and dr_pipeline_node_* calls under short ids (stored,
+ * reported and named in `after` as "ID/NODE" and short ids inside the
+ * body); NULL when `pipeline` is frozen. Then one of the three calls
+ * below adds the node `id` to `pipeline`, checking the body as YAML's
+ * (what a body may hold, the condition: an i32 device buffer, a while's
+ * body writing its element 0), and takes the body's nodes: the body
+ * pipeline is frozen after (free it as usual). Nested loops: a body of a
+ * body. repeat: `count` 1..2^31-1 trips; while: a do-while of `cond`;
+ * if: `then_body` when cond[0] is non-zero, else `else_body` (NULL:
+ * nothing). DR_ERROR_INVALID with YAML's wording on a bad body or
+ * condition, nothing added. */
+DrPipeline *dr_pipeline_new_body(DrPipeline *pipeline, const char *id);
+gboolean dr_pipeline_add_repeat(DrPipeline *pipeline, const char *id, guint64 count, DrPipeline *body,
+                                GError **error);
+gboolean dr_pipeline_add_while(DrPipeline *pipeline, const char *id, const char *cond, DrPipeline *body,
+                               GError **error);
+gboolean dr_pipeline_add_if(DrPipeline *pipeline, const char *id, const char *cond, DrPipeline *then_body,
+                            DrPipeline *else_body, GError **error);
+
 /* Node `id` runs after node `after` completes (an explicit edge, YAML's
  * `after:`). Both must exist; a cycle is reported by validation. */
 gboolean dr_pipeline_node_after(DrPipeline *pipeline, const char *id, const char *after, GError **error);

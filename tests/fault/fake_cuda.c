@@ -41,9 +41,26 @@ typedef struct FakeNode {
   int value;
   cudaHostFn_t fn; /* host */
   void *data;
+  /* Conditional nodes' control kernels (ctl 1: cond_launch, 2:
+   * count_launch; 3: the stamp kernel) and conditional nodes. */
+  int ctl;
+  cudaGraphConditionalHandle handle;
+  const gint32 *cond;
+  guint64 *trips;          /* cond_launch's trips, count_launch's counter */
+  const guint64 *limit_at; /* count_launch */
+  guint64 *stamps;
+  gboolean count_always;
+  enum cudaGraphConditionalNodeType ctype;
+  unsigned size;
+  cudaGraph_t body[2]; /* keys of fake.bodies */
+  gboolean owns;       /* the graph's node (not an exec's copy): frees the bodies */
 } FakeNode;
 
+static void body_free(cudaGraph_t body);
+
 static void fake_node_free(FakeNode *n) {
+  if (n->owns)
+    for (unsigned i = 0; i < n->size && i < 2; i++) body_free(n->body[i]);
   g_ptr_array_unref(n->deps);
   g_free(n);
 }
@@ -102,7 +119,45 @@ static struct {
   guint64 pool_used, pool_high;
   guint64 capture_live, capture_peak;
   guint64 graph_high;
+  /* Conditional nodes: the body graphs (Obj *, owned by their node; not
+   * counted as live graphs: they go with it), the captures into an
+   * existing graph in progress (Sub *, innermost last; each saved the
+   * capture it interrupted), the handles (Handle, handle - 1), and the
+   * shape of the last instantiated graph. */
+  GHashTable *bodies;
+  GPtrArray *subs;
+  GArray *handles;
+  GString *shape, *shape_deps;
 } fake;
+
+typedef struct {
+  gpointer capture_stream;
+  GHashTable *tails, *event_deps;
+  GPtrArray *capture_nodes;
+  Obj *target;
+} Sub;
+
+typedef struct {
+  unsigned default_value, flags, value;
+  gboolean attached;
+} Handle;
+
+/* The pseudo-graph cudaStreamGetCaptureInfo returns for the outermost
+ * capture (the fake builds its graph object at cudaStreamEndCapture). */
+static int capture_graph_token;
+#define CAPTURE_GRAPH ((cudaGraph_t)(void *)&capture_graph_token)
+
+static void shape_of(const GPtrArray *nodes, gboolean in_body);
+static void replay_nodes(const GPtrArray *nodes);
+
+static void body_free(cudaGraph_t body) {
+  Obj *o = fake.bodies ? g_hash_table_lookup(fake.bodies, body) : NULL;
+  if (o == NULL) return;
+  g_hash_table_remove(fake.bodies, body);
+  if (o->nodes) g_ptr_array_unref(o->nodes);
+  g_ptr_array_unref(o->graph_mem);
+  g_free(o);
+}
 
 /* The pool's rounding of an allocation: 512 bytes (CuPy's async pool
  * reports 512 used bytes for a 12-byte allocation, cupy/cupy#5177). */
@@ -160,6 +215,7 @@ static FakeNode *node_copy(const FakeNode *n) {
   *c = *n;
   c->deps = g_ptr_array_new();
   c->orig = n;
+  c->owns = FALSE;
   c->l.args = c->args;
   c->l.counts = c->counts;
   return c;
@@ -677,10 +733,79 @@ static cudaError_t fake_cudaStreamBeginCapture(cudaStream_t stream, enum cudaStr
   return cudaSuccess;
 }
 
+/* Ends the innermost capture into an existing graph: its nodes join the
+ * graph when `keep`, and the interrupted capture is back. */
+static void sub_end(gboolean keep) {
+  Sub *sub = g_ptr_array_steal_index(fake.subs, fake.subs->len - 1);
+  GPtrArray *nodes = g_steal_pointer(&fake.capture_nodes);
+  for (guint i = 0; nodes && i < nodes->len; i++) {
+    if (keep)
+      g_ptr_array_add(sub->target->nodes, nodes->pdata[i]);
+    else
+      fake_node_free(nodes->pdata[i]);
+  }
+  if (nodes) {
+    g_ptr_array_set_free_func(nodes, NULL);
+    g_ptr_array_unref(nodes);
+  }
+  if (fake.tails) g_hash_table_unref(fake.tails);
+  if (fake.event_deps) g_hash_table_unref(fake.event_deps);
+  fake.capture_stream = sub->capture_stream;
+  fake.tails = sub->tails;
+  fake.event_deps = sub->event_deps;
+  fake.capture_nodes = sub->capture_nodes;
+  g_free(sub);
+}
+
+static cudaError_t fake_cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                                      const cudaGraphNode_t *deps,
+                                                      const cudaGraphEdgeData *edge_data, size_t n_deps,
+                                                      enum cudaStreamCaptureMode mode) {
+  GATE("cudaStreamBeginCaptureToGraph", stream, FALSE, FALSE);
+  if (!stream_ok("cudaStreamBeginCaptureToGraph", stream)) return finish(cudaErrorInvalidResourceHandle);
+  Obj *target = fake.bodies ? g_hash_table_lookup(fake.bodies, graph) : NULL;
+  if (target == NULL) {
+    misuse("cudaStreamBeginCaptureToGraph: %p is not a conditional node's body graph", (void *)graph);
+    return finish(cudaErrorInvalidValue);
+  }
+  if (stream == fake.capture_stream || (fake.tails && g_hash_table_contains(fake.tails, stream))) {
+    misuse("cudaStreamBeginCaptureToGraph: the stream is capturing already");
+    return finish(cudaErrorIllegalState);
+  }
+  if (edge_data != NULL) misuse("cudaStreamBeginCaptureToGraph: edge data (dagrun passes none)");
+  if (fake.subs == NULL) fake.subs = g_ptr_array_new();
+  Sub *sub = g_new0(Sub, 1);
+  sub->capture_stream = fake.capture_stream;
+  sub->tails = g_steal_pointer(&fake.tails);
+  sub->event_deps = g_steal_pointer(&fake.event_deps);
+  sub->capture_nodes = g_steal_pointer(&fake.capture_nodes);
+  sub->target = target;
+  g_ptr_array_add(fake.subs, sub);
+  fake.capture_stream = stream;
+  GPtrArray *t = tail_of(stream);
+  for (size_t i = 0; i < n_deps; i++) g_ptr_array_add(t, (gpointer)deps[i]);
+  (void)mode;
+  return cudaSuccess;
+}
+
 static cudaError_t fake_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
   /* Ending a capture is cleanup too: a failed EndCapture still ends it. */
   Gate gate = gate_enter("cudaStreamEndCapture", stream, FALSE, fake.capture_stream != NULL);
   *graph = NULL;
+  if (fake.subs && fake.subs->len && stream == fake.capture_stream) {
+    Sub *sub = fake.subs->pdata[fake.subs->len - 1];
+    cudaGraph_t target = NULL;
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, fake.bodies);
+    while (g_hash_table_iter_next(&it, &key, &value))
+      if (value == sub->target) target = key;
+    gboolean keep = gate.act && gate.rc == cudaSuccess;
+    sub_end(keep);
+    if (!keep) return gate.rc;
+    *graph = target;
+    return cudaSuccess;
+  }
   if (fake.capture_stream == NULL || stream != fake.capture_stream) {
     misuse("cudaStreamEndCapture: %p is not capturing", (void *)stream);
     return finish(gate.rc ? gate.rc : cudaErrorIllegalState);
@@ -720,6 +845,13 @@ static cudaError_t fake_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t 
     g_ptr_array_add(e->nodes, node_copy(g->nodes->pdata[i]));
   e->graph_peak = g->graph_peak;
   fake_instantiate_flags = flags;
+  if (fake.shape == NULL) {
+    fake.shape = g_string_new(NULL);
+    fake.shape_deps = g_string_new(NULL);
+  }
+  g_string_truncate(fake.shape, 0);
+  g_string_truncate(fake.shape_deps, 0);
+  shape_of(g->nodes, FALSE);
   return cudaSuccess;
 }
 
@@ -751,15 +883,12 @@ static cudaError_t fake_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t strea
   /* Replay (dr_fake_set_replay_graphs): each node's work, in capture
    * order (a topological order). */
   Obj *e = (Obj *)exec;
-  for (guint i = 0; fake.replay && !fake.dry && e->nodes && i < e->nodes->len; i++) {
-    const FakeNode *n = e->nodes->pdata[i];
-    char err[DR_KERR_SIZE] = {0};
-    if (n->type == cudaGraphNodeTypeKernel && n->def && n->def->host && n->def->host(&n->l, err) != 0)
-      misuse("cudaGraphLaunch: kernel %s: host twin refused: %s", n->def->name, err);
-    if (n->type == cudaGraphNodeTypeMemcpy && n->count) memmove(n->dst, n->src, n->count);
-    if (n->type == cudaGraphNodeTypeMemset && n->count) memset(n->dst, n->value, n->count);
-    if (n->type == cudaGraphNodeTypeHost) n->fn(n->data);
+  /* Each launch applies the handles' defaults (cudaGraphCondAssignDefault). */
+  for (guint i = 0; fake.handles && i < fake.handles->len; i++) {
+    Handle *h = &g_array_index(fake.handles, Handle, i);
+    if (h->flags & cudaGraphCondAssignDefault) h->value = h->default_value;
   }
+  if (fake.replay && !fake.dry) replay_nodes(e->nodes);
   fake.graph_high = MAX(fake.graph_high, ((Obj *)obj_find(exec, DR_FAKE_GRAPH_EXEC))->graph_peak);
   return cudaSuccess;
 }
@@ -940,7 +1069,11 @@ static int fake_stamp_launch(unsigned long long *slot, cudaStream_t stream) {
     return finish(cudaErrorInvalidValue);
   }
   if (fake.capture_stream == NULL && !fake.dry) *slot = clock_ns += 1000;
-  (void)capture_node(stream, cudaGraphNodeTypeKernel); /* no built-in: never mapped */
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeKernel); /* no built-in: never mapped */
+  if (n) {
+    n->ctl = 3; /* a replay writes the clock */
+    n->dst = slot;
+  }
   return cudaSuccess;
 }
 
@@ -966,6 +1099,19 @@ static cudaError_t fake_cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaS
   if (!stream_ok("cudaStreamGetCaptureInfo", stream)) return finish(cudaErrorInvalidResourceHandle);
   *status = fake.capture_stream ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
   GPtrArray *t = fake.capture_stream ? tail_of(stream) : NULL;
+  if (graph) {
+    *graph = NULL;
+    if (fake.subs && fake.subs->len) {
+      Obj *target = ((Sub *)fake.subs->pdata[fake.subs->len - 1])->target;
+      GHashTableIter it;
+      gpointer key, value;
+      g_hash_table_iter_init(&it, fake.bodies);
+      while (g_hash_table_iter_next(&it, &key, &value))
+        if (value == target) *graph = key;
+    } else if (fake.capture_stream) {
+      *graph = CAPTURE_GRAPH;
+    }
+  }
   if (deps) *deps = t ? (const cudaGraphNode_t *)t->pdata : NULL;
   if (edge_data) *edge_data = NULL; /* all default edges */
   if (n_deps) *n_deps = t ? t->len : 0;
@@ -1111,6 +1257,308 @@ static cudaError_t fake_cudaPointerGetAttributes(struct cudaPointerAttributes *a
   return cudaSuccess;
 }
 
+/* ---- conditional nodes (dr_fake_api_graph_nodes) --------------------------------- */
+
+static Handle *handle_find(cudaGraphConditionalHandle h) {
+  if (fake.handles == NULL || h == 0 || h > fake.handles->len) return NULL;
+  return &g_array_index(fake.handles, Handle, h - 1);
+}
+
+/* `graph` is the capture in progress (the outermost) or a body graph. */
+static gboolean graph_target_ok(const char *call, cudaGraph_t graph, Obj **body) {
+  *body = fake.bodies ? g_hash_table_lookup(fake.bodies, graph) : NULL;
+  if (*body != NULL) return TRUE;
+  if (graph == CAPTURE_GRAPH && fake.capture_stream != NULL && (fake.subs == NULL || fake.subs->len == 0))
+    return TRUE;
+  misuse("%s: %p is neither the capture in progress nor a body graph", call, (void *)graph);
+  return FALSE;
+}
+
+static cudaError_t fake_cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *handle,
+                                                         cudaGraph_t graph, unsigned int default_value,
+                                                         unsigned int flags) {
+  GATE("cudaGraphConditionalHandleCreate", NULL, FALSE, FALSE);
+  Obj *body = NULL;
+  if (!graph_target_ok("cudaGraphConditionalHandleCreate", graph, &body))
+    return finish(cudaErrorInvalidValue);
+  if (flags != 0 && flags != cudaGraphCondAssignDefault) {
+    misuse("cudaGraphConditionalHandleCreate: flags %u", flags);
+    return finish(cudaErrorInvalidValue);
+  }
+  if (fake.handles == NULL) fake.handles = g_array_new(FALSE, TRUE, sizeof(Handle));
+  Handle h = {default_value, flags, default_value, FALSE};
+  g_array_append_val(fake.handles, h);
+  *handle = fake.handles->len;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaGraphAddNode(cudaGraphNode_t *node, cudaGraph_t graph,
+                                         const cudaGraphNode_t *deps, const cudaGraphEdgeData *edge_data,
+                                         size_t n_deps, struct cudaGraphNodeParams *params) {
+  GATE("cudaGraphAddNode", NULL, FALSE, FALSE);
+  Obj *body = NULL;
+  if (!graph_target_ok("cudaGraphAddNode", graph, &body)) return finish(cudaErrorInvalidValue);
+  if (edge_data != NULL) misuse("cudaGraphAddNode: edge data (dagrun passes none)");
+  for (size_t i = 0; i < n_deps; i++)
+    for (size_t j = 0; j < i; j++)
+      if (deps[i] == deps[j]) {
+        misuse("cudaGraphAddNode: a dependency listed twice");
+        return finish(cudaErrorInvalidValue);
+      }
+  if (params->type != cudaGraphNodeTypeConditional && params->type != cudaGraphNodeTypeEmpty) {
+    misuse("cudaGraphAddNode: node type %d (the fake adds conditional and empty nodes)", (int)params->type);
+    return finish(cudaErrorNotSupported);
+  }
+  FakeNode *n = g_new0(FakeNode, 1);
+  n->type = params->type;
+  n->deps = g_ptr_array_new();
+  for (size_t i = 0; i < n_deps; i++) g_ptr_array_add(n->deps, (gpointer)deps[i]);
+  if (params->type == cudaGraphNodeTypeConditional) {
+    const struct cudaConditionalNodeParams *c = &params->conditional;
+    Handle *h = handle_find(c->handle);
+    gboolean size_ok = c->type == cudaGraphCondTypeWhile ? c->size == 1
+                       : c->type == cudaGraphCondTypeIf  ? (c->size == 1 || c->size == 2)
+                                                         : FALSE;
+    if (h == NULL || h->attached || !size_ok) {
+      misuse("cudaGraphAddNode: conditional node: handle %llu (%s), type %d, size %u", c->handle,
+             h == NULL     ? "unknown"
+             : h->attached ? "used already"
+                           : "new",
+             (int)c->type, c->size);
+      fake_node_free(n);
+      return finish(cudaErrorInvalidValue);
+    }
+    h->attached = TRUE;
+    n->handle = c->handle;
+    n->ctype = c->type;
+    n->size = c->size;
+    n->owns = TRUE;
+    if (fake.bodies == NULL) fake.bodies = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (unsigned i = 0; i < c->size; i++) {
+      Obj *o = g_new0(Obj, 1);
+      o->kind = DR_FAKE_GRAPH;
+      o->graph_mem = g_ptr_array_new();
+      o->nodes = g_ptr_array_new_with_free_func((GDestroyNotify)fake_node_free);
+      n->body[i] = (cudaGraph_t)(void *)o;
+      g_hash_table_insert(fake.bodies, o, o);
+    }
+    params->conditional.phGraph_out = n->body;
+  }
+  /* Into the graph a capture is filling (the capture in progress, or a
+   * body graph captured into): in that capture's order, so that the
+   * graph's list stays a topological order. */
+  gboolean filling = body != NULL && fake.subs && fake.subs->len &&
+                     ((Sub *)fake.subs->pdata[fake.subs->len - 1])->target == body;
+  if (body != NULL && !filling) {
+    g_ptr_array_add(body->nodes, n);
+  } else {
+    if (fake.capture_nodes == NULL)
+      fake.capture_nodes = g_ptr_array_new_with_free_func((GDestroyNotify)fake_node_free);
+    g_ptr_array_add(fake.capture_nodes, n);
+  }
+  *node = (cudaGraphNode_t)(void *)n;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t *deps,
+                                                            const cudaGraphEdgeData *edge_data, size_t n_deps,
+                                                            unsigned int flags) {
+  GATE("cudaStreamUpdateCaptureDependencies", stream, FALSE, FALSE);
+  if (!stream_ok("cudaStreamUpdateCaptureDependencies", stream))
+    return finish(cudaErrorInvalidResourceHandle);
+  if (fake.capture_stream == NULL) {
+    misuse("cudaStreamUpdateCaptureDependencies: not capturing");
+    return finish(cudaErrorIllegalState);
+  }
+  if (edge_data != NULL) misuse("cudaStreamUpdateCaptureDependencies: edge data (dagrun passes none)");
+  GPtrArray *t = tail_of(stream);
+  if (flags == cudaStreamSetCaptureDependencies) g_ptr_array_set_size(t, 0);
+  for (size_t i = 0; i < n_deps; i++)
+    if (!g_ptr_array_find(t, deps[i], NULL)) g_ptr_array_add(t, deps[i]);
+  return cudaSuccess;
+}
+
+/* The control kernels exist only in a graph: outside a capture they are a
+ * misuse (a real launch would set a handle no node owns). */
+static FakeNode *control_node(const char *call, cudaGraphConditionalHandle handle, cudaStream_t stream) {
+  if (fake.capture_stream == NULL) {
+    misuse("%s outside a capture", call);
+    return NULL;
+  }
+  if (handle_find(handle) == NULL) {
+    misuse("%s: handle %llu unknown", call, handle);
+    return NULL;
+  }
+  return capture_node(stream, cudaGraphNodeTypeKernel);
+}
+
+static int fake_cond_launch(cudaGraphConditionalHandle handle, const gint32 *cond, guint64 *trips,
+                            gboolean count_always, cudaStream_t stream) {
+  GATE("cond_launch", stream, FALSE, FALSE);
+  if (!stream_ok("cond_launch", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if ((cond && !mem_ok("cond_launch cond", cond, sizeof *cond)) ||
+      (trips && !mem_ok("cond_launch trips", trips, sizeof *trips)))
+    return finish(cudaErrorInvalidValue);
+  FakeNode *n = control_node("cond_launch", handle, stream);
+  if (n == NULL) return finish(cudaErrorInvalidValue);
+  n->ctl = 1;
+  n->handle = handle;
+  n->cond = cond;
+  n->trips = trips;
+  n->count_always = count_always;
+  return cudaSuccess;
+}
+
+static int fake_count_launch(cudaGraphConditionalHandle handle, guint64 *counter, const guint64 *limit,
+                             guint64 *stamps, cudaStream_t stream) {
+  GATE("count_launch", stream, FALSE, FALSE);
+  if (!stream_ok("count_launch", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (!mem_ok("count_launch counter", counter, sizeof *counter) ||
+      !mem_ok("count_launch limit", limit, sizeof *limit) ||
+      (stamps && !mem_ok("count_launch stamps", stamps, 2 * sizeof *stamps)))
+    return finish(cudaErrorInvalidValue);
+  FakeNode *n = control_node("count_launch", handle, stream);
+  if (n == NULL) return finish(cudaErrorInvalidValue);
+  n->ctl = 2;
+  n->handle = handle;
+  n->trips = counter;
+  n->limit_at = limit;
+  n->stamps = stamps;
+  return cudaSuccess;
+}
+
+/* Appends the shape of `nodes` to fake.shape (names) and fake.shape_deps
+ * (names with the indices of their dependencies in the same list), and
+ * checks what CUDA allows in a conditional body (`in_body`). */
+static void shape_of(const GPtrArray *nodes, gboolean in_body) {
+  for (guint i = 0; nodes && i < nodes->len; i++) {
+    const FakeNode *n = nodes->pdata[i];
+    if (i) {
+      g_string_append_c(fake.shape, ' ');
+      g_string_append_c(fake.shape_deps, ' ');
+    }
+    const char *name = NULL;
+    switch (n->type) {
+      case cudaGraphNodeTypeKernel:
+        name = n->ctl == 1   ? (n->cond ? "cond" : "cond1")
+               : n->ctl == 2 ? "count"
+               : n->def      ? n->def->name
+                             : "stamp";
+        break;
+      case cudaGraphNodeTypeMemcpy: {
+        name = "memcpy";
+        gboolean partial = FALSE;
+        gpointer d = mem_find(n->dst, n->count, &partial), *sr = mem_find(n->src, n->count, &partial);
+        Obj *od = d ? g_hash_table_lookup(fake.objects, d) : NULL;
+        Obj *os = sr ? g_hash_table_lookup(fake.objects, sr) : NULL;
+        if (in_body &&
+            (od == NULL || os == NULL || od->kind != DR_FAKE_DEVICE_MEM || os->kind != DR_FAKE_DEVICE_MEM))
+          misuse("cudaGraphInstantiate: a memcpy node touching host memory in a conditional body");
+        break;
+      }
+      case cudaGraphNodeTypeMemset:
+        name = "memset";
+        break;
+      case cudaGraphNodeTypeEmpty:
+        name = "empty";
+        break;
+      case cudaGraphNodeTypeConditional:
+        name = n->ctype == cudaGraphCondTypeWhile ? "while" : "if";
+        break;
+      case cudaGraphNodeTypeHost:
+        name = "host";
+        break;
+      case cudaGraphNodeTypeEventRecord:
+        name = "record";
+        break;
+      case cudaGraphNodeTypeMemAlloc:
+        name = "alloc";
+        break;
+      case cudaGraphNodeTypeMemFree:
+        name = "free";
+        break;
+      default:
+        name = "other";
+        break;
+    }
+    if (in_body && (n->type == cudaGraphNodeTypeHost || n->type == cudaGraphNodeTypeEventRecord ||
+                    n->type == cudaGraphNodeTypeWaitEvent || n->type == cudaGraphNodeTypeMemAlloc ||
+                    n->type == cudaGraphNodeTypeMemFree))
+      misuse("cudaGraphInstantiate: a %s node in a conditional body", name);
+    g_string_append(fake.shape, name);
+    g_string_append_printf(fake.shape_deps, "%u:%s", i, name);
+    if (n->deps->len) {
+      g_string_append_c(fake.shape_deps, '<');
+      for (guint d = 0; d < n->deps->len; d++) {
+        guint at = 0;
+        gboolean found = g_ptr_array_find((GPtrArray *)nodes, n->deps->pdata[d], &at);
+        if (!found) misuse("cudaGraphInstantiate: a dependency outside the node's graph");
+        g_string_append_printf(fake.shape_deps, d ? ",%u" : "%u", found ? at : 9999);
+      }
+      g_string_append_c(fake.shape_deps, '>');
+    }
+    if (n->type != cudaGraphNodeTypeConditional) continue;
+    for (unsigned b = 0; b < n->size; b++) {
+      const Obj *o = fake.bodies ? g_hash_table_lookup(fake.bodies, n->body[b]) : NULL;
+      g_string_append(fake.shape, b ? " | " : "{");
+      g_string_append(fake.shape_deps, b ? " | " : "{");
+      if (o) shape_of(o->nodes, TRUE);
+      if (o == NULL || o->nodes->len == 0) misuse("cudaGraphInstantiate: an empty conditional body");
+    }
+    g_string_append_c(fake.shape, '}');
+    g_string_append_c(fake.shape_deps, '}');
+  }
+}
+
+const char *dr_fake_graph_shape(gboolean deps) {
+  GString *s = deps ? fake.shape_deps : fake.shape;
+  return s ? s->str : "";
+}
+
+/* Performs `nodes` (a graph launch's replay): kernels through their host
+ * twins, control kernels and conditional nodes as the device would. */
+static void replay_nodes(const GPtrArray *nodes) {
+  for (guint i = 0; nodes && i < nodes->len; i++) {
+    const FakeNode *n = nodes->pdata[i];
+    char err[DR_KERR_SIZE] = {0};
+    if (n->type == cudaGraphNodeTypeKernel && n->ctl == 1) {
+      unsigned v = n->cond == NULL ? 1u : n->cond[0] != 0;
+      if (n->trips && (n->count_always || v)) n->trips[0]++;
+      handle_find(n->handle)->value = v;
+    } else if (n->type == cudaGraphNodeTypeKernel && n->ctl == 2) {
+      guint64 k = ++n->trips[0], limit = n->limit_at[0];
+      if (n->stamps && k <= limit) n->stamps[k] = clock_ns += 1000;
+      handle_find(n->handle)->value = k < limit;
+    } else if (n->type == cudaGraphNodeTypeKernel && n->ctl == 3) {
+      *(unsigned long long *)n->dst = clock_ns += 1000;
+    } else if (n->type == cudaGraphNodeTypeKernel && n->def && n->def->host &&
+               n->def->host(&n->l, err) != 0) {
+      misuse("cudaGraphLaunch: kernel %s: host twin refused: %s", n->def->name, err);
+    }
+    if (n->type == cudaGraphNodeTypeMemcpy && n->count) memmove(n->dst, n->src, n->count);
+    if (n->type == cudaGraphNodeTypeMemset && n->count) memset(n->dst, n->value, n->count);
+    if (n->type == cudaGraphNodeTypeHost) n->fn(n->data);
+    if (n->type != cudaGraphNodeTypeConditional) continue;
+    const FakeNode *o = n->orig ? n->orig : n;
+    Handle *h = handle_find(o->handle);
+    const Obj *b0 = g_hash_table_lookup(fake.bodies, o->body[0]);
+    if (o->ctype == cudaGraphCondTypeIf) {
+      if (h->value)
+        replay_nodes(b0->nodes);
+      else if (o->size == 2)
+        replay_nodes(((const Obj *)g_hash_table_lookup(fake.bodies, o->body[1]))->nodes);
+      continue;
+    }
+    for (guint64 trips = 0; h->value; trips++) {
+      if (trips == 10000000) {
+        misuse("cudaGraphLaunch: a WHILE node ran 10^7 trips");
+        break;
+      }
+      replay_nodes(b0->nodes);
+    }
+  }
+}
+
 /* ---- the table and the controls ---------------------------------------------------- */
 
 static const DrCudaApi fake_api = {
@@ -1143,6 +1591,12 @@ const DrCudaApi *dr_fake_api_graph_nodes(void) {
   api.cudaGraphMemsetNodeGetParams = fake_cudaGraphMemsetNodeGetParams;
   api.cudaGraphExecMemsetNodeSetParams = fake_cudaGraphExecMemsetNodeSetParams;
   api.cudaPointerGetAttributes = fake_cudaPointerGetAttributes;
+  api.cudaGraphConditionalHandleCreate = fake_cudaGraphConditionalHandleCreate;
+  api.cudaGraphAddNode = fake_cudaGraphAddNode;
+  api.cudaStreamBeginCaptureToGraph = fake_cudaStreamBeginCaptureToGraph;
+  api.cudaStreamUpdateCaptureDependencies = fake_cudaStreamUpdateCaptureDependencies;
+  api.cond_launch = fake_cond_launch;
+  api.count_launch = fake_count_launch;
   return &api;
 }
 
@@ -1189,6 +1643,12 @@ void dr_fake_reset(void) {
   if (fake.tails) {
     g_hash_table_remove_all(fake.tails);
     g_hash_table_remove_all(fake.event_deps);
+  }
+  while (fake.subs && fake.subs->len) sub_end(FALSE);
+  if (fake.handles) g_array_set_size(fake.handles, 0);
+  if (fake.shape) {
+    g_string_truncate(fake.shape, 0);
+    g_string_truncate(fake.shape_deps, 0);
   }
   fake.exec_node_sets = 0;
   fake.pool_used = fake.pool_high = fake.capture_live = fake.capture_peak = fake.graph_high = 0;

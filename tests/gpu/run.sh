@@ -24,11 +24,18 @@
 #   gpu/timing/spin-chain/{streams,graph}   a chain of 10 spin nodes of
 #                                   200 µs: the sum of the reported node
 #                                   durations is within 5% of 2000 µs
-#   gpu/loops/jacobi/streams        a Jacobi solver that stops at
-#                                   convergence (while loop, host-driven):
-#                                   the host backend's trips and solution
-#                                   (1e-5); graph mode exits 69 (no
-#                                   conditional nodes yet)
+#   gpu/loops/jacobi/{streams,graph}  a Jacobi solver that stops at
+#                                   convergence (while loop: host-driven in
+#                                   streams mode, a CUDA WHILE node in graph
+#                                   mode): the host backend's trips and
+#                                   solution (1e-5)
+#   gpu/loops/cond/{streams,graph}  tests/gpu/loops/cond.yaml (while, if/else,
+#                                   false at entry, nested, repeat around
+#                                   while): the host's bytes and trips
+#   gpu/loops/device-loop/{streams,graph}  tests/gpu/loops/device_loop.yaml
+#                                   (run.device_loop, one WHILE launch): the
+#                                   host's bytes and trips, 20 timed
+#                                   iterations
 #   gpu/loops/repeat/{streams,graph}   nested repeat loops: the host
 #                                   backend's bytes exactly
 #   gpu/ncu/{nvtx-node,capture-range}   Nsight Compute sees dagrun's nodes:
@@ -194,7 +201,7 @@ for mode in streams graph; do
   memory_check "gpu/memory/scratch-limit/$mode" --mode=$mode --memory-limit="${scratch_serial:-0}" \
     "$graphs_dir/scratch.yaml"
 done
-# ---- loops (#17): host-driven in streams mode, repeat unrolled in graph mode ----
+# ---- loops (#17): host-driven in streams mode, conditional nodes in graph mode ----
 # loop_bytes NAME YAML BUFFER BACKEND MODE OUT: runs YAML once with BUFFER
 # saved to OUT (a copy of the file with `save:` added to that buffer).
 loop_bytes() {
@@ -222,11 +229,39 @@ check gpu/loops/jacobi/streams 120 bash -c "$(declare -f loop_bytes same_f32); t
   loop_bytes $golden_dir/good_jacobi.yaml u cuda streams $tmp/u_cuda.bin | grep 'loop solve' >$tmp/trips_cuda &&
   cat $tmp/trips_host $tmp/trips_cuda && [ \"\$(cut -d, -f1 $tmp/trips_host)\" = \"\$(cut -d, -f1 $tmp/trips_cuda)\" ] &&
   same_f32 $tmp/u_host.bin $tmp/u_cuda.bin 1e-5"
-check gpu/loops/jacobi/graph-refuses-while 60 bash -c "$DAGRUN --backend=cuda --mode=graph $golden_dir/good_jacobi.yaml; [ \$? -eq 69 ]"
+# Graph mode: the while is a CUDA WHILE node (backends/cuda/condgraph.c),
+# the same trips (counted on the device) and solution.
+check gpu/loops/jacobi/graph 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
+  loop_bytes $golden_dir/good_jacobi.yaml u host streams $tmp/ug_host.bin | grep 'loop solve' >$tmp/gtrips_host &&
+  loop_bytes $golden_dir/good_jacobi.yaml u cuda graph $tmp/ug_cuda.bin | grep 'loop solve' >$tmp/gtrips_cuda &&
+  cat $tmp/gtrips_host $tmp/gtrips_cuda && [ \"\$(cut -d, -f1 $tmp/gtrips_host)\" = \"\$(cut -d, -f1 $tmp/gtrips_cuda)\" ] &&
+  same_f32 $tmp/ug_host.bin $tmp/ug_cuda.bin 1e-5"
+# cond.yaml: while, if/else, a while false at entry (one trip), nested
+# whiles with a repeat inside, a repeat with a while inside: the host
+# backend's bytes exactly and its trips per loop, in both modes.
+for mode in streams graph; do
+  check "gpu/loops/cond/$mode" 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
+    loop_bytes $gpu_dir/loops/cond.yaml out host streams $tmp/c_host.bin | grep '^loop' | cut -d, -f1 >$tmp/ct_host &&
+    loop_bytes $gpu_dir/loops/cond.yaml out cuda $mode $tmp/c_cuda.bin | grep '^loop' | cut -d, -f1 >$tmp/ct_cuda &&
+    cat $tmp/ct_cuda && diff $tmp/ct_host $tmp/ct_cuda && same_f32 $tmp/c_host.bin $tmp/c_cuda.bin 0"
+done
 for mode in streams graph; do
   check "gpu/loops/repeat/$mode" 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
     loop_bytes $gpu_dir/loops/repeat.yaml out host streams $tmp/r_host.bin &&
     loop_bytes $gpu_dir/loops/repeat.yaml out cuda $mode $tmp/r_cuda.bin && same_f32 $tmp/r_host.bin $tmp/r_cuda.bin 0"
+done
+
+# device_loop.yaml: run.device_loop, 2 warmups + 20 iterations as the trips
+# of one WHILE launch in graph mode (a while nested in each): the host's
+# bytes and trips; the JSON report has 20 iterations, each timed (> 0).
+for mode in streams graph; do
+  check "gpu/loops/device-loop/$mode" 120 bash -c "tmp=$tmp
+    sed \"s|^\\(  out: *{.*\\)}\\s*\$|\\1, save: '$tmp/dl_host.bin'}|\" $gpu_dir/loops/device_loop.yaml >$tmp/dl_h.yaml &&
+    sed \"s|^\\(  out: *{.*\\)}\\s*\$|\\1, save: '$tmp/dl_cuda.bin'}|\" $gpu_dir/loops/device_loop.yaml >$tmp/dl_c.yaml &&
+    $DAGRUN --backend=host $tmp/dl_h.yaml | grep '^loop' | cut -d, -f1 >$tmp/dlt_host &&
+    $DAGRUN --backend=cuda --mode=$mode $tmp/dl_c.yaml | grep '^loop' | cut -d, -f1 >$tmp/dlt_cuda &&
+    diff $tmp/dlt_host $tmp/dlt_cuda && cmp $tmp/dl_host.bin $tmp/dl_cuda.bin &&
+    $DAGRUN --backend=cuda --mode=$mode --format=json $tmp/dl_c.yaml | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"iterations\"]==20 and d[\"makespan_us\"]>0, d[\"iterations\"]; print(\"makespan_us\", d[\"makespan_us\"])'"
 done
 
 # ---- --dot-cuda-graph: CUDA's own DOT of the captured graph ----

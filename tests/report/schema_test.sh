@@ -6,6 +6,7 @@
 # Prints TAP.
 set -u
 dagrun=$1 graphs_dir=$2 schema=$3 validate=$4
+shift 4 # then more pipelines (loops: tests/golden/good_jacobi.yaml)
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 
 # Debian's python3-jsonschema: the first python3 that has it.
@@ -14,7 +15,7 @@ for p in /usr/bin/python3 python3; do
   if "$p" -c 'import jsonschema' 2>/dev/null; then python=$p; break; fi
 done
 
-examples=("$graphs_dir"/*.yaml)
+examples=("$graphs_dir"/*.yaml "$@")
 echo "1..$(( ${#examples[@]} * 2 ))"
 if [ -z "$python" ]; then
   echo "Bail out! no python3 with the jsonschema module: run tools/setup.sh (python3-jsonschema)"
