@@ -104,6 +104,32 @@ static gboolean device_loop_setup(DrCudaLoops *l, guint32 iterations, GError **e
          DR_CUDA(site, cudaStreamCreateWithPriority, &l->dl_outer, cudaStreamNonBlocking, 0);
 }
 
+/* Scratch for every built-in kernel of `g`'s loop bodies (nested too) that
+ * needs it, made here because a capture forbids cudaMalloc. */
+static gboolean body_scratch(DrCudaLoops *l, const DrGraph *g, gboolean in_body, GError **error) {
+  for (DrId v = 0; v < dr_graph_n_nodes(g); v++) {
+    const DrNode *n = dr_graph_node(g, v);
+    if (in_body && n->op == DR_OP_KERNEL) {
+      const DrKernelDecl *decl = dr_graph_kernel(g, n->kernel);
+      const DrKernelDef *def = decl->api_def;
+      if (def == NULL && decl->origin == DR_KERNEL_BUILTIN &&
+          decl->builtin_index < (guint32)dr_kernel_registry_len)
+        def = &dr_kernel_registry[decl->builtin_index];
+      if (def != NULL && def->scratch_bytes) {
+        void *scratch = NULL;
+        if (!DR_CUDA(DR_SITE_NODE(n->id, -1), cudaMalloc, &scratch, def->scratch_bytes)) return FALSE;
+        if (l->scratch == NULL) l->scratch = g_hash_table_new(NULL, NULL);
+        g_hash_table_insert(l->scratch, (gpointer)n, scratch);
+      }
+    }
+    const DrLoop *loop = n->loop ? dr_graph_node_loop(g, v) : NULL;
+    if (loop != NULL && (!body_scratch(l, loop->body, TRUE, error) ||
+                         (loop->else_body != NULL && !body_scratch(l, loop->else_body, TRUE, error))))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph_mode, guint32 iterations,
                               GError **error) {
   const DrGraph *g = plan->graph;
@@ -111,6 +137,7 @@ gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph
   l->plan = plan;
   if (graph_mode && g->run.device_loop && !device_loop_setup(l, iterations, error)) return FALSE;
   if (n == 0) return TRUE;
+  if (!body_scratch(l, g, FALSE, error)) return FALSE;
   l->trips = g_new0(guint64, n);
   l->device_trips = g_new0(gboolean, n);
   if (l->cond_host == NULL && !DR_CUDA(DR_SITE_SETUP("the pinned word loop conditions are read into"),
@@ -189,6 +216,13 @@ void dr__cuda_loops_close(DrCudaLoops *l) {
   g_clear_pointer(&l->trips, g_free);
   g_clear_pointer(&l->device_trips, g_free);
   g_clear_pointer(&l->calls, g_hash_table_unref);
+  if (l->scratch != NULL) {
+    GHashTableIter it;
+    gpointer ptr;
+    g_hash_table_iter_init(&it, l->scratch);
+    while (g_hash_table_iter_next(&it, NULL, &ptr)) (void)api->cudaFree(ptr);
+    g_clear_pointer(&l->scratch, g_hash_table_unref);
+  }
 }
 
 DrKernelCall *dr__cuda_loops_call(DrCudaLoops *l, const DrGraph *g, DrId v, void *const *bases,
@@ -197,7 +231,11 @@ DrKernelCall *dr__cuda_loops_call(DrCudaLoops *l, const DrGraph *g, DrId v, void
   if (l->calls == NULL) l->calls = g_hash_table_new_full(NULL, NULL, NULL, g_free);
   DrKernelCall *call = g_hash_table_lookup(l->calls, n);
   if (call == NULL) g_hash_table_insert(l->calls, (gpointer)n, call = g_new0(DrKernelCall, 1));
-  return dr__kernel_call_bind(g, v, bases, call, error) ? call : NULL;
+  if (!dr__kernel_call_bind(g, v, bases, call, error)) return NULL;
+  if (call->def->scratch_bytes && l->scratch != NULL) {
+    call->launch.scratch = g_hash_table_lookup(l->scratch, n);
+  }
+  return call;
 }
 
 /* Element 0 of condition `cond`, read back on `st`. */

@@ -37,6 +37,11 @@ typedef struct {
    * again at every issue, in place (a node never runs beside itself), and
    * kept until close, as a capture may refer to it. */
   GHashTable *calls;
+  /* const DrNode * -> device scratch (cudaMalloc'd at setup, before any
+   * capture) of each body kernel whose built-in needs scratch: without it a
+   * reduction borrows its scratch with cudaMallocAsync, which a conditional
+   * body cannot hold (memory nodes). Freed at close. */
+  GHashTable *scratch;
 } DrCudaLoops;
 
 /* At open, before any CUDA call: what this build cannot run. Graph mode

@@ -128,6 +128,17 @@ static const Case cases[] = {
      "fill_f32 fill_f32 memset while{fill_f32 cond1 while{scale_f32 add_f32 set_while_gt_f32 cond} count} "
      "memcpy",
      3},
+    /* A reduction in the body (Jacobi's norm): its scratch is the
+     * backend's, made once, so the body holds no memory nodes (a borrowed
+     * cudaMallocAsync would be an alloc node, which CUDA refuses there).
+     * x persists across runs: after the warmup, first sets x[0] = 5 and
+     * the sum halves from 5.49 to below 1 in 3 trips. */
+    {"reduce",
+     "  l:\n    op: loop\n    while: go\n    nodes:\n"
+     "      half: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 0.5, y: x}}\n"
+     "      norm: {op: kernel, kernel: reduce_sum_f32, args: {x: x, y: \"s[0:1]\"}}\n"
+     "      check: {op: kernel, kernel: set_while_gt_f32, args: {x: \"s[0:1]\", tol: 1.0, cond: go}}\n",
+     "fill_f32 fill_f32 memset while{scale_f32 reduce_sum_f32 set_while_gt_f32 cond} memcpy", 3},
 };
 
 /* Graph mode's graph, and its bytes equal the host backend's. */
