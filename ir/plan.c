@@ -39,15 +39,49 @@ void dr_plan_free(DrPlan *plan) {
   g_free(plan);
 }
 
+/* Several devices: the serial order still, on one stream per device (a
+ * stream belongs to one device), each node waiting on the one before it
+ * when that ran on another device's stream. */
+static void serial_per_device(DrPlan *p, const DrGraph *graph) {
+  guint32 n = graph->nodes->len;
+  gint32 devs[DR_MAX_DEVICES + 1];
+  guint32 n_devs = 0;
+  for (DrId i = 0; i < n; i++) {
+    gint32 d = dr_graph_node_device(graph, i);
+    guint32 k = 0;
+    while (k < n_devs && devs[k] != d) k++;
+    if (k == n_devs) {
+      devs[n_devs++] = d;
+      DrStream s = {DR_PRIORITY_NORMAL, 0, d, d < 0};
+      g_array_append_val(p->streams, s);
+    }
+    g_array_index(p->streams, DrStream, k).n_nodes++;
+    DrPlanStep step = {i, k, p->waits->len, 0};
+    if (i > 0 && p->node_stream[i - 1] != k) {
+      DrId prev = i - 1;
+      g_array_append_val(p->waits, prev);
+      step.wait_count = 1;
+      p->needs_event[prev] = TRUE;
+    }
+    g_array_append_val(p->steps, step);
+    p->node_step[i] = i;
+    p->node_stream[i] = k;
+  }
+}
+
 DrPlan *dr_plan_new_serial(const DrGraph *graph) {
   DrPlan *p = dr_plan_new(graph);
   guint32 n = graph->nodes->len;
-  DrStream s = {DR_PRIORITY_NORMAL, n, graph->run.device, FALSE};
-  g_array_append_val(p->streams, s);
-  for (DrId i = 0; i < n; i++) {
-    DrPlanStep step = {i, 0, 0, 0};
-    g_array_append_val(p->steps, step);
-    p->node_step[i] = i;
+  if (graph->run.n_devices > 1) {
+    serial_per_device(p, graph);
+  } else {
+    DrStream s = {DR_PRIORITY_NORMAL, n, graph->run.device, FALSE};
+    g_array_append_val(p->streams, s);
+    for (DrId i = 0; i < n; i++) {
+      DrPlanStep step = {i, 0, 0, 0};
+      g_array_append_val(p->steps, step);
+      p->node_step[i] = i;
+    }
   }
   p->width = n ? 1 : 0;
   p->cap = 1;

@@ -144,7 +144,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrPlan, dr_plan_free)
 #define dr_plan_wait(p, i) (g_array_index((p)->waits, DrId, (i)))
 
 /* Returns the serial plan: every node on one stream in program order, no
- * waits, and the same for every loop body (plan->bodies). Used by
+ * waits (with several run.devices: one stream per device, each node
+ * waiting on the node before it in program order when that is on another
+ * stream, so still one node at a time in program order), and the same for every loop body (plan->bodies).
+ * Used by
  * --verify's reference run. */
 DrPlan *dr_plan_new_serial(const DrGraph *graph);
 
