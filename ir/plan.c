@@ -35,8 +35,24 @@ void dr_plan_free(DrPlan *plan) {
   g_free(plan->needs_event);
   g_free(plan->storage);
   g_free(plan->storage_bytes);
+  g_free(plan->peer_path);
   if (plan->bodies) g_ptr_array_unref(plan->bodies);
   g_free(plan);
+}
+
+const char *dr_plan_peer_path(const DrPlan *plan, DrId v) {
+  const DrGraph *g = plan->graph;
+  gint32 sd, dd;
+  if (!dr_graph_copy_is_peer(g, v, &sd, &dd)) return NULL;
+  if (sd == dd) return "access";
+  if (plan->peer_path == NULL) return "unknown";
+  guint32 n;
+  (void)dr_graph_devices(g, &n);
+  gint32 a = dr_graph_node_device(g, v), b = a == sd ? dd : sd;
+  gint32 ra = dr_graph_device_rank(g, a), rb = dr_graph_device_rank(g, b);
+  if (ra < 0 || rb < 0) return "unknown";
+  guint8 p = plan->peer_path[(guint32)ra * n + (guint32)rb];
+  return p == DR_PEER_ACCESS ? "access" : p == DR_PEER_STAGED ? "staged" : "unknown";
 }
 
 /* Several devices: the serial order still, on one stream per device (a

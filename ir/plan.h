@@ -120,7 +120,24 @@ typedef struct {
    * the loop has none); each borrows its body graph. NULL when the graph
    * has no loop. */
   GPtrArray *bodies;
+  /* Peer copies' path, known only on the CUDA backend (backends/run.h,
+   * dr_run_probe_peers; NULL: not asked, as on the host backend or without
+   * a GPU): [n * n] over the ranks of the run's devices (n of
+   * dr_graph_devices), [a * n + b] = DR_PEER_ACCESS when device a can
+   * access device b's memory (cudaDeviceCanAccessPeer), DR_PEER_STAGED when
+   * it cannot (a peer copy from a to b or b to a run on a then stages
+   * through pinned host memory), 0 when not asked. */
+  guint8 *peer_path;
 } DrPlan;
+
+#define DR_PEER_ACCESS 1u
+#define DR_PEER_STAGED 2u
+
+/* How peer copy node `v` (dr_graph_copy_is_peer) moves its bytes by
+ * `plan`'s probe: "access" (cudaMemcpyPeerAsync; a device to itself
+ * always), "staged" (through pinned host memory) or "unknown" (not
+ * probed: said at run time). */
+const char *dr_plan_peer_path(const DrPlan *plan, DrId v);
 
 /* Returns an empty plan for `graph` with node arrays sized to it. Free with
  * dr_plan_free (NULL-safe). */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backends/cuda/streams.h"
+#include "backends/run.h"
 
 gboolean dr__cuda_available(char **why) {
   int count = 0;
@@ -151,6 +152,37 @@ gboolean dr__cuda_streams_sync(const DrCudaStreams *s, const char *what, GError 
   return dr__cuda_check(dr_cuda_api()->cudaSetDevice(s->devices[0].ordinal), "cudaSetDevice",
                         DR_SITE_SETUP(what), ok ? error : NULL) &&
          ok;
+}
+
+void dr_run_probe_peers(DrPlan *plan, DrBackendKind backend) {
+  const DrGraph *g = plan->graph;
+  const DrCudaApi *api = dr_cuda_api();
+  guint32 n;
+  const gint32 *devs = dr_graph_devices(g, &n);
+  if (backend == DR_BACKEND_HOST || n < 2 || plan->peer_path != NULL) return;
+  g_autofree guint8 *path = g_new0(guint8, n * n);
+  gboolean any = FALSE;
+  int count = 0;
+  for (DrId v = 0; v < dr_graph_n_nodes(g); v++) {
+    gint32 sd, dd;
+    if (!dr_graph_copy_is_peer(g, v, &sd, &dd) || sd == dd) continue;
+    if (!any && (api->cudaGetDeviceCount(&count) != cudaSuccess || count < 1)) {
+      (void)api->cudaGetLastError();
+      return; /* no GPU: the host backend will run it */
+    }
+    any = TRUE;
+    gint32 a = dr_graph_node_device(g, v), b = a == sd ? dd : sd;
+    gint32 ra = dr_graph_device_rank(g, a), rb = dr_graph_device_rank(g, b);
+    if (ra < 0 || rb < 0 || path[ra * n + rb] != 0) continue;
+    int can = 0;
+    if (devs[ra] >= count || devs[rb] >= count ||
+        api->cudaDeviceCanAccessPeer(&can, devs[ra], devs[rb]) != cudaSuccess) {
+      (void)api->cudaGetLastError();
+      return;
+    }
+    path[ra * n + rb] = can ? DR_PEER_ACCESS : DR_PEER_STAGED;
+  }
+  if (any) plan->peer_path = g_steal_pointer(&path);
 }
 
 /* The devices of `plan`'s run: `device` alone, or run.devices. */

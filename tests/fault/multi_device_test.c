@@ -34,6 +34,7 @@
 #include "backends/run.h"
 #include "include/dagrun/dagrun.h"
 #include "lib/load.h"
+#include "report/report.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
 
@@ -483,6 +484,37 @@ static void test_collective_refused(void) {
   dr_fake_reset();
 }
 
+/* --plan knows the path at plan time on the CUDA backend (a probe through
+ * the table), and says so in text and JSON; the host backend's plan says
+ * the run checks it. */
+static void test_plan_probe(void) {
+  dr_fake_set_devices(2);
+  g_autoptr(DrGraph) g = load(two_devices);
+  DrId p01 = dr_graph_find_node(g, "p01");
+  for (int can = 0; can < 2; can++) {
+    dr_fake_set_peer_access(can);
+    dr_fake_reset();
+    g_autoptr(DrPlan) p = plan(g);
+    g_assert_cmpstr(dr_plan_peer_path(p, p01), ==, "unknown");
+    dr_run_probe_peers(p, DR_BACKEND_HOST);
+    g_assert_null(p->peer_path);
+    dr_run_probe_peers(p, DR_BACKEND_CUDA);
+    g_assert_nonnull(p->peer_path);
+    g_assert_cmpstr(dr_plan_peer_path(p, p01), ==, can ? "access" : "staged");
+    g_assert_cmpuint(count_calls("cudaDeviceCanAccessPeer", cudaSuccess), ==, 2);
+    g_assert_null(dr_plan_peer_path(p, dr_graph_find_node(g, "down")));
+    g_autoptr(GString) text = g_string_new(NULL), json = g_string_new(NULL);
+    dr_plan_write_text(p, text);
+    dr_plan_write_json(p, json);
+    g_assert_nonnull(
+        strstr(text->str, can ? "KiB, peer 0->1)" : "peer 0->1 staged through pinned host memory"));
+    g_assert_nonnull(strstr(json->str, can ? "\"peer\": \"access\"" : "\"peer\": \"staged\""));
+    assert_clean();
+  }
+  dr_fake_set_peer_access(TRUE);
+  dr_fake_reset();
+}
+
 /* ---- fault sweeps ------------------------------------------------------- */
 
 typedef struct {
@@ -599,6 +631,7 @@ int main(int argc, char **argv) {
     g_test_add_data_func(d, &modes[i], test_self_copy);
   }
   g_test_add_func("/multi-device/peer-once", test_peer_once);
+  g_test_add_func("/multi-device/plan-probe", test_plan_probe);
   g_test_add_func("/multi-device/missing-device", test_missing_device);
   g_test_add_func("/multi-device/collective-refused", test_collective_refused);
   static const SweepCase sweeps[] = {
