@@ -1,6 +1,7 @@
 /* fake_cuda.h: a fake CUDA runtime for the CPU, and the fault shim on top
- * of it: a DrCudaApi table (backends/cuda_api.h) that emulates one device
- * in host memory and can fail the Nth call with a chosen error.
+ * of it: a DrCudaApi table (backends/cuda_api.h) that emulates devices
+ * in host memory (one by default, up to 8: dr_fake_set_devices) and can
+ * fail the Nth call with a chosen error.
  *
  * The fake keeps every object the backends make in one table: device and
  * pinned memory are g_malloc0 blocks of the asked size; streams, events,
