@@ -46,6 +46,9 @@ G_BEGIN_DECLS
   X(cudaDeviceGetDefaultMemPool, (cudaMemPool_t * pool, int device), (pool, device))                                                             \
   X(cudaMemPoolSetAttribute, (cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value), (pool, attr, value))                                  \
   X(cudaMemcpyAsync, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream), (dst, src, count, kind, stream)) \
+  X(cudaMemcpyPeerAsync, (void *dst, int dst_device, const void *src, int src_device, size_t count, cudaStream_t stream), (dst, dst_device, src, src_device, count, stream)) \
+  X(cudaDeviceCanAccessPeer, (int *can, int device, int peer), (can, device, peer))                                                           \
+  X(cudaDeviceEnablePeerAccess, (int peer, unsigned int flags), (peer, flags))                                                                  \
   X(cudaMemsetAsync, (void *ptr, int value, size_t count, cudaStream_t stream), (ptr, value, count, stream))                                     \
   X(cudaLaunchHostFunc, (cudaStream_t stream, cudaHostFn_t fn, void *data), (stream, fn, data))                                                  \
   X(cudaStreamBeginCapture, (cudaStream_t stream, enum cudaStreamCaptureMode mode), (stream, mode))                                              \

@@ -75,6 +75,16 @@ typedef struct {
  * device), backend auto, stamp timing, everything else off. */
 void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph);
 
+/* --plan on the CUDA backend says how each peer copy between two devices
+ * will move (DrPlan.peer_path): with `backend` cuda or auto, and a peer
+ * copy between two different devices in `plan`, asks
+ * cudaDeviceCanAccessPeer (through DrCudaApi; no stream, no allocation)
+ * for each pair a peer copy uses, as the CUDA backend will at open
+ * (backends/cuda/streams.c). Leaves peer_path NULL (unknown) for the host
+ * backend, or when the runtime says no device, or a call fails (the run
+ * says it then). */
+void dr_run_probe_peers(DrPlan *plan, DrBackendKind backend);
+
 /* Hardware queues: the CUDA backend runs a plan's streams eagerly on the
  * device's hardware work queues, 8 by default; with more streams than
  * queues, streams share queues and serialize falsely (GPU-NOTES.md). The

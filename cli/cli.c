@@ -235,8 +235,12 @@ static void warn(GString *err, const char *what, const char *why) {
 
 /* Says which of the given flags do nothing for what was asked. */
 static void warn_no_effect(const Options *o, GString *err) {
-  const char *flag = run_flag(o);
   const char *stop = o->dump_after ? "--dump-after" : o->check ? "--check" : o->plan ? "--plan" : NULL;
+  /* --plan --backend: the plan shows the path the backend's peer copies
+   * take (probed on the CUDA backend). */
+  Options but_backend = *o;
+  if (o->plan && !o->check && !o->dump_after) but_backend.backend = NULL;
+  const char *flag = run_flag(&but_backend);
   if (flag && stop) {
     g_autofree char *why = g_strdup_printf("with %s: nothing runs", stop);
     warn(err, flag, why);
@@ -423,6 +427,7 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, GString *out, GS
   DrPlanSettings ps = {.max_streams = o->max_streams != UNSET ? (guint)o->max_streams : 0,
                        .profile_path = o->profile};
   if (o->mode) ps.mode_set = dr_mode_from_name(o->mode, &ps.mode);
+  if (o->backend) (void)dr_backend_kind_from_name(o->backend, &ps.backend);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(pipeline, &ps, &error);
   if (plan == NULL) return report_error(err, error);

@@ -387,6 +387,27 @@ gint32 dr_graph_buffer_device(const DrGraph *graph, DrId b) {
   return buf->device_set ? buf->device : graph->run.device;
 }
 
+gboolean dr_graph_copy_is_peer(const DrGraph *graph, DrId v, gint32 *src_dev, gint32 *dst_dev) {
+  const DrNode *n = dr_graph_node(graph, v);
+  if (n->op != DR_OP_COPY) return FALSE;
+  DrId src = DR_NONE, dst = DR_NONE;
+  for (guint32 i = 0; i < n->access_count; i++) {
+    const DrAccess *a = dr_graph_access(graph, n->access_first + i);
+    if (a->mode == DR_ACCESS_READ && src == DR_NONE)
+      src = a->buffer;
+    else if (a->mode != DR_ACCESS_READ && dst == DR_NONE)
+      dst = a->buffer;
+  }
+  if (src == DR_NONE || dst == DR_NONE) return FALSE;
+  gint32 s = dr_graph_buffer_device(graph, src), d = dr_graph_buffer_device(graph, dst);
+  if (s < 0 || d < 0) return FALSE;
+  if (s == d && !(dr_graph_buffer(graph, src)->device_set && dr_graph_buffer(graph, dst)->device_set))
+    return FALSE;
+  if (src_dev) *src_dev = s;
+  if (dst_dev) *dst_dev = d;
+  return TRUE;
+}
+
 gint32 dr_graph_node_device(const DrGraph *graph, DrId v) {
   const DrNode *n = dr_graph_node(graph, v);
   if (DR_OP_IS_COLLECTIVE(n->op) && n->n_parts > 1) return -1;

@@ -452,6 +452,12 @@ gint32 dr_graph_buffer_device(const DrGraph *graph, DrId b);
  * the run's device for host nodes (and for nodes the devices pass has not
  * seen), -1 for a collective over several devices. */
 gint32 dr_graph_node_device(const DrGraph *graph, DrId v);
+/* Copy node v is a peer copy: src and dst are device buffers on two
+ * different devices, or both name their `device:` (a copy from a device
+ * to itself then takes the peer path too, so one GPU exercises it);
+ * *src_dev and *dst_dev (each may be NULL) are then their devices. FALSE
+ * for every other node. */
+gboolean dr_graph_copy_is_peer(const DrGraph *graph, DrId v, gint32 *src_dev, gint32 *dst_dev);
 /* The release threshold of `device`: its memory.release_threshold entry,
  * else the run's; *set: whether either was given. */
 guint64 dr_graph_release_threshold(const DrGraph *graph, gint32 device, gboolean *set);

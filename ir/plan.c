@@ -35,19 +35,69 @@ void dr_plan_free(DrPlan *plan) {
   g_free(plan->needs_event);
   g_free(plan->storage);
   g_free(plan->storage_bytes);
+  g_free(plan->peer_path);
   if (plan->bodies) g_ptr_array_unref(plan->bodies);
   g_free(plan);
+}
+
+const char *dr_plan_peer_path(const DrPlan *plan, DrId v) {
+  const DrGraph *g = plan->graph;
+  gint32 sd, dd;
+  if (!dr_graph_copy_is_peer(g, v, &sd, &dd)) return NULL;
+  if (sd == dd) return "access";
+  if (plan->peer_path == NULL) return "unknown";
+  guint32 n;
+  (void)dr_graph_devices(g, &n);
+  gint32 a = dr_graph_node_device(g, v), b = a == sd ? dd : sd;
+  gint32 ra = dr_graph_device_rank(g, a), rb = dr_graph_device_rank(g, b);
+  if (ra < 0 || rb < 0) return "unknown";
+  guint8 p = plan->peer_path[(guint32)ra * n + (guint32)rb];
+  return p == DR_PEER_ACCESS ? "access" : p == DR_PEER_STAGED ? "staged" : "unknown";
+}
+
+/* Several devices: the serial order still, on one stream per device (a
+ * stream belongs to one device), each node waiting on the one before it
+ * when that ran on another device's stream. */
+static void serial_per_device(DrPlan *p, const DrGraph *graph) {
+  guint32 n = graph->nodes->len;
+  gint32 devs[DR_MAX_DEVICES + 1];
+  guint32 n_devs = 0;
+  for (DrId i = 0; i < n; i++) {
+    gint32 d = dr_graph_node_device(graph, i);
+    guint32 k = 0;
+    while (k < n_devs && devs[k] != d) k++;
+    if (k == n_devs) {
+      devs[n_devs++] = d;
+      DrStream s = {DR_PRIORITY_NORMAL, 0, d, d < 0};
+      g_array_append_val(p->streams, s);
+    }
+    g_array_index(p->streams, DrStream, k).n_nodes++;
+    DrPlanStep step = {i, k, p->waits->len, 0};
+    if (i > 0 && p->node_stream[i - 1] != k) {
+      DrId prev = i - 1;
+      g_array_append_val(p->waits, prev);
+      step.wait_count = 1;
+      p->needs_event[prev] = TRUE;
+    }
+    g_array_append_val(p->steps, step);
+    p->node_step[i] = i;
+    p->node_stream[i] = k;
+  }
 }
 
 DrPlan *dr_plan_new_serial(const DrGraph *graph) {
   DrPlan *p = dr_plan_new(graph);
   guint32 n = graph->nodes->len;
-  DrStream s = {DR_PRIORITY_NORMAL, n, graph->run.device, FALSE};
-  g_array_append_val(p->streams, s);
-  for (DrId i = 0; i < n; i++) {
-    DrPlanStep step = {i, 0, 0, 0};
-    g_array_append_val(p->steps, step);
-    p->node_step[i] = i;
+  if (graph->run.n_devices > 1) {
+    serial_per_device(p, graph);
+  } else {
+    DrStream s = {DR_PRIORITY_NORMAL, n, graph->run.device, FALSE};
+    g_array_append_val(p->streams, s);
+    for (DrId i = 0; i < n; i++) {
+      DrPlanStep step = {i, 0, 0, 0};
+      g_array_append_val(p->steps, step);
+      p->node_step[i] = i;
+    }
   }
   p->width = n ? 1 : 0;
   p->cap = 1;

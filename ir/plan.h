@@ -120,7 +120,24 @@ typedef struct {
    * the loop has none); each borrows its body graph. NULL when the graph
    * has no loop. */
   GPtrArray *bodies;
+  /* Peer copies' path, known only on the CUDA backend (backends/run.h,
+   * dr_run_probe_peers; NULL: not asked, as on the host backend or without
+   * a GPU): [n * n] over the ranks of the run's devices (n of
+   * dr_graph_devices), [a * n + b] = DR_PEER_ACCESS when device a can
+   * access device b's memory (cudaDeviceCanAccessPeer), DR_PEER_STAGED when
+   * it cannot (a peer copy from a to b or b to a run on a then stages
+   * through pinned host memory), 0 when not asked. */
+  guint8 *peer_path;
 } DrPlan;
+
+#define DR_PEER_ACCESS 1u
+#define DR_PEER_STAGED 2u
+
+/* How peer copy node `v` (dr_graph_copy_is_peer) moves its bytes by
+ * `plan`'s probe: "access" (cudaMemcpyPeerAsync; a device to itself
+ * always), "staged" (through pinned host memory) or "unknown" (not
+ * probed: said at run time). */
+const char *dr_plan_peer_path(const DrPlan *plan, DrId v);
 
 /* Returns an empty plan for `graph` with node arrays sized to it. Free with
  * dr_plan_free (NULL-safe). */
@@ -144,7 +161,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrPlan, dr_plan_free)
 #define dr_plan_wait(p, i) (g_array_index((p)->waits, DrId, (i)))
 
 /* Returns the serial plan: every node on one stream in program order, no
- * waits, and the same for every loop body (plan->bodies). Used by
+ * waits (with several run.devices: one stream per device, each node
+ * waiting on the node before it in program order when that is on another
+ * stream, so still one node at a time in program order), and the same for every loop body (plan->bodies).
+ * Used by
  * --verify's reference run. */
 DrPlan *dr_plan_new_serial(const DrGraph *graph);
 

@@ -71,6 +71,7 @@ DrStreamPlan *dr_pipeline_plan(DrPipeline *pipeline, const DrPlanSettings *setti
   opts.durations = profiled;
   DrPlan *plan = dr_plan_build(pipeline->graph, &opts, error);
   if (plan == NULL) return NULL;
+  dr_run_probe_peers(plan, settings ? settings->backend : DR_BACKEND_AUTO);
   DrStreamPlan *sp = g_new0(DrStreamPlan, 1);
   sp->plan = plan;
   sp->mode = mode;

@@ -7,8 +7,9 @@
  * "memory": {"peak_serial_bytes", "peak_bound_bytes", "whole_run_bytes",
  * "granule_bytes", "lifetimes", "peak_bound_buffers": [{"buffer",
  * "lifetime", "alloc", "free", "bytes"}]}, "stream_priorities": [names], "nodes": [{"id", "op", "stream",
- * "priority", "device" (with several devices), "waits": [ids]}] in plan
- * order, one node per line}.
+ * "priority", "device" (with several devices), "peer" (peer copies only:
+ * "access", "staged" or "unknown"), "waits": [ids]}] in plan order, one
+ * node per line}.
  *
  * The same code writes into a GString or streams to a FILE (the writer
  * hands its buffer to the file every 64 KiB), so a million-node plan does
@@ -126,6 +127,10 @@ static void write_plan_object(const DrPlan *plan, DrJsonWriter *w) {
       dr__json_key(w, "device");
       dr__json_double(w, g_array_index(plan->streams, DrStream, step->stream).device, 0);
     }
+    /* Peer copies only, so other plans keep their shape: "access",
+     * "staged" or "unknown" (DrPlan.peer_path). */
+    const char *peer = dr_plan_peer_path(plan, step->node);
+    if (peer != NULL) dr__json_member_string(w, "peer", peer);
     dr__json_key(w, "waits");
     dr__json_begin_array(w);
     for (guint32 k = 0; k < step->wait_count; k++)

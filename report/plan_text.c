@@ -10,6 +10,8 @@
  * then every step in issue order with its waits. Only ids, counts and
  * rounded estimates (num.h: '.' decimals and English sizes whatever the
  * locale): no addresses, so the text is stable. O(V + E). */
+#include <string.h>
+
 #include "ir/loops.h"
 #include "report/num.h"
 #include "report/plan_common.h"
@@ -84,6 +86,21 @@ void dr__plan_node_detail(const DrGraph *g, DrId id, GString *out) {
     case DR_N_OPS:
       break;
   }
+}
+
+/* A peer copy's devices and path (DrPlan.peer_path): ", peer 0->1",
+ * ", peer 0->1 staged through pinned host memory" (no peer access), ",
+ * peer 0->1 (access checked at run time)" (not probed: the host backend
+ * copies between its separate memories). */
+static void write_peer(const DrPlan *plan, DrId v, GString *out) {
+  gint32 sd, dd;
+  const char *path = dr_plan_peer_path(plan, v);
+  if (path == NULL || !dr_graph_copy_is_peer(plan->graph, v, &sd, &dd)) return;
+  g_string_append_printf(out, ", peer %d->%d", sd, dd);
+  if (strcmp(path, "staged") == 0)
+    g_string_append(out, " staged through pinned host memory");
+  else if (strcmp(path, "unknown") == 0)
+    g_string_append(out, " (access checked at run time)");
 }
 
 void dr__plan_stream_kind(const DrGraph *g, const DrStream *st, GString *out) {
@@ -182,6 +199,7 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
     const DrPlanStep *step = dr_plan_step(plan, i);
     g_string_append_printf(out, "  %u s%u %s (", i, step->stream, dr_graph_node(g, step->node)->id);
     dr__plan_node_detail(g, step->node, out);
+    write_peer(plan, step->node, out);
     g_string_append_c(out, ')');
     if (g->run.n_devices > 1) {
       /* each node's device where there are several (its stream's) */

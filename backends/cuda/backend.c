@@ -14,7 +14,9 @@
  * (profile.c). A library user's stream orders an iteration by two events
  * (run_on_stream), and binds and writes of external memory go to memory.c
  * and the mode. Close releases in the opposite order, and
- * first drains the device when something may still be in flight. This file
+ * first drains the device when something may still be in flight (every
+ * device, with several: streams.c selects each device for its calls and
+ * leaves the first selected between them). This file
  * makes no decision of its own about streams, memory, launches or timing:
  * each part's file owns those. */
 #include "backends/cuda/cuda.h"
@@ -26,7 +28,10 @@ static void cuda_close(DrBackend *b) {
    * host calls): let it drain before anything is released. After a clean
    * run nothing is (the last iteration drained the device, checked), so
    * close makes only releases and has no error to lose. */
-  if (!b->idle) (void)api->cudaDeviceSynchronize();
+  if (!b->idle && b->streams.n_devices > 1)
+    (void)dr__cuda_streams_sync(&b->streams, "closing", NULL);
+  else if (!b->idle)
+    (void)api->cudaDeviceSynchronize();
   /* A run stopped or failed before its last timed iteration finished. */
   if (b->profiling) (void)api->cudaProfilerStop();
   if (b->caller.in) (void)api->cudaEventDestroy(b->caller.in);
@@ -140,7 +145,7 @@ static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTim
    * an error that arrives now is the run's to report (DR_ERROR_RUNTIME
    * naming cudaDeviceSynchronize), not close's to drop. */
   if (iteration + 1 == b->opts.warmup + b->opts.iterations) {
-    if (!DR_CUDA(DR_SITE_SETUP("draining the device after the last iteration"), cudaDeviceSynchronize) ||
+    if (!dr__cuda_streams_sync(&b->streams, "draining the device after the last iteration", error) ||
         !dr__cuda_memory_read_high(&b->memory, b->mode == &dr__cuda_graph_mode, error))
       return FALSE;
     if (b->profiling) {
@@ -188,7 +193,7 @@ static gboolean cuda_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **
  * something it may still use changes: a setup step, not a run's order. */
 static gboolean quiesce(DrBackend *b, GError **error) {
   if (b->idle) return TRUE;
-  if (!DR_CUDA(DR_SITE_SETUP("waiting for the work in flight"), cudaDeviceSynchronize)) return FALSE;
+  if (!dr__cuda_streams_sync(&b->streams, "waiting for the work in flight", error)) return FALSE;
   b->idle = TRUE;
   return TRUE;
 }
@@ -198,9 +203,9 @@ static gboolean quiesce(DrBackend *b, GError **error) {
  * follow it again (best effort: the runner should then be freed). */
 static gboolean cuda_bind_buffer(DrBackend *b, DrId buffer, void *ptr, const char **how, GError **error) {
   DrCudaBase old;
-  if (!quiesce(b, error) ||
-      !dr__cuda_memory_bind(&b->memory, buffer, ptr, b->streams.devices[0].ordinal, &old, error))
-    return FALSE;
+  int device =
+      b->streams.n_devices > 1 ? dr_graph_buffer_device(b->graph, buffer) : b->streams.devices[0].ordinal;
+  if (!quiesce(b, error) || !dr__cuda_memory_bind(&b->memory, buffer, ptr, device, &old, error)) return FALSE;
   if (!b->mode->buffer_moved(b, buffer, how, error)) {
     dr__cuda_memory_unbind(&b->memory, buffer, &old);
     const char *again_how = NULL;

@@ -355,6 +355,8 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   cudaStream_t origin = b->streams.origin;
   guint32 k = ln->node_kcall[v];
   if (k == DR_NONE || cg->node == NULL || cg->node[v] == NULL || ln->kcalls[k].patch_count > 0) return FALSE;
+  /* The one-node capture runs on origin: only for nodes of origin's device. */
+  if (b->streams.stream_device[b->plan->node_stream[v]] != 0) return FALSE;
   DrKLaunch l = ln->kcalls[k].call.launch;
   l.stream = origin;
   l.pdl = 0; /* alone in its capture: no kernel before it (the edge is the executable's) */

@@ -10,7 +10,10 @@
  * one NCCL group, issue_group); then every stream joins origin.
  * The walk decides the order and which part does each piece: the waits and
  * events are streams.c's, the timing timing.c's, copies, memsets and
- * stream-ordered allocations memory.c's, launches launch.c's. A capture
+ * stream-ordered allocations memory.c's, launches launch.c's. With several
+ * devices each step first selects its stream's device (streams.c), so a
+ * cross-device edge is a record after the cudaSetDevice of the producer's
+ * device and a wait after that of the consumer's. A capture
  * (graph.c) runs the same walk with its hooks. This file owns no CUDA
  * handle. */
 #include "backends/cuda/cuda.h"
@@ -27,7 +30,7 @@ static gboolean issue_work(DrBackend *b, const DrCudaApi *api, DrId v, guint32 k
     case DR_OP_KERNEL: /* built-ins take the bound path */
       return dr__user_kernel_launch(&b->launch, b->memory.bases, v, st, site, error);
     case DR_OP_COPY:
-      return dr__cuda_memory_copy(&b->memory, n, st, site, error);
+      return dr__cuda_memory_copy(&b->memory, v, st, site, error);
     case DR_OP_MEMSET:
       return dr__cuda_memory_set(&b->memory, n, st, site, error);
     case DR_OP_ALLOC:
@@ -90,7 +93,11 @@ static gboolean issue_step_work(const Walk *w, const DrPlanStep *step, GError **
   DrBackend *b = w->b;
   DrId v = step->node;
   cudaStream_t st = b->streams.stream[step->stream];
-  if (!dr__cuda_streams_wait(&b->streams, w->api, step, error)) return FALSE;
+  /* Several devices: the step's calls are made with its stream's device
+   * selected (nothing with one). */
+  if (!dr__cuda_streams_use(&b->streams, step->stream, error) ||
+      !dr__cuda_streams_wait(&b->streams, w->api, step, error))
+    return FALSE;
   guint32 k = b->launch.node_kcall[v];
   if (G_LIKELY(k != DR_NONE && !w->events && w->cap == NULL)) {
     /* The hot path: a bound built-in, nothing else around it. */

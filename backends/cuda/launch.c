@@ -48,6 +48,8 @@ static gboolean kernel_resources(DrCudaLaunch *l, const DrCudaStreams *s, DrId i
   if (def == NULL) return TRUE;
   guint32 k = l->plan->node_stream[id];
   DrCudaSite site = DR_SITE_NODE(dr_graph_node(l->graph, id)->id, k);
+  /* On the node's device: its scratch, and its stream's cuBLAS context. */
+  if (!dr__cuda_streams_use(s, k, error)) return FALSE;
   if (def->scratch_bytes && !DR_CUDA(site, cudaMalloc, &l->scratch[id], def->scratch_bytes)) return FALSE;
   if (!(def->flags & DR_KFLAG_BLAS) || l->blas[k] != NULL) return TRUE;
   if (l->blas_ws[k] == NULL && !DR_CUDA(site, cudaMalloc, &l->blas_ws[k], DR_KBLAS_DEFAULT_WORKSPACE))
@@ -70,7 +72,10 @@ gboolean dr__cuda_launch_setup(DrCudaLaunch *l, const DrCudaStreams *s, const Dr
     if (n->op == DR_OP_HOST) dr__host_call_bind(g, i, m->bases, host_output, &l->hcalls[i]);
     if (n->op == DR_OP_KERNEL && !kernel_resources(l, s, i, error)) return FALSE;
   }
-  return dr__user_kernels_load(l, s->devices[0].ordinal, error);
+  /* User kernels are loaded once (cudaLibraryLoadData: context-independent,
+   * launched on whichever device is selected) for the first device's
+   * compute capability. */
+  return dr__cuda_streams_use_device(s, 0, error) && dr__user_kernels_load(l, s->devices[0].ordinal, error);
 }
 
 /* Which built-in kernel nodes may launch early with programmatic dependent

@@ -9,7 +9,8 @@
  * (launch.c); a stream-ordered buffer's pointer exists only from its alloc
  * node on, and launches into it are patched just before they run. Every
  * CUDA call goes through DR_CUDA. This file does not decide when a node
- * runs (issue.c) nor on which stream (streams.c). */
+ * runs (issue.c) nor on which stream (streams.c), nor which pairs of
+ * devices have peer access (streams.c decides at open). */
 #include "backends/cuda/memory.h"
 
 #include <string.h>
@@ -23,22 +24,32 @@ void dr__cuda_memory_open(DrCudaMemory *m, const DrGraph *graph) {
   m->pinned = g_new0(gboolean, MAX(m->n_buffers, 1));
   m->async_live = g_new0(gboolean, MAX(m->n_buffers, 1));
   m->external = g_new0(gboolean, MAX(m->n_buffers, 1));
-  m->pool = NULL;
+  m->n_nodes = dr_graph_n_nodes(graph);
+  m->stage = g_new0(void *, MAX(m->n_nodes, 1));
   m->high = G_MAXUINT64;
 }
 
+/* The device index buffer `i` lives on (0 for host buffers). */
+static guint32 buffer_device(const DrCudaMemory *m, DrId i) {
+  return dr__cuda_streams_device_index(m->streams, dr_graph_buffer_device(m->graph, i));
+}
+
 /* Allocates whole-run buffer `i` and fills it with its init contents. */
-static gboolean whole_run_buffer(DrCudaMemory *m, DrId i, cudaStream_t origin, GError **error) {
+static gboolean whole_run_buffer(DrCudaMemory *m, DrId i, GError **error) {
   const DrGraph *g = m->graph;
   const DrBuffer *buf = dr_graph_buffer(g, i);
   g_autofree char *what = g_strdup_printf("buffer '%s'", buf->name);
   DrCudaSite site = DR_SITE_SETUP(what);
   gsize bytes = MAX(dr_buffer_bytes(buf), 1);
+  /* A device buffer is made, and filled, on its device. */
+  guint32 d = buffer_device(m, i);
+  cudaStream_t origin = dr__cuda_streams_setup_of(m->streams, d);
   if (buf->where == DR_WHERE_HOST) {
     if (!DR_CUDA(site, cudaMallocHost, &m->bases[i], bytes)) return FALSE;
     m->pinned[i] = TRUE;
     return dr__buffer_init(g, i, m->bases[i], error);
   }
+  if (!dr__cuda_streams_use_device(m->streams, d, error)) return FALSE;
   if (m->storage && m->storage[i] != i)
     m->bases[i] = m->bases[m->storage[i]]; /* reuse: in that buffer's storage, allocated first */
   else if (!DR_CUDA(site, cudaMalloc, &m->bases[i], m->storage ? MAX(m->storage_bytes[i], 1) : bytes))
@@ -56,55 +67,92 @@ static gboolean whole_run_buffer(DrCudaMemory *m, DrId i, cudaStream_t origin, G
          DR_CUDA(site, cudaStreamSynchronize, origin);
 }
 
+/* The pinned staging buffer of every peer copy whose devices have no
+ * peer access (streams.c decided): the copy's bytes, whole. */
+static gboolean stage_buffers(DrCudaMemory *m, GError **error) {
+  const DrCudaStreams *s = m->streams;
+  const DrPlan *plan = s->plan;
+  for (DrId v = 0; s->peer && v < m->n_nodes; v++) {
+    gint32 sd, dd;
+    if (!dr_graph_copy_is_peer(m->graph, v, &sd, &dd)) continue;
+    guint32 a = s->stream_device[plan->node_stream[v]];
+    guint32 b = dr__cuda_streams_device_index(s, s->devices[a].ordinal == sd ? dd : sd);
+    if (s->peer[a * s->n_devices + b] != DR_CUDA_PEER_STAGED) continue;
+    const DrNode *n = dr_graph_node(m->graph, v);
+    const DrAccess *src, *dst;
+    dr__copy_accesses(m->graph, n, &src, &dst);
+    gsize bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(m->graph, dst->buffer)->type);
+    if (!DR_CUDA(dr__cuda_node_site(plan, v), cudaMallocHost, &m->stage[v], MAX(bytes, 1))) return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean dr__cuda_memory_setup(DrCudaMemory *m, const DrCudaStreams *s, GError **error) {
   const DrGraph *g = m->graph;
-  gboolean any_alloc = FALSE;
+  m->streams = s;
+  gboolean on_device[DR_MAX_DEVICES] = {FALSE};
   /* Groups' storage first, then the buffers placed in it (reuse). */
   for (int pass = 0; pass < 2; pass++)
     for (DrId i = 0; i < m->n_buffers; i++) {
       gboolean alias = m->storage && m->storage[i] != i;
       if (dr_graph_buffer(g, i)->alloc_node != DR_NONE)
-        any_alloc = TRUE; /* lives from its alloc node to its free node */
-      else if (alias == (pass == 1) && !whole_run_buffer(m, i, s->origin, error))
+        on_device[buffer_device(m, i)] = TRUE; /* lives from its alloc node to its free node */
+      else if (alias == (pass == 1) && !whole_run_buffer(m, i, error))
         return FALSE;
     }
-  if (!any_alloc) return TRUE;
-  cudaMemPool_t pool = NULL;
-  guint64 threshold = g->run.release_threshold_set ? g->run.release_threshold : G_MAXUINT64;
-  DrCudaSite site = DR_SITE_SETUP("the device's default memory pool");
-  m->device = s->devices[0].ordinal;
-  if (!DR_CUDA(site, cudaDeviceGetDefaultMemPool, &pool, m->device) ||
-      !DR_CUDA(site, cudaMemPoolSetAttribute, pool, cudaMemPoolAttrReleaseThreshold, &threshold))
-    return FALSE;
-  m->pool = pool;
-  return TRUE;
+  if (!stage_buffers(m, error)) return FALSE;
+  for (guint32 d = 0; d < s->n_devices; d++) {
+    if (!on_device[d]) continue;
+    cudaMemPool_t pool = NULL;
+    gboolean set = FALSE;
+    guint64 threshold = dr_graph_release_threshold(g, s->devices[d].ordinal, &set);
+    if (!set) threshold = G_MAXUINT64;
+    g_autofree char *what =
+        s->n_devices > 1 ? g_strdup_printf("the default memory pool of device %d", s->devices[d].ordinal)
+                         : g_strdup("the device's default memory pool");
+    DrCudaSite site = DR_SITE_SETUP(what);
+    if (!DR_CUDA(site, cudaDeviceGetDefaultMemPool, &pool, s->devices[d].ordinal) ||
+        !DR_CUDA(site, cudaMemPoolSetAttribute, pool, cudaMemPoolAttrReleaseThreshold, &threshold))
+      return FALSE;
+    m->pools[d] = pool;
+    m->any_pool = TRUE;
+  }
+  return dr__cuda_streams_use_device(s, 0, error);
 }
 
 gboolean dr__cuda_memory_reset_high(DrCudaMemory *m, gboolean graph_mode, GError **error) {
-  if (graph_mode || m->pool == NULL || dr_cuda_api()->cudaMemPoolGetAttribute == NULL) return TRUE;
+  if (graph_mode || !m->any_pool || dr_cuda_api()->cudaMemPoolGetAttribute == NULL) return TRUE;
   guint64 zero = 0;
-  return DR_CUDA(DR_SITE_SETUP("resetting the pool's high-water mark"), cudaMemPoolSetAttribute, m->pool,
-                 cudaMemPoolAttrUsedMemHigh, &zero);
+  for (guint32 d = 0; d < m->streams->n_devices; d++)
+    if (m->pools[d] && !DR_CUDA(DR_SITE_SETUP("resetting the pool's high-water mark"),
+                                cudaMemPoolSetAttribute, m->pools[d], cudaMemPoolAttrUsedMemHigh, &zero))
+      return FALSE;
+  return TRUE;
 }
 
 gboolean dr__cuda_memory_read_high(DrCudaMemory *m, gboolean graph_mode, GError **error) {
   const DrCudaApi *api = dr_cuda_api();
-  guint64 high = 0;
   m->high = G_MAXUINT64;
-  if (m->pool == NULL) {
+  if (!m->any_pool) {
     m->high = 0; /* nothing stream-ordered */
     return TRUE;
   }
+  if (graph_mode ? api->cudaDeviceGetGraphMemAttribute == NULL : api->cudaMemPoolGetAttribute == NULL)
+    return TRUE;
   DrCudaSite site = DR_SITE_SETUP("reading the high-water mark of stream-ordered memory");
-  if (graph_mode) {
-    if (api->cudaDeviceGetGraphMemAttribute == NULL) return TRUE;
-    if (!DR_CUDA(site, cudaDeviceGetGraphMemAttribute, m->device, cudaGraphMemAttrUsedMemHigh, &high))
+  /* Several devices: the sum of their marks (each device's peak, added:
+   * what the plan's bound over every device's lifetimes covers). */
+  guint64 sum = 0;
+  for (guint32 d = 0; d < m->streams->n_devices; d++) {
+    guint64 high = 0;
+    if (m->pools[d] == NULL) continue;
+    if (graph_mode ? !DR_CUDA(site, cudaDeviceGetGraphMemAttribute, m->streams->devices[d].ordinal,
+                              cudaGraphMemAttrUsedMemHigh, &high)
+                   : !DR_CUDA(site, cudaMemPoolGetAttribute, m->pools[d], cudaMemPoolAttrUsedMemHigh, &high))
       return FALSE;
-  } else {
-    if (api->cudaMemPoolGetAttribute == NULL) return TRUE;
-    if (!DR_CUDA(site, cudaMemPoolGetAttribute, m->pool, cudaMemPoolAttrUsedMemHigh, &high)) return FALSE;
+    sum += high;
   }
-  m->high = high;
+  m->high = sum;
   return TRUE;
 }
 
@@ -130,13 +178,23 @@ static gsize slice_bytes(const DrGraph *g, const DrAccess *a) {
   return (a->end - a->begin) * dr_elem_size(dr_graph_buffer(g, a->buffer)->type);
 }
 
-gboolean dr__cuda_memory_copy(const DrCudaMemory *m, const DrNode *node, cudaStream_t st, DrCudaSite site,
+gboolean dr__cuda_memory_copy(const DrCudaMemory *m, DrId v, cudaStream_t st, DrCudaSite site,
                               GError **error) {
   const DrGraph *g = m->graph;
   const DrAccess *src, *dst;
-  dr__copy_accesses(g, node, &src, &dst);
-  return DR_CUDA(site, cudaMemcpyAsync, dr__slice_ptr(g, m->bases, dst), dr__slice_ptr(g, m->bases, src),
-                 slice_bytes(g, dst), cudaMemcpyDefault, st);
+  dr__copy_accesses(g, dr_graph_node(g, v), &src, &dst);
+  void *to = dr__slice_ptr(g, m->bases, dst);
+  const void *from = dr__slice_ptr(g, m->bases, src);
+  gsize bytes = slice_bytes(g, dst);
+  gint32 sd, dd;
+  if (G_LIKELY(!dr_graph_copy_is_peer(g, v, &sd, &dd)))
+    return DR_CUDA(site, cudaMemcpyAsync, to, from, bytes, cudaMemcpyDefault, st);
+  if (m->stage[v] == NULL) return DR_CUDA(site, cudaMemcpyPeerAsync, to, dd, from, sd, bytes, st);
+  /* No peer access: src -> pinned host -> dst, both on st, so the second
+   * starts after the first in stream order (one memcpy node after the
+   * other in a capture). */
+  return DR_CUDA(site, cudaMemcpyAsync, m->stage[v], from, bytes, cudaMemcpyDeviceToHost, st) &&
+         DR_CUDA(site, cudaMemcpyAsync, to, m->stage[v], bytes, cudaMemcpyHostToDevice, st);
 }
 
 gboolean dr__cuda_memory_set(const DrCudaMemory *m, const DrNode *node, cudaStream_t st, DrCudaSite site,
@@ -290,20 +348,33 @@ gboolean dr__cuda_memory_write(const DrCudaMemory *m, DrId buffer, guint64 offse
 
 void dr__cuda_memory_close(DrCudaMemory *m, cudaStream_t origin) {
   const DrCudaApi *api = dr_cuda_api();
+  const DrCudaStreams *s = m->streams;
+  gboolean several = s != NULL && s->n_devices > 1;
   gboolean freed_async = FALSE;
   for (guint32 i = 0; m->bases && i < m->n_buffers; i++) {
     if (m->bases[i] == NULL || m->external[i] || (m->storage && m->storage[i] != i))
       continue; /* none, the caller's, or a reuse alias */
     freed_async |= m->async_live[i];
+    /* Several devices: released with the buffer's device selected, a
+     * stream-ordered one on that device's setup stream. */
+    guint32 d = several && !m->pinned[i] ? buffer_device(m, i) : 0;
+    if (several) (void)api->cudaSetDevice(s->devices[d].ordinal);
     if (m->async_live[i])
-      (void)api->cudaFreeAsync(m->bases[i], origin);
+      (void)api->cudaFreeAsync(m->bases[i], several ? dr__cuda_streams_setup_of(s, d) : origin);
     else if (m->pinned[i])
       (void)api->cudaFreeHost(m->bases[i]);
     else
       (void)api->cudaFree(m->bases[i]);
   }
+  for (guint32 v = 0; m->stage && v < m->n_nodes; v++)
+    if (m->stage[v]) (void)api->cudaFreeHost(m->stage[v]);
+  g_clear_pointer(&m->stage, g_free);
   /* Only a failed iteration leaves stream-ordered memory live. */
-  if (freed_async) (void)api->cudaDeviceSynchronize();
+  if (freed_async && several)
+    (void)dr__cuda_streams_sync(s, "releasing stream-ordered buffers", NULL);
+  else if (freed_async)
+    (void)api->cudaDeviceSynchronize();
+  if (several) (void)api->cudaSetDevice(s->devices[0].ordinal);
   g_free(m->bases);
   g_free(m->pinned);
   g_free(m->async_live);

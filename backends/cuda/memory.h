@@ -6,8 +6,16 @@
  * their `init:` before the first iteration, and stream-ordered buffers,
  * which alloc and free nodes get from and give back to the device's
  * default pool (cudaMallocAsync, cudaFreeAsync) on the node's stream.
- * It also does the work of copy and memset nodes. It owns no stream: the
- * caller names the one to use. */
+ * It also does the work of copy and memset nodes: a peer copy (between two
+ * devices, or a device and itself with both `device:` named) is
+ * cudaMemcpyPeerAsync, or, where the two devices have no peer access, two
+ * copies through a pinned host staging buffer of its own, both in the
+ * node's stream order. With several devices each device buffer is
+ * allocated on its device (selected first), each device with a
+ * stream-ordered buffer has its default pool's release threshold set
+ * (memory.release_threshold, per device), and the high-water mark is the
+ * sum over the devices. It owns no stream: the caller names the one to
+ * use. */
 #ifndef DAGRUN_BACKENDS_CUDA_MEMORY_H
 #define DAGRUN_BACKENDS_CUDA_MEMORY_H
 
@@ -26,8 +34,15 @@ typedef struct {
    * buffer b with storage[b] != b points into that buffer's allocation. */
   const DrId *storage;
   const guint64 *storage_bytes;
-  cudaMemPool_t pool; /* the device's default pool, once setup found a stream-ordered buffer */
-  int device;         /* its CUDA ordinal */
+  const DrCudaStreams *streams; /* borrowed, from setup on: the devices */
+  /* [device index]: the device's default pool, once setup found a
+   * stream-ordered buffer on it; NULL: none. */
+  cudaMemPool_t pools[DR_MAX_DEVICES];
+  gboolean any_pool;
+  /* [n_nodes]: a staged peer copy's pinned host buffer (its bytes), else
+   * NULL. */
+  void **stage;
+  guint32 n_nodes;
   /* The high-water mark of stream-ordered bytes the last run measured
    * (dr__cuda_memory_read_high); G_MAXUINT64: not measured. */
   guint64 high;
@@ -71,8 +86,9 @@ gboolean dr__cuda_memory_alloc(DrCudaMemory *m, DrId buffer, cudaStream_t st, Dr
  * when it has no memory). */
 gboolean dr__cuda_memory_free(DrCudaMemory *m, DrId buffer, cudaStream_t st, DrCudaSite site, GError **error);
 
-/* Copy node `node`: its destination slice from its source, on `st`. */
-gboolean dr__cuda_memory_copy(const DrCudaMemory *m, const DrNode *node, cudaStream_t st, DrCudaSite site,
+/* Copy node `v`: its destination slice from its source, on `st` (a peer
+ * copy as the header says). */
+gboolean dr__cuda_memory_copy(const DrCudaMemory *m, DrId v, cudaStream_t st, DrCudaSite site,
                               GError **error);
 
 /* Memset node `node`: its slice set to its byte value, on `st`. */

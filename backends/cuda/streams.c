@@ -5,14 +5,21 @@
  *
  * Topology first, with no CUDA call: each node's predecessor on its stream,
  * and which streams need their own fork wait and join (see needs_fork in
- * streams.h). Then the handles, in this order: the device, origin, each
- * plan stream with its join event, the fork event, the completion events.
+ * streams.h). Then the handles, in this order: each device (and past the
+ * first its setup stream), origin, each plan stream with its join event,
+ * the fork event, the completion events, each made with its device
+ * selected; then peer access for the pairs of devices peer copies use.
  * Every event record and stream wait here implements a DAG edge, or the
  * iteration's start (fork) or end (join) happening before or after every
- * node. This file does not allocate buffers, time or launch anything. */
+ * node. Across devices the same holds: an event is recorded on its own
+ * device's stream, and cudaStreamWaitEvent takes another device's event,
+ * so a cross-device edge is one record on the producer's device and one
+ * wait on the consumer's, each after the cudaSetDevice of its stream. This
+ * file does not allocate buffers, time or launch anything. */
 #include <string.h>
 
 #include "backends/cuda/streams.h"
+#include "backends/run.h"
 
 gboolean dr__cuda_available(char **why) {
   int count = 0;
@@ -46,17 +53,34 @@ int dr__cuda_streams_priority(const DrCudaStreams *s, guint32 stream) {
                       d->prio_greatest);
 }
 
-gboolean dr__cuda_streams_check(const DrPlan *plan, int device, GError **error) {
+/* Several devices: what the backend does not run yet. */
+static gboolean check_devices(const DrPlan *plan, GError **error) {
   const DrGraph *g = plan->graph;
-  if (g->run.n_devices > 1) {
-    g_set_error(
-        error, DR_ERROR, DR_ERROR_UNAVAILABLE,
-        "run.devices lists %u devices; the CUDA backend drives one device per process so far (streams, "
-        "peer copies and NCCL over several devices of one process are not built: docs/multi-gpu.md); "
-        "--backend=host runs the pipeline",
-        g->run.n_devices);
+  for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (!DR_OP_IS_COLLECTIVE(n->op)) continue;
+    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+                "node '%s': a %s over the %u devices of run.devices needs a communicator over several "
+                "devices, which the CUDA backend does not make yet (backends/cuda/nccl.c drives one; "
+                "docs/multi-gpu.md); --backend=host runs the pipeline",
+                n->id, dr_op_name(n->op), g->run.n_devices);
     return FALSE;
   }
+  for (DrId b = 0; plan->storage && b < dr_graph_n_buffers(g); b++)
+    if (plan->storage[b] != b &&
+        dr_graph_buffer_device(g, b) != dr_graph_buffer_device(g, plan->storage[b])) {
+      g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+                  "buffer '%s' shares the storage of buffer '%s' on another device (memory.reuse: auto); "
+                  "the CUDA backend needs storage on one device",
+                  dr_graph_buffer(g, b)->name, dr_graph_buffer(g, plan->storage[b])->name);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean dr__cuda_streams_check(const DrPlan *plan, int device, GError **error) {
+  const DrGraph *g = plan->graph;
+  if (g->run.n_devices > 1) return check_devices(plan, error);
   for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
     const DrNode *n = dr_graph_node(g, i);
     if (n->device >= 0 && n->device != device) {
@@ -101,16 +125,126 @@ static gboolean open_device(DrCudaDevice *d, GError **error) {
          DR_CUDA(site, cudaDeviceGetStreamPriorityRange, &d->prio_least, &d->prio_greatest);
 }
 
+gboolean dr__cuda_streams_use_device(const DrCudaStreams *s, guint32 d, GError **error) {
+  if (s->n_devices <= 1) return TRUE;
+  cudaError_t rc_;
+  return DR_CUDA_HOT(dr_cuda_api(), DR_SITE_SETUP("selecting the stream's device"), cudaSetDevice,
+                     s->devices[d].ordinal);
+}
+
+guint32 dr__cuda_streams_device_index(const DrCudaStreams *s, int ordinal) {
+  for (guint32 d = 0; d < s->n_devices; d++)
+    if (s->devices[d].ordinal == ordinal) return d;
+  return 0;
+}
+
+gboolean dr__cuda_streams_sync(const DrCudaStreams *s, const char *what, GError **error) {
+  if (s->n_devices <= 1) return DR_CUDA(DR_SITE_SETUP(what), cudaDeviceSynchronize);
+  gboolean ok = TRUE;
+  for (guint32 d = 0; d < s->n_devices; d++) {
+    g_autofree char *where = g_strdup_printf("%s (device %d)", what, s->devices[d].ordinal);
+    DrCudaSite site = DR_SITE_SETUP(where);
+    /* After a failure the other devices are still drained (close). */
+    GError **e = ok ? error : NULL;
+    ok = dr__cuda_check(dr_cuda_api()->cudaSetDevice(s->devices[d].ordinal), "cudaSetDevice", site, e) &&
+         dr__cuda_check(dr_cuda_api()->cudaDeviceSynchronize(), "cudaDeviceSynchronize", site, e) && ok;
+  }
+  return dr__cuda_check(dr_cuda_api()->cudaSetDevice(s->devices[0].ordinal), "cudaSetDevice",
+                        DR_SITE_SETUP(what), ok ? error : NULL) &&
+         ok;
+}
+
+void dr_run_probe_peers(DrPlan *plan, DrBackendKind backend) {
+  const DrGraph *g = plan->graph;
+  const DrCudaApi *api = dr_cuda_api();
+  guint32 n;
+  const gint32 *devs = dr_graph_devices(g, &n);
+  if (backend == DR_BACKEND_HOST || n < 2 || plan->peer_path != NULL) return;
+  g_autofree guint8 *path = g_new0(guint8, n * n);
+  gboolean any = FALSE;
+  int count = 0;
+  for (DrId v = 0; v < dr_graph_n_nodes(g); v++) {
+    gint32 sd, dd;
+    if (!dr_graph_copy_is_peer(g, v, &sd, &dd) || sd == dd) continue;
+    if (!any && (api->cudaGetDeviceCount(&count) != cudaSuccess || count < 1)) {
+      (void)api->cudaGetLastError();
+      return; /* no GPU: the host backend will run it */
+    }
+    any = TRUE;
+    gint32 a = dr_graph_node_device(g, v), b = a == sd ? dd : sd;
+    gint32 ra = dr_graph_device_rank(g, a), rb = dr_graph_device_rank(g, b);
+    if (ra < 0 || rb < 0 || path[ra * n + rb] != 0) continue;
+    int can = 0;
+    if (devs[ra] >= count || devs[rb] >= count ||
+        api->cudaDeviceCanAccessPeer(&can, devs[ra], devs[rb]) != cudaSuccess) {
+      (void)api->cudaGetLastError();
+      return;
+    }
+    path[ra * n + rb] = can ? DR_PEER_ACCESS : DR_PEER_STAGED;
+  }
+  if (any) plan->peer_path = g_steal_pointer(&path);
+}
+
+/* The devices of `plan`'s run: `device` alone, or run.devices. */
+static void plan_devices(DrCudaStreams *s, const DrPlan *plan, int device) {
+  const DrGraph *g = plan->graph;
+  guint32 n = 1;
+  const gint32 *devs = g->run.n_devices > 1 ? dr_graph_devices(g, &n) : NULL;
+  s->n_devices = n;
+  s->devices = g_new0(DrCudaDevice, n);
+  for (guint32 d = 0; d < n; d++) s->devices[d].ordinal = devs ? devs[d] : device;
+  s->stream_device = g_new0(guint32, MAX(s->n_streams, 1));
+  for (guint32 k = 0; devs && k < s->n_streams; k++)
+    s->stream_device[k] = dr__cuda_streams_device_index(s, g_array_index(plan->streams, DrStream, k).device);
+}
+
+/* Peer access for every pair of devices a peer copy touches: the copy
+ * runs on its node's device (a), which reads or writes the other's memory
+ * (b). Asked once per ordered pair; enabled once per pair when the driver
+ * allows it (cudaErrorPeerAccessAlreadyEnabled: an earlier run of this
+ * process did), else staged. A copy from a device to itself needs no
+ * access. */
+static gboolean open_peers(DrCudaStreams *s, GError **error) {
+  const DrPlan *plan = s->plan;
+  const DrCudaApi *api = dr_cuda_api();
+  guint32 n = s->n_devices;
+  s->peer = g_new0(DrCudaPeer, n * n);
+  for (DrId v = 0; v < s->n_nodes; v++) {
+    gint32 sd, dd;
+    if (!dr_graph_copy_is_peer(plan->graph, v, &sd, &dd)) continue;
+    guint32 a = s->stream_device[plan->node_stream[v]];
+    int other = s->devices[a].ordinal == sd ? dd : sd;
+    guint32 b = dr__cuda_streams_device_index(s, other);
+    DrCudaPeer *p = &s->peer[a * n + b];
+    if (*p != DR_CUDA_PEER_NONE) continue;
+    if (a == b) {
+      *p = DR_CUDA_PEER_ACCESS;
+      continue;
+    }
+    g_autofree char *what =
+        g_strdup_printf("peer access from device %d to device %d", s->devices[a].ordinal, other);
+    DrCudaSite site = DR_SITE_SETUP(what);
+    int can = 0;
+    if (!DR_CUDA(site, cudaDeviceCanAccessPeer, &can, s->devices[a].ordinal, other)) return FALSE;
+    *p = can ? DR_CUDA_PEER_ACCESS : DR_CUDA_PEER_STAGED;
+    if (!can) continue;
+    if (!DR_CUDA(site, cudaSetDevice, s->devices[a].ordinal)) return FALSE;
+    cudaError_t rc = api->cudaDeviceEnablePeerAccess(other, 0);
+    if (rc == cudaErrorPeerAccessAlreadyEnabled)
+      (void)api->cudaGetLastError(); /* once per process and pair: fine */
+    else if (!dr__cuda_check(rc, "cudaDeviceEnablePeerAccess", site, error))
+      return FALSE;
+  }
+  return dr__cuda_streams_use_device(s, 0, error);
+}
+
 gboolean dr__cuda_streams_open(DrCudaStreams *s, const DrPlan *plan, int device, gboolean keep_fork_join,
                                GError **error) {
   const DrGraph *g = plan->graph;
   s->plan = plan;
   s->n_streams = dr_plan_n_streams(plan);
   s->n_nodes = dr_graph_n_nodes(g);
-  s->n_devices = 1;
-  s->devices = g_new0(DrCudaDevice, 1);
-  s->devices[0].ordinal = device;
-  s->stream_device = g_new0(guint32, MAX(s->n_streams, 1));
+  plan_devices(s, plan, device);
   s->stream = g_new0(cudaStream_t, MAX(s->n_streams, 1));
   s->join = g_new0(cudaEvent_t, MAX(s->n_streams, 1));
   s->node_done = g_new0(cudaEvent_t, MAX(s->n_nodes, 1));
@@ -119,8 +253,18 @@ gboolean dr__cuda_streams_open(DrCudaStreams *s, const DrPlan *plan, int device,
   s->prev_on_stream = g_new(DrId, MAX(s->n_nodes, 1));
   plan_topology(s, keep_fork_join);
 
+  /* Every device but the first, with its setup stream; the first last, so
+   * that it stays selected. */
+  for (guint32 k = s->n_devices; k-- > 1;) {
+    DrCudaDevice *dk = &s->devices[k];
+    g_autofree char *what = g_strdup_printf("device %d", dk->ordinal);
+    if (!open_device(dk, error) ||
+        !DR_CUDA(DR_SITE_SETUP(what), cudaStreamCreateWithPriority, &dk->setup, cudaStreamNonBlocking,
+                 map_priority(DR_PRIORITY_NORMAL, dk->prio_least, dk->prio_greatest)))
+      return FALSE;
+  }
   const DrCudaDevice *d = &s->devices[0];
-  g_autofree char *dev = g_strdup_printf("device %d", device);
+  g_autofree char *dev = g_strdup_printf("device %d", s->devices[0].ordinal);
   DrCudaSite site = DR_SITE_SETUP(dev);
   if (!open_device(&s->devices[0], error) ||
       !DR_CUDA(site, cudaStreamCreateWithPriority, &s->origin, cudaStreamNonBlocking,
@@ -128,17 +272,21 @@ gboolean dr__cuda_streams_open(DrCudaStreams *s, const DrPlan *plan, int device,
     return FALSE;
   for (guint32 k = 0; k < s->n_streams; k++) {
     DrCudaSite ss = {NULL, k, NULL};
-    if (!DR_CUDA(ss, cudaStreamCreateWithPriority, &s->stream[k], cudaStreamNonBlocking,
+    if (!dr__cuda_streams_use(s, k, error) ||
+        !DR_CUDA(ss, cudaStreamCreateWithPriority, &s->stream[k], cudaStreamNonBlocking,
                  dr__cuda_streams_priority(s, k)) ||
         !DR_CUDA(ss, cudaEventCreateWithFlags, &s->join[k], cudaEventDisableTiming))
       return FALSE;
   }
-  if (!DR_CUDA(site, cudaEventCreateWithFlags, &s->fork, cudaEventDisableTiming)) return FALSE;
+  if (!dr__cuda_streams_use_device(s, 0, error) ||
+      !DR_CUDA(site, cudaEventCreateWithFlags, &s->fork, cudaEventDisableTiming))
+    return FALSE;
   for (DrId i = 0; i < s->n_nodes; i++)
-    if (plan->needs_event[i] && !DR_CUDA(dr__cuda_node_site(plan, i), cudaEventCreateWithFlags,
-                                         &s->node_done[i], cudaEventDisableTiming))
+    if (plan->needs_event[i] && (!dr__cuda_streams_use(s, plan->node_stream[i], error) ||
+                                 !DR_CUDA(dr__cuda_node_site(plan, i), cudaEventCreateWithFlags,
+                                          &s->node_done[i], cudaEventDisableTiming)))
       return FALSE;
-  return TRUE;
+  return s->n_devices <= 1 || open_peers(s, error);
 }
 
 static void destroy_events(cudaEvent_t *events, guint32 n) {
@@ -157,6 +305,9 @@ void dr__cuda_streams_close(DrCudaStreams *s) {
     for (guint32 k = 0; k < s->n_streams; k++)
       if (s->stream[k]) (void)api->cudaStreamDestroy(s->stream[k]);
   if (s->origin) (void)api->cudaStreamDestroy(s->origin);
+  for (guint32 d = 1; s->devices && d < s->n_devices; d++)
+    if (s->devices[d].setup) (void)api->cudaStreamDestroy(s->devices[d].setup);
+  g_free(s->peer);
   g_free(s->stream);
   g_free(s->needs_fork);
   g_free(s->needs_join);
@@ -172,8 +323,10 @@ gboolean dr__cuda_streams_fork(const DrCudaStreams *s, GError **error) {
    * (directly, or through the node it waits on: needs_fork). */
   if (!DR_CUDA(site, cudaEventRecord, s->fork, s->origin)) return FALSE;
   for (guint32 k = 0; k < s->n_streams; k++)
-    if (s->needs_fork[k] && !DR_CUDA(site, cudaStreamWaitEvent, s->stream[k], s->fork, 0)) return FALSE;
-  return TRUE;
+    if (s->needs_fork[k] &&
+        (!dr__cuda_streams_use(s, k, error) || !DR_CUDA(site, cudaStreamWaitEvent, s->stream[k], s->fork, 0)))
+      return FALSE;
+  return dr__cuda_streams_use_device(s, 0, error);
 }
 
 gboolean dr__cuda_streams_wait_events(const DrCudaStreams *s, const DrCudaApi *api, const DrPlanStep *step,
@@ -195,6 +348,8 @@ gboolean dr__cuda_streams_join(const DrCudaStreams *s, guint32 stream, GError **
   DrCudaSite site = DR_SITE_SETUP("iteration join");
   /* Join: every stream's last node happens before the iteration's end
    * (directly, or through a stream that waits on it: needs_join). */
-  return !s->needs_join[stream] || (DR_CUDA(site, cudaEventRecord, s->join[stream], s->stream[stream]) &&
+  return !s->needs_join[stream] || (dr__cuda_streams_use(s, stream, error) &&
+                                    DR_CUDA(site, cudaEventRecord, s->join[stream], s->stream[stream]) &&
+                                    dr__cuda_streams_use_device(s, 0, error) &&
                                     DR_CUDA(site, cudaStreamWaitEvent, s->origin, s->join[stream], 0));
 }

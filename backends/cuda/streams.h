@@ -4,10 +4,18 @@
  * This part owns every device, the origin stream (the iteration's fork and
  * join point), one CUDA stream per plan stream, the fork and join events
  * and each node's completion event (the source of its cross-stream waits).
- * It is where a second device adds its state: `devices` holds one entry per
- * device the run uses and `stream_device` says which one each plan stream
- * runs on (one device today: the run's). It owns no buffer, no timing
- * event and no launch. */
+ * `devices` holds one entry per device the run drives (run.devices, or the
+ * run's device alone), each with its priority range and (past the first)
+ * a setup stream of its own, `stream_device` says which one each plan
+ * stream runs on, and `peer` what a copy between two of them takes (peer
+ * access, or staging through pinned host memory). Every handle belongs to
+ * one device: streams and events are made with their device selected
+ * (cudaSetDevice), and with several devices every per-device call is
+ * preceded by the cudaSetDevice of its stream's device
+ * (dr__cuda_streams_use); device 0 of the run is selected between such
+ * calls. With one device no cudaSetDevice is made after the first, so the
+ * one-device calls are those of a backend that knows of one device only.
+ * It owns no buffer, no timing event and no launch. */
 #ifndef DAGRUN_BACKENDS_CUDA_STREAMS_H
 #define DAGRUN_BACKENDS_CUDA_STREAMS_H
 
@@ -20,7 +28,18 @@ G_BEGIN_DECLS
 typedef struct {
   int ordinal;                   /* the CUDA device number */
   int prio_least, prio_greatest; /* its stream priority range */
+  /* Past the first device: a stream of this device for setup work
+   * (buffer init, the release of buffers after a failure) and the
+   * iteration's timing reference (timing.c); the first device's is origin. */
+  cudaStream_t setup;
 } DrCudaDevice;
+
+/* What a copy from device a to device b takes (DrCudaStreams.peer). */
+typedef enum {
+  DR_CUDA_PEER_NONE = 0, /* no peer copy between them */
+  DR_CUDA_PEER_ACCESS,   /* cudaMemcpyPeerAsync with peer access enabled (or a to itself) */
+  DR_CUDA_PEER_STAGED,   /* no peer access: two copies through pinned host memory */
+} DrCudaPeer;
 
 typedef struct {
   const DrPlan *plan; /* borrowed */
@@ -43,25 +62,63 @@ typedef struct {
   /* [n_nodes]: the node before it on its stream in plan order, or DR_NONE
    * (stamps' ready times, early launches). */
   DrId *prev_on_stream;
+  /* [n_devices * n_devices]: peer[a * n_devices + b] for a peer copy
+   * node running on device index a that touches device index b (a == b: a
+   * copy from a device to itself), decided at open (dr__cuda_streams_open);
+   * NONE for pairs no copy uses. */
+  DrCudaPeer *peer;
 } DrCudaStreams;
 
-/* Checks that every node of `plan` runs on device `device` (this backend
- * drives one device); DR_ERROR_RUNTIME naming the node otherwise. No CUDA
+/* Checks what this backend can run of `plan`: with one device, every node
+ * on device `device` (DR_ERROR_RUNTIME naming the node otherwise); with
+ * several (run.devices), no collective (a communicator over several
+ * devices is not built in backends/cuda/nccl.c yet) and no storage shared
+ * across devices (memory.reuse), DR_ERROR_UNAVAILABLE otherwise. No CUDA
  * call. */
 gboolean dr__cuda_streams_check(const DrPlan *plan, int device, GError **error);
 
-/* Opens the streams of `plan` on device `device`: works out the topology
+/* Opens the streams of `plan` on device `device` (with run.devices: on
+ * each of them, `device` being the first): works out the topology
  * (prev_on_stream, needs_fork, needs_join; `keep_fork_join`: every stream
- * forks and joins, as a capture needs), selects the device, creates origin,
- * one stream per plan stream (its priority mapped onto the device's range)
- * with its join event, the fork event and the completion event of every
- * node another stream waits on. Fails as DR_CUDA does; `s` is then
- * half-built and dr__cuda_streams_close releases it. */
+ * forks and joins, as a capture needs), selects each device and reads its
+ * priority range (and makes its setup stream), creates origin on the
+ * first, one stream per plan stream on its device (its priority mapped
+ * onto that device's range) with its join event, the fork event and the
+ * completion event of every node another stream waits on (on that node's
+ * device); then, for each pair of devices a peer copy uses, asks
+ * cudaDeviceCanAccessPeer and enables peer access once
+ * (cudaDeviceEnablePeerAccess from the copy's device; already enabled by an
+ * earlier run of the process is fine), or marks the pair staged. Fails as
+ * DR_CUDA does; `s` is then half-built and dr__cuda_streams_close releases
+ * it. */
 gboolean dr__cuda_streams_open(DrCudaStreams *s, const DrPlan *plan, int device, gboolean keep_fork_join,
                                GError **error);
 
 /* Releases every stream and event of `s` (NULL handles: not created). */
 void dr__cuda_streams_close(DrCudaStreams *s);
+
+/* With several devices: selects device index `d` (cudaSetDevice). With
+ * one: nothing (it stays selected from open on). Fails as DR_CUDA does. */
+gboolean dr__cuda_streams_use_device(const DrCudaStreams *s, guint32 d, GError **error);
+
+/* dr__cuda_streams_use_device of plan stream `stream`'s device. */
+static inline gboolean dr__cuda_streams_use(const DrCudaStreams *s, guint32 stream, GError **error) {
+  return G_LIKELY(s->n_devices <= 1) || dr__cuda_streams_use_device(s, s->stream_device[stream], error);
+}
+
+/* The setup stream of device index `d`: origin for the first. */
+static inline cudaStream_t dr__cuda_streams_setup_of(const DrCudaStreams *s, guint32 d) {
+  return d == 0 ? s->origin : s->devices[d].setup;
+}
+
+/* The device index of CUDA ordinal `ordinal` among s->devices (0 when it
+ * is not one: a host buffer's -1). */
+guint32 dr__cuda_streams_device_index(const DrCudaStreams *s, int ordinal);
+
+/* Waits on the host for every device (cudaDeviceSynchronize on each, the
+ * first selected again after); FALSE with the first failure as DR_CUDA
+ * says (`what`: the site), after trying every device. */
+gboolean dr__cuda_streams_sync(const DrCudaStreams *s, const char *what, GError **error);
 
 /* The CUDA priority of plan stream `stream` on its device. */
 int dr__cuda_streams_priority(const DrCudaStreams *s, guint32 stream);

@@ -36,6 +36,9 @@ static DrTimingMode auto_timing(const DrGraph *g, gboolean stamps_by_default) {
 static void choose(DrCudaTiming *t, DrTimingMode asked, const DrCudaTimingAsk *ask) {
   t->mode = asked == DR_TIMING_AUTO ? auto_timing(t->plan->graph, ask->stamps_by_default) : asked;
   if (t->mode == DR_TIMING_STAMPS && dr_cuda_api()->stamp_launch == NULL) t->mode = DR_TIMING_EVENTS;
+  /* Several devices: each has its own %globaltimer and stamp array would
+   * live on one of them; events belong to a device and read per device. */
+  if (t->mode == DR_TIMING_STAMPS && t->streams->n_devices > 1) t->mode = DR_TIMING_EVENTS;
   t->depth = ask->depth;
   if (t->mode == DR_TIMING_EVENTS) {
     t->t_start = g_new0(cudaEvent_t, MAX(t->depth * t->n_nodes, 1));
@@ -65,8 +68,17 @@ static gboolean open_events(DrCudaTiming *t, int device, GError **error) {
         !DR_CUDA(site, cudaEventCreateWithFlags, &t->iter_end[k], cudaEventDefault) ||
         !DR_CUDA(site, cudaEventCreateWithFlags, &t->iter_done[k], cudaEventDisableTiming))
       return FALSE;
+  const DrCudaStreams *s = t->streams;
+  for (guint32 d = 1; t->mode == DR_TIMING_EVENTS && d < s->n_devices; d++) {
+    g_autofree char *what = g_strdup_printf("device %d", s->devices[d].ordinal);
+    if (!dr__cuda_streams_use_device(s, d, error)) return FALSE;
+    for (guint32 k = 0; k < t->depth; k++)
+      if (!DR_CUDA(DR_SITE_SETUP(what), cudaEventCreateWithFlags, &t->dev_start[k][d], cudaEventDefault))
+        return FALSE;
+  }
   for (DrId i = 0; t->mode == DR_TIMING_EVENTS && i < t->n_nodes; i++) {
     DrCudaSite ns = dr__cuda_node_site(t->plan, i);
+    if (!dr__cuda_streams_use(s, t->plan->node_stream[i], error)) return FALSE;
     for (guint32 k = 0; k < t->depth; k++) {
       gsize e = (gsize)k * t->n_nodes + i;
       if (!DR_CUDA(ns, cudaEventCreateWithFlags, &t->t_start[e], cudaEventDefault) ||
@@ -74,7 +86,7 @@ static gboolean open_events(DrCudaTiming *t, int device, GError **error) {
         return FALSE;
     }
   }
-  return TRUE;
+  return dr__cuda_streams_use_device(s, 0, error);
 }
 
 /* The stamp array, zeroed on origin, and its pinned copies. */
@@ -110,6 +122,7 @@ static gboolean open_aside(DrCudaTiming *t, const DrCudaStreams *s, GError **err
 gboolean dr__cuda_timing_open(DrCudaTiming *t, const DrPlan *plan, const DrCudaStreams *s, DrTimingMode asked,
                               const DrCudaTimingAsk *ask, GError **error) {
   t->plan = plan;
+  t->streams = s;
   t->n_nodes = dr_graph_n_nodes(plan->graph);
   t->n_streams = dr_plan_n_streams(plan);
   choose(t, asked, ask);
@@ -144,12 +157,26 @@ void dr__cuda_timing_close(DrCudaTiming *t) {
     if (t->iter_start[k]) (void)api->cudaEventDestroy(t->iter_start[k]);
     if (t->iter_end[k]) (void)api->cudaEventDestroy(t->iter_end[k]);
     if (t->iter_done[k]) (void)api->cudaEventDestroy(t->iter_done[k]);
+    for (guint32 d = 1; d < DR_MAX_DEVICES; d++)
+      if (t->dev_start[k][d]) (void)api->cudaEventDestroy(t->dev_start[k][d]);
   }
   memset(t, 0, sizeof *t);
 }
 
 gboolean dr__cuda_timing_begin(const DrCudaTiming *t, guint32 k, cudaStream_t origin, GError **error) {
-  return DR_CUDA(DR_SITE_SETUP("iteration"), cudaEventRecord, t->iter_start[k], origin);
+  DrCudaSite site = DR_SITE_SETUP("iteration");
+  if (!DR_CUDA(site, cudaEventRecord, t->iter_start[k], origin)) return FALSE;
+  const DrCudaStreams *s = t->streams;
+  if (t->mode != DR_TIMING_EVENTS || s->n_devices <= 1) return TRUE;
+  /* Timing edge: the iteration's start -> each other device's start, the
+   * reference its nodes' events are read against. Nothing waits on it:
+   * the device's streams start after the fork, itself after iter_start. */
+  for (guint32 d = 1; d < s->n_devices; d++)
+    if (!dr__cuda_streams_use_device(s, d, error) ||
+        !DR_CUDA(site, cudaStreamWaitEvent, s->devices[d].setup, t->iter_start[k], 0) ||
+        !DR_CUDA(site, cudaEventRecord, t->dev_start[k][d], s->devices[d].setup))
+      return FALSE;
+  return dr__cuda_streams_use_device(s, 0, error);
 }
 
 gboolean dr__cuda_timing_end(const DrCudaTiming *t, guint32 k, cudaStream_t origin, gboolean timed,
@@ -199,8 +226,12 @@ static gboolean read_events(const DrCudaTiming *t, guint32 k, DrIterTiming *out,
     float s = 0, e = 0;
     gsize ev = (gsize)k * t->n_nodes + i;
     DrCudaSite ns = dr__cuda_node_site(t->plan, i);
-    if (!DR_CUDA(ns, cudaEventElapsedTime, &s, t->iter_start[k], t->t_start[ev]) ||
-        !DR_CUDA(ns, cudaEventElapsedTime, &e, t->iter_start[k], t->t_end[ev]))
+    /* Several devices: against the node's device's start (its start waits
+     * on iter_start, so device clocks are taken to agree at the fork). */
+    guint32 d = t->streams->stream_device[t->plan->node_stream[i]];
+    cudaEvent_t ref = d == 0 ? t->iter_start[k] : t->dev_start[k][d];
+    if (!DR_CUDA(ns, cudaEventElapsedTime, &s, ref, t->t_start[ev]) ||
+        !DR_CUDA(ns, cudaEventElapsedTime, &e, ref, t->t_end[ev]))
       return FALSE;
     out->start_us[i] = s * 1000.0;
     out->end_us[i] = e * 1000.0;

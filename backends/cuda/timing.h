@@ -7,8 +7,14 @@
  * makespan; done: after the stamps' copy), and, by timing mode, either
  * two timing events per node and slot (events) or the device stamp array,
  * its pinned copy per slot, and in graph mode the side streams that carry
- * the stamps off the critical path (stamps). It decides --timing=auto. It
- * owns no plan stream and launches no node. */
+ * the stamps off the critical path (stamps). It decides --timing=auto.
+ * Events belong to a device: with several devices each node's timing
+ * events are made on its stream's device and read against a start event
+ * of that device (dev_start, recorded at the iteration's start on the
+ * device's setup stream after origin's start), and stamps give way to
+ * events (%globaltimer is per GPU, and a stamp written by one device into
+ * another's array would need peer access). It owns no plan stream and
+ * launches no node. */
 #ifndef DAGRUN_BACKENDS_CUDA_TIMING_H
 #define DAGRUN_BACKENDS_CUDA_TIMING_H
 
@@ -21,7 +27,8 @@ G_BEGIN_DECLS
 #define DR_CUDA_MAX_IN_FLIGHT 2u
 
 typedef struct {
-  const DrPlan *plan; /* borrowed */
+  const DrPlan *plan;           /* borrowed */
+  const DrCudaStreams *streams; /* borrowed: the devices */
   guint32 n_nodes, n_streams;
   /* The timing in effect: the run's, --timing=auto decided, and stamps
    * become events when the CUDA table has no stamp_launch (an older
@@ -34,8 +41,11 @@ typedef struct {
   cudaEvent_t iter_start[DR_CUDA_MAX_IN_FLIGHT]; /* timing, on origin, per slot */
   cudaEvent_t iter_end[DR_CUDA_MAX_IN_FLIGHT];
   cudaEvent_t iter_done[DR_CUDA_MAX_IN_FLIGHT]; /* no timing: after the stamps' copy */
-  cudaEvent_t *t_start;                         /* [depth * n_nodes]: timing events, when mode == EVENTS */
-  cudaEvent_t *t_end;                           /* [depth * n_nodes] */
+  /* Several devices, events: per slot, device index d >= 1's start (its
+   * setup stream waits for iter_start, then records it); [k][0] unused. */
+  cudaEvent_t dev_start[DR_CUDA_MAX_IN_FLIGHT][DR_MAX_DEVICES];
+  cudaEvent_t *t_start; /* [depth * n_nodes]: timing events, when mode == EVENTS */
+  cudaEvent_t *t_end;   /* [depth * n_nodes] */
   /* mode == STAMPS: %globaltimer stamps, [n_nodes + 1]: slot v is node v's
    * end, slot n_nodes the iteration's start; device memory, and its pinned
    * copies [depth * (n_nodes + 1)], one per slot, filled once per timed
@@ -76,7 +86,8 @@ void dr__cuda_timing_inline(DrCudaTiming *t);
 /* Releases every event, stream and stamp array of `t`. */
 void dr__cuda_timing_close(DrCudaTiming *t);
 
-/* Slot `k`'s iteration starts on `origin` (iter_start). */
+/* Slot `k`'s iteration starts on `origin` (iter_start; with several
+ * devices and events, then every other device's dev_start). */
 gboolean dr__cuda_timing_begin(const DrCudaTiming *t, guint32 k, cudaStream_t origin, GError **error);
 
 /* Slot `k`'s iteration ends on `origin`: iter_end, then (`timed`, stamps)

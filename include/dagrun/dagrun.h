@@ -414,6 +414,11 @@ typedef struct {
                                whose measured durations replace the cost model */
   gboolean mode_set;        /* TRUE: plan for `mode`, not the pipeline's run mode */
   DrMode mode;
+  /* The backend the plan is for (0: auto). Not the host's: a peer copy
+   * between two devices is shown with the path the CUDA backend will take
+   * (cudaDeviceCanAccessPeer asked now: peer access, or staged through
+   * pinned host memory); the host's, or no GPU: "checked at run time". */
+  DrBackendKind backend;
 } DrPlanSettings;
 
 /* Validates the pipeline when not yet done, then plans it. Returns a new

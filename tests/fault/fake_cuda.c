@@ -22,6 +22,8 @@ typedef struct {
   guint64 pooled;       /* stream-ordered memory: the bytes the pool counts for it */
   gboolean captured;    /* stream-ordered memory: allocated while capturing */
   guint64 graph_peak;   /* graphs and execs: the most captured bytes live at once */
+  int device;           /* streams, events, device memory: the device current at creation */
+  gboolean freed;       /* stream-ordered memory: freed inside its capture (the graph's now) */
 } Obj;
 
 /* A node of a captured graph (the graph-node model, fake_cuda.h): what a
@@ -128,6 +130,16 @@ static struct {
   GPtrArray *subs;
   GArray *handles;
   GString *shape, *shape_deps;
+  /* Several devices (dr_fake_set_devices): the device current now
+   * (cudaSetDevice), each device's pool accounting (pool_used/pool_high
+   * above are device 0's; graph_high counts on device 0), and the peer
+   * access enabled from device a to b (peer_enables[a][b]: times it
+   * succeeded). n_devices and peer_ok are settings, kept by a reset. */
+  int n_devices;
+  gboolean peer_no;
+  int cur;
+  guint64 dev_pool_used[DR_FAKE_MAX_DEVICES], dev_pool_high[DR_FAKE_MAX_DEVICES];
+  guint peer_enables[DR_FAKE_MAX_DEVICES][DR_FAKE_MAX_DEVICES];
 } fake;
 
 typedef struct {
@@ -158,6 +170,12 @@ static void body_free(cudaGraph_t body) {
   g_ptr_array_unref(o->graph_mem);
   g_free(o);
 }
+
+/* Device 0 keeps the one-device fields, so one-device runs read as before. */
+static guint64 *pool_used_of(int d) { return d == 0 ? &fake.pool_used : &fake.dev_pool_used[d]; }
+static guint64 *pool_high_of(int d) { return d == 0 ? &fake.pool_high : &fake.dev_pool_high[d]; }
+static int n_devices(void) { return fake.n_devices > 0 ? fake.n_devices : 1; }
+static gboolean device_valid(int d) { return d >= 0 && d < n_devices(); }
 
 /* The pool's rounding of an allocation: 512 bytes (CuPy's async pool
  * reports 512 used bytes for a 12-byte allocation, cupy/cupy#5177). */
@@ -230,7 +248,14 @@ static void set_launch(FakeNode *n, const DrKernelDef *def, const DrKLaunch *l) 
   n->l.counts = n->counts;
 }
 
-static int pool_token; /* the address is the default pool's handle */
+/* The addresses are the devices' default pools' handles. */
+static int pool_token[DR_FAKE_MAX_DEVICES];
+/* The device of pool `pool`, or -1 when it is no pool's handle. */
+static int pool_device(cudaMemPool_t pool) {
+  for (int d = 0; d < DR_FAKE_MAX_DEVICES; d++)
+    if (pool == (cudaMemPool_t)&pool_token[d]) return d;
+  return -1;
+}
 
 /* ---- objects -------------------------------------------------------------- */
 
@@ -257,6 +282,7 @@ static gpointer obj_new(DrFakeKind kind, gsize size) {
   Obj *o = g_new0(Obj, 1);
   o->kind = kind;
   o->size = size;
+  o->device = fake.cur;
   gpointer key = o;
   if (kind == DR_FAKE_DEVICE_MEM || kind == DR_FAKE_HOST_MEM) key = g_malloc0(MAX(size, 1));
   if (kind == DR_FAKE_GRAPH) o->graph_mem = g_ptr_array_new();
@@ -377,6 +403,32 @@ static gboolean stream_ok(const char *call, cudaStream_t s) {
   return TRUE;
 }
 
+/* Work on stream `s` (already checked live) is enqueued from its own
+ * device: the runtime refuses a launch into another device's stream, and
+ * dagrun selects the stream's device before every per-device call. */
+static gboolean stream_here(const char *call, cudaStream_t s) {
+  Obj *o = obj_find(s, DR_FAKE_STREAM);
+  if (o == NULL || o->device == fake.cur) return TRUE;
+  misuse("%s: a stream of device %d while device %d is current", call, o->device, fake.cur);
+  return FALSE;
+}
+
+/* The device of stream `s`: a fake stream's, else (a library user's
+ * default stream) the current one. */
+static int stream_device(cudaStream_t s) {
+  Obj *o = obj_find(s, DR_FAKE_STREAM);
+  return o ? o->device : fake.cur;
+}
+
+/* The device of fake device memory holding `p`, or -1 (host, pinned or
+ * unknown memory). */
+static int mem_device(gconstpointer p) {
+  gboolean partial = FALSE;
+  gpointer key = p ? mem_find(p, 1, &partial) : NULL;
+  Obj *o = key ? g_hash_table_lookup(fake.objects, key) : NULL;
+  return o && o->kind == DR_FAKE_DEVICE_MEM ? o->device : -1;
+}
+
 static gboolean event_ok(const char *call, cudaEvent_t e) {
   if (obj_find(e, DR_FAKE_EVENT) == NULL) {
     misuse("%s: %p is not a live event", call, (void *)e);
@@ -410,13 +462,38 @@ static gboolean not_capturing(const char *call) {
 
 static cudaError_t fake_cudaGetDeviceCount(int *count) {
   GATE("cudaGetDeviceCount", NULL, FALSE, FALSE);
-  *count = 1;
+  *count = n_devices();
   return cudaSuccess;
 }
 
 static cudaError_t fake_cudaSetDevice(int device) {
-  GATE("cudaSetDevice", NULL, FALSE, FALSE);
-  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+  /* A selection, not work: allowed after a sticky fault (releases on
+   * several devices select each first). */
+  GATE_RECORD("cudaSetDevice", NULL, FALSE, TRUE, current()->size = (guint64)device);
+  if (!device_valid(device)) return finish(cudaErrorInvalidDevice);
+  fake.cur = device;
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaDeviceCanAccessPeer(int *can, int device, int peer) {
+  GATE("cudaDeviceCanAccessPeer", NULL, FALSE, FALSE);
+  if (!device_valid(device) || !device_valid(peer)) return finish(cudaErrorInvalidDevice);
+  *can = !fake.peer_no && device != peer;
+  return cudaSuccess;
+}
+
+/* From the current device to `peer`: once; again is
+ * cudaErrorPeerAccessAlreadyEnabled, as the runtime says (for the
+ * context's lifetime: a reset is a new process). */
+static cudaError_t fake_cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  GATE_RECORD("cudaDeviceEnablePeerAccess", NULL, FALSE, FALSE, current()->size = (guint64)peer);
+  if (!device_valid(peer) || peer == fake.cur) return finish(cudaErrorInvalidDevice);
+  if (fake.peer_no || flags != 0) {
+    misuse("cudaDeviceEnablePeerAccess: device %d cannot access device %d (flags %u)", fake.cur, peer, flags);
+    return finish(cudaErrorPeerAccessUnsupported);
+  }
+  if (fake.peer_enables[fake.cur][peer]++ > 0) return finish(cudaErrorPeerAccessAlreadyEnabled);
+  return cudaSuccess;
 }
 
 static cudaError_t fake_cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
@@ -429,7 +506,7 @@ static cudaError_t fake_cudaDeviceGetStreamPriorityRange(int *least, int *greate
 static cudaError_t fake_cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
   GATE("cudaDeviceGetAttribute", NULL, FALSE, FALSE);
   *value = attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0;
-  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+  return finish(device_valid(device) ? cudaSuccess : cudaErrorInvalidDevice);
 }
 
 static cudaError_t fake_cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned int flags, int priority) {
@@ -500,18 +577,30 @@ static cudaError_t fake_cudaEventDestroy(cudaEvent_t event) {
 }
 
 static cudaError_t fake_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  GATE("cudaEventRecord", stream, FALSE, FALSE);
+  GATE_RECORD("cudaEventRecord", stream, FALSE, FALSE, current()->event = event);
   if (!event_ok("cudaEventRecord", event) || !stream_ok("cudaEventRecord", stream))
     return finish(cudaErrorInvalidResourceHandle);
+  if (((Obj *)event)->device != stream_device(stream)) {
+    misuse("cudaEventRecord: an event of device %d on a stream of device %d", ((Obj *)event)->device,
+           stream_device(stream));
+    return finish(cudaErrorInvalidResourceHandle);
+  }
+
   if (fake.capture_stream)
     g_hash_table_insert(fake.event_deps, event, g_ptr_array_copy(tail_of(stream), NULL, NULL));
   return cudaSuccess;
 }
 
 static cudaError_t fake_cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
-  GATE("cudaEventRecordWithFlags", stream, FALSE, FALSE);
+  GATE_RECORD("cudaEventRecordWithFlags", stream, FALSE, FALSE, current()->event = event);
   if (!event_ok("cudaEventRecordWithFlags", event) || !stream_ok("cudaEventRecordWithFlags", stream))
     return finish(cudaErrorInvalidResourceHandle);
+  if (((Obj *)event)->device != stream_device(stream)) {
+    misuse("cudaEventRecordWithFlags: an event of device %d on a stream of device %d", ((Obj *)event)->device,
+           stream_device(stream));
+    return finish(cudaErrorInvalidResourceHandle);
+  }
+
   (void)capture_node(stream, cudaGraphNodeTypeEventRecord);
   return cudaSuccess;
 }
@@ -531,12 +620,16 @@ static cudaError_t fake_cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaE
     misuse("cudaEventElapsedTime: an event made with cudaEventDisableTiming");
     return finish(cudaErrorInvalidResourceHandle);
   }
+  if (((Obj *)start)->device != ((Obj *)end)->device) {
+    misuse("cudaEventElapsedTime: events of devices %d and %d", ((Obj *)start)->device, ((Obj *)end)->device);
+    return finish(cudaErrorInvalidResourceHandle);
+  }
   *ms = 0.001f;
   return cudaSuccess;
 }
 
 static cudaError_t fake_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  GATE("cudaStreamWaitEvent", stream, FALSE, FALSE);
+  GATE_RECORD("cudaStreamWaitEvent", stream, FALSE, FALSE, current()->event = event);
   if (!stream_ok("cudaStreamWaitEvent", stream) || !event_ok("cudaStreamWaitEvent", event))
     return finish(cudaErrorInvalidResourceHandle);
   GPtrArray *captured = fake.capture_stream ? g_hash_table_lookup(fake.event_deps, event) : NULL;
@@ -585,7 +678,8 @@ static cudaError_t fake_cudaFreeHost(void *ptr) {
 
 static cudaError_t fake_cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream) {
   GATE_RECORD("cudaMallocAsync", stream, FALSE, FALSE, current()->size = size);
-  if (!stream_ok("cudaMallocAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (!stream_ok("cudaMallocAsync", stream) || !stream_here("cudaMallocAsync", stream))
+    return finish(cudaErrorInvalidResourceHandle);
   *ptr = obj_new(DR_FAKE_DEVICE_MEM, size);
   Obj *o = g_hash_table_lookup(fake.objects, *ptr);
   o->pooled = fake_pool_bytes(size);
@@ -595,8 +689,8 @@ static cudaError_t fake_cudaMallocAsync(void **ptr, size_t size, cudaStream_t st
     fake.capture_live += o->pooled;
     fake.capture_peak = MAX(fake.capture_peak, fake.capture_live);
   } else {
-    fake.pool_used += o->pooled;
-    fake.pool_high = MAX(fake.pool_high, fake.pool_used);
+    *pool_used_of(o->device) += o->pooled;
+    *pool_high_of(o->device) = MAX(*pool_high_of(o->device), *pool_used_of(o->device));
   }
   (void)capture_node(stream, cudaGraphNodeTypeMemAlloc);
   return cudaSuccess;
@@ -609,22 +703,35 @@ static cudaError_t fake_cudaFreeAsync(void *ptr, cudaStream_t stream) {
   if (fake.sticky == cudaSuccess && !stream_ok("cudaFreeAsync", stream))
     return finish(cudaErrorInvalidResourceHandle);
   Obj *o = ptr ? obj_find(ptr, DR_FAKE_DEVICE_MEM) : NULL;
+  if (o && o->captured && o->freed) {
+    misuse("cudaFreeAsync: %p was freed already in this capture", ptr);
+    return finish(cudaErrorInvalidValue);
+  }
   if (o && o->captured)
     fake.capture_live -= MIN(fake.capture_live, o->pooled);
   else if (o)
-    fake.pool_used -= MIN(fake.pool_used, o->pooled);
+    *pool_used_of(o->device) -= MIN(*pool_used_of(o->device), o->pooled);
+  /* Freed inside the capture that allocated it: a free node; the block
+   * stays the graph's (released with it, or with a failed capture), so a
+   * replay (dr_fake_set_replay_graphs) still has memory to run in. */
+  if (o && o->captured && fake.capture_stream && gate.act) {
+    o->freed = TRUE;
+    (void)capture_node(stream, cudaGraphNodeTypeMemFree);
+    return gate.rc;
+  }
   return release_mem("cudaFreeAsync", ptr, DR_FAKE_DEVICE_MEM, gate);
 }
 
 static cudaError_t fake_cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device) {
   GATE("cudaDeviceGetDefaultMemPool", NULL, FALSE, FALSE);
-  *pool = (cudaMemPool_t)&pool_token;
-  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+  if (!device_valid(device)) return finish(cudaErrorInvalidDevice);
+  *pool = (cudaMemPool_t)&pool_token[device];
+  return cudaSuccess;
 }
 
 static cudaError_t fake_cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value) {
   GATE("cudaMemPoolSetAttribute", NULL, FALSE, FALSE);
-  if (pool != (cudaMemPool_t)&pool_token || value == NULL) {
+  if (pool_device(pool) < 0 || value == NULL) {
     misuse("cudaMemPoolSetAttribute: bad pool %p or value", (void *)pool);
     return finish(cudaErrorInvalidValue);
   }
@@ -633,21 +740,21 @@ static cudaError_t fake_cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMem
       misuse("cudaMemPoolSetAttribute: a high-water mark can only be reset to 0");
       return finish(cudaErrorInvalidValue);
     }
-    fake.pool_high = 0;
+    *pool_high_of(pool_device(pool)) = 0;
   }
   return cudaSuccess;
 }
 
 static cudaError_t fake_cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value) {
   GATE("cudaMemPoolGetAttribute", NULL, FALSE, FALSE);
-  if (pool != (cudaMemPool_t)&pool_token || value == NULL) {
+  if (pool_device(pool) < 0 || value == NULL) {
     misuse("cudaMemPoolGetAttribute: bad pool %p or value", (void *)pool);
     return finish(cudaErrorInvalidValue);
   }
   if (attr == cudaMemPoolAttrUsedMemHigh)
-    *(guint64 *)value = fake.pool_high;
+    *(guint64 *)value = *pool_high_of(pool_device(pool));
   else if (attr == cudaMemPoolAttrUsedMemCurrent)
-    *(guint64 *)value = fake.pool_used;
+    *(guint64 *)value = *pool_used_of(pool_device(pool));
   else
     return finish(cudaErrorInvalidValue);
   return cudaSuccess;
@@ -660,8 +767,8 @@ static cudaError_t fake_cudaDeviceGetGraphMemAttribute(int device, enum cudaGrap
     misuse("cudaDeviceGetGraphMemAttribute: attribute %d or value", (int)attr);
     return finish(cudaErrorInvalidValue);
   }
-  *(guint64 *)value = fake.graph_high;
-  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+  *(guint64 *)value = device == 0 ? fake.graph_high : 0;
+  return finish(device_valid(device) ? cudaSuccess : cudaErrorInvalidDevice);
 }
 
 static cudaError_t fake_cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
@@ -671,16 +778,47 @@ static cudaError_t fake_cudaDeviceSetGraphMemAttribute(int device, enum cudaGrap
     misuse("cudaDeviceSetGraphMemAttribute: only UsedMemHigh, reset to 0");
     return finish(cudaErrorInvalidValue);
   }
-  fake.graph_high = 0;
-  return finish(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+  if (device == 0) fake.graph_high = 0;
+  return finish(device_valid(device) ? cudaSuccess : cudaErrorInvalidDevice);
 }
 
 static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                                         cudaStream_t stream) {
   GATE_RECORD("cudaMemcpyAsync", stream, FALSE, FALSE, current()->size = count);
-  if (!stream_ok("cudaMemcpyAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (!stream_ok("cudaMemcpyAsync", stream) || !stream_here("cudaMemcpyAsync", stream))
+    return finish(cudaErrorInvalidResourceHandle);
   if (!mem_ok("cudaMemcpyAsync dst", dst, count) || !mem_ok("cudaMemcpyAsync src", src, count))
     return finish(cudaErrorInvalidValue);
+  /* Stricter than the runtime (which copies across devices under UVA):
+   * dagrun's device-to-device copies across devices are peer copies. */
+  if (mem_device(dst) >= 0 && mem_device(src) >= 0 && mem_device(dst) != mem_device(src)) {
+    misuse("cudaMemcpyAsync: from device %d to device %d memory (a peer copy)", mem_device(src),
+           mem_device(dst));
+    return finish(cudaErrorInvalidValue);
+  }
+  if (fake.capture_stream == NULL && !fake.dry && count) memmove(dst, src, count);
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeMemcpy);
+  if (n) {
+    n->dst = dst;
+    n->src = src;
+    n->count = count;
+  }
+  return cudaSuccess;
+}
+
+static cudaError_t fake_cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device,
+                                            size_t count, cudaStream_t stream) {
+  GATE_RECORD("cudaMemcpyPeerAsync", stream, FALSE, FALSE, current()->size = count);
+  if (!stream_ok("cudaMemcpyPeerAsync", stream) || !stream_here("cudaMemcpyPeerAsync", stream))
+    return finish(cudaErrorInvalidResourceHandle);
+  if (!device_valid(dst_device) || !device_valid(src_device)) return finish(cudaErrorInvalidDevice);
+  if (!mem_ok("cudaMemcpyPeerAsync dst", dst, count) || !mem_ok("cudaMemcpyPeerAsync src", src, count))
+    return finish(cudaErrorInvalidValue);
+  if (mem_device(dst) != dst_device || mem_device(src) != src_device) {
+    misuse("cudaMemcpyPeerAsync: dst on device %d (said %d), src on device %d (said %d)", mem_device(dst),
+           dst_device, mem_device(src), src_device);
+    return finish(cudaErrorInvalidValue);
+  }
   if (fake.capture_stream == NULL && !fake.dry && count) memmove(dst, src, count);
   FakeNode *n = capture_node(stream, cudaGraphNodeTypeMemcpy);
   if (n) {
@@ -693,7 +831,12 @@ static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count
 
 static cudaError_t fake_cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream) {
   GATE_RECORD("cudaMemsetAsync", stream, FALSE, FALSE, current()->size = count);
-  if (!stream_ok("cudaMemsetAsync", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (!stream_ok("cudaMemsetAsync", stream) || !stream_here("cudaMemsetAsync", stream))
+    return finish(cudaErrorInvalidResourceHandle);
+  if (mem_device(ptr) >= 0 && mem_device(ptr) != fake.cur) {
+    misuse("cudaMemsetAsync: memory of device %d from device %d", mem_device(ptr), fake.cur);
+    return finish(cudaErrorInvalidValue);
+  }
   if (!mem_ok("cudaMemsetAsync", ptr, count)) return finish(cudaErrorInvalidValue);
   if (fake.capture_stream == NULL && !fake.dry && count) memset(ptr, value, count);
   FakeNode *n = capture_node(stream, cudaGraphNodeTypeMemset);
@@ -707,7 +850,8 @@ static cudaError_t fake_cudaMemsetAsync(void *ptr, int value, size_t count, cuda
 
 static cudaError_t fake_cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *data) {
   GATE("cudaLaunchHostFunc", stream, FALSE, FALSE);
-  if (!stream_ok("cudaLaunchHostFunc", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (!stream_ok("cudaLaunchHostFunc", stream) || !stream_here("cudaLaunchHostFunc", stream))
+    return finish(cudaErrorInvalidResourceHandle);
   if (fake.capture_stream == NULL && !fake.dry) fn(data);
   FakeNode *n = capture_node(stream, cudaGraphNodeTypeHost);
   if (n) {
@@ -952,7 +1096,8 @@ static cudaError_t fake_cudaLaunchKernel(const void *func, dim3 grid, dim3 block
     misuse("cudaLaunchKernel: %p is not a loaded kernel", func);
     return finish(cudaErrorInvalidResourceHandle);
   }
-  if (!stream_ok("cudaLaunchKernel", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (!stream_ok("cudaLaunchKernel", stream) || !stream_here("cudaLaunchKernel", stream))
+    return finish(cudaErrorInvalidResourceHandle);
   return cudaSuccess;
 }
 
@@ -984,7 +1129,11 @@ static cudaError_t fake_cudaGetLastError(void) {
   X(cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",                         \
     "operation not permitted when stream is capturing")                                             \
   X(cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",                         \
-    "operation failed due to a previous error during capture")
+    "operation failed due to a previous error during capture")                                      \
+  X(cudaErrorPeerAccessAlreadyEnabled, "cudaErrorPeerAccessAlreadyEnabled",                         \
+    "peer access is already enabled")                                                               \
+  X(cudaErrorPeerAccessUnsupported, "cudaErrorPeerAccessUnsupported",                               \
+    "peer access is not supported between these two devices")
 
 static const char *fake_cudaGetErrorName(cudaError_t error) {
   switch (error) {
@@ -1021,13 +1170,19 @@ static GString *pdl_pattern;
 
 static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
   GATE_RECORD("kernel_launch", l->stream, FALSE, FALSE, current()->what = def->name);
-  if (!stream_ok("kernel_launch", l->stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (!stream_ok("kernel_launch", l->stream) || !stream_here("kernel_launch", l->stream))
+    return finish(cudaErrorInvalidResourceHandle);
   for (int i = 0; i < def->n_params; i++) {
     const DrKParam *p = &def->params[i];
     if (!p->is_pointer) continue;
     g_autofree char *what = g_strdup_printf("kernel_launch %s.%s", def->name, p->name);
     if (!mem_ok(what, l->args[i].ptr, l->counts[i] * dr_elem_size(p->type)))
       return finish(cudaErrorInvalidValue);
+    int md = mem_device(l->args[i].ptr);
+    if (md >= 0 && md != fake.cur) {
+      misuse("%s: memory of device %d in a launch on device %d", what, md, fake.cur);
+      return finish(cudaErrorInvalidValue);
+    }
   }
   if (def->scratch_bytes && !mem_ok("kernel_launch scratch", l->scratch, def->scratch_bytes))
     return finish(cudaErrorInvalidValue);
@@ -1062,7 +1217,8 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
 /* The stamp kernel: one thread writes %globaltimer into *slot. */
 static int fake_stamp_launch(unsigned long long *slot, cudaStream_t stream) {
   GATE("stamp_launch", stream, FALSE, FALSE);
-  if (!stream_ok("stamp_launch", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (!stream_ok("stamp_launch", stream) || !stream_here("stamp_launch", stream))
+    return finish(cudaErrorInvalidResourceHandle);
   gboolean partial = FALSE;
   if (slot == NULL || mem_find(slot, sizeof *slot, &partial) == NULL || partial) {
     misuse("stamp_launch: slot %p is not device memory", (void *)slot);
@@ -1652,6 +1808,24 @@ void dr_fake_reset(void) {
   }
   fake.exec_node_sets = 0;
   fake.pool_used = fake.pool_high = fake.capture_live = fake.capture_peak = fake.graph_high = 0;
+  fake.cur = 0;
+  memset(fake.dev_pool_used, 0, sizeof fake.dev_pool_used);
+  memset(fake.dev_pool_high, 0, sizeof fake.dev_pool_high);
+  memset(fake.peer_enables, 0, sizeof fake.peer_enables);
+}
+
+void dr_fake_set_devices(int n) {
+  g_return_if_fail(n >= 1 && n <= DR_FAKE_MAX_DEVICES);
+  fake.n_devices = n;
+}
+void dr_fake_set_peer_access(gboolean can) { fake.peer_no = !can; }
+guint dr_fake_peer_enables(int device, int peer) {
+  g_return_val_if_fail(device_valid(device) && device_valid(peer), 0);
+  return fake.peer_enables[device][peer];
+}
+int dr_fake_device_of(gconstpointer obj) {
+  Obj *o = obj ? g_hash_table_lookup(fake.objects, obj) : NULL;
+  return o ? o->device : -1;
 }
 
 void dr_fake_arm(guint64 fail_at, DrFault fault) {
@@ -1682,12 +1856,22 @@ void dr_fake_describe_live(GString *out) {
 }
 
 gboolean dr_fake_only_live(gconstpointer *obj) {
-  if (dr_fake_live_total() != 1) return FALSE;
+  /* A graph counts with the allocations it owns (freed inside its
+   * capture): a rejected cudaGraphDestroy leaves them all. */
   GHashTableIter it;
-  gpointer key;
+  gpointer key, value;
+  guint owned = 0, n = 0;
   g_hash_table_iter_init(&it, fake.objects);
-  if (!g_hash_table_iter_next(&it, &key, NULL)) return FALSE;
-  *obj = key;
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    Obj *o = value;
+    if (o->kind == DR_FAKE_GRAPH) owned += o->graph_mem->len;
+    n++;
+    *obj = key;
+  }
+  if (n != owned + 1) return FALSE;
+  g_hash_table_iter_init(&it, fake.objects);
+  while (g_hash_table_iter_next(&it, &key, &value))
+    if (((Obj *)value)->kind == DR_FAKE_GRAPH || owned == 0) *obj = key;
   return TRUE;
 }
 

@@ -1,6 +1,7 @@
 /* fake_cuda.h: a fake CUDA runtime for the CPU, and the fault shim on top
- * of it: a DrCudaApi table (backends/cuda_api.h) that emulates one device
- * in host memory and can fail the Nth call with a chosen error.
+ * of it: a DrCudaApi table (backends/cuda_api.h) that emulates devices
+ * in host memory (one by default, up to 8: dr_fake_set_devices) and can
+ * fail the Nth call with a chosen error.
  *
  * The fake keeps every object the backends make in one table: device and
  * pinned memory are g_malloc0 blocks of the asked size; streams, events,
@@ -78,17 +79,18 @@ gboolean dr_fault_sticky(DrFault fault);
 
 /* One call made through the fake table. */
 typedef struct {
-  const char *name;  /* the runtime function, "kernel_launch" or
-                       "stamp_launch" */
-  guint64 point;     /* 1-based fault point, 0 for error-reporting calls */
-  gconstpointer obj; /* the stream used, the object released or the stream
-                       created, or NULL */
-  guint stream;      /* that stream's creation number since the reset
-                       (1-based; stable across runs), or 0 */
-  guint64 size;      /* bytes copied, set or allocated; 0 otherwise */
-  const char *what;  /* kernel_launch: the built-in's name; else NULL */
-  cudaError_t rc;    /* what the fake returned */
-  gboolean release;  /* a destroy/free/unload */
+  const char *name;    /* the runtime function, "kernel_launch" or
+                         "stamp_launch" */
+  guint64 point;       /* 1-based fault point, 0 for error-reporting calls */
+  gconstpointer obj;   /* the stream used, the object released or the stream
+                         created, or NULL */
+  guint stream;        /* that stream's creation number since the reset
+                         (1-based; stable across runs), or 0 */
+  guint64 size;        /* bytes copied, set or allocated; 0 otherwise */
+  const char *what;    /* kernel_launch: the built-in's name; else NULL */
+  cudaError_t rc;      /* what the fake returned */
+  gboolean release;    /* a destroy/free/unload */
+  gconstpointer event; /* cudaEventRecord(WithFlags), cudaStreamWaitEvent: the event */
 } DrFakeCall;
 
 /* Resets the fake: releases whatever is still live (after reading the
@@ -118,8 +120,9 @@ guint dr_fake_live_total(void);
 /* Appends "allocations 1, streams 2" style text for the non-zero live
  * counts to `out`. */
 void dr_fake_describe_live(GString *out);
-/* The live object of a kind, when exactly one object is live in total:
- * TRUE and *obj set; else FALSE. */
+/* The live object of a kind, when exactly one object is live in total (a
+ * graph with the stream-ordered allocations freed inside its capture,
+ * which it owns, counts as one): TRUE and *obj set; else FALSE. */
 gboolean dr_fake_only_live(gconstpointer *obj);
 
 /* Kernel launches since the reset that asked for programmatic dependent
@@ -171,6 +174,31 @@ guint dr_fake_exec_node_sets(void);
  * calls a host, event, alloc or free node, a host memcpy or an empty body
  * inside a conditional body a misuse. Borrowed. */
 const char *dr_fake_graph_shape(gboolean deps);
+/* Several devices. dr_fake_set_devices(n) (1..DR_FAKE_MAX_DEVICES; a
+ * setting a reset keeps; default 1) makes cudaGetDeviceCount say n and
+ * devices 0..n-1 valid everywhere a device is named. cudaSetDevice
+ * selects the current device (a reset selects 0); streams, events and
+ * device memory belong to the device current when they were made. Work
+ * on a stream of another device than the current one, an event recorded
+ * on another device's stream, elapsed time between two devices' events, a
+ * kernel argument or memset in another device's memory, and
+ * cudaMemcpyAsync between two devices' memory (dagrun's peer copies use
+ * cudaMemcpyPeerAsync) are misuses; cudaStreamWaitEvent takes any
+ * device's event, as the runtime does. Each device has its own default
+ * pool and pool accounting. dr_fake_set_peer_access(FALSE) (a setting;
+ * default TRUE) makes cudaDeviceCanAccessPeer say no for every pair, and
+ * enabling it a misuse; enabling it twice for a pair answers
+ * cudaErrorPeerAccessAlreadyEnabled. dr_fake_peer_enables counts the
+ * calls that enabled device -> peer since the reset (the second and later
+ * ones are counted too, though they failed); dr_fake_device_of is the
+ * device of a live stream, event or allocation (-1: none). A trace entry
+ * of cudaSetDevice carries the device in `size`, of
+ * cudaDeviceEnablePeerAccess the peer. */
+#define DR_FAKE_MAX_DEVICES 8
+void dr_fake_set_devices(int n);
+void dr_fake_set_peer_access(gboolean can);
+guint dr_fake_peer_enables(int device, int peer);
+int dr_fake_device_of(gconstpointer obj);
 
 /* Whether cudaProfilerStart was called and cudaProfilerStop not since. */
 gboolean dr_fake_profiling(void);

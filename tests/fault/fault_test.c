@@ -246,10 +246,11 @@ static DrOp op_of_call(const char *call) {
     const char *call;
     DrOp op;
   } table[] = {
-      {"cudaMemcpyAsync", DR_OP_COPY}, {"cudaMemsetAsync", DR_OP_MEMSET},
-      {"kernel_launch", DR_OP_KERNEL}, {"cudaLaunchKernel", DR_OP_KERNEL},
-      {"cudaMalloc", DR_OP_KERNEL},    {"cudaMallocAsync", DR_OP_ALLOC},
-      {"cudaFreeAsync", DR_OP_FREE},   {"cudaLaunchHostFunc", DR_OP_HOST},
+      {"cudaMemcpyAsync", DR_OP_COPY},    {"cudaMemcpyPeerAsync", DR_OP_COPY},
+      {"cudaMemsetAsync", DR_OP_MEMSET},  {"kernel_launch", DR_OP_KERNEL},
+      {"cudaLaunchKernel", DR_OP_KERNEL}, {"cudaMalloc", DR_OP_KERNEL},
+      {"cudaMallocAsync", DR_OP_ALLOC},   {"cudaFreeAsync", DR_OP_FREE},
+      {"cudaLaunchHostFunc", DR_OP_HOST},
   };
   for (guint i = 0; i < G_N_ELEMENTS(table); i++)
     if (strcmp(call, table[i].call) == 0) return table[i].op;
@@ -275,7 +276,8 @@ static void check_payload(Sweep *w, guint64 point, const DrFakeCall *fc, DrId v)
   const DrGraph *g = w->s->graph;
   const DrNode *n = dr_graph_node(g, v);
   const char *call = fc->name;
-  if (strcmp(call, "cudaMemcpyAsync") == 0 || strcmp(call, "cudaMemsetAsync") == 0) {
+  if (strcmp(call, "cudaMemcpyAsync") == 0 || strcmp(call, "cudaMemcpyPeerAsync") == 0 ||
+      strcmp(call, "cudaMemsetAsync") == 0) {
     guint64 bytes = 0;
     for (guint32 i = 0; i < n->access_count; i++) {
       const DrAccess *a = dr_graph_access(g, n->access_first + i);

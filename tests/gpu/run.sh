@@ -11,6 +11,9 @@
 #                                   --verify in both modes
 #   gpu/bench/NAME/{streams,graph}  bench/pipelines/*.yaml likewise (2
 #                                   iterations), as larger verify cases
+#   gpu/peer/self/{streams,graph}   graphs/peer_self.yaml: a peer copy
+#                                   from the device to itself, --verify,
+#                                   checksums equal to the host backend's
 #   gpu/memory/NAME/{streams,graph}  graphs/*.yaml: the measured
 #                                   high-water mark is not null and within
 #                                   the certified bound (scratch-limit: also
@@ -151,6 +154,19 @@ for f in "${examples[@]}"; do
   for mode in streams graph; do
     check "gpu/example/$n/$mode" 90 "$DAGRUN" --backend=cuda --verify --mode=$mode "$f"
   done
+done
+
+# ---- a peer copy from the device to itself (cudaMemcpyPeerAsync) ----
+# graphs/peer_self.yaml (also run above with --verify): its checksums, the
+# peer-copied bytes and plain - peer (zeros), equal the host backend's in
+# both modes.
+peer_self=$graphs_dir/peer_self.yaml
+peer_want=$("$DAGRUN" --backend=host --iterations=1 --warmup=0 "$peer_self" 2>/dev/null | grep -E '^checksum [^ ]+ [^ ]+ 0x[0-9a-f]+$')
+for mode in streams graph; do
+  check "gpu/peer/self/$mode" 60 bash -c '
+    got=$("$1" --backend=cuda --verify --mode="$2" --iterations=1 --warmup=0 "$3" | grep -E "^checksum [^ ]+ [^ ]+ 0x[0-9a-f]+\$" | head -2)
+    echo "got:  $got"; echo "want: $4"
+    [ -n "$4" ] && [ "$got" = "$4" ]' _ "$DAGRUN" "$mode" "$peer_self" "$peer_want"
 done
 
 # ---- memory: measured high-water <= certified bound ----
