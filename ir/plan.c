@@ -137,3 +137,16 @@ gboolean dr_plan_check(const DrPlan *plan, GError **error) {
   }
   return TRUE;
 }
+
+gboolean dr_plan_storage_bindable(const DrGraph *graph, const DrId *storage, DrId buffer, GError **error) {
+  g_return_val_if_fail(graph != NULL && buffer < graph->buffers->len, FALSE);
+  for (DrId j = 0; storage != NULL && j < graph->buffers->len; j++)
+    if (storage[j] != j && (j == buffer || storage[j] == buffer)) {
+      g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+                  "buffer '%s' shares its storage with other scratch buffers (memory.reuse: auto); it cannot "
+                  "be bound to external memory",
+                  dr_graph_buffer(graph, buffer)->name);
+      return FALSE;
+    }
+  return TRUE;
+}

@@ -152,6 +152,13 @@ DrPlan *dr_plan_new_serial(const DrGraph *graph);
  * and debug builds). On failure sets `error` and returns FALSE. */
 gboolean dr_plan_check(const DrPlan *plan, GError **error);
 
+/* Whether whole-run buffer `buffer` of `graph` may be bound to external
+ * memory under the reuse placement `storage` (a plan's storage array, NULL
+ * without reuse): FALSE, with DR_ERROR_USAGE naming the buffer, when
+ * reuse put it in another buffer's storage or others in its own, since
+ * binding would move them too. The one check of both backends' bind. */
+gboolean dr_plan_storage_bindable(const DrGraph *graph, const DrId *storage, DrId buffer, GError **error);
+
 G_END_DECLS
 
 #endif

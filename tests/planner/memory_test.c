@@ -585,6 +585,20 @@ static void test_reuse_property(void) {
       g_assert_cmpuint(plan->reuse_saved_bytes, ==, 0);
       continue;
     }
+    /* Binding to external memory (dr_plan_storage_bindable, both
+     * backends' check): refused exactly for members of a shared group. */
+    for (DrId b = 0; b < g->buffers->len; b++) {
+      gboolean grouped = FALSE;
+      for (DrId j = 0; j < g->buffers->len; j++)
+        grouped = grouped || (j != b && plan->storage[j] == plan->storage[b]);
+      g_autoptr(GError) bind_error = NULL;
+      g_assert_cmpint(dr_plan_storage_bindable(g, plan->storage, b, &bind_error), ==, !grouped);
+      if (grouped) {
+        g_assert_error(bind_error, DR_ERROR, DR_ERROR_USAGE);
+        g_assert_nonnull(strstr(bind_error->message, dr_graph_buffer(g, b)->name));
+      }
+      g_assert_true(dr_plan_storage_bindable(g, NULL, b, NULL));
+    }
     guint64 reach[64];
     closure(g, reach);
     guint32 n = g->nodes->len;
