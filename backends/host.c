@@ -497,15 +497,7 @@ static gboolean host_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **
  * will do (nothing can be checked). Iterations never outlive their
  * run_iteration, so a bind or a write between them needs no ordering. */
 static gboolean host_bind_buffer(DrBackend *b, DrId buffer, void *ptr, const char **how, GError **error) {
-  const DrId *storage = b->plan->storage;
-  for (DrId j = 0; storage && j < b->n_buffers; j++)
-    if (storage[j] != j && (j == buffer || storage[j] == buffer)) {
-      g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
-                  "buffer '%s' shares its storage with other scratch buffers (memory.reuse: auto); it cannot "
-                  "be bound to external memory",
-                  dr_graph_buffer(b->graph, buffer)->name);
-      return FALSE;
-    }
+  if (!dr_plan_storage_bindable(b->graph, b->plan->storage, buffer, error)) return FALSE;
   if (!b->external[buffer]) g_free(b->bases[buffer]);
   b->bases[buffer] = ptr;
   b->external[buffer] = TRUE;

@@ -24,6 +24,7 @@
  * order and the flow from scratch, too slow for a bench at 100k).
  *
  * Usage: memory_bench [--quick]   (--quick: up to 100k nodes)
+ *        memory_bench N           (one size: 10000, 100000 or 1000000)
  * Build with -c opt: bazel build -c opt //bench:memory_bench */
 #include <glib.h>
 #include <stdio.h>
@@ -208,6 +209,7 @@ static void row(const char *shape, guint32 n) {
 
 int main(int argc, char **argv) {
   gboolean quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  guint32 only = argc > 1 && !quick ? (guint32)g_ascii_strtoull(argv[1], NULL, 10) : 0;
   printf(
       "| program | nodes | edges | width | lifetimes | serial MiB | bound MiB | certificate | plan s "
       "(no memory) | plan s | ratio | budget s (limit fits) | budget at half (edges, s) |\n");
@@ -215,6 +217,7 @@ int main(int argc, char **argv) {
   static const guint32 sizes[] = {10000, 100000, 1000000};
   for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
     if (quick && sizes[i] > 100000) break;
+    if (only != 0 && sizes[i] != only) continue;
     row("steps", sizes[i]);
     row("random", sizes[i]);
   }

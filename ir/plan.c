@@ -16,6 +16,7 @@ DrPlan *dr_plan_new(const DrGraph *graph) {
   p->waits = g_array_new(FALSE, TRUE, sizeof(DrId));
   p->antichain = g_array_new(FALSE, TRUE, sizeof(DrId));
   p->peak_bound = g_array_new(FALSE, TRUE, sizeof(DrPlanLifetime));
+  p->device_memory = g_array_new(FALSE, TRUE, sizeof(DrPlanDeviceMemory));
   p->node_stream = g_new0(guint32, MAX(n, 1));
   p->node_step = g_new0(guint32, MAX(n, 1));
   p->needs_event = g_new0(gboolean, MAX(n, 1));
@@ -30,6 +31,9 @@ void dr_plan_free(DrPlan *plan) {
   g_array_unref(plan->waits);
   g_array_unref(plan->antichain);
   g_array_unref(plan->peak_bound);
+  for (guint i = 0; i < plan->device_memory->len; i++)
+    g_array_unref(g_array_index(plan->device_memory, DrPlanDeviceMemory, i).peak_bound);
+  g_array_unref(plan->device_memory);
   g_free(plan->node_stream);
   g_free(plan->node_step);
   g_free(plan->needs_event);
@@ -185,5 +189,18 @@ gboolean dr_plan_check(const DrPlan *plan, GError **error) {
       FAIL("P2: edge %s -> %s is not implied by the plan", dr_graph_node(g, e->from)->id,
            dr_graph_node(g, e->to)->id);
   }
+  return TRUE;
+}
+
+gboolean dr_plan_storage_bindable(const DrGraph *graph, const DrId *storage, DrId buffer, GError **error) {
+  g_return_val_if_fail(graph != NULL && buffer < graph->buffers->len, FALSE);
+  for (DrId j = 0; storage != NULL && j < graph->buffers->len; j++)
+    if (storage[j] != j && (j == buffer || storage[j] == buffer)) {
+      g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
+                  "buffer '%s' shares its storage with other scratch buffers (memory.reuse: auto); it cannot "
+                  "be bound to external memory",
+                  dr_graph_buffer(graph, buffer)->name);
+      return FALSE;
+    }
   return TRUE;
 }

@@ -67,6 +67,17 @@ typedef struct {
   guint64 bytes; /* dr_pool_bytes of the buffer */
 } DrPlanLifetime;
 
+/* The memory figures of one device of a run on several (run.devices):
+ * those of DrPlan (below) restricted to the buffers that live on it. */
+typedef struct {
+  gint32 device; /* a CUDA ordinal of dr_graph_devices */
+  guint64 whole_run_bytes;
+  guint64 peak_serial_bytes;
+  guint64 peak_bound_bytes;
+  GArray *peak_bound; /* DrPlanLifetime: the certificate on this device */
+  guint32 n_lifetimes;
+} DrPlanDeviceMemory;
+
 typedef struct {
   const DrGraph *graph;  /* borrowed */
   GArray *streams;       /* DrStream */
@@ -113,6 +124,12 @@ typedef struct {
   guint64 *storage_bytes;
   guint64 reuse_saved_bytes;
   guint32 n_shared;
+  /* Per device (DrPlanDeviceMemory, in dr_graph_devices order), only when
+   * the run has more than one device; empty otherwise, when the figures
+   * above are the device's. The figures above stay the whole run's (every
+   * device's buffers together); each device's bound bounds what that
+   * device's pool can hold at once. */
+  GArray *device_memory;
   gboolean uncapped;    /* no cap asked for (graph mode): cap is 4096, report "none" */
   const char *cap_note; /* static: why the cap is what it is, or NULL */
   /* The plans of the loop bodies (ir/loops.h): 2 per loop of the graph,
@@ -171,6 +188,13 @@ DrPlan *dr_plan_new_serial(const DrGraph *graph);
 /* Checks P1-P4 (P2 by a reachability walk, so O(V·E) at worst: for tests
  * and debug builds). On failure sets `error` and returns FALSE. */
 gboolean dr_plan_check(const DrPlan *plan, GError **error);
+
+/* Whether whole-run buffer `buffer` of `graph` may be bound to external
+ * memory under the reuse placement `storage` (a plan's storage array, NULL
+ * without reuse): FALSE, with DR_ERROR_USAGE naming the buffer, when
+ * reuse put it in another buffer's storage or others in its own, since
+ * binding would move them too. The one check of both backends' bind. */
+gboolean dr_plan_storage_bindable(const DrGraph *graph, const DrId *storage, DrId buffer, GError **error);
 
 G_END_DECLS
 

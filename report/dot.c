@@ -8,6 +8,12 @@
  * or "after". Event waits are dashed red; edges that stream order or
  * another wait already imply are grey. The graph's label is the legend.
  *
+ * The memory bound's certificate (plan->peak_bound: the stream-ordered
+ * buffer lifetimes that some execution has alive together) is drawn on
+ * the nodes that open and close them: each alloc and free node of it gets
+ * a dashed dark-red border and a "bound: buf#k" line, and the legend says
+ * the bound and the serial peak.
+ *
  * With durations (from a run, or the --profile report), each node shows
  * its median duration and the critical path (the longest path weighted by
  * those durations, found here over the plan's issue order, which is a
@@ -35,6 +41,10 @@ static const char *const borders[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
                                       "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f"};
 
 #define CRITICAL_STYLE "color=\"#000000\", penwidth=3.5"
+/* The alloc and free nodes of the memory bound's certificate: a thick
+ * dashed dark-red border (beside the critical path's solid black). */
+#define BOUND_COLOR "#b30000"
+#define BOUND_STYLE "color=\"" BOUND_COLOR "\", penwidth=3, style=\"rounded,filled,dashed\""
 
 static void dot_string(GString *out, const char *s) {
   g_string_append_c(out, '"');
@@ -214,6 +224,10 @@ typedef struct {
   guint32 *lo, *hi; /* lowest and highest stream of a group */
   double *total;
   gboolean *critical;
+  /* Per group: the lifetimes of the memory bound's certificate
+   * (plan->peak_bound) whose alloc or free it holds, as "buf#k" text;
+   * NULL for none. */
+  GString **bound;
 } Ctx;
 
 static void write_node(const Ctx *c, GString *out, guint32 v, guint32 s) {
@@ -238,15 +252,19 @@ static void write_node(const Ctx *c, GString *out, guint32 v, guint32 s) {
     if (family) g_string_append(label, "sum ");
     append_us(label, total);
   }
+  if (c->bound[v] != NULL) g_string_append_printf(label, "\nbound: %s", c->bound[v]->str);
   g_string_append(out, "    ");
   dot_string(out, node->id);
   g_string_append(out, " [label=");
   dot_string(out, label->str);
-  if (s == G_MAXUINT32)
-    g_string_append(out, ", fillcolor=\"#ffffff\", color=\"#555555\"");
+  /* The certificate's border replaces the stream's (a critical node's
+   * black is written after it and wins, the dashes stay). */
+  const char *fill = s == G_MAXUINT32 ? "#ffffff" : fills[s % G_N_ELEMENTS(fills)];
+  const char *border = s == G_MAXUINT32 ? "#555555" : borders[s % G_N_ELEMENTS(borders)];
+  if (c->bound[v] != NULL)
+    g_string_append_printf(out, ", fillcolor=\"%s\", " BOUND_STYLE, fill);
   else
-    g_string_append_printf(out, ", fillcolor=\"%s\", color=\"%s\"", fills[s % G_N_ELEMENTS(fills)],
-                           borders[s % G_N_ELEMENTS(borders)]);
+    g_string_append_printf(out, ", fillcolor=\"%s\", color=\"%s\"", fill, border);
   if (family) g_string_append(out, ", shape=box3d");
   if (critical) g_string_append(out, ", " CRITICAL_STYLE);
   g_string_append(out, "];\n");
@@ -337,6 +355,19 @@ static void write_legend(const Ctx *c, GString *out, guint32 n_groups, guint32 i
   legend_row(out, "#555555", "&#9633;",
              "a node: id, \xe2\x80\x9clabel\xe2\x80\x9d, what it does (copies H2D, D2H, D2D: host/device "
              "to host/device); a cluster is a stream");
+  if (plan->peak_bound->len > 0) {
+    g_autoptr(GString) t = g_string_new(NULL);
+    g_string_append_printf(
+        t,
+        "alloc and free of the memory bound's certificate: %u buffer lifetime%s alive at once "
+        "in some execution (bound ",
+        plan->peak_bound->len, plan->peak_bound->len == 1 ? "" : "s");
+    dr__num_size_iec(t, plan->peak_bound_bytes);
+    g_string_append(t, " with whole-run buffers; serial peak ");
+    dr__num_size_iec(t, plan->peak_serial_bytes);
+    g_string_append(t, ")");
+    legend_row(out, BOUND_COLOR, "- - &#9633;", t->str);
+  }
   if (c->on_path != NULL) {
     g_autoptr(GString) t = g_string_new("critical path ");
     append_us(t, path_us);
@@ -444,6 +475,19 @@ void dr_plan_write_dot_opts(const DrPlan *plan, const DrDotOptions *opts, GStrin
       timed[r]++;
     }
   }
+  g_autofree GString **bound = g_new0(GString *, MAX(n, 1));
+  for (guint32 i = 0; i < plan->peak_bound->len; i++) {
+    const DrPlanLifetime *l = &g_array_index(plan->peak_bound, DrPlanLifetime, i);
+    DrId ends[2] = {group[l->alloc], group[l->free]};
+    for (guint k = 0; k < 2; k++) {
+      if (k == 1 && ends[1] == ends[0]) break;
+      if (bound[ends[k]] == NULL)
+        bound[ends[k]] = g_string_new(NULL);
+      else
+        g_string_append_c(bound[ends[k]], ' ');
+      g_string_append_printf(bound[ends[k]], "%s#%u", dr_graph_buffer(g, l->buffer)->name, l->lifetime);
+    }
+  }
   Ctx c = {.plan = plan,
            .opts = opts,
            .summary = summary,
@@ -457,7 +501,8 @@ void dr_plan_write_dot_opts(const DrPlan *plan, const DrDotOptions *opts, GStrin
            .lo = lo,
            .hi = hi,
            .total = total,
-           .critical = critical};
+           .critical = critical,
+           .bound = bound};
   guint32 inside = 0;
   g_autoptr(GArray) edges = group_edges(&c, &inside);
 
@@ -519,6 +564,8 @@ void dr_plan_write_dot_opts(const DrPlan *plan, const DrDotOptions *opts, GStrin
   }
   write_loop_clusters(plan, out, 0, !summary);
   g_string_append(out, "}\n");
+  for (guint32 v = 0; v < n; v++)
+    if (bound[v] != NULL) g_string_free(bound[v], TRUE);
 }
 
 void dr_plan_write_dot(const DrPlan *plan, GString *out) { dr_plan_write_dot_opts(plan, NULL, out); }

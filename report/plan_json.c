@@ -6,7 +6,9 @@
  * "cap_binds", "critical_path_us", "planned_path_us", "antichain": [ids],
  * "memory": {"peak_serial_bytes", "peak_bound_bytes", "whole_run_bytes",
  * "granule_bytes", "lifetimes", "peak_bound_buffers": [{"buffer",
- * "lifetime", "alloc", "free", "bytes"}]}, "stream_priorities": [names], "nodes": [{"id", "op", "stream",
+ * "lifetime", "alloc", "free", "bytes"}], on several devices "devices":
+ * [{"device", the same figures and "peak_bound_buffers"}]},
+ * "stream_priorities": [names], "nodes": [{"id", "op", "stream",
  * "priority", "device" (with several devices), "peer" (peer copies only:
  * "access", "staged" or "unknown"), "waits": [ids]}] in plan order, one
  * node per line}.
@@ -73,19 +75,8 @@ static void write_plan_object(const DrPlan *plan, DrJsonWriter *w) {
   dr__json_member_uint(w, "whole_run_bytes", plan->whole_run_bytes);
   dr__json_member_uint(w, "granule_bytes", DR_POOL_GRANULE);
   dr__json_member_uint(w, "lifetimes", plan->n_lifetimes);
-  dr__json_key(w, "peak_bound_buffers");
-  dr__json_begin_array(w);
-  for (guint32 i = 0; i < plan->peak_bound->len; i++) {
-    const DrPlanLifetime *l = &g_array_index(plan->peak_bound, DrPlanLifetime, i);
-    dr__json_begin_object(w);
-    dr__json_member_string(w, "buffer", dr_graph_buffer(g, l->buffer)->name);
-    dr__json_member_uint(w, "lifetime", l->lifetime);
-    dr__json_member_string(w, "alloc", dr_graph_node(g, l->alloc)->id);
-    dr__json_member_string(w, "free", dr_graph_node(g, l->free)->id);
-    dr__json_member_uint(w, "bytes", l->bytes);
-    dr__json_end_object(w);
-  }
-  dr__json_end_array(w);
+  dr__plan_lifetimes_json(g, "peak_bound_buffers", plan->peak_bound, w);
+  dr__plan_devices_json(plan, w);
   dr__plan_budget_json(plan, w);
   dr__plan_reuse_json(plan, w);
   dr__json_end_object(w);

@@ -1,7 +1,8 @@
 /* plan_memory.c: the memory budget's part of the plan writers (the text
  * line and the JSON object of what scheduler/budget.c did under a memory
  * limit: the edges it added, the bound, width and estimated critical path
- * before and after) and the memory/concurrency curve's text. Kept apart
+ * before and after), reuse's, each device's figures on a run of several
+ * and the memory/concurrency curve's text. Kept apart
  * from plan_text.c and plan_json.c, which call in here. */
 #include "report/plan_memory.h"
 
@@ -103,4 +104,64 @@ void dr__plan_reuse_json(const DrPlan *plan, DrJsonWriter *w) {
   }
   dr__json_end_array(w);
   dr__json_end_object(w);
+}
+
+void dr__plan_lifetimes_json(const DrGraph *g, const char *key, const GArray *lives, DrJsonWriter *w) {
+  dr__json_key(w, key);
+  dr__json_begin_array(w);
+  for (guint32 i = 0; i < lives->len; i++) {
+    const DrPlanLifetime *l = &g_array_index(lives, DrPlanLifetime, i);
+    dr__json_begin_object(w);
+    dr__json_member_string(w, "buffer", dr_graph_buffer(g, l->buffer)->name);
+    dr__json_member_uint(w, "lifetime", l->lifetime);
+    dr__json_member_string(w, "alloc", dr_graph_node(g, l->alloc)->id);
+    dr__json_member_string(w, "free", dr_graph_node(g, l->free)->id);
+    dr__json_member_uint(w, "bytes", l->bytes);
+    dr__json_end_object(w);
+  }
+  dr__json_end_array(w);
+}
+
+/* Lifetimes of a device's certificate shown before "... (N more)". */
+#define DEVICE_LIFETIMES_SHOWN 8u
+
+void dr__plan_devices_text(const DrPlan *plan, GString *out) {
+  const DrGraph *g = plan->graph;
+  for (guint32 r = 0; r < plan->device_memory->len; r++) {
+    const DrPlanDeviceMemory *d = &g_array_index(plan->device_memory, DrPlanDeviceMemory, r);
+    g_string_append_printf(out, "memory on device %d: serial peak ", d->device);
+    dr__num_size_iec(out, d->peak_serial_bytes);
+    g_string_append(out, ", bound ");
+    dr__num_size_iec(out, d->peak_bound_bytes);
+    g_string_append(out, " (");
+    dr__num_size_iec(out, d->whole_run_bytes);
+    g_string_append_printf(out, " whole-run + %u of %u lifetime%s", d->peak_bound->len, d->n_lifetimes,
+                           d->n_lifetimes == 1 ? "" : "s");
+    for (guint32 i = 0; i < MIN(d->peak_bound->len, DEVICE_LIFETIMES_SHOWN); i++) {
+      const DrPlanLifetime *l = &g_array_index(d->peak_bound, DrPlanLifetime, i);
+      g_string_append_printf(out, "%s%s#%u", i ? " " : ": ", dr_graph_buffer(g, l->buffer)->name,
+                             l->lifetime);
+    }
+    if (d->peak_bound->len > DEVICE_LIFETIMES_SHOWN)
+      g_string_append_printf(out, " ... (%u more)", d->peak_bound->len - DEVICE_LIFETIMES_SHOWN);
+    g_string_append(out, ")\n");
+  }
+}
+
+void dr__plan_devices_json(const DrPlan *plan, DrJsonWriter *w) {
+  if (plan->device_memory->len == 0) return;
+  dr__json_key(w, "devices");
+  dr__json_begin_array(w);
+  for (guint32 r = 0; r < plan->device_memory->len; r++) {
+    const DrPlanDeviceMemory *d = &g_array_index(plan->device_memory, DrPlanDeviceMemory, r);
+    dr__json_begin_object(w);
+    dr__json_member_uint(w, "device", (guint64)MAX(d->device, 0));
+    dr__json_member_uint(w, "peak_serial_bytes", d->peak_serial_bytes);
+    dr__json_member_uint(w, "peak_bound_bytes", d->peak_bound_bytes);
+    dr__json_member_uint(w, "whole_run_bytes", d->whole_run_bytes);
+    dr__json_member_uint(w, "lifetimes", d->n_lifetimes);
+    dr__plan_lifetimes_json(plan->graph, "peak_bound_buffers", d->peak_bound, w);
+    dr__json_end_object(w);
+  }
+  dr__json_end_array(w);
 }

@@ -1,4 +1,4 @@
-/* plan_memory.h: the memory budget's part of the plan writers
+/* plan_memory.h: the memory budget's, reuse's and per-device memory's part of the plan writers
  * (plan_memory.c), called by plan_text.c and plan_json.c. Not public:
  * only report/ includes it. */
 #ifndef DAGRUN_REPORT_PLAN_MEMORY_H
@@ -32,6 +32,22 @@ void dr__plan_reuse_text(const DrPlan *plan, GString *out);
  * "shared": [{"buffer", "storage"}]} (each buffer placed in another's
  * storage, and that buffer) into the open object of `w`. */
 void dr__plan_reuse_json(const DrPlan *plan, DrJsonWriter *w);
+
+/* Writes the array of lifetimes `lives` (DrPlanLifetime): objects
+ * {"buffer", "lifetime", "alloc", "free", "bytes"}, as the key `key` of
+ * the open object of `w`. */
+void dr__plan_lifetimes_json(const DrGraph *g, const char *key, const GArray *lives, DrJsonWriter *w);
+
+/* On a run of several devices (plan->device_memory not empty), appends a
+ * line per device: "memory on device D: serial peak S, bound B (W
+ * whole-run + K of N lifetimes: buf#k ...)"; nothing otherwise. */
+void dr__plan_devices_text(const DrPlan *plan, GString *out);
+
+/* On a run of several devices, writes the member "devices": [{"device",
+ * "peak_serial_bytes", "peak_bound_bytes", "whole_run_bytes", "lifetimes",
+ * "peak_bound_buffers": [...]}] (dr_graph_devices order) into the open
+ * object of `w`; nothing otherwise. */
+void dr__plan_devices_json(const DrPlan *plan, DrJsonWriter *w);
 
 G_END_DECLS
 

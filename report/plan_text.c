@@ -177,6 +177,7 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
   dr__num_appendf(out, "critical path %.1f us, planned path %.1f us\n", plan->critical_path_us,
                   plan->planned_path_us);
   if (plan->peak_bound_bytes > 0) write_memory(plan, out); /* no device memory: no line */
+  if (plan->peak_bound_bytes > 0) dr__plan_devices_text(plan, out);
   dr__plan_budget_text(plan, out);
   dr__plan_reuse_text(plan, out);
 

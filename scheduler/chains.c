@@ -435,14 +435,13 @@ typedef struct {
 /* The slots given after assignment t: their bits in a mask checked at t
  * are stale. */
 static Mask given_after(const Greedy *g, guint32 t) {
-  guint32 lo = 0, hi = N_SLOTS; /* given[] falls: find how many exceed t */
-  while (lo < hi) {
-    guint32 mid = (lo + hi) / 2;
-    if (g->given[mid] > t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  /* given[] falls: count the entries above t by a branch-free binary
+   * search (a data-dependent branch here mispredicted half the time, and
+   * this runs for most edges of a hazard-derived DAG; counting all 128
+   * entries four lanes at a time measured slower). */
+  guint32 lo = 0;
+  for (guint32 step = N_SLOTS / 2; step > 0; step /= 2) lo += g->given[lo + step - 1] > t ? step : 0;
+  lo += g->given[lo] > t;
   return g->first[lo];
 }
 

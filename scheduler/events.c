@@ -37,6 +37,38 @@ static int pred_by_step_desc(const void *pa, const void *pb) {
   return a->step < b->step ? 1 : a->step > b->step ? -1 : 0;
 }
 
+/* Sorts a node's predecessors by descending step: insertion sort for the
+ * few most nodes have (qsort's calls cost more than the sort itself). */
+static void sort_preds(Pred *p, guint32 len) {
+  if (len > 16) {
+    qsort(p, len, sizeof(Pred), pred_by_step_desc);
+    return;
+  }
+  for (guint32 i = 1; i < len; i++) {
+    Pred x = p[i];
+    guint32 j = i;
+    for (; j > 0 && p[j - 1].step < x.step; j--) p[j] = p[j - 1];
+    p[j] = x;
+  }
+}
+
+/* mine[x] = max(mine[x], theirs[x]) for x < width: the clock join, the
+ * W * S term. Four lanes at a time through GCC/Clang vector extensions
+ * (the two rows never overlap, which the compiler cannot know). */
+typedef guint32 Lanes __attribute__((vector_size(16)));
+static void join_clock(guint32 *restrict mine, const guint32 *restrict theirs, guint32 width) {
+  guint32 x = 0;
+  for (; x + 4 <= width; x += 4) {
+    Lanes a, b;
+    memcpy(&a, mine + x, sizeof a);
+    memcpy(&b, theirs + x, sizeof b);
+    Lanes gt = (Lanes)(b > a);
+    a = (a & ~gt) | (b & gt);
+    memcpy(mine + x, &a, sizeof a);
+  }
+  for (; x < width; x++) mine[x] = MAX(mine[x], theirs[x]);
+}
+
 typedef struct {
   guint32 width; /* clock entries per slot: the stream count */
   GArray *slab;  /* guint32, width per slot */
@@ -89,7 +121,7 @@ void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan) {
         g_array_append_val(preds, p);
       }
     }
-    if (preds->len > 1) qsort(preds->data, preds->len, sizeof(Pred), pred_by_step_desc);
+    if (preds->len > 1) sort_preds((Pred *)preds->data, preds->len);
     step->wait_first = plan->waits->len;
     for (guint32 k = 0; k < preds->len; k++) {
       DrId u = g_array_index(preds, Pred, k).node;
@@ -107,7 +139,7 @@ void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan) {
         continue;
       }
       const guint32 *theirs = &g_array_index(clocks.slab, guint32, (gsize)slot[u] * S);
-      for (guint32 x = 0; x < S; x++) mine[x] = MAX(mine[x], theirs[x]);
+      join_clock(mine, theirs, S);
     }
     step->wait_count = plan->waits->len - step->wait_first;
     for (guint32 k = 0; k < preds->len; k++) {

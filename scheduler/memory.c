@@ -34,6 +34,13 @@
  * implies its free reached, since the alloc reaches the free). Its weight
  * is checked against W - F.
  *
+ * Per device (dr__plan_memory_devices, on a run of several): the same
+ * figures over the buffers of each device alone, one flow per device
+ * over the same edge index (lifetimes of other devices carry no weight,
+ * and their DAG paths still order this device's), so each device's
+ * bound is exact for what its pool may hold at once; the figures above
+ * stay the whole run's.
+ *
  * The flow can be kept (DrMemoryFlow) and continued after an edge is added
  * (the budget pass, budget.c): a flow stays feasible when capacity is
  * added, so only the new augmenting paths are searched.
@@ -335,4 +342,66 @@ void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan) {
   scan_lifetimes(g, plan, lives, life_of);
   g_array_set_size(plan->peak_bound, 0);
   plan->peak_bound_bytes = plan->whole_run_bytes + dr__memory_bound(ctx, lives, life_of, plan->peak_bound);
+}
+
+void dr__plan_memory_devices(const DrPlanCtx *ctx, DrPlan *plan) {
+  const DrGraph *g = ctx->graph;
+  guint32 nd;
+  const gint32 *devs = dr_graph_devices(g, &nd);
+  g_array_set_size(plan->device_memory, 0);
+  if (nd <= 1) return;
+  DrPlanDeviceMemory *rows = g_new0(DrPlanDeviceMemory, nd);
+  for (guint32 r = 0; r < nd; r++) {
+    rows[r].device = devs[r];
+    rows[r].peak_bound = g_array_new(FALSE, TRUE, sizeof(DrPlanLifetime));
+  }
+  for (DrId b = 0; b < g->buffers->len; b++) {
+    const DrBuffer *buf = dr_graph_buffer(g, b);
+    gint32 r = dr_graph_device_rank(g, dr_graph_buffer_device(g, b));
+    if (r < 0 || buf->alloc_node != DR_NONE) continue;
+    if (plan->storage != NULL && plan->storage[b] != b) continue; /* in another's storage */
+    rows[r].whole_run_bytes += dr_pool_bytes(plan->storage ? plan->storage_bytes[b] : dr_buffer_bytes(buf));
+  }
+  g_autoptr(GArray) lives = g_array_new(FALSE, FALSE, sizeof(DrPlanLifetime));
+  g_autofree guint32 *life_of = g_new(guint32, MAX(ctx->n, 1));
+  guint64 whole, serial;
+  dr__memory_lifetimes(g, lives, life_of, &whole, &serial);
+  const DrPlanLifetime *life = (const DrPlanLifetime *)lives->data;
+  g_autofree gint32 *rank = g_new(gint32, MAX(lives->len, 1));
+  for (guint32 i = 0; i < lives->len; i++)
+    rank[i] = dr_graph_device_rank(g, dr_graph_buffer_device(g, life[i].buffer));
+  /* Serial peaks: file order, each device's live bytes apart. */
+  g_autofree guint64 *live = g_new0(guint64, nd), *peak = g_new0(guint64, nd);
+  for (DrId v = 0; v < ctx->n; v++) {
+    guint32 i = life_of[v];
+    if (i == DR_NONE || rank[i] < 0) continue;
+    if (life[i].alloc == v) {
+      live[rank[i]] += life[i].bytes;
+      peak[rank[i]] = MAX(peak[rank[i]], live[rank[i]]);
+    } else {
+      live[rank[i]] -= life[i].bytes;
+    }
+  }
+  /* Bounds: each device's lifetimes alone in the same flow network. */
+  g_autoptr(GArray) mine = g_array_new(FALSE, FALSE, sizeof(DrPlanLifetime));
+  g_autofree guint32 *mine_of = g_new(guint32, MAX(ctx->n, 1));
+  memset(mine_of, 0xFF, sizeof(guint32) * MAX(ctx->n, 1));
+  for (guint32 r = 0; r < nd; r++) {
+    g_array_set_size(mine, 0);
+    for (guint32 i = 0; i < lives->len; i++)
+      if (rank[i] == (gint32)r) {
+        mine_of[life[i].alloc] = mine_of[life[i].free] = mine->len;
+        g_array_append_val(mine, life[i]);
+      }
+    guint64 w = dr__memory_bound(ctx, mine, mine_of, rows[r].peak_bound);
+    for (guint32 i = 0; i < mine->len; i++) {
+      const DrPlanLifetime *l = &g_array_index(mine, DrPlanLifetime, i);
+      mine_of[l->alloc] = mine_of[l->free] = DR_NONE;
+    }
+    rows[r].n_lifetimes = mine->len;
+    rows[r].peak_serial_bytes = rows[r].whole_run_bytes + peak[r];
+    rows[r].peak_bound_bytes = rows[r].whole_run_bytes + w;
+  }
+  g_array_append_vals(plan->device_memory, rows, nd);
+  g_free(rows);
 }

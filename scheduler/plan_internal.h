@@ -136,6 +136,13 @@ void dr__plan_ctx_clear(DrPlanCtx *ctx);
  * dr__plan_memory. Adds no edge. */
 void dr__plan_reuse(const DrPlanCtx *ctx, DrPlan *plan);
 
+/* memory.c: on a run of several devices (dr_graph_devices), fills
+ * plan->device_memory: each device's whole-run bytes (after reuse's
+ * placement), serial peak and certified bound, over the buffers that live
+ * on it, each bound with its own antichain (one flow per device). Nothing
+ * on one device. Run after dr__plan_reuse. */
+void dr__plan_memory_devices(const DrPlanCtx *ctx, DrPlan *plan);
+
 /* events.c: adds the fewest cross-stream waits that make stream order plus
  * waits imply every edge, and sets needs_event. */
 void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan);

@@ -10,6 +10,7 @@
  *   dr__plan_events   events.c  fewest cross-stream waits
  *   dr__plan_memory   memory.c  serial peak, certified worst-case peak
  *   dr__plan_reuse    reuse.c   scratch buffers in shared storage (reuse: auto)
+ *   dr__plan_memory_devices  memory.c  the same figures per device (run.devices)
  *
  * Requires: a graph whose edges are sorted by (to, from) (dr_passes_run or
  * dr_graph_sort_edges). Provides: a DrPlan satisfying P1-P4 (ir/plan.h),
@@ -104,6 +105,7 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
   dr__plan_events(&ctx, plan);
   if (!opts->no_memory) dr__plan_memory(&ctx, plan);
   if (!opts->no_memory) dr__plan_reuse(&ctx, plan);
+  if (!opts->no_memory) dr__plan_memory_devices(&ctx, plan);
   dr__plan_ctx_clear(&ctx);
   /* dr_plan_check walks back from each edge's head (O(V * E)): debug
    * builds check every plan small enough for that to stay quick; the

@@ -10,7 +10,7 @@
  * A scratch buffer's uses are the nodes that access it. Buffer B may
  * follow buffer A in one storage when every use of A reaches every use of
  * B in the DAG (so no execution has them live at once, and no node uses
- * both). Greedy, in program order of first use: each buffer goes into the
+ * both), and both live on one device. Greedy, in program order of first use: each buffer goes into the
  * first group whose last member it may follow (transitively then it may
  * follow every member), else it starts a group. A group allocates its
  * largest member; each buffer keeps its own name and size everywhere (the
@@ -130,6 +130,8 @@ void dr__plan_reuse(const DrPlanCtx *ctx, DrPlan *plan) {
     guint group = G_MAXUINT;
     for (guint k = 0; k < leader->len && group == G_MAXUINT; k++) {
       DrId t = g_array_index(last, DrId, k);
+      /* One group's storage is one allocation on one device. */
+      if (dr_graph_buffer_device(g, t) != dr_graph_buffer_device(g, b)) continue;
       if (all_reach(ctx, uses + off[t], off[t + 1] - off[t], uses + off[b], off[b + 1] - off[b], seen, &mark,
                     stack))
         group = k;

@@ -250,14 +250,7 @@ gboolean dr__cuda_memory_bind(DrCudaMemory *m, DrId buffer, void *ptr, int devic
   const DrBuffer *buf = dr_graph_buffer(m->graph, buffer);
   g_autofree char *what = g_strdup_printf("binding buffer '%s' to external memory", buf->name);
   DrCudaSite site = DR_SITE_SETUP(what);
-  for (DrId j = 0; m->storage && j < m->n_buffers; j++)
-    if (m->storage[j] != j && (j == buffer || m->storage[j] == buffer)) {
-      g_set_error(error, DR_ERROR, DR_ERROR_USAGE,
-                  "buffer '%s' shares its storage with other scratch buffers (memory.reuse: auto); it cannot "
-                  "be bound to external memory",
-                  buf->name);
-      return FALSE;
-    }
+  if (!dr_plan_storage_bindable(m->graph, m->storage, buffer, error)) return FALSE;
   if (api->cudaPointerGetAttributes != NULL) {
     struct cudaPointerAttributes attr;
     memset(&attr, 0, sizeof attr);

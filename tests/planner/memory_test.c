@@ -255,6 +255,105 @@ static void test_property_small(void) {
   g_assert_cmpuint(bound_above_serial, >, 100);
 }
 
+/* Per device (plan->device_memory): random programs whose buffers live on
+ * two devices of run.devices. Each device's bound is exact against brute
+ * force over that device's buffers alone (the maximum over every linear
+ * extension of its live bytes), its certificate an antichain of its own
+ * lifetimes, its serial peak file order's; the whole-run figures stay
+ * those over every buffer, and the devices' whole-run bytes add up. */
+static void test_devices_property(void) {
+  g_autoptr(GRand) r = g_rand_new_with_seed(1616);
+  guint exact_below_whole = 0, split = 0;
+  for (guint iter = 0; iter < 3000; iter++) {
+    g_autoptr(DrGraph) g = random_program(r, 9);
+    g->run.devices[0] = 0;
+    g->run.devices[1] = 1;
+    g->run.n_devices = 2;
+    /* A node's buffers are on its device: buffers used by one node
+     * (union-find) share a device, drawn at random per group. */
+    guint32 nb = g->buffers->len, root[8], dev[8];
+    g_assert_cmpuint(nb, <=, 8);
+    for (DrId b = 0; b < nb; b++) root[b] = b, dev[b] = (guint32)g_rand_int_range(r, 0, 2);
+    for (DrId v = 0; v < g->nodes->len; v++) {
+      const DrNode *nd = dr_graph_node(g, v);
+      for (guint32 k = 1; k < nd->access_count; k++) {
+        guint32 a = dr_graph_access(g, nd->access_first)->buffer,
+                b = dr_graph_access(g, nd->access_first + k)->buffer;
+        while (root[a] != a) a = root[a];
+        while (root[b] != b) b = root[b];
+        root[b] = a;
+      }
+    }
+    for (DrId b = 0; b < nb; b++) {
+      guint32 top = b;
+      while (root[top] != top) top = root[top];
+      DrBuffer *buf = dr_graph_buffer(g, b);
+      buf->device = (gint32)dev[top];
+      buf->device_set = buf->device != 0;
+    }
+    g_autoptr(DrPlan) plan = plan_of(g);
+    guint64 reach[64];
+    closure(g, reach);
+    guint32 n = g->nodes->len;
+    g_assert_cmpuint(plan->device_memory->len, ==, 2);
+    guint64 whole = 0, stream_sum = 0;
+    for (guint32 d = 0; d < 2; d++) {
+      const DrPlanDeviceMemory *dm = &g_array_index(plan->device_memory, DrPlanDeviceMemory, d);
+      g_assert_cmpint(dm->device, ==, (gint32)d);
+      whole += dm->whole_run_bytes;
+      guint64 w = 0;
+      for (guint32 i = 0; i < dm->peak_bound->len; i++) {
+        const DrPlanLifetime *a = &g_array_index(dm->peak_bound, DrPlanLifetime, i);
+        g_assert_cmpint(dr_graph_buffer_device(g, a->buffer), ==, (gint32)d);
+        w += a->bytes;
+        for (guint32 j = 0; j < dm->peak_bound->len; j++) {
+          const DrPlanLifetime *b = &g_array_index(dm->peak_bound, DrPlanLifetime, j);
+          if (i != j) g_assert_false((reach[a->free] >> b->alloc) & 1);
+        }
+      }
+      g_assert_cmpuint(dm->whole_run_bytes + w, ==, dm->peak_bound_bytes);
+      stream_sum += w;
+      Enum en;
+      setup_enum(&en, g, plan, 2000000);
+      for (DrId v = 0; v < n; v++) {
+        const DrNode *nd = dr_graph_node(g, v);
+        if ((nd->op == DR_OP_ALLOC || nd->op == DR_OP_FREE) &&
+            dr_graph_buffer_device(g, nd->buffer) != (gint32)d)
+          en.delta[v] = 0;
+      }
+      en.bound = w;
+      enumerate(&en, 0, 0, 0);
+      g_assert_cmpuint(en.extensions, <, en.budget);
+      g_assert_cmpuint(en.max_ext, ==, w);
+      gint64 live = 0;
+      guint64 peak = 0;
+      for (DrId v = 0; v < n; v++) live += en.delta[v], peak = MAX(peak, (guint64)MAX(live, 0));
+      g_assert_cmpuint(dm->peak_serial_bytes, ==, dm->whole_run_bytes + peak);
+      g_assert_cmpuint(dm->peak_serial_bytes, <=, dm->peak_bound_bytes);
+      clear_enum(&en);
+    }
+    g_assert_cmpuint(whole, ==, plan->whole_run_bytes);
+    split += g_array_index(plan->device_memory, DrPlanDeviceMemory, 0).n_lifetimes > 0 &&
+             g_array_index(plan->device_memory, DrPlanDeviceMemory, 1).n_lifetimes > 0;
+    /* The whole run's bound is one antichain over both devices: at most
+     * the devices' bounds together, at least the larger of them. */
+    g_assert_cmpuint(plan->peak_bound_bytes, <=, plan->whole_run_bytes + stream_sum);
+    exact_below_whole += plan->peak_bound_bytes < plan->whole_run_bytes + stream_sum;
+  }
+  g_test_message("%u of 3000 with the whole run's bound below the devices' sum", exact_below_whole);
+  g_test_message("%u of 3000 with lifetimes on both devices", split);
+  g_assert_cmpuint(exact_below_whole, >, 0);
+  g_assert_cmpuint(split, >, 300);
+}
+
+/* One device: no per-device rows, the figures above are that device's. */
+static void test_devices_single(void) {
+  g_autoptr(GRand) r = g_rand_new_with_seed(7);
+  g_autoptr(DrGraph) g = random_program(r, 9);
+  g_autoptr(DrPlan) plan = plan_of(g);
+  g_assert_cmpuint(plan->device_memory->len, ==, 0);
+}
+
 static void test_property_large(void) {
   /* Up to 62 nodes: the certificate is an antichain of the bound's weight,
    * and no random extension (random topological orders) exceeds it. */
@@ -585,6 +684,20 @@ static void test_reuse_property(void) {
       g_assert_cmpuint(plan->reuse_saved_bytes, ==, 0);
       continue;
     }
+    /* Binding to external memory (dr_plan_storage_bindable, both
+     * backends' check): refused exactly for members of a shared group. */
+    for (DrId b = 0; b < g->buffers->len; b++) {
+      gboolean grouped = FALSE;
+      for (DrId j = 0; j < g->buffers->len; j++)
+        grouped = grouped || (j != b && plan->storage[j] == plan->storage[b]);
+      g_autoptr(GError) bind_error = NULL;
+      g_assert_cmpint(dr_plan_storage_bindable(g, plan->storage, b, &bind_error), ==, !grouped);
+      if (grouped) {
+        g_assert_error(bind_error, DR_ERROR, DR_ERROR_USAGE);
+        g_assert_nonnull(strstr(bind_error->message, dr_graph_buffer(g, b)->name));
+      }
+      g_assert_true(dr_plan_storage_bindable(g, NULL, b, NULL));
+    }
     guint64 reach[64];
     closure(g, reach);
     guint32 n = g->nodes->len;
@@ -630,5 +743,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/planner/memory/budget-property", test_budget_property);
   g_test_add_func("/planner/memory/budget-curve", test_budget_curve);
   g_test_add_func("/planner/memory/reuse-property", test_reuse_property);
+  g_test_add_func("/planner/memory/devices-property", test_devices_property);
+  g_test_add_func("/planner/memory/devices-single", test_devices_single);
   return g_test_run();
 }
