@@ -450,6 +450,10 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, GString *out, GS
  * run. Returns the exit code. */
 static int load_and_go(const Options *o, const char *path, GString *out, GString *err) {
   g_autoptr(GError) error = NULL;
+  /* device.* in the file describe the device this command will run on. */
+  DrBackendKind backend = DR_BACKEND_AUTO;
+  if (o->backend) (void)dr_backend_kind_from_name(o->backend, &backend);
+  dr_device_vars_select(backend, o->device != UNSET ? o->device : 0);
   g_autoptr(DrDiagnostics) diags = dr_diagnostics_new();
   if (o->dump_after) {
     if (!dr_pipeline_dump_file(path, o->dump_after, diags, out, &error))

@@ -43,6 +43,7 @@ DrPipeline *dr_pipeline_load_file(const char *path, GError **error) {
   g_return_val_if_fail(path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_autoptr(DrDiags) diags = dr_diags_new(0);
+  dr__device_vars_install();
   DrGraph *g = dr_load_file(path, diags, error);
   return g ? dr__pipeline_wrap(g, TRUE) : NULL;
 }
@@ -51,6 +52,7 @@ DrPipeline *dr_pipeline_load_string(const char *name, const char *yaml, gssize l
   g_return_val_if_fail(name != NULL && yaml != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_autoptr(DrDiags) diags = dr_diags_new(0);
+  dr__device_vars_install();
   DrGraph *g = dr_load_string(name, yaml, len < 0 ? strlen(yaml) : (gsize)len, diags, error);
   return g ? dr__pipeline_wrap(g, TRUE) : NULL;
 }

@@ -59,6 +59,17 @@ gboolean dr__int_parse(const char *text, DrSizeClass classes, gint64 *out, char 
  * division by zero or overflow (outside the branch `?:` does not take). */
 gboolean dr__expr_eval(const char *text, gsize len, const DrEnv *env, gint64 *out, char **msg);
 
+/* The read-only `device.NAME` variables (docs/format.md, "device
+ * variables"): a resolver gets NAME (`len` bytes, not NUL-terminated) and
+ * returns TRUE with its value in *out, or FALSE with *msg (g_free) saying
+ * why (an unknown name, listing the known ones). */
+typedef gboolean (*DrDeviceVarFn)(const char *name, gsize len, gint64 *out, char **msg);
+
+/* Installs the resolver every expression's `device.NAME` goes to, for the
+ * whole process (the library installs its own before loading; NULL: none,
+ * and `device.NAME` is an error saying the values are not available). */
+void dr__expr_set_device_vars(DrDeviceVarFn fn);
+
 /* Returns TRUE when `text` holds a '{' or '}' and so needs substitution. */
 gboolean dr__expr_has_braces(const char *text);
 

@@ -108,6 +108,15 @@ const char *dr_builtin_kernel_rules(guint i);
  * is success with nothing removed. Fails with DR_ERROR_OUTPUT naming a
  * file that cannot be removed. Safe while other processes use the cache
  * (they compile again what they miss). */
+/* Says which backend and device the read-only expression variables
+ * `device.NAME` (device.sm_count, device.clock_khz, ...; docs/format.md)
+ * describe in pipelines loaded from now on, process-wide: DR_BACKEND_HOST
+ * gives the host backend's fixed values; DR_BACKEND_CUDA and
+ * DR_BACKEND_AUTO (the default, with device 0) the values of CUDA device
+ * `device` when a CUDA device is usable, else the fixed ones. The command
+ * line calls it with its --backend and --device before loading. */
+void dr_device_vars_select(DrBackendKind backend, int device);
+
 gboolean dr_kernel_cache_clean(char **dir, guint *entries, guint64 *bytes, GError **error);
 
 /* ---- version ------------------------------------------------------------ */
