@@ -159,7 +159,7 @@ gboolean dr_pipeline_add_buffer(DrPipeline *pipeline, const char *name, DrElemTy
   CHECK_ARGS(pipeline, error);
   g_return_val_if_fail(name != NULL, FALSE);
   g_return_val_if_fail((guint)type < DR_ELEM_N_TYPES, FALSE);
-  g_return_val_if_fail(where == DR_WHERE_DEVICE || where == DR_WHERE_HOST, FALSE);
+  g_return_val_if_fail((guint)where < DR_N_WHERES, FALSE);
   if (!dr__pipeline_check_open(pipeline, "add a buffer", error)) return FALSE;
   DrLoc loc = dr__pipeline_next_loc(pipeline, TRUE);
   DrBuffer b = {.name = name, .loc = loc, .type = type, .count = count, .where = where, .init = DR_INIT_NONE};
