@@ -7,8 +7,9 @@
  * the process says it beforehand (dr_device_vars_select: the command line
  * passes its --backend and --device), as it does for its MPI rank. With
  * the host backend, or with no usable CUDA device, each variable has the
- * fixed value of the table below (an H200's figures, so a file expands on
- * the host backend as on the machine it was written for); otherwise the
+ * fixed value of parser/expr.h's list (an H200's figures, so a file
+ * expands on the host backend as on the machine it was written for),
+ * which is also what loads outside the library see; otherwise the
  * CUDA device's value, read with cudaDeviceGetAttribute through DrCudaApi
  * on first use (the runtime's device queries make no context, so the
  * stream cap's CUDA_DEVICE_MAX_CONNECTIONS rule is unaffected) and kept
@@ -17,34 +18,29 @@
 #include "lib/api_internal.h"
 #include "parser/expr.h"
 
-/* X(name, cudaDeviceAttr, host backend's value) */
-#define DR_DEVICE_VAR_LIST(X)                                              \
-  X(sm_count, cudaDevAttrMultiProcessorCount, 132)                         \
-  X(clock_khz, cudaDevAttrClockRate, 1980000)                              \
-  X(cc_major, cudaDevAttrComputeCapabilityMajor, 9)                        \
-  X(cc_minor, cudaDevAttrComputeCapabilityMinor, 0)                        \
-  X(warp_size, cudaDevAttrWarpSize, 32)                                    \
-  X(max_threads_per_block, cudaDevAttrMaxThreadsPerBlock, 1024)            \
-  X(max_threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, 2048)      \
-  X(smem_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 232448) \
-  X(smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 233472)      \
-  X(l2_bytes, cudaDevAttrL2CacheSize, 52428800)
-
-enum {
-#define X(n, a, v) VAR_##n,
-  DR_DEVICE_VAR_LIST(X)
-#undef X
-      N_VARS
-};
+/* parser/expr.h's list names each attribute by its number: check them. */
+#define DR_X(n, a, v) G_STATIC_ASSERT(a == (int)DR_CUDA_ATTR_##n);
+#define DR_CUDA_ATTR_sm_count cudaDevAttrMultiProcessorCount
+#define DR_CUDA_ATTR_clock_khz cudaDevAttrClockRate
+#define DR_CUDA_ATTR_cc_major cudaDevAttrComputeCapabilityMajor
+#define DR_CUDA_ATTR_cc_minor cudaDevAttrComputeCapabilityMinor
+#define DR_CUDA_ATTR_warp_size cudaDevAttrWarpSize
+#define DR_CUDA_ATTR_max_threads_per_block cudaDevAttrMaxThreadsPerBlock
+#define DR_CUDA_ATTR_max_threads_per_sm cudaDevAttrMaxThreadsPerMultiProcessor
+#define DR_CUDA_ATTR_smem_per_block_optin cudaDevAttrMaxSharedMemoryPerBlockOptin
+#define DR_CUDA_ATTR_smem_per_sm cudaDevAttrMaxSharedMemoryPerMultiprocessor
+#define DR_CUDA_ATTR_l2_bytes cudaDevAttrL2CacheSize
+DR_DEVICE_VAR_LIST(DR_X)
+#undef DR_X
 
 static const struct {
   const char *name;
-  enum cudaDeviceAttr attr;
+  int attr;
   gint64 host;
 } vars[] = {
-#define X(n, a, v) {#n, a, v},
-    DR_DEVICE_VAR_LIST(X)
-#undef X
+#define DR_X(n, a, v) {#n, a, v},
+    DR_DEVICE_VAR_LIST(DR_X)
+#undef DR_X
 };
 
 /* Under `lock`: the selection and the values read for it. */
@@ -52,8 +48,8 @@ static GMutex lock;
 static DrBackendKind backend = DR_BACKEND_AUTO;
 static int ordinal;
 static gboolean decided, use_cuda;
-static gboolean have[N_VARS];
-static gint64 value[N_VARS];
+static gboolean have[DR_N_DEVICE_VARS];
+static gint64 value[DR_N_DEVICE_VARS];
 
 void dr_device_vars_select(DrBackendKind kind, int device) {
   g_return_if_fail(kind < DR_N_BACKENDS && device >= 0);
@@ -68,19 +64,7 @@ void dr_device_vars_select(DrBackendKind kind, int device) {
 }
 
 /* The parser's resolver (DrDeviceVarFn). */
-static gboolean resolve(const char *name, gsize len, gint64 *out, char **msg) {
-  int i = -1;
-  for (int k = 0; k < N_VARS; k++)
-    if (strlen(vars[k].name) == len && strncmp(vars[k].name, name, len) == 0) i = k;
-  if (i < 0) {
-    GString *known = g_string_new(NULL);
-    for (int k = 0; k < N_VARS; k++)
-      g_string_append_printf(known, "%sdevice.%s", k ? ", " : "", vars[k].name);
-    *msg = g_strdup_printf("unknown device variable 'device.%.*s' (the device variables: %s)", (int)len, name,
-                           known->str);
-    g_string_free(known, TRUE);
-    return FALSE;
-  }
+static gboolean resolve(DrDeviceVar i, gint64 *out, char **msg) {
   g_mutex_lock(&lock);
   if (!decided) {
     g_autofree char *why = NULL;
@@ -94,7 +78,7 @@ static gboolean resolve(const char *name, gsize len, gint64 *out, char **msg) {
     *out = value[i];
   } else {
     int v = 0;
-    cudaError_t rc = dr_cuda_api()->cudaDeviceGetAttribute(&v, vars[i].attr, ordinal);
+    cudaError_t rc = dr_cuda_api()->cudaDeviceGetAttribute(&v, (enum cudaDeviceAttr)vars[i].attr, ordinal);
     if (rc == cudaSuccess) {
       have[i] = TRUE;
       *out = value[i] = v;
