@@ -12,14 +12,22 @@
  *
  * Entries are <cache dir>/<sha256 hex>.cubin, written with
  * g_file_set_contents (temp file + rename), so readers never see half a
- * file from a concurrent writer. A read entry is checked to be a whole ELF
+ * file from a concurrent writer; after each store the directory is bounded
+ * (nvrtc_evict.c). A read entry is checked to be a whole ELF
  * image (every table and section inside the file) before it is trusted;
  * anything else is a miss and gets rewritten. The toolkit's include paths
  * are passed the way nvcc passes them (include/, then include/cccl when it
  * exists), after the caller's own options, so a kernel's include_dirs win
- * like nvcc's -I. Not covered by the key:
- * headers the source includes, and the NVRTC program name (`name`), which
- * only reaches the cubin's debug line tables. */
+ * like nvcc's -I. NVRTC has no dependency output (nvrtc_deps.c), so the
+ * key's part for the included headers is found by reading them; it costs
+ * a hit one read of each user header. Not covered by the key: the NVRTC
+ * program name (`name`), which only reaches the cubin's debug line tables,
+ * and the contents of the toolkit's headers (they come with its NVRTC,
+ * whose file the key names).
+ *
+ * An entry with name expressions has a second file, <hex>.names, holding
+ * the lowered names: NVRTC gives them only after compiling, and a hit must
+ * not compile. */
 #include "backends/nvrtc_cache.h"
 
 #include <dlfcn.h>
@@ -29,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <utime.h>
 
 #include "ir/diag.h"
 
@@ -49,6 +58,8 @@ typedef int (*NvrtcGet)(void *prog, char *out);
 typedef int (*NvrtcDestroy)(void **prog);
 typedef const char *(*NvrtcErrorString)(int result);
 typedef int (*NvrtcVersion)(int *major, int *minor);
+typedef int (*NvrtcAddName)(void *prog, const char *name_expression);
+typedef int (*NvrtcLowered)(void *prog, const char *name_expression, const char **lowered);
 
 /* Process-wide state, under `lock`: the library's identity (found once) and
  * its entry points (opened once, on the first miss). */
@@ -65,6 +76,8 @@ static struct {
   NvrtcDestroy destroy;
   NvrtcErrorString error_string;
   NvrtcVersion version;
+  NvrtcAddName add_name;
+  NvrtcLowered lowered;
 } nvrtc;
 
 static GMutex lock;
@@ -125,8 +138,11 @@ static gboolean open_locked(void) {
   nvrtc.destroy = (NvrtcDestroy)dlsym(h, "nvrtcDestroyProgram");
   nvrtc.error_string = (NvrtcErrorString)dlsym(h, "nvrtcGetErrorString");
   nvrtc.version = (NvrtcVersion)dlsym(h, "nvrtcVersion");
+  nvrtc.add_name = (NvrtcAddName)dlsym(h, "nvrtcAddNameExpression");
+  nvrtc.lowered = (NvrtcLowered)dlsym(h, "nvrtcGetLoweredName");
   nvrtc.ok = nvrtc.create && nvrtc.compile && nvrtc.log_size && nvrtc.log && nvrtc.cubin_size &&
-             nvrtc.cubin && nvrtc.destroy && nvrtc.error_string && nvrtc.version;
+             nvrtc.cubin && nvrtc.destroy && nvrtc.error_string && nvrtc.version && nvrtc.add_name &&
+             nvrtc.lowered;
   if (!nvrtc.ok) {
     g_snprintf(nvrtc.why, sizeof nvrtc.why, "libnvrtc.so.13 lacks an entry point dagrun uses");
     return FALSE;
@@ -186,9 +202,13 @@ static gboolean is_whole_elf(const char *data, gsize len) {
   return TRUE;
 }
 
-/* Compiles with NVRTC. Returns the cubin (g_free) or NULL with `error` set. */
+/* Compiles with NVRTC, registering each of `exprs` (NULL-terminated, may be
+ * NULL) as a name expression; *lowered gets their lowered names (g_strfreev)
+ * when `exprs` is not NULL. Returns the cubin (g_free) or NULL with `error`
+ * set. */
 static char *compile(const char *name, const char *source, gsize len, const char *const *options,
-                     int n_options, gsize *out_len, GError **error) {
+                     int n_options, const char *const *exprs, char ***lowered, gsize *out_len,
+                     GError **error) {
   g_mutex_lock(&lock);
   gboolean ok = open_locked();
   g_mutex_unlock(&lock);
@@ -202,6 +222,15 @@ static char *compile(const char *name, const char *source, gsize len, const char
   if (rc != 0) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "nvrtcCreateProgram failed: %s", nvrtc.error_string(rc));
     return NULL;
+  }
+  for (const char *const *e = exprs; e && *e; e++) {
+    rc = nvrtc.add_name(prog, *e);
+    if (rc != 0) {
+      g_set_error(error, DR_ERROR, DR_ERROR_INVALID, "name '%s': nvrtcAddNameExpression failed: %s", *e,
+                  nvrtc.error_string(rc));
+      nvrtc.destroy(&prog);
+      return NULL;
+    }
   }
   rc = nvrtc.compile(prog, n_options, options);
   char *cubin = NULL;
@@ -224,23 +253,76 @@ static char *compile(const char *name, const char *source, gsize len, const char
       g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "NVRTC produced no cubin for %s", name);
     else
       *out_len = size;
+    guint n_exprs = exprs ? g_strv_length((char **)exprs) : 0;
+    g_auto(GStrv) names = cubin && exprs ? g_new0(char *, n_exprs + 1) : NULL;
+    for (guint i = 0; names && i < n_exprs; i++) {
+      const char *low = NULL;
+      rc = nvrtc.lowered(prog, exprs[i], &low);
+      if (rc != 0 || low == NULL) {
+        /* NVRTC compiles a name expression it cannot instantiate as a
+         * plain error above; what is left is a name that is not a
+         * __global__ function template instance. */
+        g_set_error(error, DR_ERROR, DR_ERROR_INVALID,
+                    "name '%s' is not a __global__ function of %s (NVRTC: %s)", exprs[i], name,
+                    nvrtc.error_string(rc));
+        g_clear_pointer(&cubin, g_free);
+        break;
+      }
+      names[i] = g_strdup(low);
+    }
+    if (cubin && names) *lowered = g_steal_pointer(&names);
   }
   nvrtc.destroy(&prog);
   return cubin;
 }
 
+/* The lowered names file of an entry: one "EXPR\tLOWERED" line per name
+ * expression, in order. Returns the names (g_strfreev), or NULL when the
+ * file is missing or does not hold exactly `exprs`. */
+static char **read_names(const char *path, const char *const *exprs) {
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL)) return NULL;
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  guint n = g_strv_length((char **)exprs);
+  if (g_strv_length(lines) != n + 1 || lines[n][0] != '\0') return NULL;
+  g_auto(GStrv) out = g_new0(char *, n + 1);
+  for (guint i = 0; i < n; i++) {
+    char *tab = strchr(lines[i], '\t');
+    if (tab == NULL || tab[1] == '\0') return NULL;
+    *tab = '\0';
+    if (strcmp(lines[i], exprs[i]) != 0) return NULL;
+    out[i] = g_strdup(tab + 1);
+  }
+  return g_steal_pointer(&out);
+}
+
 gboolean dr__nvrtc_compile_cached(const char *name, const char *source, gsize len, const char *arch,
                                   const char *const *extra_options, char **out_cubin, gsize *out_len,
                                   gboolean *hit, GError **error) {
+  return dr__nvrtc_compile_cached_names(name, source, len, arch, extra_options, NULL, NULL, out_cubin,
+                                        out_len, hit, error);
+}
+
+gboolean dr__nvrtc_compile_cached_names(const char *name, const char *source, gsize len, const char *arch,
+                                        const char *const *extra_options, const char *const *name_exprs,
+                                        char ***out_lowered, char **out_cubin, gsize *out_len, gboolean *hit,
+                                        GError **error) {
   g_return_val_if_fail(name != NULL && source != NULL && arch != NULL, FALSE);
   g_return_val_if_fail(out_cubin != NULL && out_len != NULL, FALSE);
+  g_return_val_if_fail(name_exprs == NULL || out_lowered != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
   if (hit) *hit = FALSE;
+  if (name_exprs != NULL && name_exprs[0] == NULL) name_exprs = NULL;
 
   g_autoptr(GPtrArray) options = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) user_dirs = g_ptr_array_new();
   g_ptr_array_add(options, g_strdup_printf("--gpu-architecture=%s", arch));
   g_ptr_array_add(options, g_strdup("--std=c++17"));
-  for (const char *const *o = extra_options; o && *o; o++) g_ptr_array_add(options, g_strdup(*o));
+  for (const char *const *o = extra_options; o && *o; o++) {
+    g_ptr_array_add(options, g_strdup(*o));
+    if (g_str_has_prefix(*o, "--include-path=")) g_ptr_array_add(user_dirs, (gpointer)(*o + 15));
+  }
+  g_ptr_array_add(user_dirs, NULL);
   g_ptr_array_add(options, g_strdup("--include-path=" CUDA_INCLUDE));
   if (g_file_test(CUDA_CCCL_INCLUDE, G_FILE_TEST_IS_DIR))
     g_ptr_array_add(options, g_strdup("--include-path=" CUDA_CCCL_INCLUDE));
@@ -251,6 +333,8 @@ gboolean dr__nvrtc_compile_cached(const char *name, const char *source, gsize le
     g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE, "%s", why);
     return FALSE;
   }
+  const char *const toolkit[] = {CUDA_INCLUDE, CUDA_CCCL_INCLUDE, NULL};
+  g_autofree char *deps = dr__nvrtc_deps(name, source, len, (const char *const *)user_dirs->pdata, toolkit);
   g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
   char format[32];
   g_snprintf(format, sizeof format, "dagrun-nvrtc-cache/%d", DR_NVRTC_CACHE_FORMAT);
@@ -259,17 +343,27 @@ gboolean dr__nvrtc_compile_cached(const char *name, const char *source, gsize le
   hash_field(sum, arch, strlen(arch));
   hash_field(sum, source, len);
   for (guint i = 0; i < options->len; i++) hash_field(sum, options->pdata[i], strlen(options->pdata[i]));
+  hash_field(sum, deps, strlen(deps));
+  for (const char *const *e = name_exprs; e && *e; e++) hash_field(sum, *e, strlen(*e));
 
   g_autofree char *dir = dr__nvrtc_cache_dir();
   g_autofree char *file = g_strconcat(g_checksum_get_string(sum), ".cubin", NULL);
   g_autofree char *path = g_build_filename(dir, file, NULL);
+  g_autofree char *names_file = g_strconcat(g_checksum_get_string(sum), ".names", NULL);
+  g_autofree char *names_path = g_build_filename(dir, names_file, NULL);
 
+  /* The names are read before the cubin: a writer renames its names file
+   * into place before its cubin, so a cubin seen means its names were. */
+  g_auto(GStrv) names = name_exprs ? read_names(names_path, name_exprs) : NULL;
   char *cached = NULL;
   gsize cached_len = 0;
-  if (g_file_get_contents(path, &cached, &cached_len, NULL)) {
+  if ((name_exprs == NULL || names != NULL) && g_file_get_contents(path, &cached, &cached_len, NULL)) {
     if (is_whole_elf(cached, cached_len)) {
+      dr__nvrtc_cache_touch(path);
+      if (name_exprs) dr__nvrtc_cache_touch(names_path);
       *out_cubin = cached;
       *out_len = cached_len;
+      if (out_lowered) *out_lowered = g_steal_pointer(&names);
       if (hit) *hit = TRUE;
       return TRUE;
     }
@@ -277,18 +371,29 @@ gboolean dr__nvrtc_compile_cached(const char *name, const char *source, gsize le
   }
 
   gsize cubin_len = 0;
-  char *cubin =
-      compile(name, source, len, (const char *const *)options->pdata, (int)options->len, &cubin_len, error);
+  g_auto(GStrv) lowered = NULL;
+  char *cubin = compile(name, source, len, (const char *const *)options->pdata, (int)options->len, name_exprs,
+                        &lowered, &cubin_len, error);
   if (cubin == NULL) return FALSE;
   /* The cache is an optimisation: failing to store an entry costs the next
-   * run a compile, nothing more, so it is only logged. */
+   * run a compile, nothing more, so it is only logged. Each file is written
+   * to a temporary name and renamed (g_file_set_contents), so a concurrent
+   * reader sees the old file, no file, or the whole new one. */
   g_autoptr(GError) local = NULL;
+  g_autoptr(GString) names_text = g_string_new(NULL);
+  for (guint i = 0; lowered && lowered[i]; i++)
+    g_string_append_printf(names_text, "%s\t%s\n", name_exprs[i], lowered[i]);
   if (g_mkdir_with_parents(dir, 0700) != 0)
     g_debug("nvrtc cache: cannot create %s: %s", dir, g_strerror(errno));
+  else if (name_exprs && !g_file_set_contents(names_path, names_text->str, (gssize)names_text->len, &local))
+    g_debug("nvrtc cache: %s", local->message);
   else if (!g_file_set_contents(path, cubin, (gssize)cubin_len, &local))
     g_debug("nvrtc cache: %s", local->message);
+  else
+    dr__nvrtc_cache_evict(dir);
   *out_cubin = cubin;
   *out_len = cubin_len;
+  if (out_lowered) *out_lowered = g_steal_pointer(&lowered);
   return TRUE;
 }
 

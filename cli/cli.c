@@ -23,7 +23,7 @@
 #define UNSET G_MININT
 
 typedef struct {
-  gboolean check, plan, verify, kernels, version;
+  gboolean check, plan, verify, kernels, version, cache_clean;
   char *format, *dot, *trace, *backend, *mode, *dump_after, *profile, *timeline;
   gint64 delay_seed;
   char *timing;
@@ -457,6 +457,10 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, GString *out, GS
  * run. Returns the exit code. */
 static int load_and_go(const Options *o, const char *path, GString *out, GString *err) {
   g_autoptr(GError) error = NULL;
+  /* device.* in the file describe the device this command will run on. */
+  DrBackendKind backend = DR_BACKEND_AUTO;
+  if (o->backend) (void)dr_backend_kind_from_name(o->backend, &backend);
+  dr_device_vars_select(backend, o->device != UNSET ? o->device : 0);
   g_autoptr(DrDiagnostics) diags = dr_diagnostics_new();
   if (o->dump_after) {
     if (!dr_pipeline_dump_file(path, o->dump_after, diags, out, &error))
@@ -478,6 +482,18 @@ static int load_and_go(const Options *o, const char *path, GString *out, GString
     return 0;
   }
   return plan_and_run(o, pipeline, out, err);
+}
+
+/* --cache-clean: empties the NVRTC cache and says what went. */
+static int cache_clean(GString *out, GString *err) {
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = NULL;
+  guint entries = 0;
+  guint64 bytes = 0;
+  if (!dr_kernel_cache_clean(&dir, &entries, &bytes, &error)) return report_error(err, error);
+  g_string_append_printf(out, "removed %u cached kernel%s (%" G_GUINT64_FORMAT " bytes) from %s\n", entries,
+                         entries == 1 ? "" : "s", bytes, dir);
+  return 0;
 }
 
 int dr__cli_run(int argc, char **argv, GString *out, GString *err) {
@@ -516,6 +532,8 @@ int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, G
       {"kernels", 0, 0, G_OPTION_ARG_NONE, &o.kernels, "List the built-in kernels and their parameters",
        NULL},
       {"version", 0, 0, G_OPTION_ARG_NONE, &o.version, "Print the version", NULL},
+      {"cache-clean", 0, 0, G_OPTION_ARG_NONE, &o.cache_clean,
+       "Remove every compiled user kernel from the NVRTC cache (DAGRUN_CACHE_DIR) and exit", NULL},
       {"dump-after", 0, 0, G_OPTION_ARG_STRING, &o.dump_after, "Print the IR after a pass and exit",
        "parse|lifetimes|hazards|afters|cycles|memory|passes"},
       {"fallback", 0, 0, G_OPTION_ARG_STRING, &o.fallback,
@@ -565,6 +583,8 @@ int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, G
   } else if (o.kernels) {
     list_kernels(out);
     rc = 0;
+  } else if (o.cache_clean) {
+    rc = cache_clean(out, err);
   } else if ((rc = validate(&o, err)) != 0) {
   } else if (o.files == NULL || o.files[0] == NULL || o.files[1] != NULL) {
     rc = usage_error(err, "expected exactly one PIPELINE.yaml");

@@ -274,7 +274,7 @@ static gboolean bind_pointer(DrBuild *b, const char *key, guint32 i, const DrBui
     report(b, loc, key, "%s takes device buffers; '%s' is a host buffer", b->callee->str, buf->name);
     return FALSE;
   }
-  if (host && buf->where != DR_WHERE_HOST) {
+  if (host && buf->where == DR_WHERE_DEVICE) {
     report(b, loc, key, "%s runs on the CPU and needs a host buffer; '%s' lives on the device",
            b->callee->str, buf->name);
     return FALSE;

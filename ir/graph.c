@@ -182,6 +182,7 @@ DrId dr_graph_add_kernel(DrGraph *graph, const DrKernelDecl *decl) {
   k.cubin = dr_graph_intern(graph, k.cubin);
   k.fatbin = dr_graph_intern(graph, k.fatbin);
   k.entry = dr_graph_intern(graph, k.entry);
+  k.name_expr = dr_graph_intern(graph, k.name_expr);
   k.include_dirs = intern_all(graph, decl->include_dirs, decl->n_include_dirs);
   k.defines = intern_all(graph, decl->defines, decl->n_defines);
   g_array_append_val(graph->kernels, k);
@@ -479,7 +480,10 @@ static void dump_buffer(const DrGraph *graph, const DrBuffer *b, GString *out) {
 }
 
 static void dump_kernel(const DrKernelDecl *k, GString *out) {
-  g_string_append_printf(out, "kernel %s entry=%s (", k->name, k->entry ? k->entry : k->name);
+  if (k->name_expr)
+    g_string_append_printf(out, "kernel %s name=\"%s\" (", k->name, k->name_expr);
+  else
+    g_string_append_printf(out, "kernel %s entry=%s (", k->name, k->entry ? k->entry : k->name);
   for (guint32 p = 0; p < k->n_params; p++) {
     const DrParam *pp = &k->params[p];
     g_string_append_printf(out, "%s%s %s%s", p ? ", " : "", pp->name, dr_elem_name(pp->type),

@@ -166,6 +166,11 @@ typedef struct {
   const char *cubin;
   const char *fatbin;
   const char *entry;
+  /* DR_KERNEL_USER `source:` kernels: a C++ name expression (`name:`,
+   * "reduce<float, 256>") that NVRTC instantiates and lowers
+   * (nvrtcAddNameExpression); the kernel is then the lowered name, and
+   * entry is NULL. NULL otherwise. Interned. */
+  const char *name_expr;
   /* DR_KERNEL_USER `source:` kernels: NVRTC's extra include directories
    * (absolute paths) and macro definitions ("NAME" or "NAME=VALUE"), in
    * file order, n_include_dirs and n_defines of them; interned strings in

@@ -76,12 +76,12 @@ static guint check_nodes(const DrGraph *body, gint32 device, const char *in, con
         for (guint32 a = 0; a < n->access_count; a++) {
           const DrAccess *acc = dr_graph_access(body, n->access_first + a);
           const DrBuffer *buf = dr_graph_buffer(body, acc->buffer);
-          if (buf->where != DR_WHERE_HOST) continue;
+          if (buf->where == DR_WHERE_DEVICE) continue;
           dr_diags_error(
               diags, acc->loc,
-              "node '%s': a copy touching host memory (buffer '%s' is where: host) %s (a body copies "
+              "node '%s': a copy touching host memory (buffer '%s' is where: %s) %s (a body copies "
               "device to device only): %s",
-              n->id, buf->name, in, fix);
+              n->id, buf->name, dr_where_name(buf->where), in, fix);
           break;
         }
         break;

@@ -98,4 +98,9 @@ gboolean dr__api_build_end(DrApiBuild *x, GError **error);
 /* The buffer named `name`, or NULL with an error saying `what` names it. */
 DrBuffer *dr__pipeline_find_buffer(DrPipeline *p, const char *name, const char *what, GError **error);
 
+/* Makes the parser's `device.NAME` go to the library's resolver
+ * (lib/device_vars.c), whose values follow dr_device_vars_select.
+ * Idempotent; called before every load. */
+void dr__device_vars_install(void);
+
 #endif

@@ -62,6 +62,7 @@ static DrGraph *load_graph(const char *path, const char *after, GString *dump, D
                            GError **error) {
   g_autoptr(DrDiags) own = NULL;
   DrDiags *diags = diagnostics ? diagnostics_reset(diagnostics) : (own = dr_diags_new(0));
+  dr__device_vars_install();
   return dr__load_file_dump(path, after, dump, diags, error);
 }
 

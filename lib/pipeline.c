@@ -45,6 +45,7 @@ DrPipeline *dr_pipeline_load_file(const char *path, GError **error) {
   g_return_val_if_fail(path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_autoptr(DrDiags) diags = dr_diags_new(0);
+  dr__device_vars_install();
   DrGraph *g = dr_load_file(path, diags, error);
   return g ? dr__pipeline_wrap(g, TRUE) : NULL;
 }
@@ -53,6 +54,7 @@ DrPipeline *dr_pipeline_load_string(const char *name, const char *yaml, gssize l
   g_return_val_if_fail(name != NULL && yaml != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_autoptr(DrDiags) diags = dr_diags_new(0);
+  dr__device_vars_install();
   DrGraph *g = dr_load_string(name, yaml, len < 0 ? strlen(yaml) : (gsize)len, diags, error);
   return g ? dr__pipeline_wrap(g, TRUE) : NULL;
 }
@@ -159,7 +161,7 @@ gboolean dr_pipeline_add_buffer(DrPipeline *pipeline, const char *name, DrElemTy
   CHECK_ARGS(pipeline, error);
   g_return_val_if_fail(name != NULL, FALSE);
   g_return_val_if_fail((guint)type < DR_ELEM_N_TYPES, FALSE);
-  g_return_val_if_fail(where == DR_WHERE_DEVICE || where == DR_WHERE_HOST, FALSE);
+  g_return_val_if_fail((guint)where < DR_N_WHERES, FALSE);
   if (!dr__pipeline_check_open(pipeline, "add a buffer", error)) return FALSE;
   DrLoc loc = dr__pipeline_next_loc(pipeline, TRUE);
   DrBuffer b = {.name = name, .loc = loc, .type = type, .count = count, .where = where, .init = DR_INIT_NONE};

@@ -123,8 +123,8 @@ static void write_kernels(const DrGraph *g, GString *out) {
       }
       g_string_append(out, "]\n");
     }
-    g_string_append(out, "    entry: ");
-    put_str(out, k->entry ? k->entry : k->name);
+    g_string_append(out, k->name_expr ? "    name: " : "    entry: ");
+    put_str(out, k->name_expr ? k->name_expr : k->entry ? k->entry : k->name);
     g_string_append(out, "\n    params:\n");
     for (guint32 j = 0; j < k->n_params; j++) {
       const DrParam *p = &k->params[j];

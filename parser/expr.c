@@ -290,6 +290,52 @@ static gboolean expr_call(Expr *e, const char *name, gsize len, gint64 *out) {
   return TRUE;
 }
 
+/* ---- device.* variables ----------------------------------------------
+ * Kept apart from the loop variables: `device.NAME` is read-only, comes
+ * from the device (or the host backend's table), and is resolved by the
+ * process-wide resolver the library installs, not by the environment. */
+
+static DrDeviceVarFn device_vars;
+
+static const struct {
+  const char *name;
+  gint64 host;
+} device_table[] = {
+#define DR_X(n, a, v) {#n, v},
+    DR_DEVICE_VAR_LIST(DR_X)
+#undef DR_X
+};
+
+void dr__expr_set_device_vars(DrDeviceVarFn fn) { g_atomic_pointer_set(&device_vars, fn); }
+
+/* `device.NAME` with `s` just past the dot: NAME's value into *out. */
+static gboolean device_var(Expr *e, const char *s, gint64 *out) {
+  const char *name = s;
+  while (s < e->end && (g_ascii_isalnum(*s) || *s == '_')) s++;
+  gsize len = (gsize)(s - name);
+  if (len == 0) return fail(e, g_strdup("'device.' needs a name (device.sm_count, device.clock_khz, ...)"));
+  int var = -1;
+  for (int k = 0; k < DR_N_DEVICE_VARS; k++)
+    if (strlen(device_table[k].name) == len && strncmp(device_table[k].name, name, len) == 0) var = k;
+  if (var < 0) {
+    GString *known = g_string_new(NULL);
+    for (int k = 0; k < DR_N_DEVICE_VARS; k++)
+      g_string_append_printf(known, "%sdevice.%s", k ? ", " : "", device_table[k].name);
+    gboolean ok = fail(e, g_strdup_printf("unknown device variable 'device.%.*s' (the device variables: %s)",
+                                          (int)len, name, known->str));
+    g_string_free(known, TRUE);
+    return ok;
+  }
+  DrDeviceVarFn fn = g_atomic_pointer_get(&device_vars);
+  char *msg = NULL;
+  if (fn == NULL)
+    *out = device_table[var].host;
+  else if (!fn((DrDeviceVar)var, out, &msg))
+    return fail(e, msg);
+  e->p = s;
+  return TRUE;
+}
+
 static gboolean expr_primary(Expr *e, gint64 *out) {
   skip_space(e);
   if (e->p >= e->end) return fail(e, g_strdup("unexpected end of expression"));
@@ -335,6 +381,8 @@ static gboolean expr_primary(Expr *e, gint64 *out) {
     while (s < e->end && (g_ascii_isalnum(*s) || *s == '_')) s++;
     const char *name = e->p;
     gsize len = (gsize)(s - e->p);
+    if (len == 6 && strncmp(name, "device", 6) == 0 && s < e->end && *s == '.')
+      return device_var(e, s + 1, out);
     const char *q = s;
     while (q < e->end && (*q == ' ' || *q == '\t')) q++;
     if (q < e->end && *q == '(') {

@@ -59,6 +59,39 @@ gboolean dr__int_parse(const char *text, DrSizeClass classes, gint64 *out, char 
  * division by zero or overflow (outside the branch `?:` does not take). */
 gboolean dr__expr_eval(const char *text, gsize len, const DrEnv *env, gint64 *out, char **msg);
 
+/* X(NAME, cudaDeviceAttr value, the host backend's value): the read-only
+ * `device.NAME` variables (docs/format.md, "Device variables"), the one
+ * list of them. The attribute is the number of CUDA's enum cudaDeviceAttr
+ * (lib/device_vars.c checks each against the header); the host values
+ * are an H200's. */
+#define DR_DEVICE_VAR_LIST(X)         \
+  X(sm_count, 16, 132)                \
+  X(clock_khz, 13, 1980000)           \
+  X(cc_major, 75, 9)                  \
+  X(cc_minor, 76, 0)                  \
+  X(warp_size, 10, 32)                \
+  X(max_threads_per_block, 1, 1024)   \
+  X(max_threads_per_sm, 39, 2048)     \
+  X(smem_per_block_optin, 97, 232448) \
+  X(smem_per_sm, 81, 233472)          \
+  X(l2_bytes, 38, 52428800)
+
+typedef enum {
+#define DR_X(n, a, v) DR_DEVICE_VAR_##n,
+  DR_DEVICE_VAR_LIST(DR_X)
+#undef DR_X
+      DR_N_DEVICE_VARS
+} DrDeviceVar;
+
+/* A resolver of `device.NAME`: returns TRUE with variable `var`'s value
+ * in *out, or FALSE with *msg (g_free) saying why it cannot. */
+typedef gboolean (*DrDeviceVarFn)(DrDeviceVar var, gint64 *out, char **msg);
+
+/* Installs the resolver every expression's `device.NAME` goes to, for the
+ * whole process (the library installs its own before loading). Without
+ * one (NULL, the default), each variable has its host backend's value. */
+void dr__expr_set_device_vars(DrDeviceVarFn fn);
+
 /* Returns TRUE when `text` holds a '{' or '}' and so needs substitution. */
 gboolean dr__expr_has_braces(const char *text);
 

@@ -48,6 +48,10 @@ typedef struct {
   DrVar rank_vars[3];
   DrEnv rank_env;
   GHashTable *other_rank_ids;
+  /* While a foreach group's nodes are converted: its variables (their
+   * outer scope the enclosing group's, or rank_env), the base scope of
+   * every entry inside, loop bodies included; NULL elsewhere. */
+  const DrEnv *group_env;
 } DrParse;
 
 #define DR_LOC(p, n) dr__ynode_loc((n), (p)->file)

@@ -113,7 +113,7 @@ static DrId parse_cond(DrParse *p, const char *key, const DrYNode *v, const DrEn
     return DR_NONE;
   }
   const DrBuffer *buf = dr_graph_buffer(p->g, b);
-  if (buf->type != DR_COND_TYPE || buf->where == DR_WHERE_HOST) {
+  if (buf->type != DR_COND_TYPE || buf->where != DR_WHERE_DEVICE) {
     dr_diags_error(p->diags, DR_LOC(p, v),
                    "%s, key '%s': a condition is a device buffer of type %s whose element 0 is tested "
                    "(non-zero: true); '%s' is %s in %s memory",

@@ -732,9 +732,10 @@ static gboolean valid_var(const char *s) {
   return TRUE;
 }
 
-/* Parses `foreach:` into vars; returns the number of combinations, or 0
- * after reporting. */
-static guint64 parse_foreach(DrParse *p, const DrYNode *v, LoopVar *vars, guint *n_vars) {
+/* Parses `foreach:` into vars, its ranges evaluated in `outer` (the
+ * ranks', or an enclosing group's variables too); returns the number of
+ * combinations, or 0 after reporting. */
+static guint64 parse_foreach(DrParse *p, const DrYNode *v, const DrEnv *outer, LoopVar *vars, guint *n_vars) {
   const char *what = WHAT(p);
   if (v->kind != DR_Y_MAP || v->len == 0) {
     dr__parse_wrong_type(p, what, "foreach", v, "a mapping like {i: 0..3} or {i: [1, 2, 4]}");
@@ -772,8 +773,8 @@ static guint64 parse_foreach(DrParse *p, const DrYNode *v, LoopVar *vars, guint 
       const char *dots = strstr(t, "..");
       gint64 a, b;
       g_autofree char *msg = NULL;
-      if (!dr__expr_eval(t, (gsize)(dots - t), &p->rank_env, &a, &msg) ||
-          !dr__expr_eval(dots + 2, strlen(dots + 2), &p->rank_env, &b, &msg)) {
+      if (!dr__expr_eval(t, (gsize)(dots - t), outer, &a, &msg) ||
+          !dr__expr_eval(dots + 2, strlen(dots + 2), outer, &b, &msg)) {
         dr_diags_error(p->diags, DR_LOC(p, val), "%s, key 'foreach': bad range '%s': %s", what, t, msg);
         return 0;
       }
@@ -806,7 +807,93 @@ static gint64 loop_value(DrParse *p, const LoopVar *lv, guint64 i) {
   return x;
 }
 
+/* ---- foreach groups ----------------------------------------------------- */
+
+/* A `nodes:` entry that is a foreach group: `foreach:` and `nodes:` and no
+ * `op:` (an `op: loop` with `nodes:` is a loop). */
+static gboolean is_group(const DrYNode *v) {
+  if (v == NULL || v->kind != DR_Y_MAP) return FALSE;
+  gboolean fe = FALSE, nodes = FALSE;
+  for (guint i = 0; i < v->len; i++) {
+    const char *k = dr_ynode_key(v, i)->u.text;
+    if (strcmp(k, "op") == 0) return FALSE;
+    fe = fe || strcmp(k, "foreach") == 0;
+    nodes = nodes || strcmp(k, "nodes") == 0;
+  }
+  return fe && nodes;
+}
+
+static const char *const group_keys[] = {"foreach", "nodes"};
+
+/* Expands foreach group `key: {foreach: ..., nodes: {...}}`: per
+ * combination of its variables (the first outermost, as for a node), every
+ * entry of its `nodes:` in file order, each converted as a `nodes:` entry
+ * of its own (its own foreach, a loop, a nested group) with the group's
+ * variables in scope. The key only names the group in messages. Bounded
+ * up front like a node's foreach: the nodes it adds (combinations times
+ * entries, a nested entry's own expansion counted when it is converted)
+ * and the values walked. After an iteration with an error the rest are
+ * skipped. */
+static void parse_group(DrParse *p, DrYNode *key, DrYNode *value) {
+  const DrEnv *outer = p->group_env ? p->group_env : &p->rank_env;
+  g_string_printf(p->build.what, "foreach group '%s'", key->u.text);
+  const DrYNode *s[G_N_ELEMENTS(group_keys)];
+  if (dr__parse_map_slots(p, WHAT(p), value, group_keys, G_N_ELEMENTS(group_keys), s) > 0) return;
+  const DrYNode *nodes = s[1];
+  if (nodes->kind != DR_Y_MAP || nodes->len == 0) {
+    dr__parse_wrong_type(p, WHAT(p), "nodes", nodes, "a non-empty mapping of node ids to nodes");
+    return;
+  }
+  LoopVar vars[MAX_FOREACH_VARS];
+  guint n_vars = 0;
+  guint64 total = parse_foreach(p, s[0], outer, vars, &n_vars);
+  if (total == 0) return;
+  guint64 adds = total > G_MAXUINT64 / nodes->len ? G_MAXUINT64 : total * nodes->len;
+  if (adds > DR_PARSE_MAX_NODES - p->n_nodes) {
+    dr_diags_error(p->diags, DR_LOC(p, s[0]),
+                   "%s, key 'foreach': expands to %s%" G_GUINT64_FORMAT
+                   " nodes; a pipeline may have at most %" G_GUINT64_FORMAT,
+                   WHAT(p), adds == G_MAXUINT64 ? "more than " : "", adds, DR_PARSE_MAX_NODES);
+    return;
+  }
+  guint64 work = total > G_MAXUINT64 / MAX(nodes->size, 1) ? G_MAXUINT64 : total * nodes->size;
+  if (work > p->values_left) {
+    dr_diags_error(p->diags, DR_LOC(p, s[0]),
+                   "%s, key 'foreach': expanding %" G_GUINT64_FORMAT " copies of a %" G_GUINT64_FORMAT
+                   "-value group exceeds the limit of %" G_GUINT64_FORMAT " values",
+                   WHAT(p), total, nodes->size, DR_PARSE_MAX_EXPANDED_VALUES);
+    return;
+  }
+  p->values_left -= work;
+  DrVar bound[MAX_FOREACH_VARS];
+  guint64 idx[MAX_FOREACH_VARS] = {0};
+  for (guint i = 0; i < n_vars; i++) bound[i] = (DrVar){vars[i].name, loop_value(p, &vars[i], 0)};
+  DrEnv env = {bound, n_vars, outer};
+  const DrEnv *saved = p->group_env;
+  p->group_env = &env;
+  for (guint64 c = 0; c < total && !dr_diags_full(p->diags); c++) {
+    guint errors = dr_diags_n_errors(p->diags);
+    for (guint e = 0; e < nodes->len; e++)
+      dr__parse_node_entry(p, (DrYNode *)dr_ynode_key(nodes, e), (DrYNode *)dr_ynode_value(nodes, e));
+    if (dr_diags_n_errors(p->diags) > errors) break;
+    for (guint i = n_vars; i-- > 0;) {
+      if (++idx[i] < vars[i].count) {
+        bound[i].value = loop_value(p, &vars[i], idx[i]);
+        break;
+      }
+      idx[i] = 0;
+      bound[i].value = loop_value(p, &vars[i], 0);
+    }
+  }
+  p->group_env = saved;
+}
+
 void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value) {
+  if (is_group(value)) {
+    parse_group(p, key, value);
+    return;
+  }
+  const DrEnv *outer = p->group_env ? p->group_env : &p->rank_env;
   dr_build_set_what(&p->build, key->u.text);
   if (value->kind != DR_Y_MAP) {
     dr__parse_wrong_type(p, WHAT(p), NULL, value, "a mapping with 'op'");
@@ -822,12 +909,12 @@ void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value) {
       return;
     }
     p->n_nodes++;
-    convert_node(p, key, value, &p->rank_env);
+    convert_node(p, key, value, outer);
     return;
   }
   LoopVar vars[MAX_FOREACH_VARS];
   guint n_vars = 0;
-  guint64 total = parse_foreach(p, fe, vars, &n_vars);
+  guint64 total = parse_foreach(p, fe, outer, vars, &n_vars);
   if (total == 0) return;
   if (total > DR_PARSE_MAX_NODES - p->n_nodes) {
     dr_diags_error(p->diags, DR_LOC(p, fe),
@@ -849,7 +936,7 @@ void dr__parse_node_entry(DrParse *p, DrYNode *key, DrYNode *value) {
   DrVar bound[MAX_FOREACH_VARS];
   guint64 idx[MAX_FOREACH_VARS] = {0};
   for (guint i = 0; i < n_vars; i++) bound[i] = (DrVar){vars[i].name, loop_value(p, &vars[i], 0)};
-  DrEnv env = {bound, n_vars, &p->rank_env};
+  DrEnv env = {bound, n_vars, outer};
   for (guint64 c = 0; c < total; c++) {
     /* One bad expansion is enough: the others would repeat its errors. */
     guint errors = dr_diags_n_errors(p->diags);

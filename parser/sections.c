@@ -368,6 +368,7 @@ void dr__parse_buffers(DrParse *p, const DrYNode *v) {
   X(CUBIN, "cubin")               \
   X(FATBIN, "fatbin")             \
   X(ENTRY, "entry")               \
+  X(NAME, "name")                 \
   X(PARAMS, "params")             \
   X(GRID, "grid")                 \
   X(INCLUDE_DIRS, "include_dirs") \
@@ -583,6 +584,52 @@ static gboolean kernel_nvrtc_list(DrParse *p, const char *what, int key, const D
   return ok;
 }
 
+#define DR_MAX_NAME_EXPR 1024
+
+/* `name:`, a C++ name expression for NVRTC ("reduce<float, 256>"), into
+ * *out (g_free). Only a `source:` kernel is compiled, so only it takes one,
+ * and not with `entry:`, which names an extern "C" function instead.
+ * Whether it names a __global__ function is NVRTC's to say, when the
+ * CUDA backend compiles it. */
+static gboolean kernel_name_expr(DrParse *p, const char *what, const DrYNode **s, const DrKernelDecl *k,
+                                 char **out) {
+  const DrYNode *v = s[KER_NAME];
+  if (k->source == NULL && (k->ptx || k->cubin || k->fatbin)) {
+    dr__parse_error_at(p, v, what, "name",
+                       "'name' applies only to a 'source:' kernel (NVRTC instantiates it); a ptx, cubin or "
+                       "fatbin kernel names its function with 'entry'");
+    return FALSE;
+  }
+  if (s[KER_ENTRY] != NULL) {
+    dr__parse_error_at(p, v, what, "name",
+                       "give 'name' (a C++ name expression, e.g. \"reduce<float, 256>\") or 'entry' (an "
+                       "extern \"C\" function), not both");
+    return FALSE;
+  }
+  g_autofree char *text = NULL;
+  if (!dr__parse_string(p, what, "name", v, NULL, &text)) return FALSE;
+  const char *bad = NULL;
+  gboolean show = FALSE; /* the text is worth repeating in the message */
+  if (g_strstrip(text)[0] == '\0') {
+    bad = "an empty name expression";
+  } else if (strlen(text) > DR_MAX_NAME_EXPR) {
+    bad = "a name expression longer than 1024 characters";
+  } else if (!(g_ascii_isalpha(text[0]) || text[0] == '_' || text[0] == ':')) {
+    bad = "a name expression starts with a function's name (letters, digits, '_', '::')";
+    show = TRUE;
+  }
+  for (const char *c = text; bad == NULL && *c; c++)
+    if ((guchar)*c < 0x20 || *c == 0x7f)
+      bad = "a name expression is one line without control characters (a tab, a line break)";
+  if (bad != NULL) {
+    g_autofree char *msg = show ? g_strdup_printf("'%s': %s", text, bad) : g_strdup(bad);
+    dr__parse_error_at(p, v, what, "name", msg);
+    return FALSE;
+  }
+  *out = g_steal_pointer(&text);
+  return TRUE;
+}
+
 static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
   const char *name = key->u.text;
   g_autofree char *what = g_strdup_printf("kernel '%s'", name);
@@ -600,6 +647,15 @@ static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
       k.entry = entry;
     else
       ok = FALSE;
+  }
+  g_autofree char *name_expr = NULL;
+  if (s[KER_NAME] != NULL) {
+    if (kernel_name_expr(p, what, s, &k, &name_expr)) {
+      k.name_expr = name_expr;
+      k.entry = NULL;
+    } else {
+      ok = FALSE;
+    }
   }
   DrParam params[DR_MAX_PARAMS];
   DrLoc param_locs[DR_MAX_PARAMS];

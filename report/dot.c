@@ -89,7 +89,7 @@ const char *dr__plan_copy_direction(const DrGraph *g, const DrNode *node) {
   int src = -1, dst = -1;
   for (guint32 i = node->access_first; i < node->access_first + node->access_count; i++) {
     const DrAccess *a = dr_graph_access(g, i);
-    int where = dr_graph_buffer(g, a->buffer)->where == DR_WHERE_HOST;
+    int where = dr_graph_buffer(g, a->buffer)->where != DR_WHERE_DEVICE;
     if (dr_access_writes(a->mode))
       dst = where;
     else

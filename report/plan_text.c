@@ -145,6 +145,29 @@ static void write_memory(const DrPlan *plan, GString *out) {
   g_string_append_printf(out, "), %u B granules\n", DR_POOL_GRANULE);
 }
 
+/* The copies touching `where: pageable` buffers, which block the issuing
+ * host thread (CUDA's synchronization rules for pageable memory): one line
+ * naming up to ANTICHAIN_SHOWN of them, none when there are none. */
+static void write_pageable(const DrGraph *g, GString *out) {
+  guint n = 0;
+  for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
+    const DrNode *node = dr_graph_node(g, i);
+    gboolean pageable = FALSE;
+    for (guint32 a = node->access_first;
+         node->op == DR_OP_COPY && a < node->access_first + node->access_count; a++)
+      pageable |= dr_graph_buffer(g, dr_graph_access(g, a)->buffer)->where == DR_WHERE_PAGEABLE;
+    if (!pageable) continue;
+    if (n == 0)
+      g_string_append(
+          out,
+          "pageable copies (each blocks the host thread issuing it on CUDA: to the device until the driver "
+          "has staged it, from the device until it is done; graph mode refuses them):");
+    if (n++ < ANTICHAIN_SHOWN) g_string_append_printf(out, " %s", node->id);
+  }
+  if (n > ANTICHAIN_SHOWN) g_string_append_printf(out, " ... (%u more)", n - ANTICHAIN_SHOWN);
+  if (n) g_string_append_c(out, '\n');
+}
+
 void dr_plan_write_text(const DrPlan *plan, GString *out) {
   g_return_if_fail(plan != NULL && out != NULL);
   const DrGraph *g = plan->graph;
@@ -178,6 +201,7 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
                   plan->planned_path_us);
   if (plan->peak_bound_bytes > 0) write_memory(plan, out); /* no device memory: no line */
   if (plan->peak_bound_bytes > 0) dr__plan_devices_text(plan, out);
+  write_pageable(g, out);
   dr__plan_budget_text(plan, out);
   dr__plan_reuse_text(plan, out);
 

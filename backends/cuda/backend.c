@@ -59,6 +59,7 @@ static gboolean device_loop(const DrBackend *b) {
 
 static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError **error) {
   if (!dr__cuda_loops_check(plan, opts->mode, error)) return NULL;
+  if (!dr__cuda_memory_mode_check(plan->graph, opts->mode, error)) return NULL;
   if (!dr__cuda_streams_check(plan, opts->device, error)) return NULL;
   DrBackend *b = g_new0(DrBackend, 1);
   b->plan = plan;

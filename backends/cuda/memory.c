@@ -49,6 +49,18 @@ static gboolean whole_run_buffer(DrCudaMemory *m, DrId i, GError **error) {
     m->pinned[i] = TRUE;
     return dr__buffer_init(g, i, m->bases[i], error);
   }
+  if (buf->where == DR_WHERE_PAGEABLE) {
+    /* Plain malloc'd memory, as a program's own arrays are: copies to and
+     * from it are the driver's pageable path (staged, blocking the
+     * issuing thread), which is the point of asking for it. */
+    m->bases[i] = g_try_malloc(bytes);
+    if (m->bases[i] == NULL) {
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "%s: out of host memory (%zu bytes, where: pageable)",
+                  what, bytes);
+      return FALSE;
+    }
+    return dr__buffer_init(g, i, m->bases[i], error);
+  }
   if (!dr__cuda_streams_use_device(m->streams, d, error)) return FALSE;
   if (m->storage && m->storage[i] != i)
     m->bases[i] = m->bases[m->storage[i]]; /* reuse: in that buffer's storage, allocated first */
@@ -255,17 +267,21 @@ gboolean dr__cuda_memory_bind(DrCudaMemory *m, DrId buffer, void *ptr, int devic
     struct cudaPointerAttributes attr;
     memset(&attr, 0, sizeof attr);
     if (!DR_CUDA(site, cudaPointerGetAttributes, &attr, ptr)) return FALSE;
-    gboolean fits = buf->where == DR_WHERE_DEVICE
-                        ? attr.type == cudaMemoryTypeManaged ||
-                              (attr.type == cudaMemoryTypeDevice && attr.device == device)
-                        : attr.type == cudaMemoryTypeHost || attr.type == cudaMemoryTypeManaged;
+    gboolean fits =
+        buf->where == DR_WHERE_DEVICE ? attr.type == cudaMemoryTypeManaged ||
+                                            (attr.type == cudaMemoryTypeDevice && attr.device == device)
+        : buf->where == DR_WHERE_HOST ? attr.type == cudaMemoryTypeHost || attr.type == cudaMemoryTypeManaged
+                                      : attr.type != cudaMemoryTypeDevice;
     if (!fits) {
       g_autofree char *detail =
           buf->where == DR_WHERE_DEVICE && attr.type == cudaMemoryTypeDevice
               ? g_strdup_printf(" of device %d, not %d", attr.device, device)
               : g_strdup(buf->where == DR_WHERE_HOST ? " (pin it with cudaHostRegister)" : "");
       g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "buffer '%s' lives %s; the memory bound to it is %s%s",
-                  buf->name, buf->where == DR_WHERE_DEVICE ? "on the device" : "in pinned host memory",
+                  buf->name,
+                  buf->where == DR_WHERE_DEVICE ? "on the device"
+                  : buf->where == DR_WHERE_HOST ? "in pinned host memory"
+                                                : "in host memory",
                   memory_kind(attr.type), detail);
       return FALSE;
     }
@@ -317,7 +333,7 @@ gboolean dr__cuda_memory_write(const DrCudaMemory *m, DrId buffer, guint64 offse
   g_autofree char *what = g_strdup_printf("writing buffer '%s'", buf->name);
   DrCudaSite site = DR_SITE_SETUP(what);
   char *dst = (char *)m->bases[buffer] + offset;
-  if (buf->where == DR_WHERE_HOST) {
+  if (buf->where != DR_WHERE_DEVICE) {
     HostWrite *w = g_new(HostWrite, 1);
     *w = (HostWrite){dst, g_memdup2(data, bytes), bytes};
     if (DR_CUDA(site, cudaLaunchHostFunc, st, host_write, w)) return TRUE;
@@ -356,6 +372,8 @@ void dr__cuda_memory_close(DrCudaMemory *m, cudaStream_t origin) {
       (void)api->cudaFreeAsync(m->bases[i], several ? dr__cuda_streams_setup_of(s, d) : origin);
     else if (m->pinned[i])
       (void)api->cudaFreeHost(m->bases[i]);
+    else if (dr_graph_buffer(m->graph, i)->where == DR_WHERE_PAGEABLE)
+      g_free(m->bases[i]);
     else
       (void)api->cudaFree(m->bases[i]);
   }
@@ -374,4 +392,24 @@ void dr__cuda_memory_close(DrCudaMemory *m, cudaStream_t origin) {
   g_free(m->external);
   m->bases = NULL;
   m->pinned = m->async_live = m->external = NULL;
+}
+
+gboolean dr__cuda_memory_mode_check(const DrGraph *g, DrMode mode, GError **error) {
+  if (mode != DR_MODE_GRAPH) return TRUE;
+  for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    if (n->op != DR_OP_COPY) continue;
+    for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++) {
+      const DrBuffer *buf = dr_graph_buffer(g, dr_graph_access(g, a)->buffer);
+      if (buf->where != DR_WHERE_PAGEABLE) continue;
+      g_set_error(
+          error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+          "%s:%u:%u: node '%s': graph mode does not capture a copy of pageable host memory (buffer "
+          "'%s' is where: pageable): CUDA copies pageable memory synchronously with the host, through "
+          "a staging buffer, which a replayed graph does not do; use --mode=streams, or where: host",
+          n->loc.file, n->loc.line, n->loc.col, n->id, buf->name);
+      return FALSE;
+    }
+  }
+  return TRUE;
 }

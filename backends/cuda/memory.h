@@ -59,6 +59,11 @@ void dr__cuda_memory_open(DrCudaMemory *m, const DrGraph *graph);
  * DR_CUDA and dr__buffer_init do. */
 gboolean dr__cuda_memory_setup(DrCudaMemory *m, const DrCudaStreams *s, GError **error);
 
+/* Before any CUDA call: FALSE with DR_ERROR_UNAVAILABLE, naming the node,
+ * when `mode` is graph mode and a copy touches a `where: pageable` buffer
+ * (graph mode does not capture pageable copies; docs/format.md). */
+gboolean dr__cuda_memory_mode_check(const DrGraph *g, DrMode mode, GError **error);
+
 /* Before the first timed iteration of a run (streams mode): resets the
  * pool's high-water mark (cudaMemPoolAttrUsedMemHigh set to 0), so what
  * dr__cuda_memory_read_high reads covers the timed iterations (and, when

@@ -4,7 +4,9 @@
  * `source:` files are compiled with NVRTC for the device's compute
  * capability (sm_XY cubin), through the on-disk cache of nvrtc_cache.c
  * (a second load of unchanged source skips NVRTC), with the kernel's
- * include_dirs and defines as NVRTC options; `ptx:`, `cubin:` and
+ * include_dirs and defines as NVRTC options and its `name:` expression, if
+ * any, registered with NVRTC (nvrtcAddNameExpression) so that the entry
+ * point is the instantiation's lowered name; `ptx:`, `cubin:` and
  * `fatbin:` files are loaded as they are. Either way the code goes through cudaLibraryLoadData and the
  * entry point through cudaLibraryGetKernel, so launches are plain
  * cudaLaunchKernel calls on the node's stream that survive stream capture.
@@ -20,9 +22,12 @@
 #include "backends/nvrtc_cache.h"
 
 /* Compiles `src` (`len` bytes) to a cubin for sm_<cc>, through the NVRTC
- * cache. Returns the cubin (g_free) or NULL with `error` set at the
- * declaration (NVRTC missing: no location, as it is not the file's fault). */
-static char *compile_source(const DrKernelDecl *decl, const char *src, gsize len, int cc, GError **error) {
+ * cache; a kernel with a name expression gets its lowered name in
+ * *lowered (g_free). Returns the cubin (g_free) or NULL with `error` set at
+ * the declaration (NVRTC missing: no location, as it is not the file's
+ * fault; a bad name expression: NVRTC's log, at the declaration). */
+static char *compile_source(const DrKernelDecl *decl, const char *src, gsize len, int cc, char **lowered,
+                            GError **error) {
   char arch[16];
   g_snprintf(arch, sizeof arch, "sm_%d", cc);
   char *cubin = NULL;
@@ -31,9 +36,14 @@ static char *compile_source(const DrKernelDecl *decl, const char *src, gsize len
   g_auto(GStrv) options =
       dr__nvrtc_user_options((const char *const *)decl->include_dirs, decl->n_include_dirs,
                              (const char *const *)decl->defines, decl->n_defines);
-  if (dr__nvrtc_compile_cached(decl->source, src, len, arch, (const char *const *)options, &cubin, &cubin_len,
-                               NULL, &local))
+  const char *const exprs[] = {decl->name_expr, NULL};
+  g_auto(GStrv) names = NULL;
+  if (dr__nvrtc_compile_cached_names(decl->source, src, len, arch, (const char *const *)options,
+                                     decl->name_expr ? exprs : NULL, &names, &cubin, &cubin_len, NULL,
+                                     &local)) {
+    if (decl->name_expr) *lowered = g_strdup(names[0]);
     return cubin;
+  }
   if (local->code == DR_ERROR_UNAVAILABLE)
     g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE, "kernel '%s': %s", decl->name, local->message);
   else
@@ -61,18 +71,22 @@ static gboolean load_kernel(DrCudaLaunch *l, DrId k, int cc, GError **error) {
     return FALSE;
   }
   g_autofree char *cubin = NULL;
+  g_autofree char *lowered = NULL;
   const void *code = contents; /* PTX text is NUL-terminated by g_file_get_contents */
   if (decl->source) {
-    cubin = compile_source(decl, contents, len, cc, error);
+    cubin = compile_source(decl, contents, len, cc, &lowered, error);
     if (cubin == NULL) return FALSE;
     code = cubin;
   }
   g_autofree char *what = g_strdup_printf("kernel '%s' (%s)", decl->name, path);
   DrCudaSite site = DR_SITE_SETUP(what);
   if (!DR_CUDA(site, cudaLibraryLoadData, &l->user_lib[k], code, NULL, NULL, 0, NULL, NULL, 0)) return FALSE;
-  const char *entry = decl->entry ? decl->entry : decl->name;
+  const char *entry = lowered ? lowered : decl->entry ? decl->entry : decl->name;
   if (!DR_CUDA(site, cudaLibraryGetKernel, &l->user_fn[k], l->user_lib[k], entry)) {
-    g_prefix_error(error, "entry '%s': ", entry);
+    if (lowered)
+      g_prefix_error(error, "name '%s' (lowered '%s'): ", decl->name_expr, lowered);
+    else
+      g_prefix_error(error, "entry '%s': ", entry);
     return FALSE;
   }
   return TRUE;

@@ -100,6 +100,25 @@ const DrKernelDef *dr_builtin_kernel(guint i);
  * or i is past the last one; static storage. */
 const char *dr_builtin_kernel_rules(guint i);
 
+/* Removes every entry of the on-disk cache of NVRTC-compiled user kernels
+ * ($DAGRUN_CACHE_DIR, else the user cache directory's dagrun/nvrtc; only
+ * dagrun's own entry and temporary files, nothing else in the directory).
+ * On success returns TRUE with *entries and *bytes saying what went and,
+ * when `dir` is not NULL, *dir the directory (g_free); a missing directory
+ * is success with nothing removed. Fails with DR_ERROR_OUTPUT naming a
+ * file that cannot be removed. Safe while other processes use the cache
+ * (they compile again what they miss). */
+/* Says which backend and device the read-only expression variables
+ * `device.NAME` (device.sm_count, device.clock_khz, ...; docs/format.md)
+ * describe in pipelines loaded from now on, process-wide: DR_BACKEND_HOST
+ * gives the host backend's fixed values; DR_BACKEND_CUDA and
+ * DR_BACKEND_AUTO (the default, with device 0) the values of CUDA device
+ * `device` when a CUDA device is usable, else the fixed ones. The command
+ * line calls it with its --backend and --device before loading. */
+void dr_device_vars_select(DrBackendKind backend, int device);
+
+gboolean dr_kernel_cache_clean(char **dir, guint *entries, guint64 *bytes, GError **error);
+
 /* ---- version ------------------------------------------------------------ */
 
 /* Returns the library's version, "MAJOR.MINOR.PATCH" (static storage); the

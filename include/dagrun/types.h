@@ -121,10 +121,15 @@ typedef enum {
       DR_N_PRIORITIES
 } DrPriority;
 
-/* X(ENUM_SUFFIX, spelling): where a buffer lives (`where:`). */
+/* X(ENUM_SUFFIX, spelling): where a buffer lives (`where:`): device
+ * memory, pinned host memory, or pageable host memory (malloc'd, not
+ * pinned: copies to and from it block the issuing thread; graph mode
+ * refuses them). Every rule about "host buffers" holds for both host
+ * kinds (dr_where_is_host). */
 #define DR_WHERE_LIST(X) \
   X(DEVICE, "device")    \
-  X(HOST, "host")
+  X(HOST, "host")        \
+  X(PAGEABLE, "pageable")
 
 typedef enum {
 #define DR_X(e, s) DR_WHERE_##e,

@@ -44,7 +44,7 @@ public_only() { # the shared object's exported functions are the public API
   local all other
   all=$(nm -D --defined-only "$prefix/lib/libdagrun.so" | awk '$2 == "T" {print $3}')
   echo "$all" | grep -qx dr_pipeline_new && echo "$all" | grep -qx dr_stream_plan_run || return 1
-  other=$(echo "$all" | grep -v -E '^(dr_pipeline_.*|dr_stream_plan_.*|dr_run_report_.*|dr_runner_.*|dr_ranks_.*|dr_run_settings_init|dr_version|dagrun_version|dr_error_quark|dr_error_exit_code|dr_diagnostics_.*|dr_pass_names|dr_builtin_kernel|dr_builtin_kernel_rules|dr_output_check|dr_backend_kind_from_name|dr_mode_from_name|dr_timing_mode_from_name|dr_dot_detail_from_name)$')
+  other=$(echo "$all" | grep -v -E '^(dr_pipeline_.*|dr_stream_plan_.*|dr_run_report_.*|dr_runner_.*|dr_ranks_.*|dr_run_settings_init|dr_version|dagrun_version|dr_error_quark|dr_error_exit_code|dr_diagnostics_.*|dr_pass_names|dr_builtin_kernel|dr_builtin_kernel_rules|dr_kernel_cache_clean|dr_device_vars_select|dr_output_check|dr_backend_kind_from_name|dr_mode_from_name|dr_timing_mode_from_name|dr_dot_detail_from_name)$')
   [ -z "$other" ] || { echo "also exported: $other"; return 1; }
 }
 check "libdagrun.so exports the public API only" public_only

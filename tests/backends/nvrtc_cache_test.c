@@ -3,9 +3,12 @@
  * cache directory. NVRTC compiles on the host, so no GPU is needed; when
  * libnvrtc cannot be loaded every case is skipped. No timing here: the
  * speed-up is measured by bench/nvrtc_cache_bench.c. */
+#define _GNU_SOURCE /* memmem */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <utime.h>
 
 #include "backends/nvrtc_cache.h"
 #include "ir/diag.h"
@@ -323,6 +326,305 @@ static void test_user_options(Fixture *f, gconstpointer data) {
   remove_tree(inc);
 }
 
+/* Compiles `src` as file `name` with `opts` through the cache; FALSE (test
+ * skipped) when NVRTC is missing. */
+static gboolean compile_named(const char *name, const char *src, const char *const *opts, gboolean *hit) {
+  char *cubin = NULL;
+  gsize len = 0;
+  g_autoptr(GError) error = NULL;
+  gboolean ok = dr__nvrtc_compile_cached(name, src, strlen(src), "sm_90", opts, &cubin, &len, hit, &error);
+  if (!ok && g_error_matches(error, DR_ERROR, DR_ERROR_UNAVAILABLE)) {
+    g_test_skip(error->message);
+    return FALSE;
+  }
+  g_assert_no_error(error);
+  g_free(cubin);
+  return TRUE;
+}
+
+static void put(const char *dir, const char *file, const char *text) {
+  g_autofree char *path = g_build_filename(dir, file, NULL);
+  g_autofree char *parent = g_path_get_dirname(path);
+  g_assert_cmpint(g_mkdir_with_parents(parent, 0700), ==, 0);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+}
+
+/* Editing any header the source reaches compiles again: one in the kernel's
+ * include_dirs, one it includes in turn, one beside the .cu file (quoted,
+ * found in the source's directory as NVRTC finds it); a header created
+ * where a missing one was looked for does too. */
+static void test_header_edit(Fixture *f, gconstpointer data) {
+  (void)data;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *tree = g_dir_make_tmp("nvrtc-dep-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_autofree char *inc = g_build_filename(tree, "inc", NULL);
+  g_autofree char *src_dir = g_build_filename(tree, "src", NULL);
+  put(inc, "scale.h", "#pragma once\n#include \"nested/more.h\"\n#define SCALE 2.0f\n");
+  put(inc, "nested/more.h", "#pragma once\n#define MORE 1.0f\n");
+  put(src_dir, "local.h", "#pragma once\n#define LOCAL 0.5f\n");
+  static const char src[] =
+      "#include <scale.h>\n"
+      "#include \"local.h\"\n"
+      "#if 0\n#include \"maybe.h\"\n#endif\n"
+      "#include <cuda/std/type_traits>\n"
+      "extern \"C\" __global__ void k(float *y) { y[0] = SCALE * MORE * LOCAL; }\n";
+  g_autofree char *name = g_build_filename(src_dir, "k.cu", NULL);
+  g_autofree char *opt = g_strconcat("--include-path=", inc, NULL);
+  const char *const opts[] = {opt, NULL};
+  gboolean hit = TRUE;
+  if (!compile_named(name, src, opts, &hit)) {
+    remove_tree(tree);
+    return;
+  }
+  g_assert_false(hit);
+  g_assert_true(compile_named(name, src, opts, &hit));
+  g_assert_true(hit);
+
+  /* What the key holds for the headers. */
+  const char *const users[] = {inc, NULL};
+  const char *const toolkit[] = {"/usr/local/cuda/include", "/usr/local/cuda/include/cccl", NULL};
+  g_autofree char *deps = dr__nvrtc_deps(name, src, strlen(src), users, toolkit);
+  g_autofree char *scale = g_build_filename(inc, "scale.h", NULL);
+  g_autofree char *more = g_build_filename(inc, "nested", "more.h", NULL);
+  g_autofree char *local = g_build_filename(src_dir, "local.h", NULL);
+  g_autofree char *want_scale = g_strdup_printf("user %s ", scale);
+  g_autofree char *want_more = g_strdup_printf("user %s ", more);
+  g_autofree char *want_local = g_strdup_printf("user %s ", local);
+  g_autofree char *want_missing = g_strdup_printf("missing \"maybe.h\" %s\n", name);
+  g_assert_nonnull(strstr(deps, want_scale));
+  g_assert_nonnull(strstr(deps, want_more));
+  g_assert_nonnull(strstr(deps, want_local));
+  g_assert_nonnull(strstr(deps, want_missing));
+  g_assert_true(g_str_has_prefix(strstr(deps, "toolkit "), "toolkit /usr/local/cuda/include/cccl/cuda/std/"));
+
+  const char *edits[][2] = {
+      {"inc/scale.h", "#pragma once\n#include \"nested/more.h\"\n#define SCALE 3.0f\n"},
+      {"inc/nested/more.h", "#pragma once\n#define MORE 4.0f\n"},
+      {"src/local.h", "#pragma once\n#define LOCAL 0.25f\n"},
+      {"src/maybe.h", "/* appears where a missing header was looked for */\n"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(edits); i++) {
+    put(tree, edits[i][0], edits[i][1]);
+    g_assert_true(compile_named(name, src, opts, &hit));
+    g_assert_false(hit);
+    g_assert_true(compile_named(name, src, opts, &hit));
+    g_assert_true(hit);
+  }
+  g_assert_cmpuint(count_entries(f->dir, NULL), ==, 5);
+  remove_tree(tree);
+}
+
+/* One template source, two instantiations by name expression: each gets its
+ * lowered name from NVRTC on a miss and from the entry's .names file on a
+ * hit; a name that is no kernel is an error naming it. */
+static void test_name_expressions(Fixture *f, gconstpointer data) {
+  (void)data;
+  static const char src[] =
+      "template <typename T, int N> __global__ void fill(T *y, T v) {\n"
+      "  if (threadIdx.x < N) y[threadIdx.x] = v;\n"
+      "}\n";
+  const char *const exprs[] = {"fill<float, 256>", "fill<double, 32>", NULL};
+  for (int round = 0; round < 2; round++) {
+    char *cubin = NULL;
+    gsize len = 0;
+    gboolean hit = FALSE;
+    g_auto(GStrv) lowered = NULL;
+    g_autoptr(GError) error = NULL;
+    gboolean ok = dr__nvrtc_compile_cached_names("fill.cu", src, strlen(src), "sm_90", NULL, exprs, &lowered,
+                                                 &cubin, &len, &hit, &error);
+    if (!ok && g_error_matches(error, DR_ERROR, DR_ERROR_UNAVAILABLE)) {
+      g_test_skip(error->message);
+      return;
+    }
+    g_assert_no_error(error);
+    g_assert_cmpint(hit, ==, round == 1);
+    g_assert_cmpuint(g_strv_length(lowered), ==, 2);
+    g_assert_cmpstr(lowered[0], ==, "_Z4fillIfLi256EEvPT_S0_");
+    g_assert_cmpstr(lowered[1], ==, "_Z4fillIdLi32EEvPT_S0_");
+    g_assert_nonnull(memmem(cubin, len, lowered[0], strlen(lowered[0])));
+    g_free(cubin);
+  }
+  g_autofree char *names = NULL;
+  g_autoptr(GDir) d = g_dir_open(f->dir, 0, NULL);
+  const char *e;
+  guint n_names = 0;
+  while ((e = g_dir_read_name(d)) != NULL) n_names += g_str_has_suffix(e, ".names");
+  g_assert_cmpuint(n_names, ==, 1);
+
+  const char *const bad[] = {"fil<float, 256>", NULL};
+  char *cubin = NULL;
+  gsize len = 0;
+  g_auto(GStrv) lowered = NULL;
+  g_autoptr(GError) error = NULL;
+  g_assert_false(dr__nvrtc_compile_cached_names("fill.cu", src, strlen(src), "sm_90", NULL, bad, &lowered,
+                                                &cubin, &len, NULL, &error));
+  g_assert_error(error, DR_ERROR, DR_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "fil"));
+  g_assert_null(cubin);
+  g_assert_null(lowered);
+}
+
+/* Sets `path`'s mtime `age_s` seconds into the past. */
+static void age(const char *path, gint64 age_s) {
+  struct utimbuf t;
+  t.actime = t.modtime = (time_t)(g_get_real_time() / G_USEC_PER_SEC - age_s);
+  g_assert_cmpint(utime(path, &t), ==, 0);
+}
+
+/* The size bound keeps the newest entries that fit; the age bound drops old
+ * ones; a hit makes an entry young again; files not named like entries are
+ * never touched; --cache-clean's function removes every entry. */
+static void test_bounds_and_clean(Fixture *f, gconstpointer data) {
+  (void)data;
+  gboolean hit;
+  g_autofree char *src2 = g_strconcat(kSource, "// two\n", NULL);
+  g_autofree char *src3 = g_strconcat(kSource, "// three\n", NULL);
+  if (!compile_named("a.cu", kSource, NULL, &hit)) return;
+  g_autofree char *first = NULL;
+  g_assert_cmpuint(count_entries(f->dir, &first), ==, 1);
+  struct stat st;
+  g_assert_cmpint(g_stat(first, &st), ==, 0);
+  age(first, 100);
+  g_assert_true(compile_named("a.cu", src2, NULL, &hit));
+  g_assert_cmpuint(count_entries(f->dir, NULL), ==, 2);
+  g_autoptr(GDir) d2 = g_dir_open(f->dir, 0, NULL);
+  for (const char *e2; (e2 = g_dir_read_name(d2)) != NULL;) {
+    g_autofree char *p = g_build_filename(f->dir, e2, NULL);
+    if (strcmp(p, first) != 0) age(p, 50);
+  }
+
+  /* Room for two entries: a third evicts the oldest, unless a hit made it
+   * the newest. */
+  g_autofree char *bound = g_strdup_printf("%" G_GUINT64_FORMAT, (guint64)st.st_size * 2 + 100);
+  g_setenv("DAGRUN_CACHE_MAX_BYTES", bound, TRUE);
+  g_assert_true(compile_named("a.cu", kSource, NULL, &hit));
+  g_assert_true(hit); /* touched: now the newest */
+  g_assert_true(compile_named("a.cu", src3, NULL, &hit));
+  g_assert_false(hit);
+  g_assert_cmpuint(count_entries(f->dir, NULL), ==, 2);
+  g_assert_true(g_file_test(first, G_FILE_TEST_EXISTS));
+  g_assert_true(compile_named("a.cu", src2, NULL, &hit));
+  g_assert_false(hit); /* src2's was the oldest, and went */
+  g_assert_cmpuint(count_entries(f->dir, NULL), ==, 2);
+  g_assert_false(g_file_test(first, G_FILE_TEST_EXISTS)); /* and then the oldest was the first */
+  g_unsetenv("DAGRUN_CACHE_MAX_BYTES");
+  g_assert_true(compile_named("a.cu", kSource, NULL, &hit));
+  g_assert_false(hit);
+  g_assert_cmpuint(count_entries(f->dir, NULL), ==, 3);
+
+  /* An entry older than the age bound goes at the next store; a stale
+   * temporary file too, and a stranger's file never. */
+  g_autofree char *other = g_build_filename(f->dir, "README", NULL);
+  g_assert_true(g_file_set_contents(other, "mine", -1, NULL));
+  age(other, 400 * 86400);
+  age(first, 31 * 86400);
+  g_autofree char *temp = g_strconcat(first, ".Ab12Cd", NULL);
+  g_assert_true(g_file_set_contents(temp, "half", -1, NULL));
+  age(temp, 7200);
+  g_assert_cmpuint(dr__nvrtc_cache_evict(f->dir), ==, 1);
+  g_assert_false(g_file_test(first, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(temp, G_FILE_TEST_EXISTS));
+  g_assert_true(g_file_test(other, G_FILE_TEST_EXISTS));
+  g_setenv("DAGRUN_CACHE_MAX_AGE_DAYS", "0", TRUE);
+  age(other, 0);
+  g_autoptr(GDir) d = g_dir_open(f->dir, 0, NULL);
+  const char *e;
+  while ((e = g_dir_read_name(d)) != NULL)
+    if (g_str_has_suffix(e, ".cubin")) {
+      g_autofree char *p = g_build_filename(f->dir, e, NULL);
+      age(p, 1000 * 86400);
+    }
+  g_assert_cmpuint(dr__nvrtc_cache_evict(f->dir), ==, 0); /* 0: no age bound */
+  g_unsetenv("DAGRUN_CACHE_MAX_AGE_DAYS");
+
+  guint n = 0;
+  guint64 bytes = 0;
+  g_autoptr(GError) error = NULL;
+  g_remove(other);
+  g_assert_true(dr__nvrtc_cache_clean(f->dir, &n, &bytes, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(n, ==, 2);
+  g_assert_cmpuint(bytes, >=, 2 * (guint64)st.st_size - 1000);
+  g_assert_cmpuint(count_entries(f->dir, NULL), ==, 0);
+  g_autofree char *missing = g_build_filename(f->dir, "none", NULL);
+  g_assert_true(dr__nvrtc_cache_clean(missing, &n, &bytes, &error));
+  g_assert_cmpuint(n, ==, 0);
+}
+
+static void test_limits(void) {
+  guint64 b, a;
+  g_unsetenv("DAGRUN_CACHE_MAX_BYTES");
+  g_unsetenv("DAGRUN_CACHE_MAX_AGE_DAYS");
+  dr__nvrtc_cache_limits(&b, &a);
+  g_assert_cmpuint(b, ==, 1ull << 30);
+  g_assert_cmpuint(a, ==, 30 * 86400);
+  g_setenv("DAGRUN_CACHE_MAX_BYTES", "512MiB", TRUE);
+  g_setenv("DAGRUN_CACHE_MAX_AGE_DAYS", "7", TRUE);
+  dr__nvrtc_cache_limits(&b, &a);
+  g_assert_cmpuint(b, ==, 512ull << 20);
+  g_assert_cmpuint(a, ==, 7 * 86400);
+  g_setenv("DAGRUN_CACHE_MAX_BYTES", "0", TRUE);
+  dr__nvrtc_cache_limits(&b, &a);
+  g_assert_cmpuint(b, ==, 0);
+  g_unsetenv("DAGRUN_CACHE_MAX_BYTES");
+  g_unsetenv("DAGRUN_CACHE_MAX_AGE_DAYS");
+  if (g_test_subprocess()) {
+    g_setenv("DAGRUN_CACHE_MAX_BYTES", "lots", TRUE);
+    dr__nvrtc_cache_limits(&b, &a);
+    return;
+  }
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed(); /* g_warning is fatal under GTest */
+  g_test_trap_assert_stderr("*DAGRUN_CACHE_MAX_BYTES='lots' is not a size*");
+}
+
+typedef struct {
+  const char *src;
+  gboolean ok;
+} Racer;
+
+static gpointer race(gpointer data) {
+  Racer *r = data;
+  char *cubin = NULL;
+  gsize len = 0;
+  r->ok = dr__nvrtc_compile_cached("r.cu", r->src, strlen(r->src), "sm_90", NULL, &cubin, &len, NULL, NULL);
+  g_free(cubin);
+  return NULL;
+}
+
+/* Several compiles of the same and of different sources at once under a
+ * bound that evicts all the time: every entry left is a whole cubin and no
+ * temporary file is left. (Threads: the files' rename and unlink are the
+ * same between processes.) */
+static void test_concurrent(Fixture *f, gconstpointer data) {
+  (void)data;
+  gboolean hit;
+  if (!compile_named("r.cu", kSource, NULL, &hit)) return;
+  g_setenv("DAGRUN_CACHE_MAX_BYTES", "1", TRUE); /* every store evicts */
+  g_autofree char *a = g_strconcat(kSource, "// a\n", NULL);
+  g_autofree char *b = g_strconcat(kSource, "// b\n", NULL);
+  Racer r[6] = {{kSource}, {a}, {b}, {kSource}, {a}, {b}};
+  GThread *t[6];
+  for (int i = 0; i < 6; i++) t[i] = g_thread_new("racer", race, &r[i]);
+  for (int i = 0; i < 6; i++) g_thread_join(t[i]);
+  for (int i = 0; i < 6; i++) g_assert_true(r[i].ok);
+  g_unsetenv("DAGRUN_CACHE_MAX_BYTES");
+  g_autoptr(GDir) d = g_dir_open(f->dir, 0, NULL);
+  const char *e;
+  while ((e = g_dir_read_name(d)) != NULL) {
+    g_assert_true(g_str_has_suffix(e, ".cubin"));
+    g_autofree char *p = g_build_filename(f->dir, e, NULL);
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(p, &text, &len, NULL));
+    g_assert_cmpmem(text, 4,
+                    "\x7f"
+                    "ELF",
+                    4);
+  }
+}
+
 static void test_default_dir(void) {
   g_unsetenv("DAGRUN_CACHE_DIR");
   g_autofree char *dir = dr__nvrtc_cache_dir();
@@ -344,7 +646,12 @@ int main(int argc, char **argv) {
   ADD("unwritable-dir", test_unwritable_dir);
   ADD("compile-error", test_compile_error);
   ADD("user-options", test_user_options);
+  ADD("header-edit", test_header_edit);
+  ADD("name-expressions", test_name_expressions);
+  ADD("bounds-and-clean", test_bounds_and_clean);
+  ADD("concurrent", test_concurrent);
 #undef ADD
   g_test_add_func("/backends/nvrtc-cache/default-dir", test_default_dir);
+  g_test_add_func("/backends/nvrtc-cache/limits", test_limits);
   return g_test_run();
 }

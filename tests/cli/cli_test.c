@@ -372,6 +372,39 @@ static void test_dump_unknown_pass(void) {
 /* output_test.c's tests. */
 void dr_test_output_add(void);
 
+/* --cache-clean removes dagrun's cache entries (and only them), says how
+ * many and from where, and exits 0; an empty or missing cache is 0 too. */
+static void test_cache_clean(void) {
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp("cli-cache-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_setenv("DAGRUN_CACHE_DIR", dir, TRUE);
+  g_autofree char *stem = g_strnfill(64, 'a');
+  const char *files[] = {".cubin", ".names", ".cubin.X1y2Z3"};
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *p = g_strconcat(dir, "/", stem, files[i], NULL);
+    g_assert_true(g_file_set_contents(p, "0123456789", 10, NULL));
+  }
+  g_autofree char *mine = g_build_filename(dir, "notes.txt", NULL);
+  g_assert_true(g_file_set_contents(mine, "keep", -1, NULL));
+  g_autoptr(GString) out = g_string_new(NULL);
+  g_autoptr(GString) err = g_string_new(NULL);
+  g_assert_cmpint(CLI(out, err, "--cache-clean"), ==, 0);
+  g_autofree char *want = g_strdup_printf("removed 1 cached kernel (30 bytes) from %s\n", dir);
+  g_assert_cmpstr(out->str, ==, want);
+  g_assert_cmpstr(err->str, ==, "");
+  g_assert_true(g_file_test(mine, G_FILE_TEST_EXISTS));
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  g_assert_cmpstr(g_dir_read_name(d), ==, "notes.txt");
+  g_assert_null(g_dir_read_name(d));
+  g_assert_cmpint(CLI(out, err, "--cache-clean"), ==, 0);
+  g_autofree char *none = g_strdup_printf("removed 0 cached kernels (0 bytes) from %s\n", dir);
+  g_assert_cmpstr(out->str, ==, none);
+  g_remove(mine);
+  g_rmdir(dir);
+  g_unsetenv("DAGRUN_CACHE_DIR");
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
@@ -384,6 +417,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/outputs/after-run", test_outputs_after_run);
   g_test_add_func("/cli/dot/with-run-flags", test_dot_with_run);
   g_test_add_func("/cli/dump-after/unknown-pass", test_dump_unknown_pass);
+  g_test_add_func("/cli/cache-clean", test_cache_clean);
   dr_test_output_add();
   return g_test_run();
 }

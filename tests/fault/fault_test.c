@@ -1374,6 +1374,46 @@ static void test_fake_loops(void) {
   g_assert_nonnull(strstr(error->message, "dl.yaml:2:20: run.device_loop"));
 }
 
+/* where: pageable on the fake: streams mode copies from and to malloc'd
+ * memory (no cudaMallocHost for it, nothing leaked) and leaves the host
+ * backend's bytes; graph mode refuses the first pageable copy by name,
+ * before any call but the device query. */
+static void test_fake_pageable(void) {
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  if (tmp == NULL) tmp = g_get_tmp_dir();
+  g_autofree char *path = g_build_filename(tmp, "fault-pageable.bin", NULL);
+  g_autofree char *yaml = g_strdup_printf(
+      "dagrun: 1\nbuffers:\n  hp: {type: f32, count: 256, where: pageable, init: iota}\n"
+      "  d: {type: f32, count: 256}\n  out: {type: f32, count: 256, where: pageable, save: '%s'}\n"
+      "nodes:\n  up: {op: copy, src: hp, dst: d}\n"
+      "  k: {op: kernel, kernel: scale_f32, args: {x: d, alpha: 2.0, y: d}}\n"
+      "  down: {op: copy, src: d, dst: out}\n",
+      path);
+  g_autoptr(DrGraph) g = load_yaml("pageable.yaml", yaml);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  gsize want_len, got_len;
+  g_autofree char *want = loop_run(plan, g, DR_BACKEND_HOST, DR_MODE_STREAMS, path, &want_len);
+  g_autofree char *got = loop_run(plan, g, DR_BACKEND_CUDA, DR_MODE_STREAMS, path, &got_len);
+  g_assert_cmpmem(got, got_len, want, want_len);
+  g_assert_cmpfloat(((float *)got)[3], ==, 6.0f);
+  const GArray *trace = dr_fake_trace();
+  for (guint i = 0; i < trace->len; i++)
+    g_assert_cmpstr(g_array_index(trace, DrFakeCall, i).name, !=, "cudaMallocHost");
+  DrRunOptions opts = fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
+  dr_fake_reset();
+  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+  g_assert_null(r);
+  g_assert_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE);
+  g_assert_nonnull(strstr(error->message,
+                          "pageable.yaml:7:3: node 'up': graph mode does not capture a copy of pageable host "
+                          "memory (buffer 'hp' is where: pageable)"));
+  trace = dr_fake_trace();
+  for (guint i = 0; i < trace->len; i++)
+    g_assert_cmpstr(g_array_index(trace, DrFakeCall, i).name, ==, "cudaGetDeviceCount");
+}
+
 /* Several lifetimes of one stream-ordered buffer on the fake: every alloc
  * node makes its own cudaMallocAsync and every free its cudaFreeAsync, each
  * kernel and copy of a lifetime gets that lifetime's pointer (the twins
@@ -1556,6 +1596,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/fake/data", test_fake_data);
   g_test_add_func("/fault/fake/lifetimes", test_fake_lifetimes);
   g_test_add_func("/fault/fake/loops", test_fake_loops);
+  g_test_add_func("/fault/fake/pageable", test_fake_pageable);
   static const PdlCase pdl[] = {
       {DR_MODE_STREAMS, DR_TIMING_OFF, NULL, NULL, FALSE, 3},
       {DR_MODE_STREAMS, DR_TIMING_STAMPS, NULL, NULL, FALSE, 3},

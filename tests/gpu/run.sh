@@ -41,6 +41,16 @@
 #                                   iterations
 #   gpu/loops/repeat/{streams,graph}   nested repeat loops: the host
 #                                   backend's bytes exactly
+#   gpu/port20/cg-cub/{streams,graph}  user kernels with cooperative
+#                                   groups, CUB and cuda/std (include/cccl),
+#                                   include_dirs, defines and name
+#                                   expressions compile and verify
+#   gpu/port20/cache                a hit adds no cache entry, a header
+#                                   edit compiles again, --cache-clean
+#   gpu/port20/pageable/{streams,graph-refused,graph-message}   where:
+#                                   pageable verifies eagerly; graph mode
+#                                   exits 69 naming the copy
+#   gpu/port20/device-vars          device.* from the device (132 SMs, 9.0)
 #   gpu/ncu/{nvtx-node,capture-range}   Nsight Compute sees dagrun's nodes:
 #                                   --nvtx-include "dagrun@b/" profiles
 #                                   exactly node b's one kernel
@@ -168,6 +178,43 @@ for mode in streams graph; do
     echo "got:  $got"; echo "want: $4"
     [ -n "$4" ] && [ "$got" = "$4" ]' _ "$DAGRUN" "$mode" "$peer_self" "$peer_want"
 done
+# ---- porting (#20): NVRTC like nvcc, its cache, pageable, device.* ----
+# port_cg_cub.yaml's kernels (cooperative groups, CUB, cuda/std, a header
+# from include_dirs, name expressions) compile and verify in both modes,
+# with a cache of their own: the first run compiles 3 entries, the second
+# adds none (hits), an edit of the included header compiles all 3 again (6
+# entries), and --cache-clean removes the 6 and says so.
+port_dir=$tmp/port20
+cp -r "$graphs_dir/gpu" "$port_dir"
+export DAGRUN_CACHE_DIR=$tmp/nvrtc-cache
+n_entries() { find "$DAGRUN_CACHE_DIR" -name '*.cubin' 2>/dev/null | wc -l; }
+for mode in streams graph; do
+  check "gpu/port20/cg-cub/$mode" 180 "$DAGRUN" --backend=cuda --verify --mode=$mode "$port_dir/port_cg_cub.yaml"
+done
+check gpu/port20/cache 240 bash -c "
+  [ \$(find $DAGRUN_CACHE_DIR -name '*.cubin' | wc -l) -eq 3 ] || { echo 'want 3 entries after the first runs'; ls -l $DAGRUN_CACHE_DIR; exit 1; }
+  $DAGRUN --backend=cuda --iterations=1 --warmup=0 $port_dir/port_cg_cub.yaml >/dev/null || exit 1
+  [ \$(find $DAGRUN_CACHE_DIR -name '*.cubin' | wc -l) -eq 3 ] || { echo 'a hit added an entry'; exit 1; }
+  echo '// edited' >> $port_dir/kernels/include/port_common.h
+  $DAGRUN --backend=cuda --verify --iterations=1 --warmup=0 $port_dir/port_cg_cub.yaml || exit 1
+  [ \$(find $DAGRUN_CACHE_DIR -name '*.cubin' | wc -l) -eq 6 ] || { echo 'a header edit did not compile again'; ls -l $DAGRUN_CACHE_DIR; exit 1; }
+  $DAGRUN --cache-clean | tee /dev/stderr | grep -q '^removed 6 cached kernels' || exit 1
+  [ \$(find $DAGRUN_CACHE_DIR -name '*.cubin' | wc -l) -eq 0 ]"
+unset DAGRUN_CACHE_DIR
+# where: pageable: verifies eagerly; graph mode refuses it (69) naming a copy.
+check gpu/port20/pageable/streams 120 "$DAGRUN" --backend=cuda --mode=streams --verify "$graphs_dir/gpu/multi_copy_pageable.yaml"
+check gpu/port20/pageable/graph-refused 60 bash -c "
+  $DAGRUN --backend=cuda --mode=graph $graphs_dir/gpu/multi_copy_pageable.yaml; rc=\$?
+  [ \$rc -eq 69 ] || { echo \"exit \$rc, want 69\"; exit 1; }"
+check gpu/port20/pageable/graph-message 60 bash -c "
+  $DAGRUN --backend=cuda --mode=graph $graphs_dir/gpu/multi_copy_pageable.yaml 2>&1 |
+    grep -q \"node 'up0': graph mode does not capture a copy of pageable host memory\""
+# device.* on the CUDA backend are the device's own values (132 SMs, sm_90
+# on the H200: the host backend's table), printed for the log.
+printf 'dagrun: 1\nnodes:\n  n{device.sm_count}_{device.cc_major}{device.cc_minor}_{device.clock_khz}_{device.l2_bytes}_{device.smem_per_block_optin}: {op: noop}\n' >"$tmp/device_vars.yaml"
+check gpu/port20/device-vars 60 bash -c "
+  $DAGRUN --backend=cuda --dump-after=parse $tmp/device_vars.yaml | grep '^node' | tee /dev/stderr |
+    grep -q '^node n132_90_'"
 
 # ---- memory: measured high-water <= certified bound ----
 # Every example in both modes: the run report's memory.peak_measured_bytes

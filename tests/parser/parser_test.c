@@ -599,6 +599,87 @@ static void test_foreach_order(void) {
   for (guint i = 0; i < G_N_ELEMENTS(want); i++) g_assert_cmpstr(dr_graph_node(g, i)->id, ==, want[i]);
 }
 
+/* Foreach groups against their hand expansion, on random groups: 1 or 2
+ * group variables (ranges and lists), 1 to 4 entries per group, some with
+ * a foreach of their own whose range uses a group variable, memsets whose
+ * slices and values are expressions of both; the group's IR dump must be
+ * the dump of the same nodes written out one by one in file order. */
+static void test_foreach_group_property(void) {
+  GRand *r = g_rand_new_with_seed(20);
+  for (int round = 0; round < 300; round++) {
+    GString *grp = g_string_new("dagrun: 1\nbuffers: {d: {type: u8, count: 4096}}\nnodes:\n  g:\n");
+    GString *flat = g_string_new("dagrun: 1\nbuffers: {d: {type: u8, count: 4096}}\nnodes:\n");
+    gint64 a0 = g_rand_int_range(r, -2, 3), a1 = a0 + g_rand_int_range(r, 0, 4);
+    gboolean two = g_rand_boolean(r);
+    gint64 bl[3] = {g_rand_int_range(r, 0, 5), g_rand_int_range(r, 5, 9), g_rand_int_range(r, 9, 12)};
+    guint nb = g_rand_int_range(r, 1, 4);
+    g_string_append_printf(grp, "    foreach: {a: %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT, a0, a1);
+    if (two) {
+      g_string_append(grp, ", b: [");
+      for (guint k = 0; k < nb; k++) g_string_append_printf(grp, "%s%" G_GINT64_FORMAT, k ? ", " : "", bl[k]);
+      g_string_append(grp, "]");
+    }
+    g_string_append(grp, "}\n    nodes:\n");
+    guint n_entries = g_rand_int_range(r, 1, 5);
+    gboolean inner[4];
+    for (guint e = 0; e < n_entries; e++) {
+      inner[e] = g_rand_int_range(r, 0, 3) == 0;
+      g_string_append_printf(grp, "      e%u_{a + 10}_{%s}%s:\n", e, two ? "b" : "0", inner[e] ? "_{c}" : "");
+      if (inner[e]) g_string_append(grp, "        foreach: {c: \"0..a - (a > 0 ? 1 : 0) + 2\"}\n");
+      g_string_append_printf(
+          grp,
+          "        op: memset\n        dst: \"d[{(a + 2) * 100 + %s * 5 + %u%s}:{(a + 2) "
+          "* 100 + %s * 5 + %u%s + 1}]\"\n        value: \"{(a * 7 + %u) %% 256 + 0 * %s}\"\n",
+          two ? "b" : "0", e, inner[e] ? " + c * 20" : "", two ? "b" : "0", e, inner[e] ? " + c * 20" : "", e,
+          two ? "b" : "0");
+      if (e > 0 && g_rand_boolean(r)) g_string_append(grp, "        after: [\"e0*\"]\n");
+    }
+    for (gint64 a = a0; a <= a1; a++)
+      for (guint k = 0; k < (two ? nb : 1); k++) {
+        gint64 b = two ? bl[k] : 0;
+        for (guint e = 0; e < n_entries; e++) {
+          gint64 cmax = inner[e] ? a - (a > 0 ? 1 : 0) + 2 : 0;
+          for (gint64 c = 0; c <= cmax; c++) {
+            g_string_append_printf(flat, "  e%u_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT, e, a + 10, b);
+            if (inner[e]) g_string_append_printf(flat, "_%" G_GINT64_FORMAT, c);
+            gint64 at = (a + 2) * 100 + b * 5 + e + (inner[e] ? c * 20 : 0);
+            g_string_append_printf(flat,
+                                   ": {op: memset, dst: \"d[%" G_GINT64_FORMAT ":%" G_GINT64_FORMAT
+                                   "]\", value: %" G_GINT64_FORMAT,
+                                   at, at + 1, (a * 7 + (gint64)e) % 256);
+            /* after: in the group text, found again by a plain search. */
+            g_autofree char *key = g_strdup_printf("      e%u_", e);
+            const char *at_key = strstr(grp->str, key);
+            const char *next = e + 1 < n_entries ? strstr(at_key + 1, "      e") : NULL;
+            const char *aft = strstr(at_key, "after:");
+            if (aft && (next == NULL || aft < next)) g_string_append(flat, ", after: [\"e0*\"]");
+            g_string_append(flat, "}\n");
+          }
+        }
+      }
+    g_autoptr(DrDiags) d1 = dr_diags_new(0);
+    g_autoptr(DrDiags) d2 = dr_diags_new(0);
+    /* (a*7+e) % 256 is negative for a < 0: C's % keeps the sign, so such
+     * a value is an error in both, at the first bad expansion. */
+    g_autoptr(DrGraph) g1 = load(grp->str, d1);
+    g_autoptr(DrGraph) g2 = load(flat->str, d2);
+    if (a0 < 0) {
+      g_assert_null(g1);
+      g_assert_null(g2);
+    } else {
+      if (g1 == NULL || g2 == NULL) g_error("round %d:\n%s\n---\n%s", round, grp->str, flat->str);
+      g_autoptr(GString) t1 = g_string_new(NULL);
+      g_autoptr(GString) t2 = g_string_new(NULL);
+      dr_graph_dump(g1, t1);
+      dr_graph_dump(g2, t2);
+      g_assert_cmpstr(t1->str, ==, t2->str);
+    }
+    g_string_free(grp, TRUE);
+    g_string_free(flat, TRUE);
+  }
+  g_rand_free(r);
+}
+
 static void test_kernel_args(void) {
   g_autoptr(DrDiags) diags = dr_diags_new(0);
   g_autoptr(DrGraph) g = load(
@@ -735,6 +816,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/parser/events/errors", test_events_errors);
   g_test_add_func("/parser/nodes/foreach-order", test_foreach_order);
   g_test_add_func("/parser/nodes/kernel-args", test_kernel_args);
+  g_test_add_func("/parser/nodes/foreach-group-property", test_foreach_group_property);
   g_test_add_func("/parser/errors/limit", test_diags_limit);
   g_test_add_func("/parser/errors/spread-alias-bomb", test_spread_alias_bomb);
   g_test_add_func("/parser/errors/alias-notes", test_alias_notes);
