@@ -64,6 +64,9 @@ DrGraph *dr_graph_new(void) {
   g->kernels = g_array_new(FALSE, TRUE, sizeof(DrKernelDecl));
   g_array_set_clear_func(g->kernels, kernel_clear);
   g->callbacks = g_array_new(FALSE, TRUE, sizeof(DrCallback));
+  g->params = g_array_new(FALSE, TRUE, sizeof(DrRunParam));
+  g->param_uses = g_array_new(FALSE, TRUE, sizeof(DrParamUse));
+  g->param_vars = g_array_new(FALSE, TRUE, sizeof(DrParamVar));
   g->strings = g_string_chunk_new(64 * 1024);
   g->node_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->buffer_index = g_hash_table_new(g_str_hash, g_str_equal);
@@ -90,6 +93,9 @@ void dr_graph_free(DrGraph *graph) {
   g_array_unref(graph->afters);
   g_array_unref(graph->kernels);
   g_array_unref(graph->callbacks);
+  g_array_unref(graph->params);
+  g_array_unref(graph->param_uses);
+  g_array_unref(graph->param_vars);
   if (graph->loops) g_ptr_array_unref(graph->loops);
   g_hash_table_unref(graph->node_index);
   g_hash_table_unref(graph->buffer_index);

@@ -113,6 +113,20 @@ void dr_trace_write(const DrReport *r, GString *out) {
   g_autofree char *pname =
       g_strdup_printf("dagrun %s (%s, %s)", r->name, r->backend, r->mode ? r->mode : "?");
   metadata(&w, "process_name", FALSE, 0, "name", pname, 0);
+  if (r->params != NULL) {
+    /* The run's parameter values, as the process's label. */
+    g_autoptr(GString) labels = g_string_new(NULL);
+    for (guint i = 0; i < r->params->len; i++) {
+      const DrReportParam *p = &g_array_index(r->params, DrReportParam, i);
+      char buf[G_ASCII_DTOSTR_BUF_SIZE];
+      g_string_append_printf(labels, "%s%s=", i ? " " : "", p->name);
+      if (p->is_int)
+        g_string_append_printf(labels, "%" G_GINT64_FORMAT, p->i);
+      else
+        g_string_append(labels, g_ascii_dtostr(buf, sizeof buf, p->f));
+    }
+    metadata(&w, "process_labels", FALSE, 0, "labels", labels->str, 0);
+  }
   for (guint s = 0; s < r->stream_priorities->len; s++) {
     DrPriority p = g_array_index(r->stream_priorities, DrPriority, s);
     g_autofree char *tname = g_strdup_printf("stream %u (%s)", s, dr_priority_name(p));

@@ -552,6 +552,39 @@ gboolean dr_runner_set_int(DrRunner *runner, const char *node, const char *param
 gboolean dr_runner_set_float(DrRunner *runner, const char *node, const char *param, double value,
                              GError **error);
 const char *dr_runner_last_update(const DrRunner *runner);
+/* ---- run-time parameters (`params:`, docs/format.md) --------------------
+ * A pipeline's declared parameters take new values between runs without
+ * loading, planning or (in graph mode) capturing again: the plan was made
+ * for every value in the declared ranges. Each call checks the value
+ * whole before keeping it: the parameter must exist, the value must read
+ * as the parameter's type (an integer as the format writes one, size
+ * suffixes allowed, or a float) and lie in min..max, and with it every
+ * slice must stay in its buffer, every copy's sides equal and every
+ * built-in kernel's rule hold; else DR_ERROR_USAGE (exit code 64) and
+ * nothing changes. The value applies from the next run of any plan or
+ * runner of the pipeline (the runners share it): on the host backend and
+ * in streams mode the changed nodes are bound again ("rebound"); in graph
+ * mode each changed node is set on the executable in place
+ * (cudaGraphExecKernelNodeSetParams for built-in kernels,
+ * cudaGraphExecMemcpyNodeSetParams1D and cudaGraphExecMemsetNodeSetParams
+ * for copies and memsets: "updated-nodes"), and only a node CUDA cannot
+ * update so (a user kernel, gemm, a built-in with a pointer into a
+ * stream-ordered buffer) makes the whole iteration be captured again
+ * ("updated"). dr_runner_last_update says which; the run report gives
+ * the values, the number of nodes updated and the time it took.
+ * dr_pipeline_set_param takes the value as text (the command line's
+ * --param); dr_runner_set_param an integer, dr_runner_set_param_f64 a
+ * double (an integer parameter takes it only when it is a whole number).
+ * dr_pipeline_n_params and dr_pipeline_param_name list the declared
+ * parameters in file order (NULL past the end); dr_pipeline_param_value
+ * is parameter i's current value as text that dr_pipeline_set_param
+ * reads back to the same value (newly allocated; NULL past the end). */
+gboolean dr_pipeline_set_param(DrPipeline *pipeline, const char *name, const char *value, GError **error);
+guint dr_pipeline_n_params(const DrPipeline *pipeline);
+const char *dr_pipeline_param_name(const DrPipeline *pipeline, guint i);
+char *dr_pipeline_param_value(const DrPipeline *pipeline, guint i);
+gboolean dr_runner_set_param(DrRunner *runner, const char *name, gint64 value, GError **error);
+gboolean dr_runner_set_param_f64(DrRunner *runner, const char *name, double value, GError **error);
 const char *dr_runner_backend(const DrRunner *runner); /* "host" | "cuda" */
 /* Copies a whole-run buffer (all of it: `size` must be its byte size)
  * into `dst` and returns once it is there; DR_ERROR_USAGE for a
