@@ -557,6 +557,12 @@ static cudaError_t fake_cudaFreeAsync(void *ptr, cudaStream_t stream) {
     fake.capture_live -= MIN(fake.capture_live, o->pooled);
   else if (o)
     fake.pool_used -= MIN(fake.pool_used, o->pooled);
+  /* Freed inside the capture that allocated it: the address stays the
+   * graph's (its executable maps it at every launch), so the block lives
+   * with the graph (capture_mem -> graph_mem), where the replay of its
+   * nodes and a per-node update pointing into it find it. (No free node
+   * is modelled.) */
+  if (o && o->captured && fake.capture_stream != NULL) return gate.rc;
   return release_mem("cudaFreeAsync", ptr, DR_FAKE_DEVICE_MEM, gate);
 }
 
@@ -1049,9 +1055,11 @@ static cudaError_t fake_cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t exec,
                                                            enum cudaMemcpyKind kind) {
   GATE_RECORD("cudaGraphExecMemcpyNodeSetParams1D", exec, FALSE, FALSE, current()->size = count);
   FakeNode *n = exec_node(obj_find(exec, DR_FAKE_GRAPH_EXEC), node);
-  if (n == NULL || n->type != cudaGraphNodeTypeMemcpy || count != n->count) {
-    misuse("cudaGraphExecMemcpyNodeSetParams1D: node %p is not a memcpy node of %zu bytes of %p's graph",
-           (void *)node, count, (void *)exec);
+  /* A new count is legal (the runtime asks only for 1-D operands from the
+   * same contexts and no zero length): run-time parameters change it. */
+  if (n == NULL || n->type != cudaGraphNodeTypeMemcpy || count == 0) {
+    misuse("cudaGraphExecMemcpyNodeSetParams1D: node %p is not a memcpy node of %p's graph, or 0 bytes",
+           (void *)node, (void *)exec);
     return finish(cudaErrorInvalidValue);
   }
   if (!mem_ok("cudaGraphExecMemcpyNodeSetParams1D dst", dst, count) ||
@@ -1059,6 +1067,7 @@ static cudaError_t fake_cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t exec,
     return finish(cudaErrorInvalidValue);
   n->dst = dst;
   n->src = src;
+  n->count = count;
   fake.exec_node_sets++;
   return cudaSuccess;
 }
@@ -1081,7 +1090,7 @@ static cudaError_t fake_cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t exec, c
                                                          const struct cudaMemsetParams *p) {
   GATE("cudaGraphExecMemsetNodeSetParams", exec, FALSE, FALSE);
   FakeNode *n = exec_node(obj_find(exec, DR_FAKE_GRAPH_EXEC), node);
-  if (n == NULL || n->type != cudaGraphNodeTypeMemset || p->width != n->count || p->elementSize != 1 ||
+  if (n == NULL || n->type != cudaGraphNodeTypeMemset || p->width == 0 || p->elementSize != 1 ||
       p->height != 1) {
     misuse("cudaGraphExecMemsetNodeSetParams: node %p is not this memset of %p's graph", (void *)node,
            (void *)exec);
@@ -1090,6 +1099,7 @@ static cudaError_t fake_cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t exec, c
   if (!mem_ok("cudaGraphExecMemsetNodeSetParams", p->dst, p->width)) return finish(cudaErrorInvalidValue);
   n->dst = p->dst;
   n->value = (int)p->value;
+  n->count = p->width;
   fake.exec_node_sets++;
   return cudaSuccess;
 }
