@@ -21,6 +21,7 @@ typedef struct {
                            graph execs: their own copies (FakeNode *, owned) */
   guint64 pooled;       /* stream-ordered memory: the bytes the pool counts for it */
   gboolean captured;    /* stream-ordered memory: allocated while capturing */
+  gboolean graph_kept;  /* freed inside its capture: the graph's now, not counted live */
   guint64 graph_peak;   /* graphs and execs: the most captured bytes live at once */
 } Obj;
 
@@ -213,7 +214,7 @@ static void obj_release(gpointer key) {
   Obj *o = g_hash_table_lookup(fake.objects, key);
   g_return_if_fail(o != NULL);
   g_hash_table_remove(fake.objects, key);
-  fake.live[o->kind]--;
+  if (!o->graph_kept) fake.live[o->kind]--;
   if (o->graph_mem) {
     for (guint i = 0; i < o->graph_mem->len; i++) obj_release(o->graph_mem->pdata[i]);
     g_ptr_array_unref(o->graph_mem);
@@ -553,6 +554,10 @@ static cudaError_t fake_cudaFreeAsync(void *ptr, cudaStream_t stream) {
   if (fake.sticky == cudaSuccess && !stream_ok("cudaFreeAsync", stream))
     return finish(cudaErrorInvalidResourceHandle);
   Obj *o = ptr ? obj_find(ptr, DR_FAKE_DEVICE_MEM) : NULL;
+  if (o && o->graph_kept) {
+    misuse("cudaFreeAsync: %p is not a live device block (freed already)", ptr);
+    return finish(cudaErrorInvalidValue);
+  }
   if (o && o->captured)
     fake.capture_live -= MIN(fake.capture_live, o->pooled);
   else if (o)
@@ -562,7 +567,11 @@ static cudaError_t fake_cudaFreeAsync(void *ptr, cudaStream_t stream) {
    * with the graph (capture_mem -> graph_mem), where the replay of its
    * nodes and a per-node update pointing into it find it. (No free node
    * is modelled.) */
-  if (o && o->captured && fake.capture_stream != NULL) return gate.rc;
+  if (o && o->captured && fake.capture_stream != NULL) {
+    if (!o->graph_kept) fake.live[o->kind]--;
+    o->graph_kept = TRUE;
+    return gate.rc;
+  }
   return release_mem("cudaFreeAsync", ptr, DR_FAKE_DEVICE_MEM, gate);
 }
 
@@ -1235,10 +1244,14 @@ gboolean dr_fake_only_live(gconstpointer *obj) {
   if (dr_fake_live_total() != 1) return FALSE;
   GHashTableIter it;
   gpointer key;
+  gpointer value;
   g_hash_table_iter_init(&it, fake.objects);
-  if (!g_hash_table_iter_next(&it, &key, NULL)) return FALSE;
-  *obj = key;
-  return TRUE;
+  while (g_hash_table_iter_next(&it, &key, &value))
+    if (!((Obj *)value)->graph_kept) {
+      *obj = key;
+      return TRUE;
+    }
+  return FALSE;
 }
 
 guint64 dr_fake_points(void) { return fake.points; }
