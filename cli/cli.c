@@ -231,7 +231,6 @@ static const char *run_flag(const Options *o) {
   if (o->fallback) return "--fallback";
   if (o->dot_cuda_graph) return "--dot-cuda-graph";
   if (o->sort) return "--sort";
-  if (o->params_from) return "--params-from";
   return NULL;
 }
 
@@ -468,7 +467,7 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, const GArray *sw
   int rc = check_outputs(o, err);
   if (rc != 0) return rc;
   /* --dot without a run now; with one, after it (run()). */
-  gboolean runs = !o->plan && (o->dot == NULL || run_flag(o) != NULL);
+  gboolean runs = !o->plan && (o->dot == NULL || run_flag(o) != NULL || sweep != NULL);
   if (o->dot && !runs && (rc = write_dot(o, plan, NULL, out, err)) != 0) return rc;
   if (o->plan) {
     gboolean json = o->format && strcmp(o->format, "json") == 0;
@@ -483,7 +482,7 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, const GArray *sw
     return 0;
   }
   /* --dot alone is for review and does not run; with run flags it does. */
-  if (o->dot && run_flag(o) == NULL) return 0;
+  if (o->dot && run_flag(o) == NULL && sweep == NULL) return 0;
   if (sweep != NULL) return run_sweep(o, pipeline, plan, sweep, out, err);
   return run(o, pipeline, plan, out, err);
 }

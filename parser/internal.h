@@ -152,8 +152,9 @@ void dr__parse_params(DrParse *p, const DrYNode *v, gboolean too_late);
 void dr__params_env_init(DrParse *p);
 /* After evaluating value `v` under `env`: when it read parameters (the
  * hook's bits, which it clears), notes it for the node being built, or
- * (under param_max_env, a size) checks that each has a max. */
-void dr__params_note(DrParse *p, const DrYNode *v, const DrEnv *env, const char *what, const char *key);
+ * (under param_max_env, a size) checks that each has a max. FALSE after
+ * reporting a float parameter read anywhere but as a whole "{NAME}". */
+gboolean dr__params_note(DrParse *p, const DrYNode *v, const DrEnv *env, const char *what, const char *key);
 /* Turns the notes into DrParamUse records of committed node `nid`
  * (DR_NONE: the node failed), reporting each that matches no access,
  * scalar argument or memset value. */

@@ -132,7 +132,11 @@ static gboolean parse_slice(DrParse *p, const char *key, const DrYNode *v, const
     node_error(p, v, key, "%s", msg);
     return FALSE;
   }
-  dr__params_note(p, v, env, WHAT(p), key);
+  g_autofree char *where = g_strdup_printf("%s, %s", WHAT(p), key);
+  if (!dr__params_note(p, v, env, where, NULL)) {
+    g_free(sl.name);
+    return FALSE;
+  }
   out->name = sl.name;
   if ((sl.has_begin && sl.begin < 0) || (sl.has_end && sl.end < 0)) {
     node_error(p, v, key, "slice '%s' has a negative bound", out->text);

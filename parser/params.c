@@ -166,18 +166,37 @@ guint64 dr__params_float_mask(const DrParse *p) {
   return m;
 }
 
-void dr__params_note(DrParse *p, const DrYNode *v, const DrEnv *env, const char *what, const char *key) {
+/* TRUE when `text` is "{NAME}" for float parameter k alone in `hits`. */
+static gboolean whole_float(const DrParse *p, const char *text, guint64 hits) {
+  gsize len = strlen(text);
+  if (__builtin_popcountll(hits) != 1 || len < 3 || text[0] != '{' || text[len - 1] != '}') return FALSE;
+  const char *name = g_array_index(p->g->params, DrRunParam, __builtin_ctzll(hits)).name;
+  g_autofree char *inner = g_strstrip(g_strndup(text + 1, len - 2));
+  return strcmp(inner, name) == 0;
+}
+
+gboolean dr__params_note(DrParse *p, const DrYNode *v, const DrEnv *env, const char *what, const char *key) {
   guint64 hits = p->param_hits;
   p->param_hits = 0;
-  if (hits == 0) return;
+  if (hits == 0) return TRUE;
+  guint64 floats = dr__params_float_mask(p) & hits;
+  if (floats != 0 && (env == &p->param_max_env || hits != floats || !whole_float(p, v->u.text, hits))) {
+    /* Expressions are integer: a float parameter's value there would be
+     * a made-up 0. */
+    g_autofree char *names = mask_names(p, floats);
+    g_autofree char *msg = g_strdup_printf(
+        "float parameter %s can only be a float kernel argument written whole, as '{NAME}' (expressions are "
+        "integer)",
+        names);
+    dr__parse_error_at(p, v, what, key, msg);
+    return FALSE;
+  }
   if (env == &p->param_max_env) {
     /* A size: evaluated with every parameter at its max. */
     for (guint i = 0; i < p->g->params->len; i++) {
       const DrRunParam *rp = &g_array_index(p->g->params, DrRunParam, i);
       if (!(hits & (G_GUINT64_CONSTANT(1) << i))) continue;
-      if (rp->type == DR_RUN_PARAM_FLOAT)
-        dr__parse_error_at(p, v, what, key, "a float parameter cannot size memory");
-      else if (!rp->has_max) {
+      if (!rp->has_max) {
         g_autofree char *msg = g_strdup_printf(
             "parameter '%s' sizes memory, so it needs a 'max:' (buffers are sized at every parameter's max)",
             rp->name);
@@ -185,7 +204,7 @@ void dr__params_note(DrParse *p, const DrYNode *v, const DrEnv *env, const char 
         dr_diags_note(p->diags, rp->loc, "parameter '%s' is declared here", rp->name);
       }
     }
-    return;
+    return TRUE;
   }
   DrParamNote n = {.loc = DR_LOC(p, v),
                    .text = dr_graph_intern(p->g, v->u.text),
@@ -199,6 +218,7 @@ void dr__params_note(DrParse *p, const DrYNode *v, const DrEnv *env, const char 
     }
   n.n_vars = p->g->param_vars->len - n.var_first;
   g_array_append_val(p->param_notes, n);
+  return TRUE;
 }
 
 void dr__params_clear_notes(DrParse *p, const char *what) {

@@ -59,8 +59,8 @@ static const char *scalar_text(DrParse *p, const char *what, const char *key, co
     p->param_hits = 0;
     dr__parse_error_at(p, v, what, key, msg);
     g_free(msg);
-  } else {
-    dr__params_note(p, v, env, what, key);
+  } else if (!dr__params_note(p, v, env, what, key)) {
+    g_clear_pointer(owned, g_free);
   }
   return *owned;
 }
