@@ -396,6 +396,10 @@ static int run_sweep(const Options *o, DrPipeline *pipeline, const DrStreamPlan 
     if (report == NULL) return report_error(err, error);
     if (i == 0) warn_auto_host(o, report, err);
     if ((rc = write_report(o, report, plan, out, err)) != 0) return rc;
+    /* JSON Lines: one report per line, no blank line between. */
+    if (o->format && strcmp(o->format, "json") == 0 && out->len >= 2 && out->str[out->len - 1] == '\n' &&
+        out->str[out->len - 2] == '\n')
+      g_string_truncate(out, out->len - 1);
     if (dr_run_report_interrupted(report)) return 130;
     if (!dr_run_report_check_verified(report, &error)) return report_error(err, error);
   }
