@@ -28,6 +28,7 @@ typedef struct {
 
 typedef struct {
   DrGraph *g;
+  DrGraph *top; /* the pipeline's graph (g is a body's inside a loop): its params */
   DrDiags *diags;
   const char *file; /* interned */
   DrYReader *reader;
@@ -162,6 +163,9 @@ void dr__params_attach(DrParse *p, guint32 nid, const char *what);
 /* Drops the notes; with `what`, each is an error first (a parameter read
  * where none may be, e.g. a node id). */
 void dr__params_clear_notes(DrParse *p, const char *what);
+/* Reports each note as a loop's key that read a parameter, and drops
+ * them (a loop's keys are read before its body). */
+void dr__params_loop_notes(DrParse *p);
 /* The mask of the float parameters. */
 guint64 dr__params_float_mask(const DrParse *p);
 

@@ -673,7 +673,7 @@ static gboolean rank_selected(DrParse *p, const DrYNode *v, const DrEnv *env, gb
 static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, const DrEnv *env) {
   /* Notes left from before (a loop's own keys, read before its body) had
    * no node to patch. */
-  dr__params_clear_notes(p, p->param_notes->len ? WHAT(p) : NULL);
+  dr__params_loop_notes(p);
   p->param_hits = 0;
   p->param_errors_at = dr_diags_n_errors(p->diags);
   g_autofree char *id = node_id(p, key, env);
@@ -685,13 +685,10 @@ static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, con
   }
   if (dr__parse_is_loop(map)) {
     dr__parse_loop(p, key, map, env, id);
-    if (p->param_hits != 0 || p->param_notes->len != 0) {
-      g_autofree char *what = g_strdup_printf("node '%s'", id);
-      if (p->param_notes->len == 0)
-        dr_diags_error(p->diags, DR_LOC(p, key), "%s: a loop's keys cannot use parameters yet", what);
-      dr__params_clear_notes(p, what);
-      p->param_hits = 0;
-    }
+    if (p->param_hits != 0 && p->param_notes->len == 0)
+      dr_diags_error(p->diags, DR_LOC(p, key), "node '%s': a loop's keys cannot use parameters yet", id);
+    dr__params_loop_notes(p);
+    p->param_hits = 0;
     return;
   }
   /* op first: it decides which other keys apply. */

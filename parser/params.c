@@ -64,7 +64,7 @@ static void parse_one(DrParse *p, const DrYNode *key, const DrYNode *v) {
       dr_diags_error(p->diags, DR_LOC(p, key), "%s: '%s' is reserved in expressions", what, name);
       return;
     }
-  if (p->g->params->len >= DR_MAX_RUN_PARAMS) {
+  if (p->top->params->len >= DR_MAX_RUN_PARAMS) {
     dr_diags_error(p->diags, DR_LOC(p, key), "%s: a pipeline declares at most %d parameters", what,
                    DR_MAX_RUN_PARAMS);
     return;
@@ -113,12 +113,12 @@ static void parse_one(DrParse *p, const DrYNode *key, const DrYNode *v) {
   }
   rp.i = rp.i_def;
   rp.f = rp.f_def;
-  for (guint i = 0; i < p->g->params->len; i++)
-    if (strcmp(g_array_index(p->g->params, DrRunParam, i).name, name) == 0) {
+  for (guint i = 0; i < p->top->params->len; i++)
+    if (strcmp(g_array_index(p->top->params, DrRunParam, i).name, name) == 0) {
       dr_diags_error(p->diags, DR_LOC(p, key), "%s declared twice", what);
       return;
     }
-  g_array_append_val(p->g->params, rp);
+  g_array_append_val(p->top->params, rp);
 }
 
 void dr__parse_params(DrParse *p, const DrYNode *v, gboolean too_late) {
@@ -133,7 +133,7 @@ void dr__parse_params(DrParse *p, const DrYNode *v, gboolean too_late) {
 }
 
 void dr__params_env_init(DrParse *p) {
-  GArray *ps = p->g->params;
+  GArray *ps = p->top->params;
   for (guint i = 0; i < ps->len; i++) {
     const DrRunParam *rp = &g_array_index(ps, DrRunParam, i);
     gint64 now = rp->type == DR_RUN_PARAM_INT ? rp->i : 0;
@@ -151,17 +151,17 @@ void dr__params_env_init(DrParse *p) {
 /* The names of the parameters in `mask`, "'a', 'b'". */
 static char *mask_names(const DrParse *p, guint64 mask) {
   GString *s = g_string_new(NULL);
-  for (guint i = 0; i < p->g->params->len; i++)
+  for (guint i = 0; i < p->top->params->len; i++)
     if (mask & (G_GUINT64_CONSTANT(1) << i))
       g_string_append_printf(s, "%s'%s'", s->len ? ", " : "",
-                             g_array_index(p->g->params, DrRunParam, i).name);
+                             g_array_index(p->top->params, DrRunParam, i).name);
   return g_string_free(s, FALSE);
 }
 
 guint64 dr__params_float_mask(const DrParse *p) {
   guint64 m = 0;
-  for (guint i = 0; i < p->g->params->len; i++)
-    if (g_array_index(p->g->params, DrRunParam, i).type == DR_RUN_PARAM_FLOAT)
+  for (guint i = 0; i < p->top->params->len; i++)
+    if (g_array_index(p->top->params, DrRunParam, i).type == DR_RUN_PARAM_FLOAT)
       m |= G_GUINT64_CONSTANT(1) << i;
   return m;
 }
@@ -170,7 +170,7 @@ guint64 dr__params_float_mask(const DrParse *p) {
 static gboolean whole_float(const DrParse *p, const char *text, guint64 hits) {
   gsize len = strlen(text);
   if (__builtin_popcountll(hits) != 1 || len < 3 || text[0] != '{' || text[len - 1] != '}') return FALSE;
-  const char *name = g_array_index(p->g->params, DrRunParam, __builtin_ctzll(hits)).name;
+  const char *name = g_array_index(p->top->params, DrRunParam, __builtin_ctzll(hits)).name;
   g_autofree char *inner = g_strstrip(g_strndup(text + 1, len - 2));
   return strcmp(inner, name) == 0;
 }
@@ -193,8 +193,8 @@ gboolean dr__params_note(DrParse *p, const DrYNode *v, const DrEnv *env, const c
   }
   if (env == &p->param_max_env) {
     /* A size: evaluated with every parameter at its max. */
-    for (guint i = 0; i < p->g->params->len; i++) {
-      const DrRunParam *rp = &g_array_index(p->g->params, DrRunParam, i);
+    for (guint i = 0; i < p->top->params->len; i++) {
+      const DrRunParam *rp = &g_array_index(p->top->params, DrRunParam, i);
       if (!(hits & (G_GUINT64_CONSTANT(1) << i))) continue;
       if (!rp->has_max) {
         g_autofree char *msg = g_strdup_printf(
@@ -228,6 +228,17 @@ void dr__params_clear_notes(DrParse *p, const char *what) {
     dr_diags_error(
         p->diags, n->loc, "%s: parameter %s cannot be used here: %s", what, names,
         "parameters may set slice bounds, kernel scalar arguments and memset values (and buffer sizes)");
+  }
+  g_array_set_size(p->param_notes, 0);
+}
+
+void dr__params_loop_notes(DrParse *p) {
+  for (guint i = 0; i < p->param_notes->len; i++) {
+    const DrParamNote *n = &g_array_index(p->param_notes, DrParamNote, i);
+    g_autofree char *names = mask_names(p, n->params);
+    dr_diags_error(
+        p->diags, n->loc,
+        "parameter %s: a loop's or conditional's own keys (repeat:, ...) cannot use parameters yet", names);
   }
   g_array_set_size(p->param_notes, 0);
 }

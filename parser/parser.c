@@ -249,7 +249,7 @@ static gboolean must_defer_file(FILE *fp) {
 static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize len, FILE *fp,
                       DrDiags *diags) {
   guint errors_before = dr_diags_n_errors(diags);
-  DrParse pp = {.g = graph, .diags = diags};
+  DrParse pp = {.g = graph, .top = graph, .diags = diags};
   DrParse *p = &pp;
   graph->file = dr_graph_intern(graph, file);
   /* Diagnostics outlive a graph that failed to load: their file name is
