@@ -528,8 +528,9 @@ void dr_run_report_free(DrRunReport *report);
  * name). The change is made in the pipeline itself (dr_pipeline_write_yaml
  * shows it) and takes effect at the next run. In graph mode the executable
  * graph is updated in place: the changed nodes alone when each is a
- * built-in kernel that captured as one kernel node with no pointer into a
- * stream-ordered buffer (cudaGraphExecKernelNodeSetParams, "updated-nodes"),
+ * built-in kernel that captured as one kernel node (pointers into
+ * stream-ordered buffers are the graph's own allocations, as captured;
+ * cudaGraphExecKernelNodeSetParams, "updated-nodes"),
  * else the whole graph from a re-capture (cudaGraphExecUpdate, "updated";
  * "re-instantiated" only if the runtime refuses). Otherwise the launches
  * are bound again ("rebound"). dr_runner_last_update says which, or
@@ -568,8 +569,9 @@ const char *dr_runner_last_update(const DrRunner *runner);
  * (cudaGraphExecKernelNodeSetParams for built-in kernels,
  * cudaGraphExecMemcpyNodeSetParams1D and cudaGraphExecMemsetNodeSetParams
  * for copies and memsets: "updated-nodes"), and only a node CUDA cannot
- * update so (a user kernel, gemm, a built-in with a pointer into a
- * stream-ordered buffer) makes the whole iteration be captured again
+ * update so (a user kernel, a launcher that made more than one node, as
+ * cuBLAS may for gemm; a refused set) makes the whole iteration be
+ * captured again
  * ("updated"). dr_runner_last_update says which; the run report gives
  * the values, the number of nodes updated and the time it took.
  * dr_pipeline_set_param takes the value as text (the command line's
@@ -611,8 +613,8 @@ gboolean dr_runner_read_buffer(DrRunner *runner, const char *buffer, void *dst, 
  * cudaGraphExecMemcpyNodeSetParams1D and cudaGraphExecMemsetNodeSetParams
  * for copies and memsets; host nodes read their pointers when they run):
  * dr_runner_last_update says "updated-nodes"; a node that cannot (a user
- * kernel, a built-in that also points into a stream-ordered buffer, or a
- * refused update) makes it a re-capture ("updated", or "re-instantiated"
+ * kernel, a launcher that made more than one node, or a refused update)
+ * makes it a re-capture ("updated", or "re-instantiated"
  * if the runtime refuses that too). In streams mode and on the host the
  * launches are bound again ("rebound"). A bind first waits for any work
  * dagrun has in flight. Fails with DR_ERROR_INVALID for an unknown
