@@ -40,6 +40,10 @@ typedef struct {
   gboolean has_min, has_max;
   gint64 i_def, i_min, i_max, i;
   double f_def, f_min, f_max, f;
+  /* The values the graph's nodes hold now (the last dr__params_apply):
+   * the next run patches what differs from them. */
+  gint64 i_applied;
+  double f_applied;
 } DrRunParam;
 
 /* X(ENUM_SUFFIX, spelling): what a use patches. */

@@ -236,7 +236,14 @@ void dr__params_widen(DrGraph *g) {
 
 gboolean dr__params_apply(DrGraph *g, GArray *changed, GError **error) {
   guint nu = g->param_uses->len;
-  if (nu == 0) return TRUE;
+  if (nu == 0) {
+    for (guint k = 0; k < g->params->len; k++) {
+      DrRunParam *rp = &g_array_index(g->params, DrRunParam, k);
+      rp->i_applied = rp->i;
+      rp->f_applied = rp->f;
+    }
+    return TRUE;
+  }
   DrVar pv[DR_MAX_RUN_PARAMS];
   double fv[DR_MAX_RUN_PARAMS];
   param_vars(g, pv);
@@ -306,6 +313,11 @@ gboolean dr__params_apply(DrGraph *g, GArray *changed, GError **error) {
       DrId v = u->node;
       g_array_append_val(changed, v);
     }
+  }
+  for (guint k = 0; k < g->params->len; k++) {
+    DrRunParam *rp = &g_array_index(g->params, DrRunParam, k);
+    rp->i_applied = rp->i;
+    rp->f_applied = rp->f;
   }
   return TRUE;
 }

@@ -5,9 +5,26 @@
 #include "lib/api_internal.h"
 #include "lib/params.h"
 
-/* Restores the values saved in `saved` (a copy of graph->params). */
-static void restore(DrGraph *g, const GArray *saved) {
-  memcpy(g->params->data, saved->data, saved->len * sizeof(DrRunParam));
+/* Sets every parameter's value from `from` (a copy of graph->params),
+ * leaving what the graph holds (the applied values) alone. */
+static void set_values(DrGraph *g, const GArray *from) {
+  for (guint k = 0; k < g->params->len; k++) {
+    DrRunParam *rp = &g_array_index(g->params, DrRunParam, k);
+    rp->i = g_array_index(from, DrRunParam, k).i;
+    rp->f = g_array_index(from, DrRunParam, k).f;
+  }
+}
+
+/* Patches the graph back to the values it held before (the last run's,
+ * in `before`'s applied fields), so that the next run sees every node
+ * that differs from them. */
+static void back_to_applied(DrGraph *g, const GArray *before) {
+  for (guint k = 0; k < g->params->len; k++) {
+    DrRunParam *rp = &g_array_index(g->params, DrRunParam, k);
+    rp->i = g_array_index(before, DrRunParam, k).i_applied;
+    rp->f = g_array_index(before, DrRunParam, k).f_applied;
+  }
+  (void)dr__params_apply(g, NULL, NULL); /* values it held: they evaluate */
 }
 
 gboolean dr__params_try(DrGraph *g, const char *name, const char *text, gboolean is_int, gint64 i, double f,
@@ -15,18 +32,13 @@ gboolean dr__params_try(DrGraph *g, const char *name, const char *text, gboolean
   g_autoptr(GArray) saved = g_array_sized_new(FALSE, FALSE, sizeof(DrRunParam), g->params->len);
   g_array_append_vals(saved, g->params->data, g->params->len);
   if (!dr__params_set(g, name, text, is_int, i, f, error)) return FALSE;
-  /* What the graph holds now is what the last run (or the load) used:
-   * patch it to the new values to check them, then put it back, so that
-   * a runner's next run sees which nodes change. */
   g_autoptr(GArray) now = g_array_sized_new(FALSE, FALSE, sizeof(DrRunParam), g->params->len);
   g_array_append_vals(now, g->params->data, g->params->len);
-  restore(g, saved);
-  g_autoptr(GArray) before_changed = g_array_new(FALSE, FALSE, sizeof(DrId));
-  if (!dr__params_apply(g, before_changed, error)) return FALSE; /* the old values: changes nothing */
-  restore(g, now);
+  /* Patch the graph to the new values to check them (slices, copies,
+   * then the built-ins' rules), then put back what it held. */
   g_autoptr(GArray) changed = g_array_new(FALSE, FALSE, sizeof(DrId));
-  if (!dr__params_apply(g, changed, error)) {
-    restore(g, saved);
+  if (!dr__params_apply(g, changed, error)) { /* changed nothing */
+    set_values(g, saved);
     return FALSE;
   }
   g_autoptr(GError) local = NULL;
@@ -38,18 +50,15 @@ gboolean dr__params_try(DrGraph *g, const char *name, const char *text, gboolean
     DrKernelCall probe;
     (void)dr__kernel_call_bind(g, v, bases, &probe, &local);
   }
-  /* Back to the values the graph was built with; the next run patches. */
-  restore(g, saved);
-  (void)dr__params_apply(g, NULL, NULL);
+  g_autoptr(GString) vals = g_string_new(NULL);
+  dr__params_describe(g, vals);
+  back_to_applied(g, saved);
   if (local != NULL) {
-    g_autoptr(GString) vals = g_string_new(NULL);
-    restore(g, now);
-    dr__params_describe(g, vals);
-    restore(g, saved);
+    set_values(g, saved);
     g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "with %s: %s", vals->str, local->message);
     return FALSE;
   }
-  restore(g, now);
+  set_values(g, now);
   return TRUE;
 }
 

@@ -111,8 +111,8 @@ static void parse_one(DrParse *p, const DrYNode *key, const DrYNode *v) {
                            : "the default lies outside min..max");
     return;
   }
-  rp.i = rp.i_def;
-  rp.f = rp.f_def;
+  rp.i = rp.i_applied = rp.i_def;
+  rp.f = rp.f_applied = rp.f_def;
   for (guint i = 0; i < p->top->params->len; i++)
     if (strcmp(g_array_index(p->top->params, DrRunParam, i).name, name) == 0) {
       dr_diags_error(p->diags, DR_LOC(p, key), "%s declared twice", what);

@@ -89,18 +89,21 @@ static void read_out(DrRunner *r, Out *o) {
 }
 
 /* What a graph captured from the start at seq (fresh buffers) gives. */
-static void reference(gint64 seq, Out *o) {
+static void reference_alpha(gint64 seq, const char *alpha, Out *o) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPipeline) p = dr_pipeline_load_string("params.yaml", yaml, -1, &error);
   g_assert_no_error(error);
   g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, seq);
   g_assert_true(dr_pipeline_set_param(p, "seq", v, &error));
+  g_assert_true(dr_pipeline_set_param(p, "alpha", alpha, &error));
   g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
   g_autoptr(DrRunner) r = runner(plan, p, DR_MODE_GRAPH);
   g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
   g_assert_no_error(error);
   read_out(r, o);
 }
+
+static void reference(gint64 seq, Out *o) { reference_alpha(seq, "2", o); }
 
 /* One runner, seq changed between runs: only node updates, and each run
  * equals a graph captured at that value. */
@@ -154,6 +157,24 @@ static void test_update_in_place(void) {
     g_assert_true(dr_runner_set_param_f64(r, "alpha", 0.5, &error));
     g_autoptr(DrRunReport) rr2 = dr_runner_run(r, &error);
     g_assert_cmpstr(dr_runner_last_update(r), ==, "none");
+    /* Two values set before one run: every node either changed is
+     * updated (seq reaches all four, alpha sc). */
+    g_assert_true(dr_runner_set_param(r, "seq", 50, &error));
+    g_assert_true(dr_runner_set_param_f64(r, "alpha", 4, &error));
+    from = dr_fake_trace()->len;
+    g_autoptr(DrRunReport) rr3 = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 2);
+    g_assert_cmpuint(count_calls(from, "cudaGraphExecMemcpyNodeSetParams1D"), ==, 1);
+    g_assert_cmpuint(count_calls(from, "cudaGraphExecMemsetNodeSetParams"), ==, 1);
+    {
+      Out got, want;
+      memset(&got, 0, sizeof got);
+      memset(&want, 0, sizeof want);
+      read_out(r, &got);
+      reference_alpha(50, "4", &want);
+      g_assert_cmpmem(got.h, 50 * 4 * sizeof(float), want.h, 50 * 4 * sizeof(float));
+    }
     /* Out of range: refused, nothing changes. */
     g_assert_false(dr_runner_set_param(r, "seq", 65, &error));
     g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
