@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/diag_print.h"
+#include "cli/params.h"
 #include "cli/ranks.h"
 #include "include/dagrun/dagrun.h"
 
@@ -37,6 +38,8 @@ typedef struct {
   char *memory_limit;         /* --memory-limit=SIZE as given */
   guint64 memory_limit_bytes; /* parsed by validate */
   gboolean memory_curve;
+  char **params;     /* --param NAME=VALUE, repeatable */
+  char *params_from; /* --params-from=FILE: a sweep, one run per line */
   char **files;
 } Options;
 
@@ -55,6 +58,8 @@ static void options_clear(Options *o) {
   g_free(o->dot_cuda_graph);
   g_free(o->memory_limit);
   g_free(o->sort);
+  g_strfreev(o->params);
+  g_free(o->params_from);
   g_strfreev(o->files);
 }
 
@@ -369,6 +374,44 @@ static int write_report(const Options *o, const DrRunReport *report, const DrStr
   return 0;
 }
 
+/* --params-from: one run per line of `lines`, each from the values the
+ * pipeline had before plus the line's; one report per line. Without
+ * --verify the runs share one runner, so graph mode updates its
+ * executable in place between lines; with it, each line is a run of its
+ * own (a runner has no serial run to compare with). */
+static int run_sweep(const Options *o, DrPipeline *pipeline, const DrStreamPlan *plan, const GArray *lines,
+                     GString *out, GString *err) {
+  DrRunSettings rs;
+  run_settings(o, pipeline, &rs);
+  g_autoptr(GError) error = NULL;
+  int ready = dr__cli_ranks_ready(0);
+  if (ready != 0) return ready;
+  ran_report = TRUE;
+  g_auto(GStrv) base = dr__cli_params_save(pipeline);
+  g_autoptr(DrRunner) runner = NULL;
+  if (!rs.verify && (runner = dr_runner_new(plan, &rs, &error)) == NULL) return report_error(err, error);
+  for (guint i = 0; i < lines->len; i++) {
+    const DrCliSweepLine *sl = &g_array_index(lines, DrCliSweepLine, i);
+    int rc = dr__cli_params_set(pipeline, base, err);
+    g_ptr_array_add(sl->sets, NULL);
+    if (rc == 0) rc = dr__cli_params_set(pipeline, (char **)sl->sets->pdata, err);
+    g_ptr_array_set_size(sl->sets, sl->sets->len - 1);
+    if (rc != 0) return rc;
+    g_autoptr(DrRunReport) report =
+        runner ? dr_runner_run(runner, &error) : run_interruptible(plan, &rs, &error);
+    if (report == NULL) return report_error(err, error);
+    if (i == 0) warn_auto_host(o, report, err);
+    if ((rc = write_report(o, report, plan, out, err)) != 0) return rc;
+    /* JSON Lines: one report per line, no blank line between. */
+    if (o->format && strcmp(o->format, "json") == 0 && out->len >= 2 && out->str[out->len - 1] == '\n' &&
+        out->str[out->len - 2] == '\n')
+      g_string_truncate(out, out->len - 1);
+    if (dr_run_report_interrupted(report)) return 130;
+    if (!dr_run_report_check_verified(report, &error)) return report_error(err, error);
+  }
+  return 0;
+}
+
 static int run(const Options *o, const DrPipeline *pipeline, const DrStreamPlan *plan, GString *out,
                GString *err) {
   DrRunSettings rs;
@@ -423,7 +466,8 @@ static int stream_plan_json(const Options *o, const DrStreamPlan *plan, GString 
   return 0;
 }
 
-static int plan_and_run(const Options *o, DrPipeline *pipeline, GString *out, GString *err) {
+static int plan_and_run(const Options *o, DrPipeline *pipeline, const GArray *sweep, GString *out,
+                        GString *err) {
   DrPlanSettings ps = {.max_streams = o->max_streams != UNSET ? (guint)o->max_streams : 0,
                        .profile_path = o->profile};
   if (o->mode) ps.mode_set = dr_mode_from_name(o->mode, &ps.mode);
@@ -434,7 +478,7 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, GString *out, GS
   int rc = check_outputs(o, err);
   if (rc != 0) return rc;
   /* --dot without a run now; with one, after it (run()). */
-  gboolean runs = !o->plan && (o->dot == NULL || run_flag(o) != NULL);
+  gboolean runs = !o->plan && (o->dot == NULL || run_flag(o) != NULL || sweep != NULL);
   if (o->dot && !runs && (rc = write_dot(o, plan, NULL, out, err)) != 0) return rc;
   if (o->plan) {
     gboolean json = o->format && strcmp(o->format, "json") == 0;
@@ -449,7 +493,8 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, GString *out, GS
     return 0;
   }
   /* --dot alone is for review and does not run; with run flags it does. */
-  if (o->dot && run_flag(o) == NULL) return 0;
+  if (o->dot && run_flag(o) == NULL && sweep == NULL) return 0;
+  if (sweep != NULL) return run_sweep(o, pipeline, plan, sweep, out, err);
   return run(o, pipeline, plan, out, err);
 }
 
@@ -476,12 +521,19 @@ static int load_and_go(const Options *o, const char *path, GString *out, GString
         strstr(error->message, "error: ") ? strstr(error->message, "error: ") + 7 : error->message);
     return dr_error_exit_code(error);
   }
+  int rc = dr__cli_params_set(pipeline, o->params, err);
+  if (rc != 0) return rc;
+  GArray *sweep = NULL;
+  if (o->params_from && (rc = dr__cli_params_read(o->params_from, pipeline, &sweep, err)) != 0) return rc;
   if (o->check) {
+    dr__cli_sweep_free(sweep);
     g_string_append_printf(out, "ok: %u nodes, %u edges\n", dr_pipeline_n_nodes(pipeline),
                            dr_pipeline_n_edges(pipeline));
     return 0;
   }
-  return plan_and_run(o, pipeline, out, err);
+  rc = plan_and_run(o, pipeline, sweep, out, err);
+  dr__cli_sweep_free(sweep);
+  return rc;
 }
 
 /* --cache-clean: empties the NVRTC cache and says what went. */
@@ -562,6 +614,12 @@ int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, G
        "Order of the run report's summary by kernel/op: largest first by total time (default), instances, "
        "median, stddev, min, max or bytes; or by name",
        "total|instances|median|stddev|min|max|bytes|name"},
+      {"param", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.params,
+       "Set a run-time parameter declared in params: (repeatable); out of its range: exit 64", "NAME=VALUE"},
+      {"params-from", 0, 0, G_OPTION_ARG_FILENAME, &o.params_from,
+       "A sweep: one run per line of NAME=VALUE words, one report each (graph mode updates the graph in "
+       "place)",
+       "FILE"},
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.files, NULL, "PIPELINE.yaml"},
       {NULL, 0, 0, 0, NULL, NULL, NULL},
   };

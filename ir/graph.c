@@ -64,6 +64,9 @@ DrGraph *dr_graph_new(void) {
   g->kernels = g_array_new(FALSE, TRUE, sizeof(DrKernelDecl));
   g_array_set_clear_func(g->kernels, kernel_clear);
   g->callbacks = g_array_new(FALSE, TRUE, sizeof(DrCallback));
+  g->params = g_array_new(FALSE, TRUE, sizeof(DrRunParam));
+  g->param_uses = g_array_new(FALSE, TRUE, sizeof(DrParamUse));
+  g->param_vars = g_array_new(FALSE, TRUE, sizeof(DrParamVar));
   g->strings = g_string_chunk_new(64 * 1024);
   g->node_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->buffer_index = g_hash_table_new(g_str_hash, g_str_equal);
@@ -90,6 +93,9 @@ void dr_graph_free(DrGraph *graph) {
   g_array_unref(graph->afters);
   g_array_unref(graph->kernels);
   g_array_unref(graph->callbacks);
+  g_array_unref(graph->params);
+  g_array_unref(graph->param_uses);
+  g_array_unref(graph->param_vars);
   if (graph->loops) g_ptr_array_unref(graph->loops);
   g_hash_table_unref(graph->node_index);
   g_hash_table_unref(graph->buffer_index);
@@ -586,8 +592,47 @@ static void dump_loops(const DrGraph *graph, GString *out) {
   }
 }
 
+/* `params:` and their uses (nothing without them): a parameter per line
+ * with its range, then each use with what it patches and its text. */
+static void dump_params(const DrGraph *graph, GString *out) {
+  for (guint i = 0; i < graph->params->len; i++) {
+    const DrRunParam *rp = &g_array_index(graph->params, DrRunParam, i);
+    char a[G_ASCII_DTOSTR_BUF_SIZE], b[G_ASCII_DTOSTR_BUF_SIZE], c[G_ASCII_DTOSTR_BUF_SIZE];
+    if (rp->type == DR_RUN_PARAM_INT) {
+      g_string_append_printf(out, "param %s int default %" G_GINT64_FORMAT, rp->name, rp->i_def);
+      if (rp->has_min) g_string_append_printf(out, " min %" G_GINT64_FORMAT, rp->i_min);
+      if (rp->has_max) g_string_append_printf(out, " max %" G_GINT64_FORMAT, rp->i_max);
+    } else {
+      g_string_append_printf(out, "param %s float default %s", rp->name,
+                             g_ascii_dtostr(a, sizeof a, rp->f_def));
+      if (rp->has_min) g_string_append_printf(out, " min %s", g_ascii_dtostr(b, sizeof b, rp->f_min));
+      if (rp->has_max) g_string_append_printf(out, " max %s", g_ascii_dtostr(c, sizeof c, rp->f_max));
+    }
+    g_string_append_c(out, '\n');
+  }
+  static const char *const kinds[] = {
+#define DR_X(e, s) s,
+      DR_PARAM_USE_LIST(DR_X)
+#undef DR_X
+  };
+  for (guint i = 0; i < graph->param_uses->len; i++) {
+    const DrParamUse *u = &g_array_index(graph->param_uses, DrParamUse, i);
+    g_string_append_printf(out, "param-use %s %s '%s'", dr_graph_node(graph, u->node)->id, kinds[u->kind],
+                           u->text);
+    for (guint32 k = 0; k < u->n_vars; k++) {
+      const DrParamVar *v = &g_array_index(graph->param_vars, DrParamVar, u->var_first + k);
+      if (strcmp(v->name, "rank") == 0 || strcmp(v->name, "nranks") == 0 ||
+          strcmp(v->name, "local_rank") == 0)
+        continue;
+      g_string_append_printf(out, " %s=%" G_GINT64_FORMAT, v->name, v->value);
+    }
+    g_string_append_c(out, '\n');
+  }
+}
+
 void dr_graph_dump(const DrGraph *graph, GString *out) {
   dump_run(graph, out);
+  dump_params(graph, out);
   for (guint i = 0; i < graph->buffers->len; i++) dump_buffer(graph, dr_graph_buffer(graph, i), out);
   for (guint i = 0; i < graph->kernels->len; i++)
     if (dr_graph_kernel(graph, i)->origin == DR_KERNEL_USER) dump_kernel(dr_graph_kernel(graph, i), out);

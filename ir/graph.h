@@ -45,6 +45,7 @@
 #include "include/dagrun/types.h"
 #include "ir/diag.h"
 #include "ir/names.h"
+#include "ir/params.h"
 
 G_BEGIN_DECLS
 
@@ -398,7 +399,20 @@ typedef struct {
    * parsing (lib/load.c, from the job the process joined); a single
    * process: 0 of 1. */
   guint32 rank, local_rank;
+  /* `params:` (ir/params.h): DrRunParam in file order, the DrParamUse of
+   * every parameter-dependent value, and the loop and rank variables
+   * (DrVar-like {interned name, value}: DrParamVar) the uses were
+   * expanded with. Empty without `params:`. */
+  GArray *params;
+  GArray *param_uses;
+  GArray *param_vars;
 } DrGraph;
+
+/* A loop or rank variable's value as a parameter use was expanded with. */
+typedef struct {
+  const char *name; /* interned */
+  gint64 value;
+} DrParamVar;
 
 /* Returns a new empty graph with default run settings. Free with
  * dr_graph_free (NULL-safe). */

@@ -66,6 +66,14 @@ struct DrRunReport {
   const DrPlan *plan; /* the plan run, for identity checks only (may be gone) */
 };
 
+/* Sets parameter `name` (from `text`, else i when is_int, else f) after
+ * checking that every slice, copy and built-in kernel's rule holds with
+ * the new value (lib/params_api.c); the graph keeps the values it was
+ * patched with (the next run patches it). FALSE with DR_ERROR_USAGE,
+ * changing nothing, otherwise. */
+gboolean dr__params_try(DrGraph *g, const char *name, const char *text, gboolean is_int, gint64 i, double f,
+                        GError **error);
+
 #define CHECK_ARGS(p, error)                \
   g_return_val_if_fail((p) != NULL, FALSE); \
   g_return_val_if_fail((error) == NULL || *(error) == NULL, FALSE)

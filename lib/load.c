@@ -12,6 +12,7 @@
 
 #include "kernels/registry.h"
 #include "lib/checks.h"
+#include "lib/params.h"
 #include "parser/parser.h"
 #include "scheduler/passes.h"
 
@@ -86,7 +87,17 @@ static DrGraph *load(const char *name, const char *yaml, gsize len, FILE *fp, co
    * table checks them after each pass, not here. */
   /* The kernels' shape rules and the init files, after a clean parse and
    * before the dependency passes: a bad call is the user's first problem. */
-  if (!ok || !dr__pipeline_checks(graph, diags) || !dr_passes_run_dump(graph, diags, dump_after, dump)) {
+  /* Parameters (lib/params.h): every slice proved over the declared
+   * ranges; the kernels' rules checked at the current values; the hazard
+   * pass run on each slice's widest extent, then the current values
+   * back. */
+  ok = ok && dr__params_prove(graph, diags);
+  if (ok && !dr__params_apply(graph, NULL, error)) return NULL;
+  ok = ok && dr__pipeline_checks(graph, diags);
+  if (ok) dr__params_widen(graph);
+  ok = ok && dr_passes_run_dump(graph, diags, dump_after, dump);
+  if (ok && !dr__params_apply(graph, NULL, error)) return NULL;
+  if (!ok) {
     dr_diags_to_error(diags, error);
     return NULL;
   }

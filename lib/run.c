@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lib/api_internal.h"
+#include "lib/params.h"
 #include "lib/settings.h"
 
 /* ---- running -------------------------------------------------------------- */
@@ -39,6 +40,8 @@ DrRunReport *dr_stream_plan_run(const DrStreamPlan *plan, const DrRunSettings *s
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   DrRunOptions o;
   if (!settings_to_options(plan, settings, &o, error)) return NULL;
+  /* The parameters' current values (dr_pipeline_set_param). */
+  if (!dr__params_apply(plan->pipeline->graph, NULL, error)) return NULL;
   DrReport *r = dr_run(plan->plan, &o, error);
   return r ? wrap_report(r, plan->plan) : NULL;
 }
@@ -52,6 +55,10 @@ struct DrRunner {
   gboolean *is_changed; /* [n_nodes]: in `changed` */
   const char *update;   /* static: how the last run applied them */
   const char *bound;    /* static: how the last bind since the last run was applied, or NULL */
+  /* Run-time parameters: the nodes their last change reached (handed to
+   * args_changed) and the time that took, for the report. */
+  guint32 param_nodes;
+  double param_update_us;
 };
 
 DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error) {
@@ -59,6 +66,7 @@ DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings,
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   DrRunOptions o;
   if (!settings_to_options(plan, settings, &o, error)) return NULL;
+  if (!dr__params_apply(plan->pipeline->graph, NULL, error)) return NULL;
   DrSession *session = dr_session_open(plan->plan, &o, error);
   if (session == NULL) return NULL;
   DrRunner *r = g_new0(DrRunner, 1);
@@ -75,10 +83,27 @@ DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings,
 static gboolean apply_changes(DrRunner *runner, GError **error) {
   runner->update = runner->bound ? runner->bound : "none";
   runner->bound = NULL;
+  runner->param_nodes = 0;
+  runner->param_update_us = NAN;
+  /* Parameters first: the nodes whose values they change join the
+   * scalars changed by hand. */
+  g_autoptr(GArray) by_params = g_array_new(FALSE, FALSE, sizeof(DrId));
+  if (!dr__params_apply(runner->plan->pipeline->graph, by_params, error)) return FALSE;
+  for (guint i = 0; i < by_params->len; i++) {
+    DrId v = g_array_index(by_params, DrId, i);
+    if (runner->is_changed[v]) continue;
+    runner->is_changed[v] = TRUE;
+    g_array_append_val(runner->changed, v);
+  }
   if (runner->changed->len == 0) return TRUE;
+  gint64 t0 = g_get_monotonic_time();
   if (!dr_session_args_changed(runner->session, (const DrId *)(void *)runner->changed->data,
                                runner->changed->len, &runner->update, error))
     return FALSE;
+  if (by_params->len > 0) {
+    runner->param_nodes = runner->changed->len;
+    runner->param_update_us = (double)(g_get_monotonic_time() - t0);
+  }
   for (guint i = 0; i < runner->changed->len; i++)
     runner->is_changed[g_array_index(runner->changed, DrId, i)] = FALSE;
   g_array_set_size(runner->changed, 0);
@@ -90,7 +115,23 @@ DrRunReport *dr_runner_run(DrRunner *runner, GError **error) {
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   if (!apply_changes(runner, error)) return NULL;
   DrReport *r = dr_session_run(runner->session, error);
-  return r ? wrap_report(r, runner->plan->plan) : NULL;
+  if (r == NULL) return NULL;
+  r->param_update = runner->update;
+  r->param_nodes = runner->param_nodes;
+  r->param_update_us = runner->param_update_us;
+  return wrap_report(r, runner->plan->plan);
+}
+
+gboolean dr_runner_set_param(DrRunner *runner, const char *name, gint64 value, GError **error) {
+  g_return_val_if_fail(runner != NULL && name != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  return dr__params_try(runner->plan->pipeline->graph, name, NULL, TRUE, value, 0, error);
+}
+
+gboolean dr_runner_set_param_f64(DrRunner *runner, const char *name, double value, GError **error) {
+  g_return_val_if_fail(runner != NULL && name != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  return dr__params_try(runner->plan->pipeline->graph, name, NULL, FALSE, 0, value, error);
 }
 
 /* Kernel node `node`'s declaration and the index of its scalar parameter

@@ -34,7 +34,24 @@ static void put_float(GString *out, double v) {
   if (strpbrk(buf, ".eEn") == NULL) g_string_append(out, ".0");
 }
 
+/* The parameter use (ir/params.h) of `kind` patching `index` (an access,
+ * an argument or, for a memset's value, the node), or NULL: a value
+ * written from a parameter is written as its expression. */
+static const DrParamUse *param_use(const DrGraph *g, DrParamUseKind kind, guint32 index) {
+  for (guint i = 0; i < g->param_uses->len; i++) {
+    const DrParamUse *u = &g_array_index(g->param_uses, DrParamUse, i);
+    if (u->kind == kind && (kind == DR_PARAM_USE_MEMSET_VALUE ? u->node : u->index) == index) return u;
+  }
+  return NULL;
+}
+
 static void put_slice(GString *out, const DrGraph *g, const DrAccess *a) {
+  const DrParamUse *u =
+      param_use(g, DR_PARAM_USE_ACCESS, (guint32)(a - (const DrAccess *)(const void *)g->accesses->data));
+  if (u != NULL) {
+    put_str(out, u->text);
+    return;
+  }
   g_autofree char *s = g_strdup_printf("%s[%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT "]",
                                        dr_graph_buffer(g, a->buffer)->name, a->begin, a->end);
   put_str(out, s);
@@ -158,11 +175,16 @@ static void write_args(const DrGraph *g, const DrNode *n, const DrParam *params,
         put_slice(out, g, dr_graph_access(g, a->v.access));
         break;
       case DR_ARG_INT:
-        g_string_append_printf(out, "%" G_GINT64_FORMAT, a->v.i);
+      case DR_ARG_FLOAT: {
+        const DrParamUse *u = param_use(g, DR_PARAM_USE_ARG, i);
+        if (u != NULL)
+          put_str(out, u->text);
+        else if (a->kind == DR_ARG_INT)
+          g_string_append_printf(out, "%" G_GINT64_FORMAT, a->v.i);
+        else
+          put_float(out, a->v.f);
         break;
-      case DR_ARG_FLOAT:
-        put_float(out, a->v.f);
-        break;
+      }
       case DR_ARG_STRING:
         put_str(out, a->v.s);
         break;
@@ -241,6 +263,24 @@ static void write_node_value(const DrGraph *g, DrId id, gsize scope, GString *ou
     write_loop(g, loop, out);
   else
     g_string_append_printf(out, "{op: %s", dr_op_name(n->op));
+  /* The loop variables a parameter's expression was expanded with, as a
+   * foreach of one value each (the id is already the expanded one). */
+  for (guint i = 0; loop == NULL && i < g->param_uses->len; i++) {
+    const DrParamUse *u = &g_array_index(g->param_uses, DrParamUse, i);
+    if (u->node != id) continue;
+    gboolean any = FALSE;
+    for (guint32 k = 0; k < u->n_vars; k++) {
+      const DrParamVar *v = &g_array_index(g->param_vars, DrParamVar, u->var_first + k);
+      if (strcmp(v->name, "rank") == 0 || strcmp(v->name, "nranks") == 0 ||
+          strcmp(v->name, "local_rank") == 0)
+        continue;
+      g_string_append_printf(out, "%s%s: [%" G_GINT64_FORMAT "]", any ? ", " : ", foreach: {", v->name,
+                             v->value);
+      any = TRUE;
+    }
+    if (any) g_string_append_c(out, '}');
+    break;
+  }
   const DrAccess *first = n->access_count ? dr_graph_access(g, n->access_first) : NULL;
   switch (loop != NULL ? DR_N_OPS : n->op) {
     case DR_OP_KERNEL: {
@@ -271,7 +311,12 @@ static void write_node_value(const DrGraph *g, DrId id, gsize scope, GString *ou
     case DR_OP_MEMSET:
       g_string_append(out, ", dst: ");
       put_slice(out, g, first);
-      g_string_append_printf(out, ", value: %u", n->memset_value);
+      if (param_use(g, DR_PARAM_USE_MEMSET_VALUE, id) != NULL) {
+        g_string_append(out, ", value: ");
+        put_str(out, param_use(g, DR_PARAM_USE_MEMSET_VALUE, id)->text);
+      } else {
+        g_string_append_printf(out, ", value: %u", n->memset_value);
+      }
       break;
     case DR_OP_ALLOC:
     case DR_OP_FREE:
@@ -399,6 +444,25 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
     }
     if (r->reuse) g_string_append_printf(out, "%sreuse: auto", sep);
     g_string_append(out, "}\n");
+  }
+  if (graph->params->len > 0) {
+    /* The current values are the defaults of the written pipeline. */
+    g_string_append(out, "params:\n");
+    for (guint i = 0; i < graph->params->len; i++) {
+      const DrRunParam *rp = &g_array_index(graph->params, DrRunParam, i);
+      g_string_append_printf(out, "  %s: {type: %s, default: ", rp->name,
+                             rp->type == DR_RUN_PARAM_INT ? "int" : "float");
+      if (rp->type == DR_RUN_PARAM_INT) {
+        g_string_append_printf(out, "%" G_GINT64_FORMAT, rp->i);
+        if (rp->has_min) g_string_append_printf(out, ", min: %" G_GINT64_FORMAT, rp->i_min);
+        if (rp->has_max) g_string_append_printf(out, ", max: %" G_GINT64_FORMAT, rp->i_max);
+      } else {
+        put_float(out, rp->f);
+        if (rp->has_min) g_string_append(out, ", min: "), put_float(out, rp->f_min);
+        if (rp->has_max) g_string_append(out, ", max: "), put_float(out, rp->f_max);
+      }
+      g_string_append(out, "}\n");
+    }
   }
   write_buffers(graph, out);
   write_kernels(graph, out);

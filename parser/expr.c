@@ -393,6 +393,7 @@ static gboolean expr_primary(Expr *e, gint64 *out) {
       for (guint i = 0; i < env->n; i++) {
         const char *vname = env->vars[i].name;
         if (strlen(vname) == len && strncmp(vname, name, len) == 0) {
+          if (env->hits != NULL && i < 64) *env->hits |= G_GUINT64_CONSTANT(1) << i; /* params hook */
           *out = env->vars[i].value;
           e->p = s;
           return TRUE;

@@ -37,6 +37,11 @@ typedef struct DrEnv {
   const DrVar *vars;
   guint n;
   const struct DrEnv *outer;
+  /* The run-time parameters' hook (parser/params.c): when not NULL,
+   * reading variable i of this env sets bit i of *hits, so the caller
+   * learns that a value depends on a parameter and keeps its expression
+   * (ir/params.h). At most 64 variables in such an env. */
+  guint64 *hits;
 } DrEnv;
 
 /* Parses `text`, a non-negative integer with an optional suffix of the

@@ -28,6 +28,7 @@ typedef struct {
 
 typedef struct {
   DrGraph *g;
+  DrGraph *top; /* the pipeline's graph (g is a body's inside a loop): its params */
   DrDiags *diags;
   const char *file; /* interned */
   DrYReader *reader;
@@ -52,7 +53,32 @@ typedef struct {
    * outer scope the enclosing group's, or rank_env), the base scope of
    * every entry inside, loop bodies included; NULL elsewhere. */
   const DrEnv *group_env;
+  /* `params:` (params.c): the parameters as expression variables at
+   * their current values (param_env, the outer scope of rank_env) and at
+   * their max (param_max_env, for buffer sizes); the hook's bits; the
+   * parameter reads noted since the node began (DrParamNote); what the
+   * value being read is (DR_PARAM_CTX_*). rank_only_env: the rank
+   * variables alone (foreach ranges, which parameters cannot set). */
+  DrVar param_vars[DR_MAX_RUN_PARAMS], param_max_vars[DR_MAX_RUN_PARAMS];
+  DrEnv param_env, param_max_env, rank_only_env;
+  guint64 param_hits;
+  GArray *param_notes;
+  int param_ctx;
+  guint param_errors_at; /* errors reported before the node began */
 } DrParse;
+
+/* What a value read under a parameter is, when its location alone does
+ * not say (params.c). */
+enum { DR_PARAM_CTX_NONE, DR_PARAM_CTX_MEMSET_VALUE };
+
+/* A value that read parameters (mask `params`), waiting for its node. */
+typedef struct {
+  DrLoc loc;
+  const char *text; /* interned: the scalar as written */
+  guint64 params;
+  int ctx;
+  guint32 var_first, n_vars; /* the loop and rank variables, in DrGraph.param_vars */
+} DrParamNote;
 
 #define DR_LOC(p, n) dr__ynode_loc((n), (p)->file)
 
@@ -120,6 +146,32 @@ void dr__parse_resolve_afters(DrParse *p);
 /* `after:` of node `to` (a node id or a list of them, relative to the
  * current scope), resolved now or at the end of the scope. */
 void dr__parse_after(DrParse *p, DrId to, const DrYNode *v, const DrEnv *env);
+
+/* ---- params.c ---- */
+
+/* `params:` into graph->params (too_late: buffers:, kernels: or nodes:
+ * came first, an error), then dr__params_env_init. */
+void dr__parse_params(DrParse *p, const DrYNode *v, gboolean too_late);
+/* Sets param_env and param_max_env from graph->params and makes
+ * param_env the outer scope of rank_env. */
+void dr__params_env_init(DrParse *p);
+/* After evaluating value `v` under `env`: when it read parameters (the
+ * hook's bits, which it clears), notes it for the node being built, or
+ * (under param_max_env, a size) checks that each has a max. FALSE after
+ * reporting a float parameter read anywhere but as a whole "{NAME}". */
+gboolean dr__params_note(DrParse *p, const DrYNode *v, const DrEnv *env, const char *what, const char *key);
+/* Turns the notes into DrParamUse records of committed node `nid`
+ * (DR_NONE: the node failed), reporting each that matches no access,
+ * scalar argument or memset value. */
+void dr__params_attach(DrParse *p, guint32 nid, const char *what);
+/* Drops the notes; with `what`, each is an error first (a parameter read
+ * where none may be, e.g. a node id). */
+void dr__params_clear_notes(DrParse *p, const char *what);
+/* Reports each note as a loop's key that read a parameter, and drops
+ * them (a loop's keys are read before its body). */
+void dr__params_loop_notes(DrParse *p);
+/* The mask of the float parameters. */
+guint64 dr__params_float_mask(const DrParse *p);
 
 /* ---- loops.c ---- */
 

@@ -118,15 +118,23 @@ static gboolean parse_slice(DrParse *p, const char *key, const DrYNode *v, const
     return FALSE;
   }
   g_autofree char *msg = NULL;
+  p->param_hits = 0;
   out->text =
       dr__expr_has_braces(v->u.text) ? dr__expr_substitute(v->u.text, env, &msg) : g_strdup(v->u.text);
   if (out->text == NULL) {
+    p->param_hits = 0;
     node_error(p, v, key, "%s", msg);
     return FALSE;
   }
   DrSlice sl;
   if (!dr__slice_parse(out->text, env, &sl, &msg)) {
+    p->param_hits = 0;
     node_error(p, v, key, "%s", msg);
+    return FALSE;
+  }
+  g_autofree char *where = g_strdup_printf("%s, %s", WHAT(p), key);
+  if (!dr__params_note(p, v, env, where, NULL)) {
+    g_free(sl.name);
     return FALSE;
   }
   out->name = sl.name;
@@ -279,8 +287,10 @@ static void convert_memset(DrParse *p, const DrYNode *key, const DrYNode **s, co
     return;
   }
   gint64 value;
+  p->param_ctx = DR_PARAM_CTX_MEMSET_VALUE;
   if (dr__parse_int(p, WHAT(p), "value", s[K_VALUE], env, 0, 255, &value))
     p->build.node.memset_value = (guint8)value;
+  p->param_ctx = DR_PARAM_CTX_NONE;
   DrAccess dst;
   if (slice_access(p, "key 'dst'", s[K_DST], env, &dst))
     dr_build_add_access(&p->build, &dst, DR_ACCESS_WRITE);
@@ -661,10 +671,24 @@ static gboolean rank_selected(DrParse *p, const DrYNode *v, const DrEnv *env, gb
 }
 
 static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, const DrEnv *env) {
+  /* Notes left from before (a loop's own keys, read before its body) had
+   * no node to patch. */
+  dr__params_loop_notes(p);
+  p->param_hits = 0;
+  p->param_errors_at = dr_diags_n_errors(p->diags);
   g_autofree char *id = node_id(p, key, env);
   if (id == NULL) return;
+  if (p->param_hits != 0) {
+    p->param_hits = 0;
+    dr_diags_error(p->diags, DR_LOC(p, key), "node '%s': a node id cannot use a parameter", id);
+    return;
+  }
   if (dr__parse_is_loop(map)) {
     dr__parse_loop(p, key, map, env, id);
+    if (p->param_hits != 0 && p->param_notes->len == 0)
+      dr_diags_error(p->diags, DR_LOC(p, key), "node '%s': a loop's keys cannot use parameters yet", id);
+    dr__params_loop_notes(p);
+    p->param_hits = 0;
     return;
   }
   /* op first: it decides which other keys apply. */
@@ -720,6 +744,13 @@ static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, con
       break;
   }
   DrId nid = dr_build_node_commit(b);
+  if (p->param_hits != 0) /* read by a value that keeps no expression (rank:, grid:, ...) */
+    dr__parse_error_at(
+        p, key, WHAT(p), NULL,
+        "a parameter is read where none may be: parameters may set slice bounds, kernel scalar "
+        "arguments and memset values (and buffer sizes)");
+  p->param_hits = 0;
+  dr__params_attach(p, nid, WHAT(p));
   if (s[K_AFTER] != NULL) dr__parse_after(p, nid, s[K_AFTER], env);
 }
 
@@ -736,6 +767,9 @@ static gboolean valid_var(const char *s) {
  * ranks', or an enclosing group's variables too); returns the number of
  * combinations, or 0 after reporting. */
 static guint64 parse_foreach(DrParse *p, const DrYNode *v, const DrEnv *outer, LoopVar *vars, guint *n_vars) {
+  /* Parameters never set a range: at the top level, the rank variables
+   * alone (rank_only_env); in a group, its variables and those. */
+  const DrEnv *range_env = outer == &p->rank_env ? &p->rank_only_env : outer;
   const char *what = WHAT(p);
   if (v->kind != DR_Y_MAP || v->len == 0) {
     dr__parse_wrong_type(p, what, "foreach", v, "a mapping like {i: 0..3} or {i: [1, 2, 4]}");
@@ -773,8 +807,8 @@ static guint64 parse_foreach(DrParse *p, const DrYNode *v, const DrEnv *outer, L
       const char *dots = strstr(t, "..");
       gint64 a, b;
       g_autofree char *msg = NULL;
-      if (!dr__expr_eval(t, (gsize)(dots - t), outer, &a, &msg) ||
-          !dr__expr_eval(dots + 2, strlen(dots + 2), outer, &b, &msg)) {
+      if (!dr__expr_eval(t, (gsize)(dots - t), range_env, &a, &msg) ||
+          !dr__expr_eval(dots + 2, strlen(dots + 2), range_env, &b, &msg)) {
         dr_diags_error(p->diags, DR_LOC(p, val), "%s, key 'foreach': bad range '%s': %s", what, t, msg);
         return 0;
       }

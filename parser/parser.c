@@ -23,6 +23,7 @@
   X(NAME, "name")       \
   X(RUN, "run")         \
   X(MEMORY, "memory")   \
+  X(PARAMS, "params")   \
   X(BUFFERS, "buffers") \
   X(KERNELS, "kernels") \
   X(NODES, "nodes")
@@ -88,6 +89,11 @@ static void top_section(DrParse *p, Top *top, int idx, DrYNode *v) {
       break;
     case TOP_MEMORY:
       dr__parse_memory(p, v);
+      break;
+    case TOP_PARAMS:
+      dr__parse_params(p, v,
+                       top->seen[TOP_BUFFERS].line != 0 || top->seen[TOP_KERNELS].line != 0 ||
+                           top->seen[TOP_NODES].line != 0);
       break;
     case TOP_BUFFERS:
       dr__parse_buffers(p, v);
@@ -243,7 +249,7 @@ static gboolean must_defer_file(FILE *fp) {
 static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize len, FILE *fp,
                       DrDiags *diags) {
   guint errors_before = dr_diags_n_errors(diags);
-  DrParse pp = {.g = graph, .diags = diags};
+  DrParse pp = {.g = graph, .top = graph, .diags = diags};
   DrParse *p = &pp;
   graph->file = dr_graph_intern(graph, file);
   /* Diagnostics outlive a graph that failed to load: their file name is
@@ -272,6 +278,9 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
   p->rank_vars[1] = (DrVar){"nranks", graph->run.nranks};
   p->rank_vars[2] = (DrVar){"local_rank", graph->local_rank};
   p->rank_env = (DrEnv){p->rank_vars, 3, NULL};
+  p->rank_only_env = p->rank_env;
+  p->param_notes = g_array_new(FALSE, FALSE, sizeof(DrParamNote));
+  dr__params_env_init(p);
   p->other_rank_ids = g_hash_table_new(g_str_hash, g_str_equal);
   Top top = {0};
   if (fp != NULL) {
@@ -329,6 +338,7 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
   g_string_free(p->arg_what, TRUE);
   g_string_free(p->arg_key, TRUE);
   g_hash_table_unref(p->other_rank_ids);
+  g_array_unref(p->param_notes);
   return dr_diags_n_errors(diags) == errors_before;
 }
 

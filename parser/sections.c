@@ -289,10 +289,10 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
     dr__parse_error_at(p, s[BUF_BYTES], what, "bytes", "give either 'count' or 'bytes', not both");
     ok = FALSE;
   } else if (s[BUF_COUNT] != NULL) {
-    ok = dr__parse_size(p, what, "count", s[BUF_COUNT], NULL, DR_SIZE_COUNT, &b.count) && ok;
+    ok = dr__parse_size(p, what, "count", s[BUF_COUNT], &p->param_max_env, DR_SIZE_COUNT, &b.count) && ok;
   } else if (s[BUF_BYTES] != NULL) {
     guint64 bytes;
-    if (dr__parse_size(p, what, "bytes", s[BUF_BYTES], NULL, DR_SIZE_BYTES, &bytes)) {
+    if (dr__parse_size(p, what, "bytes", s[BUF_BYTES], &p->param_max_env, DR_SIZE_BYTES, &bytes)) {
       guint es = dr_elem_size(b.type);
       if (bytes % es != 0) {
         g_autofree char *msg = g_strdup_printf(

@@ -53,10 +53,14 @@ static const char *scalar_text(DrParse *p, const char *what, const char *key, co
   }
   if (!dr__expr_has_braces(v->u.text)) return v->u.text;
   char *msg = NULL;
+  p->param_hits = 0;
   *owned = dr__expr_substitute(v->u.text, env, &msg);
   if (*owned == NULL) {
+    p->param_hits = 0;
     dr__parse_error_at(p, v, what, key, msg);
     g_free(msg);
+  } else if (!dr__params_note(p, v, env, what, key)) {
+    g_clear_pointer(owned, g_free);
   }
   return *owned;
 }

@@ -123,6 +123,21 @@ void dr__json_uint(DrJsonWriter *w, guint64 v) {
   g_string_append_printf(w->out, "%" G_GUINT64_FORMAT, v);
 }
 
+void dr__json_int(DrJsonWriter *w, gint64 v) {
+  before_item(w);
+  g_string_append_printf(w->out, "%" G_GINT64_FORMAT, v);
+}
+
+void dr__json_shortest(DrJsonWriter *w, double v) {
+  before_item(w);
+  if (!isfinite(v)) {
+    g_string_append(w->out, "null");
+    return;
+  }
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  g_string_append(w->out, g_ascii_dtostr(buf, sizeof buf, v));
+}
+
 void dr__json_bool(DrJsonWriter *w, gboolean v) {
   before_item(w);
   g_string_append(w->out, v ? "true" : "false");

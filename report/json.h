@@ -66,6 +66,9 @@ void dr__json_key(DrJsonWriter *w, const char *key);
 /* Values: an array element, or the value of the key just written. */
 void dr__json_string(DrJsonWriter *w, const char *s); /* NULL: "" */
 void dr__json_uint(DrJsonWriter *w, guint64 v);
+void dr__json_int(DrJsonWriter *w, gint64 v);
+/* The shortest text that reads back as v (C locale); null when not finite. */
+void dr__json_shortest(DrJsonWriter *w, double v);
 void dr__json_bool(DrJsonWriter *w, gboolean v);
 void dr__json_null(DrJsonWriter *w);
 /* `v` with `decimals` digits after the point, or null when not finite. */

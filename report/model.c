@@ -25,7 +25,23 @@ void dr_report_free(DrReport *r) {
   if (r->loops) g_array_unref(r->loops);
   if (r->summary) g_array_unref(r->summary);
   if (r->summary_names) g_string_chunk_free(r->summary_names);
+  if (r->params) {
+    for (guint i = 0; i < r->params->len; i++) g_free(g_array_index(r->params, DrReportParam, i).name);
+    g_array_unref(r->params);
+  }
   g_free(r);
+}
+
+void dr_report_set_params(DrReport *r, const DrGraph *g) {
+  if (g->params->len == 0) return;
+  if (r->params == NULL) r->params = g_array_new(FALSE, TRUE, sizeof(DrReportParam));
+  for (guint i = 0; i < r->params->len; i++) g_free(g_array_index(r->params, DrReportParam, i).name);
+  g_array_set_size(r->params, 0);
+  for (guint k = 0; k < g->params->len; k++) {
+    const DrRunParam *rp = &g_array_index(g->params, DrRunParam, k);
+    DrReportParam p = {g_strdup(rp->name), rp->type == DR_RUN_PARAM_INT, rp->i, rp->f};
+    g_array_append_val(r->params, p);
+  }
 }
 
 gboolean dr_report_check_verified(const DrReport *r, GError **error) {

@@ -164,7 +164,30 @@ typedef struct {
    * node appears in plan order; writers sort a copy (dr_report_summary). */
   GArray *summary;
   GStringChunk *summary_names; /* the rows' names: the report outlives the graph */
+
+  /* Run-time parameters (`params:`): the values this run used
+   * (DrReportParam, declaration order; NULL when none are declared), and
+   * for a runner's run how the change reached the backend (param_update,
+   * static: "none", "rebound", "updated-nodes", "updated",
+   * "re-instantiated"; NULL outside a runner), the nodes it updated and
+   * the host time it took (NAN: nothing changed). */
+  GArray *params;
+  const char *param_update;
+  guint32 param_nodes;
+  double param_update_us;
 } DrReport;
+
+/* One parameter's value in a report. */
+typedef struct {
+  char *name; /* owned */
+  gboolean is_int;
+  gint64 i;
+  double f;
+} DrReportParam;
+
+/* Copies the current values of graph's parameters into report->params
+ * (nothing when it declares none); model.c. */
+void dr_report_set_params(DrReport *report, const DrGraph *graph);
 
 /* A new report for a run of `plan` (stats.c): named after the plan's
  * graph, verdict not run, every sample NAN, room for `iterations` (at

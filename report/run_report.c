@@ -209,6 +209,23 @@ void dr_report_write_text_sorted(const DrReport *r, DrReportSort sort, GString *
       dr__num_size_iec(out, r->peak_measured_bytes);
     g_string_append_c(out, '\n');
   }
+  if (r->params != NULL) {
+    g_string_append(out, "params:");
+    for (guint i = 0; i < r->params->len; i++) {
+      const DrReportParam *p = &g_array_index(r->params, DrReportParam, i);
+      char buf[G_ASCII_DTOSTR_BUF_SIZE];
+      if (p->is_int)
+        g_string_append_printf(out, " %s=%" G_GINT64_FORMAT, p->name, p->i);
+      else
+        g_string_append_printf(out, " %s=%s", p->name, g_ascii_dtostr(buf, sizeof buf, p->f));
+    }
+    if (r->param_update != NULL && r->param_nodes > 0) {
+      g_string_append_printf(out, " (%s: %u nodes in", r->param_update, r->param_nodes);
+      text_number(out, r->param_update_us, 1);
+      g_string_append(out, " us)");
+    }
+    g_string_append_c(out, '\n');
+  }
   g_string_append_printf(out, "verify: %s", verified_name(r->verified));
   if (r->verified == DR_VERIFIED_FAIL)
     g_string_append_printf(out, ": buffer '%s' element %" G_GUINT64_FORMAT ": serial %s, concurrent %s",
@@ -306,6 +323,27 @@ void dr_report_write_json_sorted(const DrReport *r, DrReportSort sort, GString *
   else
     dr__json_uint(&w, r->peak_measured_bytes);
   dr__json_end_object(&w);
+  if (r->params != NULL) {
+    dr__json_key(&w, "params");
+    dr__json_begin_object(&w);
+    for (guint i = 0; i < r->params->len; i++) {
+      const DrReportParam *p = &g_array_index(r->params, DrReportParam, i);
+      dr__json_key(&w, p->name);
+      if (p->is_int)
+        dr__json_int(&w, p->i);
+      else
+        dr__json_shortest(&w, p->f);
+    }
+    dr__json_end_object(&w);
+    if (r->param_update != NULL) {
+      dr__json_key(&w, "param_update");
+      dr__json_begin_object(&w);
+      dr__json_member_string(&w, "how", r->param_update);
+      dr__json_member_uint(&w, "nodes", r->param_nodes);
+      dr__json_member_double(&w, "us", r->param_update_us, 1);
+      dr__json_end_object(&w);
+    }
+  }
   dr__json_key(&w, "nodes");
   dr__json_begin_array(&w);
   for (guint i = 0; i < r->nodes->len; i++) {

@@ -174,6 +174,8 @@ DrReport *dr_report_new(const DrPlan *plan, guint32 iterations, guint32 warmup) 
   r->peak_bound_bytes = plan->peak_bound_bytes;
   r->peak_measured_bytes = G_MAXUINT64;
   r->whole_run_bytes = plan->whole_run_bytes;
+  r->param_update_us = NAN;
+  dr_report_set_params(r, g);
   if (plan->n_lifetimes > 0) r->mem_delta = g_new0(gint64, MAX(dr_graph_n_nodes(g), 1));
   for (DrId v = 0; r->mem_delta && v < dr_graph_n_nodes(g); v++) {
     const DrNode *node = dr_graph_node(g, v);

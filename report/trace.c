@@ -111,6 +111,20 @@ void dr_trace_write(const DrReport *r, GString *out) {
   dr__json_member_string(&w, "displayTimeUnit", "ms");
   dr__json_key(&w, "traceEvents");
   dr__json_begin_array_lines(&w, "");
+  /* The run's parameter values, as each process's label. */
+  g_autoptr(GString) labels = NULL;
+  if (r->params != NULL) {
+    labels = g_string_new(NULL);
+    for (guint i = 0; i < r->params->len; i++) {
+      const DrReportParam *p = &g_array_index(r->params, DrReportParam, i);
+      char buf[G_ASCII_DTOSTR_BUF_SIZE];
+      g_string_append_printf(labels, "%s%s=", i ? " " : "", p->name);
+      if (p->is_int)
+        g_string_append_printf(labels, "%" G_GINT64_FORMAT, p->i);
+      else
+        g_string_append(labels, g_ascii_dtostr(buf, sizeof buf, p->f));
+    }
+  }
   /* A process per device (in the order the streams first name them) and,
    * in an MPI job, per rank: each rank writes its own trace, so their
    * process ids never collide when the files are opened together. One
@@ -141,6 +155,7 @@ void dr_trace_write(const DrReport *r, GString *out) {
     else if (r->multi_device)
       g_string_append_printf(pname, " device %d", d);
     metadata(&w, "process_name", pid0 + 1 + k, FALSE, 0, "name", pname->str, 0);
+    if (labels != NULL) metadata(&w, "process_labels", pid0 + 1 + k, FALSE, 0, "labels", labels->str, 0);
     if (devs->len > 1 || r->nranks > 1)
       metadata(&w, "process_sort_index", pid0 + 1 + k, FALSE, 0, "sort_index", NULL, pid0 + k);
   }

@@ -117,6 +117,11 @@ static gboolean capture_after(DrBackend *b, DrId v, cudaStream_t st, gboolean ok
       api->cudaStreamGetCaptureInfo(st, &status, NULL, NULL, &deps, &edges, &n_deps) != cudaSuccess)
     status = cudaStreamCaptureStatusInvalidated; /* not capturing any more */
   if (status == cudaStreamCaptureStatusActive) {
+    if (ok && cg->node != NULL && cg->cap_base != NULL) {
+      const DrNode *n = dr_graph_node(b->graph, v);
+      for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++)
+        cg->cap_base[a] = b->memory.bases[dr_graph_access(b->graph, a)->buffer];
+    }
     if (ok && n_before != G_MAXSIZE && cg->node != NULL) {
       DrOp op = dr_graph_node(b->graph, v)->op;
       enum cudaGraphNodeType want = op == DR_OP_COPY     ? cudaGraphNodeTypeMemcpy
@@ -216,7 +221,11 @@ static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, gboolean map, 
    * (condgraph.c); its nodes are no nodes of the executable's own graph
    * to set parameters on, so no node map. */
   gboolean dl = b->loops.device_loop;
-  if (map && can_map(api) && !dl) cg->node = g_new0(cudaGraphNode_t, MAX(b->n_nodes, 1));
+  if (map && can_map(api) && !dl) {
+    cg->node = g_new0(cudaGraphNode_t, MAX(b->n_nodes, 1));
+    g_free(cg->cap_base);
+    cg->cap_base = g_new0(void *, MAX(b->graph->accesses->len, 1));
+  }
   if (dl ? !dr__cuda_device_loop_begin(&b->loops, origin, error)
          : !DR_CUDA(site, cudaStreamBeginCapture, origin, cudaStreamCaptureModeThreadLocal))
     return FALSE;
@@ -328,8 +337,10 @@ gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error) {
     return FALSE;
   }
   cudaGraphNode_t *map = g_steal_pointer(&cg->node);
+  void **cap_base = g_steal_pointer(&cg->cap_base);
   dr__cuda_graph_release(cg);
   cg->node = map;
+  cg->cap_base = cap_base;
   cg->graph = graph;
   cg->exec = exec;
   *how = "re-instantiated";
@@ -343,6 +354,27 @@ void dr__cuda_graph_release(DrCudaGraphState *cg) {
   cg->exec = NULL;
   cg->graph = NULL;
   g_clear_pointer(&cg->node, g_free);
+  g_clear_pointer(&cg->cap_base, g_free);
+}
+
+/* The base of `buffer` as node v saw it when captured (cap_base), or
+ * NULL when not known. */
+static void *captured_base(const DrBackend *b, DrId v, DrId buffer) {
+  const DrCudaGraphState *cg = &b->cuda_graph;
+  const DrNode *n = dr_graph_node(b->graph, v);
+  if (cg->cap_base == NULL) return NULL;
+  for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++)
+    if (dr_graph_access(b->graph, a)->buffer == buffer) return cg->cap_base[a];
+  return NULL;
+}
+
+/* Where access `a` of node v points in the executable: the buffer's base
+ * now for whole-run buffers, the captured one for stream-ordered ones. */
+static void *node_slice_ptr(const DrBackend *b, DrId v, const DrAccess *a) {
+  const DrGraph *g = b->graph;
+  const DrBuffer *buf = dr_graph_buffer(g, a->buffer);
+  void *base = buf->alloc_node == DR_NONE ? b->memory.bases[a->buffer] : captured_base(b, v, a->buffer);
+  return base ? (char *)base + a->begin * dr_elem_size(buf->type) : NULL;
 }
 
 /* Sets node v's parameters on the executable from a one-node capture of
@@ -354,9 +386,18 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   const DrCudaLaunch *ln = &b->launch;
   cudaStream_t origin = b->streams.origin;
   guint32 k = ln->node_kcall[v];
-  if (k == DR_NONE || cg->node == NULL || cg->node[v] == NULL || ln->kcalls[k].patch_count > 0) return FALSE;
+  if (k == DR_NONE || cg->node == NULL || cg->node[v] == NULL) return FALSE;
   /* The one-node capture runs on origin: only for nodes of origin's device. */
   if (b->streams.stream_device[b->plan->node_stream[v]] != 0) return FALSE;
+  /* Pointers into stream-ordered buffers: the graph's own allocations of
+   * the node's lifetimes, as captured (the bases are forgotten after a
+   * capture), plus the offsets bound now. */
+  const DrKPatch *pts = &ln->patches[ln->kcalls[k].patch_first];
+  for (guint32 j = 0; j < ln->kcalls[k].patch_count; j++) {
+    void *base = captured_base(b, v, pts[j].buffer);
+    if (base == NULL) return FALSE;
+    pts[j].slot->ptr = (char *)base + pts[j].offset;
+  }
   DrKLaunch l = ln->kcalls[k].call.launch;
   l.stream = origin;
   l.pdl = 0; /* alone in its capture: no kernel before it (the edge is the executable's) */
@@ -388,13 +429,29 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
  * re-capture of the iteration; a node that cannot (not mapped to one
  * kernel node, a pointer into a stream-ordered buffer, a refused set), or
  * NULL `nodes`, sends the whole change down dr__cuda_graph_update. */
+static gboolean set_memory_params(DrBackend *b, DrId v);
+
 static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
                                    GError **error) {
-  if (nodes == NULL || b->cuda_graph.node == NULL || b->cuda_graph.exec == NULL)
+  /* DAGRUN_GRAPH_UPDATE=capture: every change re-captures the iteration
+   * (the A/B baseline of bench/params_bench.sh). */
+  const char *force = g_getenv("DAGRUN_GRAPH_UPDATE");
+  if (nodes == NULL || b->cuda_graph.node == NULL || b->cuda_graph.exec == NULL ||
+      (force != NULL && strcmp(force, "capture") == 0))
     return dr__cuda_graph_update(b, how, error);
   if (!graph_bind(b, error)) return FALSE;
-  for (guint32 i = 0; i < n; i++)
-    if (!set_node_params(b, nodes[i])) return dr__cuda_graph_update(b, how, error);
+  for (guint32 i = 0; i < n; i++) {
+    DrOp op = dr_graph_node(b->graph, nodes[i])->op;
+    gboolean ok = op == DR_OP_KERNEL                       ? set_node_params(b, nodes[i])
+                  : op == DR_OP_COPY || op == DR_OP_MEMSET ? set_memory_params(b, nodes[i])
+                                                           : FALSE;
+    if (!ok) {
+      /* Named, so a user learns which node cost a re-capture. */
+      g_message("graph update: node '%s' cannot be updated in place; capturing the iteration again",
+                dr_graph_node(b->graph, nodes[i])->id);
+      return dr__cuda_graph_update(b, how, error);
+    }
+  }
   *how = "updated-nodes";
   return TRUE;
 }
@@ -415,15 +472,22 @@ static gboolean set_memory_params(DrBackend *b, DrId v) {
     const DrAccess *src, *dst;
     dr__copy_accesses(g, n, &src, &dst);
     gsize bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(g, dst->buffer)->type);
-    ok = api->cudaGraphExecMemcpyNodeSetParams1D(
-             cg->exec, cg->node[v], dr__slice_ptr(g, b->memory.bases, dst),
-             dr__slice_ptr(g, b->memory.bases, src), bytes, cudaMemcpyDefault) == cudaSuccess;
+    void *to = node_slice_ptr(b, v, dst), *from = node_slice_ptr(b, v, src);
+    ok = to != NULL && from != NULL &&
+         api->cudaGraphExecMemcpyNodeSetParams1D(cg->exec, cg->node[v], to, from, bytes, cudaMemcpyDefault) ==
+             cudaSuccess;
   } else if (n->op == DR_OP_MEMSET && api->cudaGraphMemsetNodeGetParams &&
              api->cudaGraphExecMemsetNodeSetParams) {
     struct cudaMemsetParams p;
     memset(&p, 0, sizeof p);
+    const DrAccess *dst = dr__node_access(g, n, 0);
     ok = api->cudaGraphMemsetNodeGetParams(cg->node[v], &p) == cudaSuccess;
-    p.dst = dr__slice_ptr(g, b->memory.bases, dr__node_access(g, n, 0));
+    /* The extent and value too: a run-time parameter may change them. */
+    gsize bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(g, dst->buffer)->type);
+    p.dst = node_slice_ptr(b, v, dst);
+    p.value = n->memset_value;
+    ok = ok && p.dst != NULL && p.elementSize == 1 && p.height == 1;
+    p.width = bytes;
     ok = ok && api->cudaGraphExecMemsetNodeSetParams(cg->exec, cg->node[v], &p) == cudaSuccess;
   }
   if (!ok) (void)api->cudaGetLastError();

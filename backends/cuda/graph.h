@@ -23,6 +23,12 @@ typedef struct {
    * no capture queries, or after a whole-graph update (the executable's
    * nodes are then no longer `graph`'s). See dr__cuda_graph_update. */
   cudaGraphNode_t *node;
+  /* [graph accesses], kept with the last capture that made a node map:
+   * the base address of each access's buffer when its node was captured.
+   * For a stream-ordered buffer that is the graph's own allocation of the
+   * lifetime the node is in (fixed for the executable), which a per-node
+   * update needs once the capture has forgotten it. NULL before. */
+  void **cap_base;
   /* The node whose work broke the last capture (DR_NONE: none did). */
   DrId uncapturable;
 } DrCudaGraphState;

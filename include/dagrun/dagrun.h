@@ -575,8 +575,9 @@ void dr_run_report_free(DrRunReport *report);
  * name). The change is made in the pipeline itself (dr_pipeline_write_yaml
  * shows it) and takes effect at the next run. In graph mode the executable
  * graph is updated in place: the changed nodes alone when each is a
- * built-in kernel that captured as one kernel node with no pointer into a
- * stream-ordered buffer (cudaGraphExecKernelNodeSetParams, "updated-nodes"),
+ * built-in kernel that captured as one kernel node (pointers into
+ * stream-ordered buffers are the graph's own allocations, as captured;
+ * cudaGraphExecKernelNodeSetParams, "updated-nodes"),
  * else the whole graph from a re-capture (cudaGraphExecUpdate, "updated";
  * "re-instantiated" only if the runtime refuses). Otherwise the launches
  * are bound again ("rebound"). dr_runner_last_update says which, or
@@ -599,6 +600,40 @@ gboolean dr_runner_set_int(DrRunner *runner, const char *node, const char *param
 gboolean dr_runner_set_float(DrRunner *runner, const char *node, const char *param, double value,
                              GError **error);
 const char *dr_runner_last_update(const DrRunner *runner);
+/* ---- run-time parameters (`params:`, docs/format.md) --------------------
+ * A pipeline's declared parameters take new values between runs without
+ * loading, planning or (in graph mode) capturing again: the plan was made
+ * for every value in the declared ranges. Each call checks the value
+ * whole before keeping it: the parameter must exist, the value must read
+ * as the parameter's type (an integer as the format writes one, size
+ * suffixes allowed, or a float) and lie in min..max, and with it every
+ * slice must stay in its buffer, every copy's sides equal and every
+ * built-in kernel's rule hold; else DR_ERROR_USAGE (exit code 64) and
+ * nothing changes. The value applies from the next run of any plan or
+ * runner of the pipeline (the runners share it): on the host backend and
+ * in streams mode the changed nodes are bound again ("rebound"); in graph
+ * mode each changed node is set on the executable in place
+ * (cudaGraphExecKernelNodeSetParams for built-in kernels,
+ * cudaGraphExecMemcpyNodeSetParams1D and cudaGraphExecMemsetNodeSetParams
+ * for copies and memsets: "updated-nodes"), and only a node CUDA cannot
+ * update so (a user kernel, a launcher that made more than one node, as
+ * cuBLAS may for gemm; a refused set) makes the whole iteration be
+ * captured again
+ * ("updated"). dr_runner_last_update says which; the run report gives
+ * the values, the number of nodes updated and the time it took.
+ * dr_pipeline_set_param takes the value as text (the command line's
+ * --param); dr_runner_set_param an integer, dr_runner_set_param_f64 a
+ * double (an integer parameter takes it only when it is a whole number).
+ * dr_pipeline_n_params and dr_pipeline_param_name list the declared
+ * parameters in file order (NULL past the end); dr_pipeline_param_value
+ * is parameter i's current value as text that dr_pipeline_set_param
+ * reads back to the same value (newly allocated; NULL past the end). */
+gboolean dr_pipeline_set_param(DrPipeline *pipeline, const char *name, const char *value, GError **error);
+guint dr_pipeline_n_params(const DrPipeline *pipeline);
+const char *dr_pipeline_param_name(const DrPipeline *pipeline, guint i);
+char *dr_pipeline_param_value(const DrPipeline *pipeline, guint i);
+gboolean dr_runner_set_param(DrRunner *runner, const char *name, gint64 value, GError **error);
+gboolean dr_runner_set_param_f64(DrRunner *runner, const char *name, double value, GError **error);
 const char *dr_runner_backend(const DrRunner *runner); /* "host" | "cuda" */
 /* Copies a whole-run buffer (all of it: `size` must be its byte size)
  * into `dst` and returns once it is there; DR_ERROR_USAGE for a
@@ -625,8 +660,8 @@ gboolean dr_runner_read_buffer(DrRunner *runner, const char *buffer, void *dst, 
  * cudaGraphExecMemcpyNodeSetParams1D and cudaGraphExecMemsetNodeSetParams
  * for copies and memsets; host nodes read their pointers when they run):
  * dr_runner_last_update says "updated-nodes"; a node that cannot (a user
- * kernel, a built-in that also points into a stream-ordered buffer, or a
- * refused update) makes it a re-capture ("updated", or "re-instantiated"
+ * kernel, a launcher that made more than one node, or a refused update)
+ * makes it a re-capture ("updated", or "re-instantiated"
  * if the runtime refuses that too). In streams mode and on the host the
  * launches are bound again ("rebound"). A bind first waits for any work
  * dagrun has in flight. Fails with DR_ERROR_INVALID for an unknown

@@ -28,7 +28,7 @@ grep_log() { # NAME PATTERN: the last command's output must match
   if grep -q -- "$2" "$tmp/log"; then ok "$1"; else not_ok "$1: no '$2' in the output"; fi
 }
 
-echo "1..27"
+echo "1..28"
 check "install" "$root/tools/install.sh" "$prefix"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "pkg-config knows dagrun" pkg-config --exists dagrun
@@ -56,6 +56,15 @@ external_api() { # the external-memory and caller-stream functions are there
   done
 }
 check "libdagrun.so exports bind/write/read_buffer and run_on_stream" external_api
+params_api() { # the run-time parameter functions are there
+  local all f
+  all=$(nm -D --defined-only "$prefix/lib/libdagrun.so" | awk '$2 == "T" {print $3}')
+  for f in dr_pipeline_set_param dr_pipeline_n_params dr_pipeline_param_name dr_pipeline_param_value \
+    dr_runner_set_param dr_runner_set_param_f64; do
+    echo "$all" | grep -qx "$f" || { echo "not exported: $f"; return 1; }
+  done
+}
+check "libdagrun.so exports the run-time parameter functions" params_api
 for ex in pipelined custom_kernel runner embed; do
   # shellcheck disable=SC2046
   check "build examples/$ex.c" $cc -std=c11 -Wall -Wextra -Werror -o "$tmp/$ex" "$root/examples/$ex.c" \
@@ -79,5 +88,5 @@ grep_log "embed's written input is what the next iteration reads" "^written: y\[
 check "static: pipelined against libdagrun.a" sh -c "$cc -std=c11 -o '$tmp/pipelined_static' '$root/examples/pipelined.c' \
   $(pkg-config --cflags dagrun) '$prefix/lib/libdagrun.a' $(pkg-config --static --libs dagrun | sed 's/-ldagrun//') &&
   ! ldd '$tmp/pipelined_static' | grep -q libdagrun && '$tmp/pipelined_static' 2"
-[ "$cases" -eq 27 ] || { echo "# planned 27 cases, ran $cases"; failed=$((failed + 1)); }
+[ "$cases" -eq 28 ] || { echo "# planned 28 cases, ran $cases"; failed=$((failed + 1)); }
 [ $failed -eq 0 ]

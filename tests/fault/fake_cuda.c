@@ -1351,9 +1351,11 @@ static cudaError_t fake_cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t exec,
                                                            enum cudaMemcpyKind kind) {
   GATE_RECORD("cudaGraphExecMemcpyNodeSetParams1D", exec, FALSE, FALSE, current()->size = count);
   FakeNode *n = exec_node(obj_find(exec, DR_FAKE_GRAPH_EXEC), node);
-  if (n == NULL || n->type != cudaGraphNodeTypeMemcpy || count != n->count) {
-    misuse("cudaGraphExecMemcpyNodeSetParams1D: node %p is not a memcpy node of %zu bytes of %p's graph",
-           (void *)node, count, (void *)exec);
+  /* A new count is legal (the runtime asks only for 1-D operands from the
+   * same contexts and no zero length): run-time parameters change it. */
+  if (n == NULL || n->type != cudaGraphNodeTypeMemcpy || count == 0) {
+    misuse("cudaGraphExecMemcpyNodeSetParams1D: node %p is not a memcpy node of %p's graph, or 0 bytes",
+           (void *)node, (void *)exec);
     return finish(cudaErrorInvalidValue);
   }
   if (!mem_ok("cudaGraphExecMemcpyNodeSetParams1D dst", dst, count) ||
@@ -1361,6 +1363,7 @@ static cudaError_t fake_cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t exec,
     return finish(cudaErrorInvalidValue);
   n->dst = dst;
   n->src = src;
+  n->count = count;
   fake.exec_node_sets++;
   return cudaSuccess;
 }
@@ -1383,7 +1386,7 @@ static cudaError_t fake_cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t exec, c
                                                          const struct cudaMemsetParams *p) {
   GATE("cudaGraphExecMemsetNodeSetParams", exec, FALSE, FALSE);
   FakeNode *n = exec_node(obj_find(exec, DR_FAKE_GRAPH_EXEC), node);
-  if (n == NULL || n->type != cudaGraphNodeTypeMemset || p->width != n->count || p->elementSize != 1 ||
+  if (n == NULL || n->type != cudaGraphNodeTypeMemset || p->width == 0 || p->elementSize != 1 ||
       p->height != 1) {
     misuse("cudaGraphExecMemsetNodeSetParams: node %p is not this memset of %p's graph", (void *)node,
            (void *)exec);
@@ -1392,6 +1395,7 @@ static cudaError_t fake_cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t exec, c
   if (!mem_ok("cudaGraphExecMemsetNodeSetParams", p->dst, p->width)) return finish(cudaErrorInvalidValue);
   n->dst = p->dst;
   n->value = (int)p->value;
+  n->count = p->width;
   fake.exec_node_sets++;
   return cudaSuccess;
 }

@@ -16,7 +16,7 @@ for p in /usr/bin/python3 python3; do
 done
 
 examples=("$graphs_dir"/*.yaml "$@")
-echo "1..$(( ${#examples[@]} * 2 ))"
+echo "1..$(( ${#examples[@]} * 2 + 1 ))"
 if [ -z "$python" ]; then
   echo "Bail out! no python3 with the jsonschema module: run tools/setup.sh (python3-jsonschema)"
   exit 1
@@ -39,4 +39,13 @@ for f in "${examples[@]}"; do
   check "/report/schema/$name/run" run_report "$dagrun" --backend=host --format=json --iterations=1 --warmup=0 "$f"
   check "/report/schema/$name/plan" plan "$dagrun" --plan --format=json "$f"
 done
+# A sweep: one JSON report per line (JSON Lines), each with params and
+# param_update; every line validated.
+printf 'seq=16\nseq=1024 scale=0.5\nseq=300\n' >"$tmp/sweep.params"
+"$dagrun" --backend=host --format=json --iterations=1 --warmup=0 --params-from="$tmp/sweep.params" \
+  "$graphs_dir/params_decoder.yaml" >"$tmp/sweep.jsonl" 2>"$tmp/err"
+# The lines as one JSON array, so the run_reports definition checks each
+# (and that there are three, the second with a parameter update).
+{ echo '['; sed '$!s/$/,/' "$tmp/sweep.jsonl"; echo ']'; } >"$tmp/sweep.json"
+check "/report/schema/params_decoder/sweep" run_reports cat "$tmp/sweep.json"
 [ $failed -eq 0 ]

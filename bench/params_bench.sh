@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# params_bench.sh: issue #19's measurement on the device: one decoder step
+# (bench/pipelines/params_decoder_bench.yaml: 8 layers of per-step scratch,
+# three gemms and a softmax sized by seq) swept over 32 sequence lengths
+# (bench/pipelines/params_seqs32.params, one run per length, 20 timed
+# iterations each), three ways taking turns ROUNDS times in one call:
+#   graph      --mode=graph: one capture at setup; each new length sets the
+#              changed nodes on the executable in place (updated-nodes),
+#              or captures again where CUDA cannot (the report says)
+#   recapture  --mode=graph with DAGRUN_GRAPH_UPDATE=capture: every new
+#              length captures the iteration again (cudaGraphExecUpdate):
+#              one graph per shape, PyTorch's way
+#   eager      --mode=streams: the launches bound again per length
+# Node timing is off (--timing=off): the step is the makespan. Prints one
+# markdown table (to stdout and $OUT/params_bench.md): per way the median
+# step over the sweep, the median host time of a length change and its
+# ratio to the step (the issue's target: at most 5%), and how the changes
+# were applied (counts of updated-nodes / updated / re-instantiated /
+# rebound). The JSON Lines of every run go to $OUT/params_bench.*.jsonl.
+# Not run by CI (no GPU there): the lead runs it on the H200.
+#
+# Usage: bash bench/params_bench.sh      (from the repository root with a
+#        prebuilt dist/, tools/build_dist.sh; or from dist/)
+# Environment: DIST=dist ROUNDS=3 OUT=/tmp/dagrun-params-bench
+# Exit status: 0 when every run succeeded.
+set -u
+here=$(cd "$(dirname "$0")" && pwd) || exit 1
+if [ -z "${DIST:-}" ] && [ ! -x dist/dagrun ] && [ -x dagrun ]; then DIST=.; fi
+DIST=${DIST:-dist}
+DAGRUN=$DIST/dagrun
+ROUNDS=${ROUNDS:-3}
+OUT=${OUT:-/tmp/dagrun-params-bench}
+mkdir -p "$OUT"
+yaml=$here/pipelines/params_decoder_bench.yaml
+seqs=$here/pipelines/params_seqs32.params
+[ -x "$DAGRUN" ] || { echo "params_bench.sh: no $DAGRUN (tools/build_dist.sh)" >&2; exit 1; }
+rc=0
+for round in $(seq 1 "$ROUNDS"); do
+  for way in graph recapture eager; do
+    case $way in
+      graph) env=(); mode=graph ;;
+      recapture) env=(DAGRUN_GRAPH_UPDATE=capture); mode=graph ;;
+      eager) env=(); mode=streams ;;
+    esac
+    if ! env "${env[@]}" "$DAGRUN" --backend=cuda --mode=$mode --timing=off --format=json \
+      --params-from="$seqs" "$yaml" >"$OUT/params_bench.$way.$round.jsonl" 2>"$OUT/params_bench.$way.$round.err"; then
+      echo "params_bench.sh: $way round $round failed:" >&2
+      sed 's/^/  /' "$OUT/params_bench.$way.$round.err" >&2
+      rc=1
+    fi
+  done
+done
+python3 - "$OUT" "$ROUNDS" <<'PY' | tee "$OUT/params_bench.md"
+import json, statistics, sys, collections
+out, rounds = sys.argv[1], int(sys.argv[2])
+print("| way | step median (ms) | step range over lengths (ms) | change median (us) | change / step | how (count) |")
+print("|---|---|---|---|---|---|")
+for way in ("graph", "recapture", "eager"):
+    steps, changes, ratios, how = [], [], [], collections.Counter()
+    for r in range(1, rounds + 1):
+        try:
+            lines = open(f"{out}/params_bench.{way}.{r}.jsonl").read().split("\n")
+        except OSError:
+            continue
+        for i, line in enumerate(l for l in lines if l.strip()):
+            rep = json.loads(line)
+            step = rep["makespan_us"]
+            steps.append(step)
+            u = rep.get("param_update") or {}
+            if i > 0 and u.get("us") is not None:  # the first run follows setup, not a change
+                changes.append(u["us"])
+                ratios.append(u["us"] / step)
+                how[u["how"]] += 1
+    if not steps:
+        print(f"| {way} | - | - | - | - | no runs |")
+        continue
+    hows = ", ".join(f"{k} {v}" for k, v in sorted(how.items()))
+    med = lambda xs: statistics.median(xs) if xs else float("nan")
+    print(f"| {way} | {med(steps)/1000:.3f} | {min(steps)/1000:.3f}-{max(steps)/1000:.3f} | "
+          f"{med(changes):.1f} | {100*med(ratios):.2f}% | {hows} |")
+PY
+exit $rc

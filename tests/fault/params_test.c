@@ -1,0 +1,285 @@
+/* params_test.c: run-time parameters on the CUDA backend, through the fake
+ * runtime's graph-node model (fake_cuda.h): a new value updates the
+ * executable node by node (cudaGraphExecKernelNodeSetParams for kernels,
+ * cudaGraphExecMemcpyNodeSetParams1D and cudaGraphExecMemsetNodeSetParams
+ * for copies and memsets, also into stream-ordered scratch), never
+ * capturing the iteration again, and the replay computes what a graph
+ * captured at that value computes; DAGRUN_GRAPH_UPDATE=capture takes the
+ * whole-graph path; a fault at every call of an update leaves nothing
+ * behind. */
+#include <glib.h>
+#include <string.h>
+
+#include "backends/cuda_api.h"
+#include "include/dagrun/dagrun.h"
+#include "tests/fault/fake_cuda.h"
+
+#define MAXSEQ 64
+
+/* seq in 4..64: x[0:seq*4] scaled into the scratch s, a softmax over
+ * rows of seq into y, a copy of y into h and a memset of the mask m. */
+static const char *yaml =
+    "dagrun: 1\n"
+    "params:\n"
+    "  seq: {type: int, default: 8, min: 4, max: 64}\n"
+    "  alpha: {type: float, default: 2, min: 0, max: 8}\n"
+    "buffers:\n"
+    "  x: {type: f32, count: \"{seq*4}\", init: iota}\n"
+    "  s: {type: f32, count: \"{seq*4}\"}\n"
+    "  y: {type: f32, count: \"{seq*4}\", init: zeros}\n"
+    "  h: {type: f32, count: \"{seq*4}\", init: zeros}\n"
+    "  m: {type: u8, count: \"{seq}\", init: zeros}\n"
+    "nodes:\n"
+    "  a: {op: alloc, buffer: s}\n"
+    "  sc: {op: kernel, kernel: scale_f32, args: {x: \"x[0:seq*4]\", alpha: \"{alpha}\", y: "
+    "\"s[0:seq*4]\"}}\n"
+    "  sm: {op: kernel, kernel: softmax_rows_f32, args: {x: \"s[0:seq*4]\", y: \"y[0:seq*4]\", cols: "
+    "\"{seq}\"}}\n"
+    "  f: {op: free, buffer: s}\n"
+    "  cp: {op: copy, src: \"y[0:seq*4]\", dst: \"h[0:seq*4]\"}\n"
+    "  ms: {op: memset, dst: \"m[0:seq]\", value: \"{seq}\"}\n";
+
+static guint count_calls(guint from, const char *name) {
+  const GArray *t = dr_fake_trace();
+  guint n = 0;
+  for (guint i = from; i < t->len; i++) n += strcmp(g_array_index(t, DrFakeCall, i).name, name) == 0;
+  return n;
+}
+
+static void start(void) {
+  dr_fake_reset();
+  dr_cuda_api_set(dr_fake_api_graph_nodes());
+  dr_fake_set_run_twins(TRUE);
+  dr_fake_set_replay_graphs(TRUE);
+  dr_fake_allow_default_streams(FALSE);
+}
+
+static void finish_clean(void) {
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  dr_fake_set_replay_graphs(FALSE);
+  dr_fake_set_run_twins(FALSE);
+  dr_fake_reset();
+  dr_cuda_api_set(dr_fake_api());
+}
+
+static DrRunner *runner(DrStreamPlan *plan, const DrPipeline *p, DrMode mode) {
+  g_autoptr(GError) error = NULL;
+  DrRunSettings rs;
+  dr_run_settings_init(&rs, p);
+  rs.backend = DR_BACKEND_CUDA;
+  rs.mode = mode;
+  rs.iterations = 1;
+  rs.warmup = 0;
+  DrRunner *r = dr_runner_new(plan, &rs, &error);
+  g_assert_no_error(error);
+  return r;
+}
+
+typedef struct {
+  float h[MAXSEQ * 4];
+  guint8 m[MAXSEQ];
+} Out;
+
+static void read_out(DrRunner *r, Out *o) {
+  g_autoptr(GError) error = NULL;
+  g_assert_true(dr_runner_read_buffer(r, "h", o->h, sizeof o->h, &error));
+  g_assert_true(dr_runner_read_buffer(r, "m", o->m, sizeof o->m, &error));
+  g_assert_no_error(error);
+}
+
+/* What a graph captured from the start at seq (fresh buffers) gives. */
+static void reference_alpha(gint64 seq, const char *alpha, Out *o) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_load_string("params.yaml", yaml, -1, &error);
+  g_assert_no_error(error);
+  g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, seq);
+  g_assert_true(dr_pipeline_set_param(p, "seq", v, &error));
+  g_assert_true(dr_pipeline_set_param(p, "alpha", alpha, &error));
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_autoptr(DrRunner) r = runner(plan, p, DR_MODE_GRAPH);
+  g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+  g_assert_no_error(error);
+  read_out(r, o);
+}
+
+static void reference(gint64 seq, Out *o) { reference_alpha(seq, "2", o); }
+
+/* One runner, seq changed between runs: only node updates, and each run
+ * equals a graph captured at that value. */
+static void test_update_in_place(void) {
+  start();
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("params.yaml", yaml, -1, &error);
+    g_assert_no_error(error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    const gint64 seqs[] = {4, 64, 13, 37, 8};
+    for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", seqs[i], &error));
+      g_assert_no_error(error);
+      guint from = dr_fake_trace()->len;
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      /* Never the iteration again: one one-node capture per kernel (sc,
+       * sm), the copy's and the memset's parameters set directly. */
+      g_assert_cmpstr(dr_runner_last_update(r), ==, "updated-nodes");
+      g_assert_cmpuint(count_calls(from, "cudaGraphExecUpdate"), ==, 0);
+      g_assert_cmpuint(count_calls(from, "cudaGraphInstantiate"), ==, 0);
+      g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, 2);
+      g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 2);
+      g_assert_cmpuint(count_calls(from, "cudaGraphExecMemcpyNodeSetParams1D"), ==, 1);
+      g_assert_cmpuint(count_calls(from, "cudaGraphExecMemsetNodeSetParams"), ==, 1);
+      g_assert_cmpuint(count_calls(from, "cudaGraphLaunch"), ==, 1);
+      Out got, want;
+      memset(&got, 0, sizeof got);
+      memset(&want, 0, sizeof want);
+      read_out(r, &got);
+      /* Bytes past seq keep what earlier (longer) runs wrote: compare the
+       * run's extent. */
+      reference(seqs[i], &want);
+      g_assert_cmpmem(got.h, seqs[i] * 4 * sizeof(float), want.h, seqs[i] * 4 * sizeof(float));
+      g_assert_cmpmem(got.m, (gsize)seqs[i], want.m, (gsize)seqs[i]);
+      g_assert_cmpuint(got.m[0], ==, (guint)seqs[i]);
+    }
+    /* A float parameter: only sc's alpha. */
+    g_assert_true(dr_runner_set_param_f64(r, "alpha", 0.5, &error));
+    guint from = dr_fake_trace()->len;
+    g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(dr_runner_last_update(r), ==, "updated-nodes");
+    g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, 1);
+    g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 1);
+    /* The same value again: nothing to update. */
+    g_assert_true(dr_runner_set_param_f64(r, "alpha", 0.5, &error));
+    g_autoptr(DrRunReport) rr2 = dr_runner_run(r, &error);
+    g_assert_cmpstr(dr_runner_last_update(r), ==, "none");
+    /* Two values set before one run: every node either changed is
+     * updated (seq reaches all four, alpha sc). */
+    g_assert_true(dr_runner_set_param(r, "seq", 50, &error));
+    g_assert_true(dr_runner_set_param_f64(r, "alpha", 4, &error));
+    from = dr_fake_trace()->len;
+    g_autoptr(DrRunReport) rr3 = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 2);
+    g_assert_cmpuint(count_calls(from, "cudaGraphExecMemcpyNodeSetParams1D"), ==, 1);
+    g_assert_cmpuint(count_calls(from, "cudaGraphExecMemsetNodeSetParams"), ==, 1);
+    {
+      Out got, want;
+      memset(&got, 0, sizeof got);
+      memset(&want, 0, sizeof want);
+      read_out(r, &got);
+      reference_alpha(50, "4", &want);
+      g_assert_cmpmem(got.h, 50 * 4 * sizeof(float), want.h, 50 * 4 * sizeof(float));
+    }
+    /* Out of range: refused, nothing changes. */
+    g_assert_false(dr_runner_set_param(r, "seq", 65, &error));
+    g_assert_error(error, DR_ERROR, DR_ERROR_USAGE);
+    g_assert_nonnull(strstr(error->message, "must be in 4..64, not 65"));
+    g_clear_error(&error);
+  }
+  finish_clean();
+}
+
+/* DAGRUN_GRAPH_UPDATE=capture: the same values by re-capturing. */
+static void test_update_recapture(void) {
+  start();
+  g_setenv("DAGRUN_GRAPH_UPDATE", "capture", TRUE);
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("params.yaml", yaml, -1, &error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_true(dr_runner_set_param(r, "seq", 20, &error));
+    guint from = dr_fake_trace()->len;
+    g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, 1);
+    g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 0);
+    Out got, want;
+    memset(&got, 0, sizeof got);
+    memset(&want, 0, sizeof want);
+    read_out(r, &got);
+    g_unsetenv("DAGRUN_GRAPH_UPDATE");
+    reference(20, &want);
+    g_assert_cmpmem(got.h, 20 * 4 * sizeof(float), want.h, 20 * 4 * sizeof(float));
+  }
+  g_unsetenv("DAGRUN_GRAPH_UPDATE");
+  finish_clean();
+}
+
+/* Streams mode: the changed nodes are bound again; no capture at all. */
+static void test_streams(void) {
+  start();
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("params.yaml", yaml, -1, &error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = runner(plan, p, DR_MODE_STREAMS);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_true(dr_runner_set_param(r, "seq", 33, &error));
+    guint from = dr_fake_trace()->len;
+    g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(dr_runner_last_update(r), ==, "rebound");
+    g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, 0);
+    Out got, want;
+    memset(&got, 0, sizeof got);
+    memset(&want, 0, sizeof want);
+    read_out(r, &got);
+    reference(33, &want);
+    g_assert_cmpmem(got.h, 33 * 4 * sizeof(float), want.h, 33 * 4 * sizeof(float));
+  }
+  finish_clean();
+}
+
+/* A fault at every call of a graph-mode update: the run fails with the
+ * runtime's error or succeeds; freeing the runner releases everything. */
+static void test_update_faults(void) {
+  guint64 total = 0;
+  for (guint64 fail_at = 0;; fail_at++) {
+    start();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("params.yaml", yaml, -1, &error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    DrRunner *r = runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_true(dr_runner_set_param(r, "seq", 30, &error));
+    guint64 before = dr_fake_points();
+    if (fail_at > 0) dr_fake_arm(before + fail_at, DR_FAULT_LAUNCH);
+    DrRunReport *rr = dr_runner_run(r, &error);
+    if (fail_at == 0) {
+      g_assert_no_error(error);
+      total = dr_fake_points() - before;
+    } else if (rr == NULL) {
+      g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+    }
+    dr_run_report_free(rr);
+    g_clear_error(&error);
+    dr_fake_arm(0, DR_FAULT_LAUNCH);
+    dr_runner_free(r);
+    gint64 at = dr_fake_fault_index();
+    gboolean failed_release = at >= 0 && g_array_index(dr_fake_trace(), DrFakeCall, at).release;
+    g_assert_cmpstr(dr_fake_misuse(), ==, "");
+    g_assert_cmpuint(dr_fake_live_total(), ==, failed_release ? 1 : 0);
+    dr_fake_reset();
+    finish_clean();
+    if (fail_at >= total) break;
+  }
+  g_assert_cmpuint(total, >, 3);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  dr_cuda_api_set(dr_fake_api());
+  g_test_add_func("/fault/params/update-in-place", test_update_in_place);
+  g_test_add_func("/fault/params/update-recapture", test_update_recapture);
+  g_test_add_func("/fault/params/streams", test_streams);
+  g_test_add_func("/fault/params/update-faults", test_update_faults);
+  return g_test_run();
+}
