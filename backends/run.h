@@ -32,7 +32,11 @@ G_BEGIN_DECLS
 
 typedef struct {
   DrBackendKind backend; /* auto: CUDA when a device is usable, else host */
-  DrMode mode;           /* streams | graph (CUDA only; the host runs threads) */
+  /* streams | graph (CUDA only; the host runs threads) | auto: dr_run and
+   * dr_session_open resolve auto (ir/mode.h) with `iterations`, keep what
+   * was asked in mode_asked and say why in the report's mode_reason. */
+  DrMode mode;
+  DrMode mode_asked; /* set by dr_run and dr_session_open */
   guint32 iterations;    /* timed iterations, >= 1 */
   guint32 warmup;        /* untimed iterations before them */
   gboolean verify;       /* compare against the serial plan's run */

@@ -138,7 +138,7 @@ static int check_names(const Options *o, GString *err) {
     return usage_error(err, "--backend must be auto, cuda or host, not '%s'", o->backend);
   DrMode mode;
   if (o->mode && !dr_mode_from_name(o->mode, &mode))
-    return usage_error(err, "--mode must be streams or graph, not '%s'", o->mode);
+    return usage_error(err, "--mode must be auto, streams or graph, not '%s'", o->mode);
   DrTimingMode timing;
   if (o->timing && !dr_timing_mode_from_name(o->timing, &timing))
     return usage_error(err, "--timing must be auto, stamps, events or off, not '%s'", o->timing);
@@ -421,6 +421,9 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, GString *out, GS
   DrPlanSettings ps = {.max_streams = o->max_streams != UNSET ? (guint)o->max_streams : 0,
                        .profile_path = o->profile};
   if (o->mode) ps.mode_set = dr_mode_from_name(o->mode, &ps.mode);
+  /* mode: auto resolves with what the run will do. */
+  if (o->iterations != UNSET) ps.iterations = (guint)o->iterations;
+  if (o->backend) (void)dr_backend_kind_from_name(o->backend, &ps.backend);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(pipeline, &ps, &error);
   if (plan == NULL) return report_error(err, error);
@@ -500,7 +503,9 @@ int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, G
        "FILE"},
       {"backend", 0, 0, G_OPTION_ARG_STRING, &o.backend, "auto: cuda when a GPU is usable, else host",
        "auto|cuda|host"},
-      {"mode", 0, 0, G_OPTION_ARG_STRING, &o.mode, "Eager streams or a captured CUDA graph", "streams|graph"},
+      {"mode", 0, 0, G_OPTION_ARG_STRING, &o.mode,
+       "Eager streams, a captured CUDA graph, or auto: graph when it iterates and can be captured",
+       "auto|streams|graph"},
       {"iterations", 0, 0, G_OPTION_ARG_INT, &o.iterations, "Timed iterations (1..2147483647)", "N"},
       {"warmup", 0, 0, G_OPTION_ARG_INT, &o.warmup, "Untimed iterations first (0..2147483647)", "N"},
       {"max-streams", 0, 0, G_OPTION_ARG_INT, &o.max_streams, "Cap on the streams used (1..1024)", "N"},

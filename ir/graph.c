@@ -70,7 +70,7 @@ DrGraph *dr_graph_new(void) {
   g->kernel_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->name = "pipeline";
   g->base_dir = ".";
-  g->run.mode = DR_MODE_STREAMS;
+  g->run.mode = DR_MODE_AUTO;
   g->run.iterations = 10;
   g->run.warmup = 2;
   g->run.max_streams = 8;

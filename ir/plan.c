@@ -35,6 +35,7 @@ void dr_plan_free(DrPlan *plan) {
   g_free(plan->needs_event);
   g_free(plan->storage);
   g_free(plan->storage_bytes);
+  g_free(plan->mode_reason);
   if (plan->bodies) g_ptr_array_unref(plan->bodies);
   g_free(plan);
 }

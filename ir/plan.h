@@ -115,6 +115,11 @@ typedef struct {
   guint32 n_shared;
   gboolean uncapped;    /* no cap asked for (graph mode): cap is 4096, report "none" */
   const char *cap_note; /* static: why the cap is what it is, or NULL */
+  /* The mode the plan was made for (never AUTO once the library resolved
+   * it: ir/mode.h) and why (owned), or NULL when nobody said (a plan made
+   * by the scheduler alone: the writers then print no mode line). */
+  DrMode mode;
+  char *mode_reason;
   /* The plans of the loop bodies (ir/loops.h): 2 per loop of the graph,
    * in graph->loops order, the body's then the else body's (NULL when
    * the loop has none); each borrows its body graph. NULL when the graph

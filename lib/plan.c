@@ -59,8 +59,9 @@ DrStreamPlan *dr_pipeline_plan(DrPipeline *pipeline, const DrPlanSettings *setti
   g_return_val_if_fail(settings == NULL || settings->max_streams <= DR_MAX_STREAMS_MAX, NULL);
   DrPlanOptions opts;
   DrMode mode;
+  g_autofree char *mode_reason = NULL;
   gboolean wants_queues;
-  dr__plan_options_resolve(pipeline->graph, settings, &opts, &mode, &wants_queues);
+  dr__plan_options_resolve(pipeline->graph, settings, &opts, &mode, &mode_reason, &wants_queues);
   /* opts carries the cap (or uncapped) for `mode`: the planner need not
    * look at the pipeline's own mode. The profile is read here, so the
    * planner opens no file. */
@@ -71,6 +72,8 @@ DrStreamPlan *dr_pipeline_plan(DrPipeline *pipeline, const DrPlanSettings *setti
   opts.durations = profiled;
   DrPlan *plan = dr_plan_build(pipeline->graph, &opts, error);
   if (plan == NULL) return NULL;
+  plan->mode = mode;
+  plan->mode_reason = g_steal_pointer(&mode_reason);
   DrStreamPlan *sp = g_new0(DrStreamPlan, 1);
   sp->plan = plan;
   sp->mode = mode;
@@ -143,6 +146,11 @@ gint dr_stream_plan_node_stream(const DrStreamPlan *plan, const char *id) {
   g_return_val_if_fail(plan != NULL && id != NULL, -1);
   DrId n = dr_graph_find_node(plan->pipeline->graph, id);
   return n == DR_NONE ? -1 : (gint)plan->plan->node_stream[n];
+}
+
+const char *dr_stream_plan_mode_reason(const DrStreamPlan *plan) {
+  g_return_val_if_fail(plan != NULL, NULL);
+  return plan->plan->mode_reason;
 }
 
 DrMode dr_stream_plan_mode(const DrStreamPlan *plan) {

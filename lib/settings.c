@@ -20,6 +20,8 @@
  * one (cuDevicePrimaryCtxGetState and cuCtxGetCurrent only read). */
 #include "lib/settings.h"
 
+#include "ir/mode.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -87,10 +89,17 @@ static guint32 eager_default_cap(const char **note, gboolean *wants_queues) {
 }
 
 void dr__plan_options_resolve(const DrGraph *graph, const DrPlanSettings *settings, DrPlanOptions *opts,
-                              DrMode *mode, gboolean *wants_queues) {
+                              DrMode *mode, char **mode_reason, gboolean *wants_queues) {
   DrPlanSettings none = {0};
   const DrPlanSettings *s = settings ? settings : &none;
-  *mode = s->mode_set ? s->mode : graph->run.mode;
+  DrMode asked = s->mode_set ? s->mode : graph->run.mode;
+  if (asked == DR_MODE_AUTO && s->backend == DR_BACKEND_HOST) {
+    *mode = DR_MODE_STREAMS;
+    *mode_reason = g_strdup("auto: the host backend has no graph mode; its threads run the plan's streams");
+  } else {
+    *mode = dr_mode_resolve(graph, asked, s->iterations ? s->iterations : graph->run.iterations,
+                            s->mode_set ? "--mode" : "run.mode", mode_reason);
+  }
   *wants_queues = FALSE;
   *opts = (DrPlanOptions){0};
   if (s->max_streams > 0) {
@@ -149,7 +158,7 @@ gboolean dr__run_options_from_settings(const DrGraph *graph, const DrRunSettings
   dr_run_options_init(o, graph);
   if (s == NULL) return TRUE;
   g_return_val_if_fail((guint)s->backend < DR_N_BACKENDS, FALSE);
-  g_return_val_if_fail(s->mode == DR_MODE_STREAMS || s->mode == DR_MODE_GRAPH, FALSE);
+  g_return_val_if_fail((guint)s->mode < DR_N_MODES, FALSE);
   g_return_val_if_fail((guint)s->node_timing < DR_N_TIMINGS, FALSE);
   if (s->iterations == 0) {
     g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "pipeline '%s': iterations must be at least 1", graph->name);

@@ -3,7 +3,8 @@
  * (docs/report.md):
  *
  * {"streams", "width", "events" (cross-stream waits), "edges", "cap",
- * "cap_binds", "critical_path_us", "planned_path_us", "antichain": [ids],
+ * "cap_binds", "mode" and "mode_reason" (when the library resolved them),
+ * "critical_path_us", "planned_path_us", "antichain": [ids],
  * "memory": {"peak_serial_bytes", "peak_bound_bytes", "whole_run_bytes",
  * "granule_bytes", "lifetimes", "peak_bound_buffers": [{"buffer",
  * "lifetime", "alloc", "free", "bytes"}]}, "stream_priorities": [names], "nodes": [{"id", "op", "stream",
@@ -28,6 +29,10 @@ static void write_plan(const DrPlan *plan, DrJsonWriter *w) {
   dr__json_member_uint(w, "edges", plan->n_edges);
   dr__json_member_uint(w, "cap", plan->cap);
   dr__json_member_bool(w, "cap_binds", plan->cap_binds);
+  if (plan->mode_reason) {
+    dr__json_member_string(w, "mode", dr_mode_name(plan->mode));
+    dr__json_member_string(w, "mode_reason", plan->mode_reason);
+  }
   dr__json_member_double(w, "critical_path_us", plan->critical_path_us, 3);
   dr__json_member_double(w, "planned_path_us", plan->planned_path_us, 3);
   dr__json_key(w, "antichain");

@@ -156,6 +156,8 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
   } else if (!plan->uncapped) {
     g_string_append(out, " (does not bind)");
   }
+  if (plan->mode_reason)
+    g_string_append_printf(out, "\nmode %s (%s)", dr_mode_name(plan->mode), plan->mode_reason);
   g_string_append_printf(out, "\nevents %u (for %u cross-stream edges)\n", plan->waits->len, cross);
   dr__num_appendf(out, "critical path %.1f us, planned path %.1f us\n", plan->critical_path_us,
                   plan->planned_path_us);

@@ -87,6 +87,7 @@ typedef struct {
   char *name;                 /* the pipeline's name */
   const char *backend;        /* "host" | "cuda" */
   const char *mode;           /* "streams" | "graph" (the host reports "streams") */
+  char *mode_reason;          /* why that mode (ir/mode.h: "auto: ...", "set by ..."), or NULL */
   guint32 iterations, warmup; /* iterations: timed iterations done */
   gboolean interrupted;       /* DrRunOptions.stop ended the run early */
   guint32 iterations_requested;

@@ -114,7 +114,7 @@ typedef struct DrStreamPlan DrStreamPlan;
 typedef struct DrRunReport DrRunReport;
 
 /* Returns a new empty pipeline named `name` (NULL: "pipeline") with the
- * built-in kernels registered and the default run settings (streams mode,
+ * built-in kernels registered and the default run settings (auto mode,
  * 10 iterations, 2 warmup). Free with dr_pipeline_free. */
 DrPipeline *dr_pipeline_new(const char *name);
 
@@ -390,7 +390,12 @@ typedef struct {
   const char *profile_path; /* NULL, or a run report JSON (dr_run_report_write_json)
                                whose measured durations replace the cost model */
   gboolean mode_set;        /* TRUE: plan for `mode`, not the pipeline's run mode */
-  DrMode mode;
+  DrMode mode;              /* auto (the default run.mode): see DR_MODE_LIST */
+  /* What auto resolves with: the timed iterations the run will make (0:
+   * the pipeline's run.iterations) and the backend it will use (auto:
+   * CUDA assumed; host: auto means streams, the host has no graph). */
+  guint iterations;
+  DrBackendKind backend;
 } DrPlanSettings;
 
 /* Validates the pipeline when not yet done, then plans it. Returns a new
@@ -415,9 +420,13 @@ guint dr_stream_plan_step_n_waits(const DrStreamPlan *plan, guint step);
 const char *dr_stream_plan_step_wait(const DrStreamPlan *plan, guint step, guint wait);
 /* The stream of node `id`, or -1 when there is no such node. */
 gint dr_stream_plan_node_stream(const DrStreamPlan *plan, const char *id);
-/* The mode the plan was made for, its stream cap (0: none) and why the
- * cap is what it is (static storage, e.g. "set by max_streams"). */
+/* The mode the plan was made for (streams or graph: auto is resolved by
+ * DrPlanSettings' rule), its stream cap (0: none) and why the cap is what
+ * it is (static storage, e.g. "set by max_streams"). */
 DrMode dr_stream_plan_mode(const DrStreamPlan *plan);
+/* Why the plan's mode is what it is ("auto: 10 iterations and every node
+ * capturable", "set by run.mode"): borrowed from the plan. */
+const char *dr_stream_plan_mode_reason(const DrStreamPlan *plan);
 guint dr_stream_plan_cap(const DrStreamPlan *plan);
 const char *dr_stream_plan_cap_note(const DrStreamPlan *plan);
 

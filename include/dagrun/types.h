@@ -134,10 +134,16 @@ typedef enum {
 } DrWhere;
 
 /* X(ENUM_SUFFIX, spelling): how the CUDA backend issues an iteration
- * (`run.mode`, --mode): eagerly on streams, or as a captured CUDA graph. */
+ * (`run.mode`, --mode): eagerly on streams, or as a captured CUDA graph,
+ * or auto (the default since #18): graph when the pipeline iterates
+ * (more than one timed iteration) and every node is capturable, streams
+ * otherwise (ir/mode.h says what is capturable). A plan and a run resolve
+ * auto to one of the other two and say why. AUTO is last so that STREAMS
+ * and GRAPH keep the values they had. */
 #define DR_MODE_LIST(X) \
   X(STREAMS, "streams") \
-  X(GRAPH, "graph")
+  X(GRAPH, "graph")     \
+  X(AUTO, "auto")
 
 typedef enum {
 #define DR_X(e, s) DR_MODE_##e,

@@ -108,9 +108,71 @@ static void test_plan_same_as_library(void) {
   g_assert_cmpuint(compared, >=, 2 * 4 * 2 * 20);
 }
 
+/* mode: auto (the default): a while: loop is not capturable yet, so
+ * streams, naming the loop; the run report says why too, and the host
+ * backend's note when it ran there; run.mode forces one. */
+static void test_mode_auto(void) {
+  static const char loop_yaml[] =
+      "dagrun: 1\nbuffers: {b: {type: f32, count: 32}, go: {type: i32, count: 1}}\n"
+      "nodes:\n  l:\n    op: loop\n    while: go\n    nodes:\n"
+      "      check: {op: kernel, kernel: set_while_gt_f32, args: {x: b, tol: 1.0, cond: go}}\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_load_string("loop.yaml", loop_yaml, -1, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_stream_plan_mode(plan), ==, DR_MODE_STREAMS);
+  g_assert_cmpstr(dr_stream_plan_mode_reason(plan), ==,
+                  "auto: node 'l' is a while: loop (CUDA conditional nodes are not built)");
+  g_autoptr(GString) text = g_string_new(NULL);
+  dr_stream_plan_write_text(plan, text);
+  g_assert_nonnull(strstr(text->str, "\nmode streams (auto: node 'l' is a while: loop"));
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_stream_plan_write_json(plan, json);
+  g_assert_nonnull(strstr(json->str, "\"mode\": \"streams\", \"mode_reason\": \"auto: node 'l'"));
+
+  static const char plain[] =
+      "dagrun: 1\nbuffers: {a: {type: f32, count: 64}}\nnodes:\n  x: {op: memset, dst: a, value: 1}\n";
+  g_autoptr(DrPipeline) q = dr_pipeline_load_string("plain.yaml", plain, -1, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrStreamPlan) qp = dr_pipeline_plan(q, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_stream_plan_mode(qp), ==, DR_MODE_GRAPH);
+  DrRunSettings rs;
+  dr_run_settings_init(&rs, q);
+  g_assert_cmpint(rs.mode, ==, DR_MODE_AUTO);
+  rs.backend = DR_BACKEND_HOST;
+  rs.iterations = 2;
+  rs.warmup = 0;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(qp, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_run_report_mode(r), ==, "streams");
+  g_autoptr(GString) rt = g_string_new(NULL);
+  dr_run_report_write_text(r, rt);
+  g_assert_nonnull(
+      strstr(rt->str,
+             "mode streams (auto: the host backend has no graph mode; its threads run the plan's streams), 2 "
+             "iterations"));
+  g_autoptr(GString) rj = g_string_new(NULL);
+  dr_run_report_write_json(r, rj);
+  g_assert_nonnull(strstr(rj->str, "\"mode_reason\": \"auto: the host backend has no graph mode"));
+
+  static const char forced[] =
+      "dagrun: 1\nrun: {mode: streams}\nbuffers: {a: {type: f32, count: 64}}\n"
+      "nodes:\n  x: {op: memset, dst: a, value: 1}\n";
+  g_autoptr(DrPipeline) f = dr_pipeline_load_string("forced.yaml", forced, -1, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrStreamPlan) fp = dr_pipeline_plan(f, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_stream_plan_mode(fp), ==, DR_MODE_STREAMS);
+  g_assert_cmpstr(dr_stream_plan_mode_reason(fp), ==, "set by run.mode");
+}
+
 /* The library's cap rule (DrPlanSettings): the caller's, the pipeline's,
  * none in graph mode, CUDA_DEVICE_MAX_CONNECTIONS, else 32 here (no CUDA
- * context: this process never touches the driver). */
+ * context: this process never touches the driver). Mode auto (the
+ * default) is streams for one iteration and graph for the pipeline's 10;
+ * on the host backend always streams. */
 static void test_cap_rule(void) {
   static const char yaml[] =
       "dagrun: 1\nbuffers: {a: {type: f32, count: 64}, b: {type: f32, count: 64}}\n"
@@ -123,13 +185,48 @@ static void test_cap_rule(void) {
     DrPlanSettings s;
     guint cap;
     const char *note;
+    DrMode mode;
+    const char *reason;
   } cases[] = {
-      {NULL, {0}, 32, "default: dagrun asks the driver for 32 queues"},
-      {"3", {0}, 3, "from CUDA_DEVICE_MAX_CONNECTIONS"},
-      {"99", {0}, 8, "CUDA_DEVICE_MAX_CONNECTIONS is not 1..32: the driver's default queues"},
-      {"3", {.max_streams = 5}, 5, "set by max_streams"},
-      {NULL, {.mode_set = TRUE, .mode = DR_MODE_GRAPH}, 0, "graph mode has no cap"},
-      {NULL, {.max_streams = 2, .mode_set = TRUE, .mode = DR_MODE_GRAPH}, 2, "set by max_streams"},
+      {NULL,
+       {.iterations = 1},
+       32,
+       "default: dagrun asks the driver for 32 queues",
+       DR_MODE_STREAMS,
+       "auto: 1 iteration, nothing to replay"},
+      {"3", {.iterations = 1}, 3, "from CUDA_DEVICE_MAX_CONNECTIONS", DR_MODE_STREAMS, NULL},
+      {"99",
+       {.iterations = 1},
+       8,
+       "CUDA_DEVICE_MAX_CONNECTIONS is not 1..32: the driver's default queues",
+       DR_MODE_STREAMS,
+       NULL},
+      {"3", {.max_streams = 5}, 5, "set by max_streams", DR_MODE_GRAPH, NULL},
+      {NULL,
+       {.mode_set = TRUE, .mode = DR_MODE_GRAPH},
+       0,
+       "graph mode has no cap",
+       DR_MODE_GRAPH,
+       "set by --mode"},
+      {NULL,
+       {.max_streams = 2, .mode_set = TRUE, .mode = DR_MODE_GRAPH},
+       2,
+       "set by max_streams",
+       DR_MODE_GRAPH,
+       NULL},
+      {NULL, {0}, 0, "graph mode has no cap", DR_MODE_GRAPH, "auto: 10 iterations and every node capturable"},
+      {NULL,
+       {.backend = DR_BACKEND_HOST},
+       32,
+       "default: dagrun asks the driver for 32 queues",
+       DR_MODE_STREAMS,
+       "auto: the host backend has no graph mode; its threads run the plan's streams"},
+      {NULL,
+       {.mode_set = TRUE, .mode = DR_MODE_STREAMS},
+       32,
+       "default: dagrun asks the driver for 32 queues",
+       DR_MODE_STREAMS,
+       "set by --mode"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     if (cases[i].env)
@@ -140,7 +237,8 @@ static void test_cap_rule(void) {
     g_assert_no_error(error);
     g_assert_cmpuint(dr_stream_plan_cap(plan), ==, cases[i].cap);
     g_assert_cmpstr(dr_stream_plan_cap_note(plan), ==, cases[i].note);
-    g_assert_cmpint(dr_stream_plan_mode(plan), ==, cases[i].s.mode_set ? cases[i].s.mode : DR_MODE_STREAMS);
+    g_assert_cmpint(dr_stream_plan_mode(plan), ==, cases[i].mode);
+    if (cases[i].reason) g_assert_cmpstr(dr_stream_plan_mode_reason(plan), ==, cases[i].reason);
   }
   g_unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
   /* The pipeline's own max_streams. */
@@ -220,7 +318,8 @@ static void test_no_effect(void) {
   g_assert_cmpint(rc, ==, 0);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPipeline) p = dr_pipeline_load_file("graphs/priority.yaml", &error);
-  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  DrPlanSettings one = {.iterations = 1}; /* auto: one iteration is streams */
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, &one, &error);
   DrRunSettings rs;
   dr_run_settings_init(&rs, p);
   rs.iterations = 1;
@@ -377,6 +476,7 @@ int main(int argc, char **argv) {
   g_unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
   g_test_add_func("/cli/plan/same-as-library", test_plan_same_as_library);
   g_test_add_func("/cli/plan/cap-rule", test_cap_rule);
+  g_test_add_func("/cli/plan/mode-auto", test_mode_auto);
   g_test_add_func("/cli/flags/ranges", test_ranges);
   g_test_add_func("/cli/flags/no-effect", test_no_effect);
   g_test_add_func("/cli/outputs/before-run", test_outputs_before_run);
