@@ -26,6 +26,7 @@ void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
   opts->warmup = graph->run.warmup;
   opts->device = graph->run.device;
   opts->graph_fallback = graph->run.fallback_streams;
+  opts->issue_threads = graph->run.issue_threads;
   opts->node_timing = DR_TIMING_AUTO;
 }
 

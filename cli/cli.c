@@ -33,10 +33,11 @@ typedef struct {
   /* NULL (in-process callers), or the real stdout: big outputs (--plan
    * --format=json) are streamed to it instead of built in `out`. */
   FILE *stdout_file;
-  gint iterations, warmup, max_streams, device;
+  gint iterations, warmup, max_streams, device, issue_threads;
   char *memory_limit;         /* --memory-limit=SIZE as given */
   guint64 memory_limit_bytes; /* parsed by validate */
   gboolean memory_curve;
+  gboolean explain;
   char **files;
 } Options;
 
@@ -202,13 +203,16 @@ static int validate(Options *o, GString *err) {
   if (!in_range(o->iterations, "iterations", 1, DR_ITERATIONS_MAX, err) ||
       !in_range(o->warmup, "warmup", 0, DR_ITERATIONS_MAX, err) ||
       !in_range(o->max_streams, "max-streams", 1, DR_MAX_STREAMS_MAX, err) ||
-      !in_range(o->device, "device", 0, DR_DEVICE_MAX, err))
+      !in_range(o->device, "device", 0, DR_DEVICE_MAX, err) ||
+      !in_range(o->issue_threads, "issue-threads", 0, DR_ISSUE_THREADS_MAX, err))
     return 64;
   if (o->delay_seed < 0) return usage_error(err, "--delay-seed must not be negative");
   if (o->memory_limit && !parse_size(o->memory_limit, &o->memory_limit_bytes))
     return usage_error(err, "--memory-limit must be a size in bytes (e.g. 512MiB, 2Gi, 1048576); not '%s'",
                        o->memory_limit);
   if (o->memory_curve && !o->plan) return usage_error(err, "--memory-curve needs --plan");
+  if (o->explain && !(o->plan && o->profile))
+    return usage_error(err, "--explain needs --plan and --profile=FILE (a JSON run report to explain)");
   return 0;
 }
 
@@ -223,6 +227,7 @@ static const char *run_flag(const Options *o) {
   if (o->timing) return "--timing";
   if (o->delay_seed != 0) return "--delay-seed";
   if (o->device != UNSET) return "--device";
+  if (o->issue_threads != UNSET) return "--issue-threads";
   if (o->fallback) return "--fallback";
   if (o->dot_cuda_graph) return "--dot-cuda-graph";
   if (o->sort) return "--sort";
@@ -297,6 +302,7 @@ static void run_settings(const Options *o, const DrPipeline *pipeline, DrRunSett
   if (o->iterations != UNSET) rs->iterations = (guint)o->iterations;
   if (o->warmup != UNSET) rs->warmup = (guint)o->warmup;
   if (o->device != UNSET) rs->device = o->device;
+  if (o->issue_threads != UNSET) rs->issue_threads = (guint)o->issue_threads;
   if (o->fallback) rs->graph_fallback = strcmp(o->fallback, "streams") == 0;
   if (o->backend) dr_backend_kind_from_name(o->backend, &rs->backend);
   if (o->timing) dr_timing_mode_from_name(o->timing, &rs->node_timing);
@@ -440,6 +446,7 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, GString *out, GS
     else
       dr_stream_plan_write_text(plan, out);
     if (json) g_string_append_c(out, '\n');
+    if (o->explain && !json) dr_stream_plan_write_explain(plan, out);
     if (o->memory_curve && !dr_pipeline_write_memory_curve(pipeline, 5, out, &error))
       return report_error(err, error);
     return 0;
@@ -485,6 +492,7 @@ int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, G
                .warmup = UNSET,
                .max_streams = UNSET,
                .device = UNSET,
+               .issue_threads = UNSET,
                .stdout_file = stdout_file};
   GOptionEntry entries[] = {
       {"check", 0, 0, G_OPTION_ARG_NONE, &o.check, "Validate the pipeline only", NULL},
@@ -510,6 +518,8 @@ int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, G
       {"warmup", 0, 0, G_OPTION_ARG_INT, &o.warmup, "Untimed iterations first (0..2147483647)", "N"},
       {"max-streams", 0, 0, G_OPTION_ARG_INT, &o.max_streams, "Cap on the streams used (1..1024)", "N"},
       {"device", 0, 0, G_OPTION_ARG_INT, &o.device, "CUDA device ordinal (0..1023)", "N"},
+      {"issue-threads", 0, 0, G_OPTION_ARG_INT, &o.issue_threads,
+       "Streams mode on CUDA: host threads issuing each iteration (0..8; 0: from the DAG's width)", "N"},
       {"verify", 0, 0, G_OPTION_ARG_NONE, &o.verify, "Compare against the serial run", NULL},
       {"kernels", 0, 0, G_OPTION_ARG_NONE, &o.kernels, "List the built-in kernels and their parameters",
        NULL},
@@ -536,6 +546,8 @@ int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, G
       {"memory-limit", 0, 0, G_OPTION_ARG_STRING, &o.memory_limit,
        "Most device bytes live at once: add ordering edges until the certified peak fits (memory.limit)",
        "SIZE"},
+      {"explain", 0, 0, G_OPTION_ARG_NONE, &o.explain,
+       "With --plan --profile: split the gap between the measured makespan and the critical path", NULL},
       {"memory-curve", 0, 0, G_OPTION_ARG_NONE, &o.memory_curve,
        "With --plan: width and estimated critical path for limits from the serial peak to the bound", NULL},
       {"sort", 0, 0, G_OPTION_ARG_STRING, &o.sort,

@@ -423,6 +423,7 @@ static void dump_run(const DrGraph *graph, GString *out) {
   if (r->fallback_streams) g_string_append_printf(out, " fallback=%s", dr_fallback_name(DR_FALLBACK_STREAMS));
   if (r->memory_limit_set) g_string_append_printf(out, " memory_limit=%" G_GUINT64_FORMAT, r->memory_limit);
   if (r->reuse) g_string_append(out, " reuse=auto");
+  if (r->issue_threads) g_string_append_printf(out, " issue_threads=%u", r->issue_threads);
   for (guint32 i = 0; i < r->n_devices; i++)
     g_string_append_printf(out, "%s%d%s", i == 0 ? " devices=[" : ",", r->devices[i],
                            i + 1 == r->n_devices ? "]" : "");

@@ -125,23 +125,24 @@ void dr__queue_count_request(gboolean wants_queues, DrBackendKind backend) {
 /* ---- run settings ------------------------------------------------------- */
 
 /* The fields DrRunSettings and DrRunOptions share, copied in one place. */
-#define RUN_FIELDS(X) \
-  X(backend)          \
-  X(mode)             \
-  X(iterations)       \
-  X(warmup)           \
-  X(verify)           \
-  X(delay_seed)       \
-  X(delay_max_us)     \
-  X(device)           \
-  X(node_timing)      \
-  X(trace_path)       \
-  X(timeline_path)    \
-  X(progress)         \
-  X(host_output)      \
-  X(stop)             \
-  X(graph_fallback)   \
-  X(cuda_graph_dot_path)
+#define RUN_FIELDS(X)    \
+  X(backend)             \
+  X(mode)                \
+  X(iterations)          \
+  X(warmup)              \
+  X(verify)              \
+  X(delay_seed)          \
+  X(delay_max_us)        \
+  X(device)              \
+  X(node_timing)         \
+  X(trace_path)          \
+  X(timeline_path)       \
+  X(progress)            \
+  X(host_output)         \
+  X(stop)                \
+  X(graph_fallback)      \
+  X(cuda_graph_dot_path) \
+  X(issue_threads)
 
 void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline) {
   g_return_if_fail(settings != NULL && pipeline != NULL);

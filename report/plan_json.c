@@ -14,6 +14,7 @@
  * hands its buffer to the file every 64 KiB), so a million-node plan does
  * not have to be built in memory. O(V + waits). */
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "report/json.h"
@@ -35,6 +36,19 @@ static void write_plan(const DrPlan *plan, DrJsonWriter *w) {
   }
   dr__json_member_double(w, "critical_path_us", plan->critical_path_us, 3);
   dr__json_member_double(w, "planned_path_us", plan->planned_path_us, 3);
+  if (plan->prediction) {
+    const DrPlanPrediction *p = plan->prediction;
+    dr__json_key(w, "prediction");
+    dr__json_begin_object(w);
+    dr__json_member_string(w, "mode", dr_mode_name(p->mode));
+    dr__json_member_double(w, "predicted_us", p->predicted_us, 3);
+    dr__json_member_double(w, "measured_us", isfinite(p->measured_us) ? p->measured_us : NAN, 3);
+    dr__json_member_double(w, "cap_us", p->capped_us - p->critical_path_us, 3);
+    dr__json_member_double(w, "launch_us", p->launched_us - p->capped_us, 3);
+    dr__json_member_double(w, "waits_us", p->waited_us - p->launched_us, 3);
+    dr__json_member_double(w, "transfers_us", p->predicted_us - p->waited_us, 3);
+    dr__json_end_object(w);
+  }
   dr__json_key(w, "antichain");
   dr__json_begin_array(w);
   for (guint32 i = 0; i < plan->antichain->len; i++)

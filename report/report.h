@@ -314,6 +314,17 @@ gboolean dr_profile_read(const char *path, const DrGraph *graph, double *dur, GE
  * with dr_profile_read's error. */
 double *dr_profile_durations(const char *path, const DrGraph *graph, GError **error);
 
+/* The profile's median makespan (NAN when it has none) and mode (a new
+ * string, NULL when it has none); FALSE with DR_ERROR_IO as
+ * dr_profile_read. */
+gboolean dr_profile_makespan(const char *path, double *makespan_us, char **mode, GError **error);
+
+/* After a --profile: the predicted makespan line of --plan (nothing when
+ * the plan has no prediction), and --explain's split of the gap between
+ * the measured makespan and the critical path (plan_text.c). */
+void dr_plan_write_prediction(const DrPlan *plan, GString *out);
+void dr_plan_write_explain(const DrPlan *plan, GString *out);
+
 /* Appends one report made of the run reports of every rank of an MPI job,
  * `reports` [n] (index = rank) as dr_report_write_text or _write_json wrote
  * them: the layout is report/ranks.c's (and dagrun.h's

@@ -10,8 +10,10 @@
  * The walk decides the order and which part does each piece: the waits and
  * events are streams.c's, the timing timing.c's, copies, memsets and
  * stream-ordered allocations memory.c's, launches launch.c's. A capture
- * (graph.c) runs the same walk with its hooks. This file owns no CUDA
- * handle. */
+ * (graph.c) runs the same walk with its hooks. Eagerly, with more than one
+ * issue thread (threads.c, b->threads), the steps go through
+ * dr__cuda_threads_issue instead of the loop here: the fork and the joins
+ * stay on this thread. This file owns no CUDA handle. */
 #include "backends/cuda/cuda.h"
 
 /* Enqueues node `v`'s work on `st`: bound built-in `k` (DR_NONE: none), or
@@ -112,6 +114,11 @@ static gboolean issue_step(const Walk *w, const DrPlanStep *step, GError **error
   return ok;
 }
 
+/* issue_step as a DrCudaStepFn (threads.c). */
+static gboolean issue_step_fn(const void *walk, const DrPlanStep *step, GError **error) {
+  return issue_step(walk, step, error);
+}
+
 gboolean dr__cuda_issue_iteration(DrBackend *b, const DrCudaCapture *capture, GError **error) {
   const DrCudaStreams *s = &b->streams;
   const DrCudaTiming *t = &b->timing;
@@ -122,9 +129,13 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, const DrCudaCapture *capture, GE
     w.t_end = t->t_end + slot;
   }
   if (!dr__cuda_timing_start_stamp(t, s->origin, error) || !dr__cuda_streams_fork(s, error)) return FALSE;
-  const DrPlanStep *steps = (const DrPlanStep *)(void *)b->plan->steps->data;
-  for (guint32 i = 0, n_steps = b->plan->steps->len; i < n_steps; i++)
-    if (!issue_step(&w, &steps[i], error)) return FALSE;
+  if (capture == NULL && b->threads != NULL) {
+    if (!dr__cuda_threads_issue(b->threads, issue_step_fn, &w, error)) return FALSE;
+  } else {
+    const DrPlanStep *steps = (const DrPlanStep *)(void *)b->plan->steps->data;
+    for (guint32 i = 0, n_steps = b->plan->steps->len; i < n_steps; i++)
+      if (!issue_step(&w, &steps[i], error)) return FALSE;
+  }
   for (guint32 k = 0; k < s->n_streams; k++)
     if (!dr__cuda_streams_join(s, k, error) || !dr__cuda_timing_join(t, k, s->origin, error)) return FALSE;
   return TRUE;
@@ -140,6 +151,22 @@ gboolean dr__cuda_bind(DrBackend *b, GError **error) {
 }
 
 /* ---- streams mode ------------------------------------------------------- */
+
+/* A worker's first act: the run's device is current on its thread too
+ * (the runtime's current device is per host thread). */
+static gboolean thread_init(gpointer data, GError **error) {
+  const DrBackend *b = data;
+  return DR_CUDA(DR_SITE_SETUP("an issue thread"), cudaSetDevice, b->streams.devices[0].ordinal);
+}
+
+/* Streams mode's setup end: bind, and start the issue threads the plan
+ * and run.issue_threads ask for (threads.h), once. */
+static gboolean streams_prepare(DrBackend *b, GError **error) {
+  if (!dr__cuda_bind(b, error)) return FALSE;
+  guint32 n = dr__cuda_threads_count(b->plan, b->opts.issue_threads);
+  if (b->threads == NULL && n > 1) b->threads = dr__cuda_threads_new(b->plan, n, thread_init, b);
+  return TRUE;
+}
 
 static gboolean streams_issue(DrBackend *b, GError **error) {
   return dr__cuda_issue_iteration(b, NULL, error);
@@ -170,7 +197,7 @@ const DrCudaMode dr__cuda_streams_mode = {
     .stamps_aside = FALSE,
     .kernel_stamps = TRUE,
     .early_launch = TRUE,
-    .prepare = dr__cuda_bind,
+    .prepare = streams_prepare,
     .issue = streams_issue,
     .args_changed = streams_args_changed,
     .buffer_moved = streams_buffer_moved,

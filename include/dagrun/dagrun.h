@@ -430,6 +430,19 @@ const char *dr_stream_plan_mode_reason(const DrStreamPlan *plan);
 guint dr_stream_plan_cap(const DrStreamPlan *plan);
 const char *dr_stream_plan_cap_note(const DrStreamPlan *plan);
 
+/* After a plan made with DrPlanSettings.profile_path: TRUE with the
+ * predicted makespan (a list-scheduling simulation of the plan's streams
+ * with the profile's durations and the launch, wait and copy-engine costs
+ * of an H200: docs/format.md, "Prediction") and the profile's measured
+ * makespan (NAN when it has none); FALSE without a profile. Either
+ * pointer may be NULL. */
+gboolean dr_stream_plan_predicted(const DrStreamPlan *plan, double *predicted_us, double *measured_us);
+/* Appends `dagrun --plan --explain`'s text: the gap between the measured
+ * makespan and the critical path split into false serialization from the
+ * stream cap, launch overhead, waits, transfers and what is not explained
+ * (one line saying so without a profile). */
+void dr_stream_plan_write_explain(const DrStreamPlan *plan, GString *out);
+
 /* Appends the plan as `dagrun --plan` prints it (text), as its JSON
  * object (--format=json), or as a Graphviz digraph (--dot). */
 void dr_stream_plan_write_text(const DrStreamPlan *plan, GString *out);
@@ -493,6 +506,11 @@ typedef struct {
    * captured graph (cudaGraphDebugDotPrint, verbose), once it is captured;
    * other runs write nothing. `dagrun --dot-cuda-graph`. */
   const char *cuda_graph_dot_path;
+  /* Streams mode on CUDA: host threads that issue each iteration, one per
+   * group of streams (1..DR_ISSUE_THREADS_MAX; 0: chosen from the plan's
+   * width and size, 1 for narrow DAGs, always 1 with collectives or
+   * loops). The pipeline's run.issue_threads, `dagrun --issue-threads`. */
+  guint issue_threads;
 } DrRunSettings;
 
 /* Fills `settings` from the pipeline's run settings: its mode, iterations,

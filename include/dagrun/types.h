@@ -152,6 +152,11 @@ typedef enum {
       DR_N_MODES
 } DrMode;
 
+/* The most host threads that issue an eager iteration on CUDA
+ * (run.issue_threads, --issue-threads: 0 picks; an H200 probe saw the
+ * driver scale to ~2.5x at 8 threads and no further). */
+#define DR_ISSUE_THREADS_MAX 8
+
 /* X(ENUM_SUFFIX, spelling): what a graph-mode run does when its iteration
  * cannot be captured (`run.fallback`, --fallback): fail, or run eagerly on
  * streams. */

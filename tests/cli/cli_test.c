@@ -168,6 +168,103 @@ static void test_mode_auto(void) {
   g_assert_cmpstr(dr_stream_plan_mode_reason(fp), ==, "set by run.mode");
 }
 
+/* A profile (a JSON run report) with these node durations and makespan,
+ * written under TEST_TMPDIR; returns its path. */
+static char *write_profile(const char *name, const char *mode, double makespan, const char *const *ids,
+                           const double *us, guint n) {
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  char *path = g_build_filename(tmp ? tmp : g_get_tmp_dir(), name, NULL);
+  g_autoptr(GString) j = g_string_new(NULL);
+  g_string_append_printf(j, "{\"schema\": 1, \"mode\": \"%s\", \"makespan_us\": %.3f, \"nodes\": [", mode,
+                         makespan);
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf(j, "%s{\"id\": \"%s\", \"duration_us\": %.3f}", i ? ", " : "", ids[i], us[i]);
+  g_string_append(j, "]}\n");
+  g_assert_true(g_file_set_contents(path, j->str, -1, NULL));
+  return path;
+}
+
+/* #18.4: after a profile, --plan predicts the makespan by list scheduling
+ * over the plan's streams, exactly: three independent memsets of 10, 20
+ * and 30 us on one stream (max_streams 1) issued eagerly at 4 us a launch
+ * end at 4 + 60 = 64 us (critical path 30: the cap costs 30, launches 4);
+ * in graph mode each node adds 0.6 us: 61.8. Two device-to-host copies of
+ * 5 us on two streams share one copy engine: launched at 4 and 8 us, the
+ * second starts when the first ends (9) and ends at 14, 1 us later than
+ * without the engine (transfers 1.0). */
+static void test_prediction(void) {
+  static const char yaml[] =
+      "dagrun: 1\nbuffers: {a: {type: f32, count: 64}, b: {type: f32, count: 64}, c: {type: f32, count: "
+      "64}}\n"
+      "nodes:\n  x: {op: memset, dst: a, value: 1}\n  y: {op: memset, dst: b, value: 2}\n"
+      "  z: {op: memset, dst: c, value: 3}\n";
+  const char *ids[] = {"x", "y", "z"};
+  const double us[] = {10, 20, 30};
+  g_autofree char *prof = write_profile("predict.json", "streams", 70, ids, us, 3);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_load_string("predict.yaml", yaml, -1, &error);
+  g_assert_no_error(error);
+  DrPlanSettings s = {.max_streams = 1, .profile_path = prof, .mode_set = TRUE, .mode = DR_MODE_STREAMS};
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, &s, &error);
+  g_assert_no_error(error);
+  double predicted = 0, measured = 0;
+  g_assert_true(dr_stream_plan_predicted(plan, &predicted, &measured));
+  g_assert_cmpfloat_with_epsilon(predicted, 64.0, 1e-9);
+  g_assert_cmpfloat_with_epsilon(measured, 70.0, 1e-9);
+  g_autoptr(GString) text = g_string_new(NULL);
+  dr_stream_plan_write_text(plan, text);
+  g_assert_nonnull(
+      strstr(text->str,
+             "predicted makespan 64.0 us (streams mode; the profile measured 70.0 us in streams mode: "
+             "-8.6%)\n"));
+  g_autoptr(GString) ex = g_string_new(NULL);
+  dr_stream_plan_write_explain(plan, ex);
+  g_assert_cmpstr(ex->str, ==,
+                  "explain: measured makespan 70.0 us, critical path 30.0 us, gap 40.0 us\n"
+                  "  false serialization from the stream cap          30.0 us\n"
+                  "  launch overhead                                   4.0 us\n"
+                  "  waits (host calls and cross-stream edges)         0.0 us\n"
+                  "  transfers (one copy engine per direction)         0.0 us\n"
+                  "  not explained (measured - predicted)              6.0 us\n");
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_stream_plan_write_json(plan, json);
+  g_assert_nonnull(strstr(json->str,
+                          "\"prediction\": {\"mode\": \"streams\", \"predicted_us\": 64.000, "
+                          "\"measured_us\": 70.000, \"cap_us\": 30.000, \"launch_us\": 4.000"));
+
+  DrPlanSettings gs = {.max_streams = 1, .profile_path = prof, .mode_set = TRUE, .mode = DR_MODE_GRAPH};
+  g_autoptr(DrStreamPlan) gp = dr_pipeline_plan(p, &gs, &error);
+  g_assert_no_error(error);
+  g_assert_true(dr_stream_plan_predicted(gp, &predicted, NULL));
+  g_assert_cmpfloat_with_epsilon(predicted, 61.8, 1e-9);
+
+  static const char copies[] =
+      "dagrun: 1\nbuffers:\n  a: {type: f32, count: 64, init: zeros}\n  b: {type: f32, count: 64, init: "
+      "zeros}\n"
+      "  ha: {type: f32, count: 64, where: host}\n  hb: {type: f32, count: 64, where: host}\n"
+      "nodes:\n  da: {op: copy, src: a, dst: ha}\n  db: {op: copy, src: b, dst: hb}\n";
+  const char *cids[] = {"da", "db"};
+  const double cus[] = {5, 5};
+  g_autofree char *cprof = write_profile("copies.json", "streams", 14, cids, cus, 2);
+  g_autoptr(DrPipeline) c = dr_pipeline_load_string("copies.yaml", copies, -1, &error);
+  g_assert_no_error(error);
+  DrPlanSettings cs = {.max_streams = 2, .profile_path = cprof, .mode_set = TRUE, .mode = DR_MODE_STREAMS};
+  g_autoptr(DrStreamPlan) cp = dr_pipeline_plan(c, &cs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_stream_plan_n_streams(cp), ==, 2);
+  g_assert_true(dr_stream_plan_predicted(cp, &predicted, NULL));
+  g_assert_cmpfloat_with_epsilon(predicted, 14.0, 1e-9);
+  g_autoptr(GString) cex = g_string_new(NULL);
+  dr_stream_plan_write_explain(cp, cex);
+  g_assert_nonnull(strstr(cex->str, "  transfers (one copy engine per direction)         1.0 us\n"));
+  g_assert_nonnull(strstr(cex->str, "  launch overhead                                   8.0 us\n"));
+  /* Without a profile there is no prediction. */
+  g_autoptr(DrStreamPlan) none = dr_pipeline_plan(c, NULL, &error);
+  g_assert_false(dr_stream_plan_predicted(none, NULL, NULL));
+  g_remove(prof);
+  g_remove(cprof);
+}
+
 /* The library's cap rule (DrPlanSettings): the caller's, the pipeline's,
  * none in graph mode, CUDA_DEVICE_MAX_CONNECTIONS, else 32 here (no CUDA
  * context: this process never touches the driver). Mode auto (the
@@ -477,6 +574,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/plan/same-as-library", test_plan_same_as_library);
   g_test_add_func("/cli/plan/cap-rule", test_cap_rule);
   g_test_add_func("/cli/plan/mode-auto", test_mode_auto);
+  g_test_add_func("/cli/plan/prediction", test_prediction);
   g_test_add_func("/cli/flags/ranges", test_ranges);
   g_test_add_func("/cli/flags/no-effect", test_no_effect);
   g_test_add_func("/cli/outputs/before-run", test_outputs_before_run);
