@@ -1,7 +1,7 @@
 /* threads.c: streams mode's issue from several host threads (threads.h says
  * why, how the streams are split and why it cannot deadlock).
  *
- * Synchronization, all on GLib primitives: each node has a published
+ * Synchronization: each node has a published
  * generation (done_gen, an atomic int): its owner stores the iteration's
  * generation after the step that records its completion event returned.
  * A waiter spins briefly on it, then sleeps on `cond`, counting itself in
@@ -12,8 +12,15 @@
  * broadcast is made under `lock`, which the waiter holds from its count to
  * its cond_wait, so no wake-up is lost. The iteration's start (`go`) and
  * end (`finished`) go through the same lock. This file makes no CUDA call:
- * the step and init functions do. */
+ * the step and init functions do.
+ *
+ * The lock and conditions are pthread's rather than GMutex and GCond, as
+ * in backends/host.c: GLib's are futex-based inside a static library that
+ * sanitizers do not instrument, so --config=tsan would not see their
+ * happens-before edges. The threads are GThreads. */
 #include "backends/cuda/threads.h"
+
+#include <pthread.h>
 
 /* Spins on a node's generation before sleeping: the owner is usually a
  * few launches (~4 us each) away. */
@@ -30,12 +37,12 @@ struct DrCudaThreads {
   gpointer init_data;
   GThread **workers; /* [n_threads]; [0] unused (the caller) */
 
-  GMutex lock;
-  GCond cond;     /* a node was published, or abort */
-  GCond go;       /* a new iteration (or quit) for the workers */
-  GCond finished; /* a worker stopped issuing */
-  gint waiters;   /* atomic: threads asleep (or about to be) on cond */
-  gint abort;     /* atomic: a step failed this iteration */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;     /* a node was published, or abort */
+  pthread_cond_t go;       /* a new iteration (or quit) for the workers */
+  pthread_cond_t finished; /* a worker stopped issuing */
+  gint waiters;            /* atomic: threads asleep (or about to be) on cond */
+  gint abort;              /* atomic: a step failed this iteration */
   /* Under lock: */
   guint32 round;   /* iterations started */
   guint32 running; /* workers still issuing this round */
@@ -62,14 +69,14 @@ guint32 dr__cuda_threads_count(const DrPlan *plan, guint32 asked) {
 guint32 dr__cuda_threads_n(const DrCudaThreads *t) { return t ? t->n_threads : 1; }
 
 static void fail(DrCudaThreads *t, GError *e) {
-  g_mutex_lock(&t->lock);
+  pthread_mutex_lock(&t->lock);
   if (t->error == NULL)
     t->error = e;
   else
     g_error_free(e);
   g_atomic_int_set(&t->abort, 1);
-  g_cond_broadcast(&t->cond);
-  g_mutex_unlock(&t->lock);
+  pthread_cond_broadcast(&t->cond);
+  pthread_mutex_unlock(&t->lock);
 }
 
 /* Blocks until node u's completion event of round `gen` is recorded;
@@ -79,21 +86,21 @@ static gboolean wait_published(DrCudaThreads *t, DrId u, gint gen) {
     if (g_atomic_int_get(&t->done_gen[u]) == gen) return TRUE;
     if (g_atomic_int_get(&t->abort)) return FALSE;
   }
-  g_mutex_lock(&t->lock);
+  pthread_mutex_lock(&t->lock);
   g_atomic_int_inc(&t->waiters);
   while (g_atomic_int_get(&t->done_gen[u]) != gen && !g_atomic_int_get(&t->abort))
-    g_cond_wait(&t->cond, &t->lock);
+    pthread_cond_wait(&t->cond, &t->lock);
   g_atomic_int_add(&t->waiters, -1);
-  g_mutex_unlock(&t->lock);
+  pthread_mutex_unlock(&t->lock);
   return g_atomic_int_get(&t->done_gen[u]) == gen;
 }
 
 static void publish(DrCudaThreads *t, DrId v, gint gen) {
   g_atomic_int_set(&t->done_gen[v], gen);
   if (g_atomic_int_get(&t->waiters) > 0) {
-    g_mutex_lock(&t->lock);
-    g_cond_broadcast(&t->cond);
-    g_mutex_unlock(&t->lock);
+    pthread_mutex_lock(&t->lock);
+    pthread_cond_broadcast(&t->cond);
+    pthread_mutex_unlock(&t->lock);
   }
 }
 
@@ -126,17 +133,17 @@ static gpointer worker_main(gpointer data) {
   guint32 seen = 0;
   gboolean inited = FALSE;
   for (;;) {
-    g_mutex_lock(&t->lock);
-    while (!t->quit && t->round == seen) g_cond_wait(&t->go, &t->lock);
+    pthread_mutex_lock(&t->lock);
+    while (!t->quit && t->round == seen) pthread_cond_wait(&t->go, &t->lock);
     if (t->quit) {
-      g_mutex_unlock(&t->lock);
+      pthread_mutex_unlock(&t->lock);
       return NULL;
     }
     seen = t->round;
     DrCudaStepFn fn = t->fn;
     const void *walk = t->walk;
     gint gen = t->gen;
-    g_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->lock);
     GError *e = NULL;
     if (!inited && t->init && !t->init(t->init_data, &e)) {
       fail(t, e);
@@ -144,9 +151,9 @@ static gpointer worker_main(gpointer data) {
       inited = TRUE;
       issue_group(t, grp, fn, walk, gen);
     }
-    g_mutex_lock(&t->lock);
-    if (--t->running == 0) g_cond_signal(&t->finished);
-    g_mutex_unlock(&t->lock);
+    pthread_mutex_lock(&t->lock);
+    if (--t->running == 0) pthread_cond_signal(&t->finished);
+    pthread_mutex_unlock(&t->lock);
   }
 }
 
@@ -172,10 +179,10 @@ DrCudaThreads *dr__cuda_threads_new(const DrPlan *plan, guint32 n_threads, DrCud
     guint32 g = steps[i].stream % n_threads;
     t->group_steps[g][fill[g]++] = i;
   }
-  g_mutex_init(&t->lock);
-  g_cond_init(&t->cond);
-  g_cond_init(&t->go);
-  g_cond_init(&t->finished);
+  pthread_mutex_init(&t->lock, NULL);
+  pthread_cond_init(&t->cond, NULL);
+  pthread_cond_init(&t->go, NULL);
+  pthread_cond_init(&t->finished, NULL);
   t->workers = g_new0(GThread *, n_threads);
   for (guint32 g = 1; g < n_threads; g++) {
     gpointer *arg = g_new(gpointer, 2);
@@ -188,10 +195,10 @@ DrCudaThreads *dr__cuda_threads_new(const DrPlan *plan, guint32 n_threads, DrCud
 
 void dr__cuda_threads_free(DrCudaThreads *t) {
   if (t == NULL) return;
-  g_mutex_lock(&t->lock);
+  pthread_mutex_lock(&t->lock);
   t->quit = TRUE;
-  g_cond_broadcast(&t->go);
-  g_mutex_unlock(&t->lock);
+  pthread_cond_broadcast(&t->go);
+  pthread_mutex_unlock(&t->lock);
   for (guint32 g = 1; g < t->n_threads; g++)
     if (t->workers[g]) g_thread_join(t->workers[g]);
   g_free(t->workers);
@@ -200,17 +207,17 @@ void dr__cuda_threads_free(DrCudaThreads *t) {
   g_free(t->n_group_steps);
   g_free(t->node_group);
   g_free(t->done_gen);
-  g_mutex_clear(&t->lock);
-  g_cond_clear(&t->cond);
-  g_cond_clear(&t->go);
-  g_cond_clear(&t->finished);
+  pthread_mutex_destroy(&t->lock);
+  pthread_cond_destroy(&t->cond);
+  pthread_cond_destroy(&t->go);
+  pthread_cond_destroy(&t->finished);
   if (t->error) g_error_free(t->error);
   g_free(t);
 }
 
 gboolean dr__cuda_threads_issue(DrCudaThreads *t, DrCudaStepFn fn, const void *walk, GError **error) {
   g_return_val_if_fail(t != NULL && fn != NULL, FALSE);
-  g_mutex_lock(&t->lock);
+  pthread_mutex_lock(&t->lock);
   /* A new generation per round: a node's published mark of the round
    * before never matches (0 is never a round's). */
   t->gen = t->gen == G_MAXINT ? 1 : t->gen + 1;
@@ -220,15 +227,15 @@ gboolean dr__cuda_threads_issue(DrCudaThreads *t, DrCudaStepFn fn, const void *w
   g_atomic_int_set(&t->abort, 0);
   t->running = t->n_threads - 1;
   t->round++;
-  g_cond_broadcast(&t->go);
-  g_mutex_unlock(&t->lock);
+  pthread_cond_broadcast(&t->go);
+  pthread_mutex_unlock(&t->lock);
 
   issue_group(t, 0, fn, walk, gen);
 
-  g_mutex_lock(&t->lock);
-  while (t->running > 0) g_cond_wait(&t->finished, &t->lock);
+  pthread_mutex_lock(&t->lock);
+  while (t->running > 0) pthread_cond_wait(&t->finished, &t->lock);
   GError *e = g_steal_pointer(&t->error);
-  g_mutex_unlock(&t->lock);
+  pthread_mutex_unlock(&t->lock);
   if (e == NULL) return TRUE;
   g_propagate_error(error, e);
   return FALSE;

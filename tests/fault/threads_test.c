@@ -13,6 +13,8 @@
  * are right, and a fault sweep (every call failed in turn, 4 threads)
  * reports each failure and releases everything. Meant to run under TSan
  * too (tools/test.sh tsan). */
+#define _GNU_SOURCE /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP */
+#include <pthread.h>
 #include <string.h>
 
 #include "backends/cuda/threads.h"
@@ -69,7 +71,7 @@ static DrPlan *plan_of(const DrGraph *g, guint32 max_streams) {
 
 typedef struct {
   const DrPlan *plan;
-  GMutex lock;
+  pthread_mutex_t lock; /* pthread: TSan sees it (backends/cuda/threads.c) */
   gint round;
   gint *recorded;     /* [n_nodes]: the round its step ran in */
   guint32 *last_step; /* [n_streams]: +1 of the last step index run this round */
@@ -81,7 +83,7 @@ typedef struct {
 
 static gboolean check_step(const void *walk, const DrPlanStep *step, GError **error) {
   Checker *c = (Checker *)walk;
-  g_mutex_lock(&c->lock);
+  pthread_mutex_lock(&c->lock);
   guint32 index = c->plan->node_step[step->node];
   for (guint32 w = step->wait_first; w < step->wait_first + step->wait_count; w++) {
     DrId u = dr_plan_wait(c->plan, w);
@@ -98,7 +100,7 @@ static gboolean check_step(const void *walk, const DrPlanStep *step, GError **er
   gboolean fails = c->ran++ == c->fail_at;
   if (!fails) c->recorded[step->node] = c->round;
   c->steps++;
-  g_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&c->lock);
   if (fails) g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "step %u failed on purpose", index);
   return !fails;
 }
@@ -110,19 +112,19 @@ static void test_order(void) {
   guint32 n = dr_graph_n_nodes(g);
   for (guint32 threads = 2; threads <= 8; threads += 2) {
     Checker c = {.plan = plan, .fail_at = G_MAXUINT32};
-    g_mutex_init(&c.lock);
+    pthread_mutex_init(&c.lock, NULL);
     c.recorded = g_new0(gint, n);
     c.last_step = g_new0(guint32, plan->streams->len);
     c.last_round = g_new0(gint, plan->streams->len);
     g_autoptr(DrCudaThreads) t = dr__cuda_threads_new(plan, threads, NULL, NULL);
     g_assert_cmpuint(dr__cuda_threads_n(t), ==, threads);
     for (gint round = 1; round <= 20; round++) {
-      g_mutex_lock(&c.lock);
+      pthread_mutex_lock(&c.lock);
       c.round = round;
       c.ran = 0;
       /* Rounds 5, 10, ...: a step fails somewhere in the middle. */
       c.fail_at = round % 5 == 0 ? (guint32)(round * 37) % n : G_MAXUINT32;
-      g_mutex_unlock(&c.lock);
+      pthread_mutex_unlock(&c.lock);
       g_autoptr(GError) error = NULL;
       gboolean ok = dr__cuda_threads_issue(t, check_step, &c, &error);
       if (round % 5 == 0) {
@@ -132,9 +134,9 @@ static void test_order(void) {
       } else {
         g_assert_no_error(error);
         g_assert_true(ok);
-        g_mutex_lock(&c.lock);
+        pthread_mutex_lock(&c.lock);
         g_assert_cmpuint(c.ran, ==, n);
-        g_mutex_unlock(&c.lock);
+        pthread_mutex_unlock(&c.lock);
       }
     }
     g_assert_cmpuint(c.checked_waits, >, 0);
@@ -142,7 +144,7 @@ static void test_order(void) {
     g_free(c.recorded);
     g_free(c.last_step);
     g_free(c.last_round);
-    g_mutex_clear(&c.lock);
+    pthread_mutex_destroy(&c.lock);
   }
 }
 
@@ -171,7 +173,7 @@ static void test_count(void) {
 /* ---- the CUDA backend on the fake, behind a lock and a checker ----------- */
 
 static const DrCudaApi *inner;
-static GRecMutex big;
+static pthread_mutex_t big = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP; /* pthread: TSan sees it */
 static struct {
   GHashTable *records;    /* event -> GUINT record count */
   GHashTable *stream_ids; /* stream -> creation number (1-based) */
@@ -192,9 +194,9 @@ static void chk_reset(void) {
 
 #define DR_X(name, params, args)            \
   static cudaError_t locked_##name params { \
-    g_rec_mutex_lock(&big);                 \
+    pthread_mutex_lock(&big);               \
     cudaError_t rc = inner->name args;      \
-    g_rec_mutex_unlock(&big);               \
+    pthread_mutex_unlock(&big);             \
     return rc;                              \
   }
 DR_CUDA_API_LIST(DR_X)
@@ -207,18 +209,18 @@ static void note_record(cudaEvent_t e) {
 }
 
 static cudaError_t checked_record(cudaEvent_t e, cudaStream_t s) {
-  g_rec_mutex_lock(&big);
+  pthread_mutex_lock(&big);
   cudaError_t rc = inner->cudaEventRecord(e, s);
   if (rc == cudaSuccess) note_record(e);
-  g_rec_mutex_unlock(&big);
+  pthread_mutex_unlock(&big);
   return rc;
 }
 
 static cudaError_t checked_record_flags(cudaEvent_t e, cudaStream_t s, unsigned int flags) {
-  g_rec_mutex_lock(&big);
+  pthread_mutex_lock(&big);
   cudaError_t rc = inner->cudaEventRecordWithFlags(e, s, flags);
   if (rc == cudaSuccess) note_record(e);
-  g_rec_mutex_unlock(&big);
+  pthread_mutex_unlock(&big);
   return rc;
 }
 
@@ -226,50 +228,50 @@ static cudaError_t checked_record_flags(cudaEvent_t e, cudaStream_t s, unsigned 
  * so the most records of any event is the iteration's number: a wait on an
  * event recorded fewer times waits on an earlier iteration's record. */
 static cudaError_t checked_wait(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
-  g_rec_mutex_lock(&big);
+  pthread_mutex_lock(&big);
   cudaError_t rc = inner->cudaStreamWaitEvent(s, e, flags);
   if (rc == cudaSuccess) {
     chk.waits++;
     if (GPOINTER_TO_UINT(g_hash_table_lookup(chk.records, e)) != chk.max_record) chk.stale_waits++;
   }
-  g_rec_mutex_unlock(&big);
+  pthread_mutex_unlock(&big);
   return rc;
 }
 
 static cudaError_t checked_stream_create(cudaStream_t *s, unsigned int flags, int priority) {
-  g_rec_mutex_lock(&big);
+  pthread_mutex_lock(&big);
   cudaError_t rc = inner->cudaStreamCreateWithPriority(s, flags, priority);
   if (rc == cudaSuccess) {
     g_hash_table_insert(chk.stream_ids, *s, GUINT_TO_POINTER(++chk.streams_made));
     g_ptr_array_add(chk.per_stream, g_array_new(FALSE, FALSE, sizeof(guintptr)));
   }
-  g_rec_mutex_unlock(&big);
+  pthread_mutex_unlock(&big);
   return rc;
 }
 
 static cudaError_t checked_memset(void *ptr, int value, size_t count, cudaStream_t s) {
-  g_rec_mutex_lock(&big);
+  pthread_mutex_lock(&big);
   cudaError_t rc = inner->cudaMemsetAsync(ptr, value, count, s);
   if (rc == cudaSuccess && count == 1) { /* a node's (setup's memsets are larger) */
     guint id = GPOINTER_TO_UINT(g_hash_table_lookup(chk.stream_ids, s));
     guintptr p = (guintptr)ptr;
     g_array_append_val(g_ptr_array_index(chk.per_stream, id), p);
   }
-  g_rec_mutex_unlock(&big);
+  pthread_mutex_unlock(&big);
   return rc;
 }
 
 static int locked_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
-  g_rec_mutex_lock(&big);
+  pthread_mutex_lock(&big);
   int rc = inner->kernel_launch(def, l);
-  g_rec_mutex_unlock(&big);
+  pthread_mutex_unlock(&big);
   return rc;
 }
 
 static int locked_stamp_launch(unsigned long long *slot, cudaStream_t stream) {
-  g_rec_mutex_lock(&big);
+  pthread_mutex_lock(&big);
   int rc = inner->stamp_launch(slot, stream);
-  g_rec_mutex_unlock(&big);
+  pthread_mutex_unlock(&big);
   return rc;
 }
 
