@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "ir/loops.h"
+#include "ir/mode.h"
 #include "backends/mpi_coll.h"
 #include "backends/verify.h"
 
@@ -25,6 +26,7 @@ void dr_run_options_init(DrRunOptions *opts, const DrGraph *graph) {
   opts->warmup = graph->run.warmup;
   opts->device = graph->run.device;
   opts->graph_fallback = graph->run.fallback_streams;
+  opts->issue_threads = graph->run.issue_threads;
   opts->node_timing = DR_TIMING_AUTO;
 }
 
@@ -163,6 +165,23 @@ static void count_trips(const DrBackendOps *ops, const DrBackend *b, const DrGra
   }
 }
 
+/* Why the run ran in mode `ran` (owned): the host's note, who forced it,
+ * or auto's rule (ir/mode.h), and a graph-mode fallback to streams. */
+static char *mode_reason(const DrBackendOps *ops, const DrGraph *g, const DrRunOptions *opts,
+                         const char *ran) {
+  if (strcmp(ops->name, "host") == 0)
+    return g_strdup(opts->mode_asked == DR_MODE_AUTO
+                        ? "auto: the host backend has no graph mode; its threads run the plan's streams"
+                        : "the host backend has no graph mode; its threads run the plan's streams");
+  char *why = NULL;
+  DrMode mode = dr_mode_resolve(g, opts->mode_asked, opts->iterations,
+                                opts->mode_asked == g->run.mode ? "run.mode" : "--mode", &why);
+  if (strcmp(ran, dr_mode_name(mode)) == 0) return why;
+  char *fell = g_strdup_printf("%s; the capture failed, so it ran eagerly (run.fallback: streams)", why);
+  g_free(why);
+  return fell;
+}
+
 /* Runs warmup + iterations on `b` (open and set up), timed into `report`
  * when non-NULL; *stopped tells whether a stop request cut the run short. */
 static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGraph *g,
@@ -216,7 +235,11 @@ static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGr
     report->interrupted = *stopped;
   }
   progress_end(&progress);
-  if (ok && report) report->mode = ops->mode_name(b);
+  if (ok && report) {
+    report->mode = ops->mode_name(b);
+    g_free(report->mode_reason);
+    report->mode_reason = mode_reason(ops, g, opts, report->mode);
+  }
   return ok;
 }
 
@@ -295,6 +318,9 @@ static DrRunOptions options_for(const DrPlan *plan, const DrRunOptions *opts_in)
   else
     dr_run_options_init(&opts, plan->graph);
   if (opts.iterations == 0) opts.iterations = 1;
+  opts.mode_asked = opts.mode;
+  g_autofree char *unused = NULL;
+  opts.mode = dr_mode_resolve(plan->graph, opts.mode, opts.iterations, NULL, &unused);
   return opts;
 }
 

@@ -32,10 +32,17 @@ G_BEGIN_DECLS
 
 typedef struct {
   DrBackendKind backend; /* auto: CUDA when a device is usable, else host */
-  DrMode mode;           /* streams | graph (CUDA only; the host runs threads) */
-  guint32 iterations;    /* timed iterations, >= 1 */
-  guint32 warmup;        /* untimed iterations before them */
-  gboolean verify;       /* compare against the serial plan's run */
+  /* streams | graph (CUDA only; the host runs threads) | auto: dr_run and
+   * dr_session_open resolve auto (ir/mode.h) with `iterations`, keep what
+   * was asked in mode_asked and say why in the report's mode_reason. */
+  DrMode mode;
+  DrMode mode_asked; /* set by dr_run and dr_session_open */
+  /* Streams mode on CUDA: host threads issuing the iteration (threads.h);
+   * 0: chosen from the plan's width (1 for narrow DAGs). */
+  guint32 issue_threads;
+  guint32 iterations; /* timed iterations, >= 1 */
+  guint32 warmup;     /* untimed iterations before them */
+  gboolean verify;    /* compare against the serial plan's run */
   /* Host backend: before each node sleep a pseudo-random 0..delay_max_us
    * µs seeded by (delay_seed, node, iteration); 0 = no delays. Shakes out
    * missing waits under --verify. */

@@ -34,12 +34,13 @@ typedef struct {
   /* NULL (in-process callers), or the real stdout: big outputs (--plan
    * --format=json) are streamed to it instead of built in `out`. */
   FILE *stdout_file;
-  gint iterations, warmup, max_streams, device;
+  gint iterations, warmup, max_streams, device, issue_threads;
   char *memory_limit;         /* --memory-limit=SIZE as given */
   guint64 memory_limit_bytes; /* parsed by validate */
   gboolean memory_curve;
   char **params;     /* --param NAME=VALUE, repeatable */
   char *params_from; /* --params-from=FILE: a sweep, one run per line */
+  gboolean explain;
   char **files;
 } Options;
 
@@ -143,7 +144,7 @@ static int check_names(const Options *o, GString *err) {
     return usage_error(err, "--backend must be auto, cuda or host, not '%s'", o->backend);
   DrMode mode;
   if (o->mode && !dr_mode_from_name(o->mode, &mode))
-    return usage_error(err, "--mode must be streams or graph, not '%s'", o->mode);
+    return usage_error(err, "--mode must be auto, streams or graph, not '%s'", o->mode);
   DrTimingMode timing;
   if (o->timing && !dr_timing_mode_from_name(o->timing, &timing))
     return usage_error(err, "--timing must be auto, stamps, events or off, not '%s'", o->timing);
@@ -207,13 +208,16 @@ static int validate(Options *o, GString *err) {
   if (!in_range(o->iterations, "iterations", 1, DR_ITERATIONS_MAX, err) ||
       !in_range(o->warmup, "warmup", 0, DR_ITERATIONS_MAX, err) ||
       !in_range(o->max_streams, "max-streams", 1, DR_MAX_STREAMS_MAX, err) ||
-      !in_range(o->device, "device", 0, DR_DEVICE_MAX, err))
+      !in_range(o->device, "device", 0, DR_DEVICE_MAX, err) ||
+      !in_range(o->issue_threads, "issue-threads", 0, DR_ISSUE_THREADS_MAX, err))
     return 64;
   if (o->delay_seed < 0) return usage_error(err, "--delay-seed must not be negative");
   if (o->memory_limit && !parse_size(o->memory_limit, &o->memory_limit_bytes))
     return usage_error(err, "--memory-limit must be a size in bytes (e.g. 512MiB, 2Gi, 1048576); not '%s'",
                        o->memory_limit);
   if (o->memory_curve && !o->plan) return usage_error(err, "--memory-curve needs --plan");
+  if (o->explain && !(o->plan && o->profile))
+    return usage_error(err, "--explain needs --plan and --profile=FILE (a JSON run report to explain)");
   return 0;
 }
 
@@ -228,6 +232,7 @@ static const char *run_flag(const Options *o) {
   if (o->timing) return "--timing";
   if (o->delay_seed != 0) return "--delay-seed";
   if (o->device != UNSET) return "--device";
+  if (o->issue_threads != UNSET) return "--issue-threads";
   if (o->fallback) return "--fallback";
   if (o->dot_cuda_graph) return "--dot-cuda-graph";
   if (o->sort) return "--sort";
@@ -306,6 +311,7 @@ static void run_settings(const Options *o, const DrPipeline *pipeline, DrRunSett
   if (o->iterations != UNSET) rs->iterations = (guint)o->iterations;
   if (o->warmup != UNSET) rs->warmup = (guint)o->warmup;
   if (o->device != UNSET) rs->device = o->device;
+  if (o->issue_threads != UNSET) rs->issue_threads = (guint)o->issue_threads;
   if (o->fallback) rs->graph_fallback = strcmp(o->fallback, "streams") == 0;
   if (o->backend) dr_backend_kind_from_name(o->backend, &rs->backend);
   if (o->timing) dr_timing_mode_from_name(o->timing, &rs->node_timing);
@@ -471,6 +477,8 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, const GArray *sw
   DrPlanSettings ps = {.max_streams = o->max_streams != UNSET ? (guint)o->max_streams : 0,
                        .profile_path = o->profile};
   if (o->mode) ps.mode_set = dr_mode_from_name(o->mode, &ps.mode);
+  /* mode: auto resolves with what the run will do. */
+  if (o->iterations != UNSET) ps.iterations = (guint)o->iterations;
   if (o->backend) (void)dr_backend_kind_from_name(o->backend, &ps.backend);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(pipeline, &ps, &error);
@@ -488,6 +496,7 @@ static int plan_and_run(const Options *o, DrPipeline *pipeline, const GArray *sw
     else
       dr_stream_plan_write_text(plan, out);
     if (json) g_string_append_c(out, '\n');
+    if (o->explain && !json) dr_stream_plan_write_explain(plan, out);
     if (o->memory_curve && !dr_pipeline_write_memory_curve(pipeline, 5, out, &error))
       return report_error(err, error);
     return 0;
@@ -557,6 +566,7 @@ int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, G
                .warmup = UNSET,
                .max_streams = UNSET,
                .device = UNSET,
+               .issue_threads = UNSET,
                .stdout_file = stdout_file};
   GOptionEntry entries[] = {
       {"check", 0, 0, G_OPTION_ARG_NONE, &o.check, "Validate the pipeline only", NULL},
@@ -575,11 +585,15 @@ int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, G
        "FILE"},
       {"backend", 0, 0, G_OPTION_ARG_STRING, &o.backend, "auto: cuda when a GPU is usable, else host",
        "auto|cuda|host"},
-      {"mode", 0, 0, G_OPTION_ARG_STRING, &o.mode, "Eager streams or a captured CUDA graph", "streams|graph"},
+      {"mode", 0, 0, G_OPTION_ARG_STRING, &o.mode,
+       "Eager streams, a captured CUDA graph, or auto: graph when it iterates and can be captured",
+       "auto|streams|graph"},
       {"iterations", 0, 0, G_OPTION_ARG_INT, &o.iterations, "Timed iterations (1..2147483647)", "N"},
       {"warmup", 0, 0, G_OPTION_ARG_INT, &o.warmup, "Untimed iterations first (0..2147483647)", "N"},
       {"max-streams", 0, 0, G_OPTION_ARG_INT, &o.max_streams, "Cap on the streams used (1..1024)", "N"},
       {"device", 0, 0, G_OPTION_ARG_INT, &o.device, "CUDA device ordinal (0..1023)", "N"},
+      {"issue-threads", 0, 0, G_OPTION_ARG_INT, &o.issue_threads,
+       "Streams mode on CUDA: host threads issuing each iteration (0..8; 0: from the DAG's width)", "N"},
       {"verify", 0, 0, G_OPTION_ARG_NONE, &o.verify, "Compare against the serial run", NULL},
       {"kernels", 0, 0, G_OPTION_ARG_NONE, &o.kernels, "List the built-in kernels and their parameters",
        NULL},
@@ -608,6 +622,8 @@ int dr__cli_run_stdout(int argc, char **argv, FILE *stdout_file, GString *out, G
       {"memory-limit", 0, 0, G_OPTION_ARG_STRING, &o.memory_limit,
        "Most device bytes live at once: add ordering edges until the certified peak fits (memory.limit)",
        "SIZE"},
+      {"explain", 0, 0, G_OPTION_ARG_NONE, &o.explain,
+       "With --plan --profile: split the gap between the measured makespan and the critical path", NULL},
       {"memory-curve", 0, 0, G_OPTION_ARG_NONE, &o.memory_curve,
        "With --plan: width and estimated critical path for limits from the serial peak to the bound", NULL},
       {"sort", 0, 0, G_OPTION_ARG_STRING, &o.sort,

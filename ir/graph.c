@@ -73,7 +73,7 @@ DrGraph *dr_graph_new(void) {
   g->kernel_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->name = "pipeline";
   g->base_dir = ".";
-  g->run.mode = DR_MODE_STREAMS;
+  g->run.mode = DR_MODE_AUTO;
   g->run.iterations = 10;
   g->run.warmup = 2;
   g->run.max_streams = 8;
@@ -451,6 +451,7 @@ static void dump_run(const DrGraph *graph, GString *out) {
   if (r->fallback_streams) g_string_append_printf(out, " fallback=%s", dr_fallback_name(DR_FALLBACK_STREAMS));
   if (r->memory_limit_set) g_string_append_printf(out, " memory_limit=%" G_GUINT64_FORMAT, r->memory_limit);
   if (r->reuse) g_string_append(out, " reuse=auto");
+  if (r->issue_threads) g_string_append_printf(out, " issue_threads=%u", r->issue_threads);
   for (guint32 i = 0; i < r->n_devices; i++)
     g_string_append_printf(out, "%s%d%s", i == 0 ? " devices=[" : ",", r->devices[i],
                            i + 1 == r->n_devices ? "]" : "");

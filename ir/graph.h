@@ -358,6 +358,10 @@ typedef struct {
    * legal). Default FALSE. */
   gboolean device_loop;
   DrLoc device_loop_loc;
+  /* run.issue_threads (--issue-threads): host threads issuing an eager
+   * iteration on CUDA (backends/cuda/threads.h); 0 (the default): chosen
+   * from the plan's width. */
+  guint32 issue_threads;
 } DrRunConfig;
 
 /* What the memory budget pass (scheduler/budget.c) did under a limit:

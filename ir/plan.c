@@ -40,6 +40,9 @@ void dr_plan_free(DrPlan *plan) {
   g_free(plan->storage);
   g_free(plan->storage_bytes);
   g_free(plan->peer_path);
+  g_free(plan->mode_reason);
+  if (plan->prediction) g_free(plan->prediction->profile_mode);
+  g_free(plan->prediction);
   if (plan->bodies) g_ptr_array_unref(plan->bodies);
   g_free(plan);
 }

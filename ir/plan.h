@@ -132,6 +132,14 @@ typedef struct {
   GArray *device_memory;
   gboolean uncapped;    /* no cap asked for (graph mode): cap is 4096, report "none" */
   const char *cap_note; /* static: why the cap is what it is, or NULL */
+  /* The mode the plan was made for (never AUTO once the library resolved
+   * it: ir/mode.h) and why (owned), or NULL when nobody said (a plan made
+   * by the scheduler alone: the writers then print no mode line). */
+  DrMode mode;
+  char *mode_reason;
+  /* After a --profile (lib/plan.c, scheduler/predict.h): the predicted
+   * makespan and its parts; NULL otherwise (owned). */
+  struct DrPlanPrediction *prediction;
   /* The plans of the loop bodies (ir/loops.h): 2 per loop of the graph,
    * in graph->loops order, the body's then the else body's (NULL when
    * the loop has none); each borrows its body graph. NULL when the graph
@@ -155,6 +163,19 @@ typedef struct {
  * always), "staged" (through pinned host memory) or "unknown" (not
  * probed: said at run time). */
 const char *dr_plan_peer_path(const DrPlan *plan, DrId v);
+
+/* The plan's predicted makespan (scheduler/predict.c): list-scheduling
+ * simulations of the plan, each adding one cost to the one before (µs):
+ * critical path (none), capped (the plan's streams), launched (host launch
+ * costs, or a graph's per-node cost), waited (waits and cross-stream
+ * edges), predicted (copy engines). measured_us: the profile's makespan
+ * (NAN: it has none); profile_mode: the mode the profile ran in ("?"). */
+typedef struct DrPlanPrediction {
+  double critical_path_us, capped_us, launched_us, waited_us, predicted_us;
+  double measured_us;
+  char *profile_mode;
+  DrMode mode; /* the mode predicted for */
+} DrPlanPrediction;
 
 /* Returns an empty plan for `graph` with node arrays sized to it. Free with
  * dr_plan_free (NULL-safe). */

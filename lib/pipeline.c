@@ -111,7 +111,7 @@ gboolean dr__pipeline_check_open(const DrPipeline *p, const char *what, GError *
 gboolean dr_pipeline_set_run(DrPipeline *pipeline, DrMode mode, guint iterations, guint warmup,
                              GError **error) {
   CHECK_ARGS(pipeline, error);
-  g_return_val_if_fail(mode == DR_MODE_STREAMS || mode == DR_MODE_GRAPH, FALSE);
+  g_return_val_if_fail((guint)mode < DR_N_MODES, FALSE);
   g_return_val_if_fail(iterations >= 1, FALSE);
   if (!dr__pipeline_check_open(pipeline, "change run settings", error)) return FALSE;
   DrRunConfig *r = &pipeline->graph->run;

@@ -6,6 +6,7 @@
 
 #include "lib/api_internal.h"
 #include "lib/settings.h"
+#include "scheduler/predict.h"
 
 /* The parser's check that init/save buffers live for the whole run
  * (parser/parser.c does it for YAML once all nodes are known). */
@@ -59,8 +60,9 @@ DrStreamPlan *dr_pipeline_plan(DrPipeline *pipeline, const DrPlanSettings *setti
   g_return_val_if_fail(settings == NULL || settings->max_streams <= DR_MAX_STREAMS_MAX, NULL);
   DrPlanOptions opts;
   DrMode mode;
+  g_autofree char *mode_reason = NULL;
   gboolean wants_queues;
-  dr__plan_options_resolve(pipeline->graph, settings, &opts, &mode, &wants_queues);
+  dr__plan_options_resolve(pipeline->graph, settings, &opts, &mode, &mode_reason, &wants_queues);
   /* opts carries the cap (or uncapped) for `mode`: the planner need not
    * look at the pipeline's own mode. The profile is read here, so the
    * planner opens no file. */
@@ -72,6 +74,22 @@ DrStreamPlan *dr_pipeline_plan(DrPipeline *pipeline, const DrPlanSettings *setti
   DrPlan *plan = dr_plan_build(pipeline->graph, &opts, error);
   if (plan == NULL) return NULL;
   dr_run_probe_peers(plan, settings ? settings->backend : DR_BACKEND_AUTO);
+  plan->mode = mode;
+  plan->mode_reason = g_steal_pointer(&mode_reason);
+  if (profiled != NULL) {
+    /* #18.4: what the plan should take, against what the profile took. */
+    DrPlanPrediction *pr = g_new0(DrPlanPrediction, 1);
+    DrPredictCosts costs;
+    dr_predict_costs_default(&costs, mode == DR_MODE_GRAPH);
+    dr_plan_predict(plan, profiled, &costs, pr);
+    pr->mode = mode;
+    if (!dr_profile_makespan(settings->profile_path, &pr->measured_us, &pr->profile_mode, error)) {
+      g_free(pr);
+      dr_plan_free(plan);
+      return NULL;
+    }
+    plan->prediction = pr;
+  }
   DrStreamPlan *sp = g_new0(DrStreamPlan, 1);
   sp->plan = plan;
   sp->mode = mode;
@@ -144,6 +162,25 @@ gint dr_stream_plan_node_stream(const DrStreamPlan *plan, const char *id) {
   g_return_val_if_fail(plan != NULL && id != NULL, -1);
   DrId n = dr_graph_find_node(plan->pipeline->graph, id);
   return n == DR_NONE ? -1 : (gint)plan->plan->node_stream[n];
+}
+
+void dr_stream_plan_write_explain(const DrStreamPlan *plan, GString *out) {
+  g_return_if_fail(plan != NULL && out != NULL);
+  dr_plan_write_explain(plan->plan, out);
+}
+
+gboolean dr_stream_plan_predicted(const DrStreamPlan *plan, double *predicted_us, double *measured_us) {
+  g_return_val_if_fail(plan != NULL, FALSE);
+  const DrPlanPrediction *p = plan->plan->prediction;
+  if (p == NULL) return FALSE;
+  if (predicted_us) *predicted_us = p->predicted_us;
+  if (measured_us) *measured_us = p->measured_us;
+  return TRUE;
+}
+
+const char *dr_stream_plan_mode_reason(const DrStreamPlan *plan) {
+  g_return_val_if_fail(plan != NULL, NULL);
+  return plan->plan->mode_reason;
 }
 
 DrMode dr_stream_plan_mode(const DrStreamPlan *plan) {

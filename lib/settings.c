@@ -20,6 +20,8 @@
  * one (cuDevicePrimaryCtxGetState and cuCtxGetCurrent only read). */
 #include "lib/settings.h"
 
+#include "ir/mode.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -87,10 +89,17 @@ static guint32 eager_default_cap(const char **note, gboolean *wants_queues) {
 }
 
 void dr__plan_options_resolve(const DrGraph *graph, const DrPlanSettings *settings, DrPlanOptions *opts,
-                              DrMode *mode, gboolean *wants_queues) {
+                              DrMode *mode, char **mode_reason, gboolean *wants_queues) {
   DrPlanSettings none = {0};
   const DrPlanSettings *s = settings ? settings : &none;
-  *mode = s->mode_set ? s->mode : graph->run.mode;
+  DrMode asked = s->mode_set ? s->mode : graph->run.mode;
+  if (asked == DR_MODE_AUTO && s->backend == DR_BACKEND_HOST) {
+    *mode = DR_MODE_STREAMS;
+    *mode_reason = g_strdup("auto: the host backend has no graph mode; its threads run the plan's streams");
+  } else {
+    *mode = dr_mode_resolve(graph, asked, s->iterations ? s->iterations : graph->run.iterations,
+                            s->mode_set ? "--mode" : "run.mode", mode_reason);
+  }
   *wants_queues = FALSE;
   *opts = (DrPlanOptions){0};
   if (s->max_streams > 0) {
@@ -116,23 +125,24 @@ void dr__queue_count_request(gboolean wants_queues, DrBackendKind backend) {
 /* ---- run settings ------------------------------------------------------- */
 
 /* The fields DrRunSettings and DrRunOptions share, copied in one place. */
-#define RUN_FIELDS(X) \
-  X(backend)          \
-  X(mode)             \
-  X(iterations)       \
-  X(warmup)           \
-  X(verify)           \
-  X(delay_seed)       \
-  X(delay_max_us)     \
-  X(device)           \
-  X(node_timing)      \
-  X(trace_path)       \
-  X(timeline_path)    \
-  X(progress)         \
-  X(host_output)      \
-  X(stop)             \
-  X(graph_fallback)   \
-  X(cuda_graph_dot_path)
+#define RUN_FIELDS(X)    \
+  X(backend)             \
+  X(mode)                \
+  X(iterations)          \
+  X(warmup)              \
+  X(verify)              \
+  X(delay_seed)          \
+  X(delay_max_us)        \
+  X(device)              \
+  X(node_timing)         \
+  X(trace_path)          \
+  X(timeline_path)       \
+  X(progress)            \
+  X(host_output)         \
+  X(stop)                \
+  X(graph_fallback)      \
+  X(cuda_graph_dot_path) \
+  X(issue_threads)
 
 void dr_run_settings_init(DrRunSettings *settings, const DrPipeline *pipeline) {
   g_return_if_fail(settings != NULL && pipeline != NULL);
@@ -149,7 +159,7 @@ gboolean dr__run_options_from_settings(const DrGraph *graph, const DrRunSettings
   dr_run_options_init(o, graph);
   if (s == NULL) return TRUE;
   g_return_val_if_fail((guint)s->backend < DR_N_BACKENDS, FALSE);
-  g_return_val_if_fail(s->mode == DR_MODE_STREAMS || s->mode == DR_MODE_GRAPH, FALSE);
+  g_return_val_if_fail((guint)s->mode < DR_N_MODES, FALSE);
   g_return_val_if_fail((guint)s->node_timing < DR_N_TIMINGS, FALSE);
   if (s->iterations == 0) {
     g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "pipeline '%s': iterations must be at least 1", graph->name);

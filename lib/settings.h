@@ -17,10 +17,11 @@ G_BEGIN_DECLS
 /* Fills `opts` (the planner's) from `settings` (may be NULL) for `graph`:
  * the cap by the rule of DrPlanSettings (the only place that reads
  * CUDA_DEVICE_MAX_CONNECTIONS for planning), the profile path, and sets
- * *mode to the mode planned for and *wants_queues when the cap is the
+ * *mode to the mode planned for (auto resolved: ir/mode.h; *mode_reason,
+ * owned by the caller, says why) and *wants_queues when the cap is the
  * default 32 that the run must ask the driver for. */
 void dr__plan_options_resolve(const DrGraph *graph, const DrPlanSettings *settings, DrPlanOptions *opts,
-                              DrMode *mode, gboolean *wants_queues);
+                              DrMode *mode, char **mode_reason, gboolean *wants_queues);
 
 /* Whether the process has a CUDA context already (the driver's primary
  * context of any device is active, or one is current on this thread). Asks

@@ -25,7 +25,8 @@ static void expected(DrParse *p, const DrYNode *v, const char *what, const char 
   X(DEVICE, "device")           \
   X(FALLBACK, "fallback")       \
   X(DEVICE_LOOP, "device_loop") \
-  X(DEVICES, "devices")
+  X(DEVICES, "devices")         \
+  X(ISSUE_THREADS, "issue_threads")
 
 enum {
 #define X(e, s) RUN_##e,
@@ -87,6 +88,9 @@ void dr__parse_run(DrParse *p, const DrYNode *v) {
     r->max_streams = (guint32)i;
     r->max_streams_set = TRUE;
   }
+  if (s[RUN_ISSUE_THREADS] &&
+      dr__parse_int(p, "run", "issue_threads", s[RUN_ISSUE_THREADS], NULL, 0, DR_ISSUE_THREADS_MAX, &i))
+    r->issue_threads = (guint32)i;
   if (s[RUN_DEVICE] && dr__parse_int(p, "run", "device", s[RUN_DEVICE], NULL, 0, 1023, &i))
     r->device = (gint32)i;
   if (s[RUN_DEVICES] != NULL) parse_devices(p, s[RUN_DEVICES], s[RUN_DEVICE]);

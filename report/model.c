@@ -6,6 +6,7 @@
 void dr_report_free(DrReport *r) {
   if (r == NULL) return;
   g_free(r->name);
+  g_free(r->mode_reason);
   g_free(r->diff_buffer);
   g_free(r->diff_serial);
   g_free(r->diff_concurrent);

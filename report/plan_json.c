@@ -3,7 +3,8 @@
  * (docs/report.md):
  *
  * {"streams", "width", "events" (cross-stream waits), "edges", "cap",
- * "cap_binds", "critical_path_us", "planned_path_us", "antichain": [ids],
+ * "cap_binds", "mode" and "mode_reason" (when the library resolved them),
+ * "critical_path_us", "planned_path_us", "antichain": [ids],
  * "memory": {"peak_serial_bytes", "peak_bound_bytes", "whole_run_bytes",
  * "granule_bytes", "lifetimes", "peak_bound_buffers": [{"buffer",
  * "lifetime", "alloc", "free", "bytes"}], on several devices "devices":
@@ -17,6 +18,7 @@
  * hands its buffer to the file every 64 KiB), so a million-node plan does
  * not have to be built in memory. O(V + waits). */
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "ir/loops.h"
@@ -61,8 +63,25 @@ static void write_plan_object(const DrPlan *plan, DrJsonWriter *w) {
   dr__json_member_uint(w, "edges", plan->n_edges);
   dr__json_member_uint(w, "cap", plan->cap);
   dr__json_member_bool(w, "cap_binds", plan->cap_binds);
+  if (plan->mode_reason) {
+    dr__json_member_string(w, "mode", dr_mode_name(plan->mode));
+    dr__json_member_string(w, "mode_reason", plan->mode_reason);
+  }
   dr__json_member_double(w, "critical_path_us", plan->critical_path_us, 3);
   dr__json_member_double(w, "planned_path_us", plan->planned_path_us, 3);
+  if (plan->prediction) {
+    const DrPlanPrediction *p = plan->prediction;
+    dr__json_key(w, "prediction");
+    dr__json_begin_object(w);
+    dr__json_member_string(w, "mode", dr_mode_name(p->mode));
+    dr__json_member_double(w, "predicted_us", p->predicted_us, 3);
+    dr__json_member_double(w, "measured_us", isfinite(p->measured_us) ? p->measured_us : NAN, 3);
+    dr__json_member_double(w, "cap_us", p->capped_us - p->critical_path_us, 3);
+    dr__json_member_double(w, "launch_us", p->launched_us - p->capped_us, 3);
+    dr__json_member_double(w, "waits_us", p->waited_us - p->launched_us, 3);
+    dr__json_member_double(w, "transfers_us", p->predicted_us - p->waited_us, 3);
+    dr__json_end_object(w);
+  }
   dr__json_key(w, "antichain");
   dr__json_begin_array(w);
   for (guint32 i = 0; i < plan->antichain->len; i++)

@@ -11,6 +11,7 @@
  * rounded estimates (num.h: '.' decimals and English sizes whatever the
  * locale): no addresses, so the text is stable. O(V + E). */
 #include <string.h>
+#include <math.h>
 
 #include "ir/loops.h"
 #include "report/num.h"
@@ -168,6 +169,44 @@ static void write_pageable(const DrGraph *g, GString *out) {
   if (n) g_string_append_c(out, '\n');
 }
 
+void dr_plan_write_prediction(const DrPlan *plan, GString *out) {
+  const DrPlanPrediction *p = plan->prediction;
+  if (p == NULL) return;
+  dr__num_appendf(out, "predicted makespan %.1f us (%s mode", p->predicted_us, dr_mode_name(p->mode));
+  if (isfinite(p->measured_us) && p->measured_us > 0)
+    dr__num_appendf(out, "; the profile measured %.1f us in %s mode: %+.1f%%", p->measured_us,
+                    p->profile_mode ? p->profile_mode : "?",
+                    100.0 * (p->predicted_us / p->measured_us - 1.0));
+  g_string_append(out, ")\n");
+}
+
+void dr_plan_write_explain(const DrPlan *plan, GString *out) {
+  const DrPlanPrediction *p = plan->prediction;
+  if (p == NULL) {
+    g_string_append(out, "explain: no profile (--profile=FILE, a JSON run report), nothing to explain\n");
+    return;
+  }
+  gboolean measured = isfinite(p->measured_us) && p->measured_us > 0;
+  double total = measured ? p->measured_us : p->predicted_us;
+  dr__num_appendf(out, "explain: %s makespan %.1f us, critical path %.1f us, gap %.1f us\n",
+                  measured ? "measured" : "predicted (the profile has no makespan)", total,
+                  p->critical_path_us, total - p->critical_path_us);
+  const struct {
+    const char *what;
+    double us;
+  } parts[] = {
+      {"false serialization from the stream cap", p->capped_us - p->critical_path_us},
+      {"launch overhead", p->launched_us - p->capped_us},
+      {"waits (host calls and cross-stream edges)", p->waited_us - p->launched_us},
+      {"transfers (one copy engine per direction)", p->predicted_us - p->waited_us},
+      {"not explained (measured - predicted)", total - p->predicted_us},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(parts); i++) {
+    if (i == G_N_ELEMENTS(parts) - 1 && !measured) break;
+    dr__num_appendf(out, "  %-42s %10.1f us\n", parts[i].what, parts[i].us);
+  }
+}
+
 void dr_plan_write_text(const DrPlan *plan, GString *out) {
   g_return_if_fail(plan != NULL && out != NULL);
   const DrGraph *g = plan->graph;
@@ -196,9 +235,12 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
   } else if (!plan->uncapped) {
     g_string_append(out, " (does not bind)");
   }
+  if (plan->mode_reason)
+    g_string_append_printf(out, "\nmode %s (%s)", dr_mode_name(plan->mode), plan->mode_reason);
   g_string_append_printf(out, "\nevents %u (for %u cross-stream edges)\n", plan->waits->len, cross);
   dr__num_appendf(out, "critical path %.1f us, planned path %.1f us\n", plan->critical_path_us,
                   plan->planned_path_us);
+  dr_plan_write_prediction(plan, out);
   if (plan->peak_bound_bytes > 0) write_memory(plan, out); /* no device memory: no line */
   if (plan->peak_bound_bytes > 0) dr__plan_devices_text(plan, out);
   write_pageable(g, out);

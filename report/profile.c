@@ -89,6 +89,40 @@ bad:
   return FALSE;
 }
 
+gboolean dr_profile_makespan(const char *path, double *makespan_us, char **mode, GError **error) {
+  g_return_val_if_fail(path != NULL && makespan_us != NULL && mode != NULL, FALSE);
+  *makespan_us = NAN;
+  *mode = NULL;
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(path, &text, &len, &local)) {
+    g_set_error(error, DR_ERROR, DR_ERROR_IO, "cannot read profile: %s", local->message);
+    return FALSE;
+  }
+  DrJsonReader r;
+  dr__json_reader_init(&r, text, len);
+  if (!dr__json_enter(&r, '{')) goto bad;
+  for (guint i = 0; dr__json_next(&r, '}', &i);) {
+    g_autofree char *key = dr__json_read_key(&r);
+    if (key == NULL) goto bad;
+    if (strcmp(key, "makespan_us") == 0) {
+      if (!dr__json_read_number_or_null(&r, makespan_us)) goto bad;
+    } else if (strcmp(key, "mode") == 0 && dr__json_peek(&r) == '"') {
+      g_free(*mode);
+      if ((*mode = dr__json_read_string(&r)) == NULL) goto bad;
+    } else if (!dr__json_skip(&r)) {
+      goto bad;
+    }
+  }
+  if (!r.bad) return TRUE;
+bad:
+  g_clear_pointer(mode, g_free);
+  g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: malformed JSON near byte %" G_GSIZE_FORMAT, path,
+              dr__json_reader_pos(&r));
+  return FALSE;
+}
+
 double *dr_profile_durations(const char *path, const DrGraph *graph, GError **error) {
   g_return_val_if_fail(path != NULL && graph != NULL, NULL);
   guint32 n = dr_graph_n_nodes(graph);

@@ -90,6 +90,7 @@ typedef struct {
   char *name;                 /* the pipeline's name */
   const char *backend;        /* "host" | "cuda" */
   const char *mode;           /* "streams" | "graph" (the host reports "streams") */
+  char *mode_reason;          /* why that mode (ir/mode.h: "auto: ...", "set by ..."), or NULL */
   guint32 iterations, warmup; /* iterations: timed iterations done */
   gboolean interrupted;       /* DrRunOptions.stop ended the run early */
   guint32 iterations_requested;
@@ -346,6 +347,17 @@ gboolean dr_profile_read(const char *path, const DrGraph *graph, double *dur, GE
  * by DrId (g_free it), NAN for each node the profile does not time. NULL
  * with dr_profile_read's error. */
 double *dr_profile_durations(const char *path, const DrGraph *graph, GError **error);
+
+/* The profile's median makespan (NAN when it has none) and mode (a new
+ * string, NULL when it has none); FALSE with DR_ERROR_IO as
+ * dr_profile_read. */
+gboolean dr_profile_makespan(const char *path, double *makespan_us, char **mode, GError **error);
+
+/* After a --profile: the predicted makespan line of --plan (nothing when
+ * the plan has no prediction), and --explain's split of the gap between
+ * the measured makespan and the critical path (plan_text.c). */
+void dr_plan_write_prediction(const DrPlan *plan, GString *out);
+void dr_plan_write_explain(const DrPlan *plan, GString *out);
 
 /* Appends one report made of the run reports of every rank of an MPI job,
  * `reports` [n] (index = rank) as dr_report_write_text or _write_json wrote

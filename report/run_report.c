@@ -135,8 +135,9 @@ void dr_report_write_text(const DrReport *r, GString *out) {
 }
 
 void dr_report_write_text_sorted(const DrReport *r, DrReportSort sort, GString *out) {
-  g_string_append_printf(out, "%s: backend %s, mode %s, %u iterations (%u warmup)\n", r->name, r->backend,
-                         r->mode ? r->mode : "?", r->iterations, r->warmup);
+  g_string_append_printf(out, "%s: backend %s, mode %s", r->name, r->backend, r->mode ? r->mode : "?");
+  if (r->mode_reason) g_string_append_printf(out, " (%s)", r->mode_reason);
+  g_string_append_printf(out, ", %u iterations (%u warmup)\n", r->iterations, r->warmup);
   if (r->interrupted)
     g_string_append_printf(out, "interrupted after %u of %u timed iterations: figures cover those only\n",
                            r->iterations, r->iterations_requested);
@@ -256,6 +257,7 @@ void dr_report_write_json_sorted(const DrReport *r, DrReportSort sort, GString *
   dr__json_member_string(&w, "name", r->name);
   dr__json_member_string(&w, "backend", r->backend);
   dr__json_member_string(&w, "mode", r->mode);
+  if (r->mode_reason) dr__json_member_string(&w, "mode_reason", r->mode_reason);
   dr__json_member_uint(&w, "iterations", r->iterations);
   dr__json_member_uint(&w, "warmup", r->warmup);
   dr__json_member_bool(&w, "interrupted", r->interrupted);

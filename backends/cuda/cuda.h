@@ -31,6 +31,7 @@
 #include "backends/cuda/nccl.h"
 #include "backends/cuda/profile.h"
 #include "backends/cuda/streams.h"
+#include "backends/cuda/threads.h"
 #include "backends/cuda/timing.h"
 
 G_BEGIN_DECLS
@@ -77,6 +78,9 @@ struct DrBackend {
   DrCudaProfile profile;
   DrCudaLoops loops; /* loops.c: host-driven loops */
   DrCudaNccl nccl;
+  /* Streams mode's issue threads (threads.c), NULL: the calling thread
+   * issues every step. Made by streams mode's prepare (issue.c). */
+  DrCudaThreads *threads;
   /* cudaProfilerStart was called and cudaProfilerStop not yet: the
    * profiler's capture range is open (backend.c). */
   gboolean profiling;

@@ -14,8 +14,11 @@
  * devices each step first selects its stream's device (streams.c), so a
  * cross-device edge is a record after the cudaSetDevice of the producer's
  * device and a wait after that of the consumer's. A capture
- * (graph.c) runs the same walk with its hooks. This file owns no CUDA
- * handle. */
+ * (graph.c) runs the same walk with its hooks. Eagerly, with more than one
+ * issue thread (threads.c, b->threads), the steps go through
+ * dr__cuda_threads_issue instead of the loop here: the fork and the joins
+ * stay on this thread (the thread count is 1 with collectives, so NCCL
+ * groups are always issued here). This file owns no CUDA handle. */
 #include "backends/cuda/cuda.h"
 
 /* Enqueues node `v`'s work on `st`: bound built-in `k` (DR_NONE: none), or
@@ -157,6 +160,11 @@ static gboolean issue_group(const Walk *w, const DrPlanStep *steps, guint32 n, G
   return TRUE;
 }
 
+/* issue_step as a DrCudaStepFn (threads.c). */
+static gboolean issue_step_fn(const void *walk, const DrPlanStep *step, GError **error) {
+  return issue_step(walk, step, error);
+}
+
 gboolean dr__cuda_issue_iteration(DrBackend *b, const DrCudaCapture *capture, GError **error) {
   const DrCudaStreams *s = &b->streams;
   const DrCudaTiming *t = &b->timing;
@@ -167,14 +175,18 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, const DrCudaCapture *capture, GE
     w.t_end = t->t_end + slot;
   }
   if (!dr__cuda_timing_start_stamp(t, s->origin, error) || !dr__cuda_streams_fork(s, error)) return FALSE;
-  const DrPlanStep *steps = (const DrPlanStep *)(void *)b->plan->steps->data;
-  for (guint32 i = 0, n_steps = b->plan->steps->len; i < n_steps; i++) {
-    guint32 group = dr__cuda_nccl_group_len(&b->nccl, i); /* collectives issued together */
-    if (G_UNLIKELY(group > 0)) {
-      if (!issue_group(&w, &steps[i], group, error)) return FALSE;
-      i += group - 1;
-    } else if (!issue_step(&w, &steps[i], error)) {
-      return FALSE;
+  if (capture == NULL && b->threads != NULL) {
+    if (!dr__cuda_threads_issue(b->threads, issue_step_fn, &w, error)) return FALSE;
+  } else {
+    const DrPlanStep *steps = (const DrPlanStep *)(void *)b->plan->steps->data;
+    for (guint32 i = 0, n_steps = b->plan->steps->len; i < n_steps; i++) {
+      guint32 group = dr__cuda_nccl_group_len(&b->nccl, i); /* collectives issued together */
+      if (G_UNLIKELY(group > 0)) {
+        if (!issue_group(&w, &steps[i], group, error)) return FALSE;
+        i += group - 1;
+      } else if (!issue_step(&w, &steps[i], error)) {
+        return FALSE;
+      }
     }
   }
   for (guint32 k = 0; k < s->n_streams; k++)
@@ -192,6 +204,22 @@ gboolean dr__cuda_bind(DrBackend *b, GError **error) {
 }
 
 /* ---- streams mode ------------------------------------------------------- */
+
+/* A worker's first act: the run's device is current on its thread too
+ * (the runtime's current device is per host thread). */
+static gboolean thread_init(gpointer data, GError **error) {
+  const DrBackend *b = data;
+  return DR_CUDA(DR_SITE_SETUP("an issue thread"), cudaSetDevice, b->streams.devices[0].ordinal);
+}
+
+/* Streams mode's setup end: bind, and start the issue threads the plan
+ * and run.issue_threads ask for (threads.h), once. */
+static gboolean streams_prepare(DrBackend *b, GError **error) {
+  if (!dr__cuda_bind(b, error)) return FALSE;
+  guint32 n = dr__cuda_threads_count(b->plan, b->opts.issue_threads);
+  if (b->threads == NULL && n > 1) b->threads = dr__cuda_threads_new(b->plan, n, thread_init, b);
+  return TRUE;
+}
 
 static gboolean streams_issue(DrBackend *b, GError **error) {
   return dr__cuda_issue_iteration(b, NULL, error);
@@ -222,7 +250,7 @@ const DrCudaMode dr__cuda_streams_mode = {
     .stamps_aside = FALSE,
     .kernel_stamps = TRUE,
     .early_launch = TRUE,
-    .prepare = dr__cuda_bind,
+    .prepare = streams_prepare,
     .issue = streams_issue,
     .args_changed = streams_args_changed,
     .buffer_moved = streams_buffer_moved,

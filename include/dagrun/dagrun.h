@@ -133,7 +133,7 @@ typedef struct DrStreamPlan DrStreamPlan;
 typedef struct DrRunReport DrRunReport;
 
 /* Returns a new empty pipeline named `name` (NULL: "pipeline") with the
- * built-in kernels registered and the default run settings (streams mode,
+ * built-in kernels registered and the default run settings (auto mode,
  * 10 iterations, 2 warmup). Free with dr_pipeline_free. */
 DrPipeline *dr_pipeline_new(const char *name);
 
@@ -432,10 +432,14 @@ typedef struct {
   const char *profile_path; /* NULL, or a run report JSON (dr_run_report_write_json)
                                whose measured durations replace the cost model */
   gboolean mode_set;        /* TRUE: plan for `mode`, not the pipeline's run mode */
-  DrMode mode;
-  /* The backend the plan is for (0: auto). Not the host's: a peer copy
-   * between two devices is shown with the path the CUDA backend will take
-   * (cudaDeviceCanAccessPeer asked now: peer access, or staged through
+  DrMode mode;              /* auto (the default run.mode): see DR_MODE_LIST */
+  /* What auto resolves with: the timed iterations the run will make (0:
+   * the pipeline's run.iterations) and the backend it will use (auto:
+   * CUDA assumed; host: auto means streams, the host has no graph). */
+  guint iterations;
+  /* The backend the plan is for (0: auto), which also decides how a peer
+   * copy between two devices is shown: with the path the CUDA backend will
+   * take (cudaDeviceCanAccessPeer asked now: peer access, or staged through
    * pinned host memory); the host's, or no GPU: "checked at run time". */
   DrBackendKind backend;
 } DrPlanSettings;
@@ -462,11 +466,28 @@ guint dr_stream_plan_step_n_waits(const DrStreamPlan *plan, guint step);
 const char *dr_stream_plan_step_wait(const DrStreamPlan *plan, guint step, guint wait);
 /* The stream of node `id`, or -1 when there is no such node. */
 gint dr_stream_plan_node_stream(const DrStreamPlan *plan, const char *id);
-/* The mode the plan was made for, its stream cap (0: none) and why the
- * cap is what it is (static storage, e.g. "set by max_streams"). */
+/* The mode the plan was made for (streams or graph: auto is resolved by
+ * DrPlanSettings' rule), its stream cap (0: none) and why the cap is what
+ * it is (static storage, e.g. "set by max_streams"). */
 DrMode dr_stream_plan_mode(const DrStreamPlan *plan);
+/* Why the plan's mode is what it is ("auto: 10 iterations and every node
+ * capturable", "set by run.mode"): borrowed from the plan. */
+const char *dr_stream_plan_mode_reason(const DrStreamPlan *plan);
 guint dr_stream_plan_cap(const DrStreamPlan *plan);
 const char *dr_stream_plan_cap_note(const DrStreamPlan *plan);
+
+/* After a plan made with DrPlanSettings.profile_path: TRUE with the
+ * predicted makespan (a list-scheduling simulation of the plan's streams
+ * with the profile's durations and the launch, wait and copy-engine costs
+ * of an H200: docs/format.md, "Prediction") and the profile's measured
+ * makespan (NAN when it has none); FALSE without a profile. Either
+ * pointer may be NULL. */
+gboolean dr_stream_plan_predicted(const DrStreamPlan *plan, double *predicted_us, double *measured_us);
+/* Appends `dagrun --plan --explain`'s text: the gap between the measured
+ * makespan and the critical path split into false serialization from the
+ * stream cap, launch overhead, waits, transfers and what is not explained
+ * (one line saying so without a profile). */
+void dr_stream_plan_write_explain(const DrStreamPlan *plan, GString *out);
 
 /* Appends the plan as `dagrun --plan` prints it (text), as its JSON
  * object (--format=json), or as a Graphviz digraph (--dot). */
@@ -531,6 +552,11 @@ typedef struct {
    * captured graph (cudaGraphDebugDotPrint, verbose), once it is captured;
    * other runs write nothing. `dagrun --dot-cuda-graph`. */
   const char *cuda_graph_dot_path;
+  /* Streams mode on CUDA: host threads that issue each iteration, one per
+   * group of streams (1..DR_ISSUE_THREADS_MAX; 0: chosen from the plan's
+   * width and size, 1 for narrow DAGs, always 1 with collectives or
+   * loops). The pipeline's run.issue_threads, `dagrun --issue-threads`. */
+  guint issue_threads;
 } DrRunSettings;
 
 /* Fills `settings` from the pipeline's run settings: its mode, iterations,

@@ -139,10 +139,16 @@ typedef enum {
 } DrWhere;
 
 /* X(ENUM_SUFFIX, spelling): how the CUDA backend issues an iteration
- * (`run.mode`, --mode): eagerly on streams, or as a captured CUDA graph. */
+ * (`run.mode`, --mode): eagerly on streams, or as a captured CUDA graph,
+ * or auto (the default since #18): graph when the pipeline iterates
+ * (more than one timed iteration) and every node is capturable, streams
+ * otherwise (ir/mode.h says what is capturable). A plan and a run resolve
+ * auto to one of the other two and say why. AUTO is last so that STREAMS
+ * and GRAPH keep the values they had. */
 #define DR_MODE_LIST(X) \
   X(STREAMS, "streams") \
-  X(GRAPH, "graph")
+  X(GRAPH, "graph")     \
+  X(AUTO, "auto")
 
 typedef enum {
 #define DR_X(e, s) DR_MODE_##e,
@@ -150,6 +156,11 @@ typedef enum {
 #undef DR_X
       DR_N_MODES
 } DrMode;
+
+/* The most host threads that issue an eager iteration on CUDA
+ * (run.issue_threads, --issue-threads: 0 picks; an H200 probe saw the
+ * driver scale to ~2.5x at 8 threads and no further). */
+#define DR_ISSUE_THREADS_MAX 8
 
 /* X(ENUM_SUFFIX, spelling): what a graph-mode run does when its iteration
  * cannot be captured (`run.fallback`, --fallback): fail, or run eagerly on

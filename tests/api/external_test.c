@@ -298,15 +298,15 @@ static void test_documented_defaults(void) {
   /* dr_pipeline_new: name NULL is "pipeline"; "(streams mode, 10
    * iterations, 2 warmup)". */
   g_assert_nonnull(strstr(h, "`name` (NULL: \"pipeline\")"));
-  g_assert_nonnull(strstr(h, "default run settings (streams mode, "));
-  guint64 iterations = header_number(h, "default run settings (streams mode, ");
+  g_assert_nonnull(strstr(h, "default run settings (auto mode, "));
+  guint64 iterations = header_number(h, "default run settings (auto mode, ");
   guint64 warmup = header_number(h, " iterations, ");
   g_autoptr(DrPipeline) p = dr_pipeline_new(NULL);
   g_assert_cmpstr(dr_pipeline_name(p), ==, "pipeline");
   DrRunSettings s;
   memset(&s, 0xAB, sizeof s); /* init sets every field */
   dr_run_settings_init(&s, p);
-  g_assert_cmpint(s.mode, ==, DR_MODE_STREAMS);
+  g_assert_cmpint(s.mode, ==, DR_MODE_AUTO);
   g_assert_cmpuint(s.iterations, ==, iterations);
   g_assert_cmpuint(s.warmup, ==, warmup);
   /* "backend auto, node timing auto ...; the rest off or NULL". */
@@ -342,15 +342,17 @@ static void test_documented_defaults(void) {
   guint64 fresh = header_number(h, "8); else ");
   g_autofree char *saved = g_strdup(g_getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
   g_unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  g_autoptr(DrStreamPlan) p1 = dr_pipeline_plan(p, NULL, &error);
+  /* The eager cap: one iteration, so auto means streams. */
+  DrPlanSettings eager = {.iterations = 1};
+  g_autoptr(DrStreamPlan) p1 = dr_pipeline_plan(p, &eager, &error);
   g_assert_no_error(error);
   if (strcmp(dr_run_report_backend(rr), "host") == 0) /* no CUDA context in this process */
     g_assert_cmpuint(dr_stream_plan_cap(p1), ==, fresh);
   g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", "banana", TRUE);
-  g_autoptr(DrStreamPlan) p2 = dr_pipeline_plan(p, NULL, &error);
+  g_autoptr(DrStreamPlan) p2 = dr_pipeline_plan(p, &eager, &error);
   g_assert_cmpuint(dr_stream_plan_cap(p2), ==, asked);
   g_setenv("CUDA_DEVICE_MAX_CONNECTIONS", "5", TRUE);
-  g_autoptr(DrStreamPlan) p3 = dr_pipeline_plan(p, NULL, &error);
+  g_autoptr(DrStreamPlan) p3 = dr_pipeline_plan(p, &eager, &error);
   g_assert_cmpuint(dr_stream_plan_cap(p3), ==, 5);
   DrPlanSettings graph = {.mode_set = TRUE, .mode = DR_MODE_GRAPH};
   g_autoptr(DrStreamPlan) p4 = dr_pipeline_plan(p, &graph, &error);

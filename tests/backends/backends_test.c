@@ -423,6 +423,11 @@ static DrRunOptions host_opts(const DrGraph *g, guint32 iterations, guint32 warm
   DrRunOptions o;
   dr_run_options_init(&o, g);
   o.backend = DR_BACKEND_HOST;
+  /* Streams, the default before mode: auto: the CUDA cases here reuse
+   * these options, and this file's fake has no capture model (the graph
+   * mode cases ask for it; tests/fault sweeps graph mode on a fake that
+   * models capture). */
+  o.mode = DR_MODE_STREAMS;
   o.iterations = iterations;
   o.warmup = warmup;
   return o;

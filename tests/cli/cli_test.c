@@ -108,9 +108,179 @@ static void test_plan_same_as_library(void) {
   g_assert_cmpuint(compared, >=, 2 * 4 * 2 * 20);
 }
 
+/* mode: auto (the default): a while: loop is a CUDA conditional node, so
+ * graph; a copy of pageable host memory is not capturable, so streams,
+ * naming the copy; the run report says why too, and the host backend's
+ * note when it ran there; run.mode forces one. */
+static void test_mode_auto(void) {
+  static const char loop_yaml[] =
+      "dagrun: 1\nbuffers: {b: {type: f32, count: 32}, go: {type: i32, count: 1}}\n"
+      "nodes:\n  l:\n    op: loop\n    while: go\n    nodes:\n"
+      "      check: {op: kernel, kernel: set_while_gt_f32, args: {x: b, tol: 1.0, cond: go}}\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) lp = dr_pipeline_load_string("loop.yaml", loop_yaml, -1, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrStreamPlan) lplan = dr_pipeline_plan(lp, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_stream_plan_mode(lplan), ==, DR_MODE_GRAPH);
+  g_assert_cmpstr(dr_stream_plan_mode_reason(lplan), ==, "auto: 10 iterations and every node capturable");
+
+  static const char pageable_yaml[] =
+      "dagrun: 1\nbuffers: {h: {type: f32, count: 32, where: pageable}, d: {type: f32, count: 32}}\n"
+      "nodes:\n  up: {op: copy, src: h, dst: d}\n";
+  g_autoptr(DrPipeline) p = dr_pipeline_load_string("pageable.yaml", pageable_yaml, -1, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_stream_plan_mode(plan), ==, DR_MODE_STREAMS);
+  g_assert_cmpstr(dr_stream_plan_mode_reason(plan), ==,
+                  "auto: node 'up' copies pageable host memory (graph mode does not capture it)");
+  g_autoptr(GString) text = g_string_new(NULL);
+  dr_stream_plan_write_text(plan, text);
+  g_assert_nonnull(strstr(text->str, "\nmode streams (auto: node 'up' copies pageable"));
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_stream_plan_write_json(plan, json);
+  g_assert_nonnull(strstr(json->str, "\"mode\": \"streams\", \"mode_reason\": \"auto: node 'up'"));
+
+  static const char plain[] =
+      "dagrun: 1\nbuffers: {a: {type: f32, count: 64}}\nnodes:\n  x: {op: memset, dst: a, value: 1}\n";
+  g_autoptr(DrPipeline) q = dr_pipeline_load_string("plain.yaml", plain, -1, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrStreamPlan) qp = dr_pipeline_plan(q, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_stream_plan_mode(qp), ==, DR_MODE_GRAPH);
+  DrRunSettings rs;
+  dr_run_settings_init(&rs, q);
+  g_assert_cmpint(rs.mode, ==, DR_MODE_AUTO);
+  rs.backend = DR_BACKEND_HOST;
+  rs.iterations = 2;
+  rs.warmup = 0;
+  g_autoptr(DrRunReport) r = dr_stream_plan_run(qp, &rs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_run_report_mode(r), ==, "streams");
+  g_autoptr(GString) rt = g_string_new(NULL);
+  dr_run_report_write_text(r, rt);
+  g_assert_nonnull(
+      strstr(rt->str,
+             "mode streams (auto: the host backend has no graph mode; its threads run the plan's streams), 2 "
+             "iterations"));
+  g_autoptr(GString) rj = g_string_new(NULL);
+  dr_run_report_write_json(r, rj);
+  g_assert_nonnull(strstr(rj->str, "\"mode_reason\": \"auto: the host backend has no graph mode"));
+
+  static const char forced[] =
+      "dagrun: 1\nrun: {mode: streams}\nbuffers: {a: {type: f32, count: 64}}\n"
+      "nodes:\n  x: {op: memset, dst: a, value: 1}\n";
+  g_autoptr(DrPipeline) f = dr_pipeline_load_string("forced.yaml", forced, -1, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrStreamPlan) fp = dr_pipeline_plan(f, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(dr_stream_plan_mode(fp), ==, DR_MODE_STREAMS);
+  g_assert_cmpstr(dr_stream_plan_mode_reason(fp), ==, "set by run.mode");
+}
+
+/* A profile (a JSON run report) with these node durations and makespan,
+ * written under TEST_TMPDIR; returns its path. */
+static char *write_profile(const char *name, const char *mode, double makespan, const char *const *ids,
+                           const double *us, guint n) {
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  char *path = g_build_filename(tmp ? tmp : g_get_tmp_dir(), name, NULL);
+  g_autoptr(GString) j = g_string_new(NULL);
+  g_string_append_printf(j, "{\"schema\": 1, \"mode\": \"%s\", \"makespan_us\": %.3f, \"nodes\": [", mode,
+                         makespan);
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf(j, "%s{\"id\": \"%s\", \"duration_us\": %.3f}", i ? ", " : "", ids[i], us[i]);
+  g_string_append(j, "]}\n");
+  g_assert_true(g_file_set_contents(path, j->str, -1, NULL));
+  return path;
+}
+
+/* #18.4: after a profile, --plan predicts the makespan by list scheduling
+ * over the plan's streams, exactly: three independent memsets of 10, 20
+ * and 30 us on one stream (max_streams 1) issued eagerly at 4 us a launch
+ * end at 4 + 60 = 64 us (critical path 30: the cap costs 30, launches 4);
+ * in graph mode each node adds 0.6 us: 61.8. Two device-to-host copies of
+ * 5 us on two streams share one copy engine: launched at 4 and 8 us, the
+ * second starts when the first ends (9) and ends at 14, 1 us later than
+ * without the engine (transfers 1.0). */
+static void test_prediction(void) {
+  static const char yaml[] =
+      "dagrun: 1\nbuffers: {a: {type: f32, count: 64}, b: {type: f32, count: 64}, c: {type: f32, count: "
+      "64}}\n"
+      "nodes:\n  x: {op: memset, dst: a, value: 1}\n  y: {op: memset, dst: b, value: 2}\n"
+      "  z: {op: memset, dst: c, value: 3}\n";
+  const char *ids[] = {"x", "y", "z"};
+  const double us[] = {10, 20, 30};
+  g_autofree char *prof = write_profile("predict.json", "streams", 70, ids, us, 3);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_load_string("predict.yaml", yaml, -1, &error);
+  g_assert_no_error(error);
+  DrPlanSettings s = {.max_streams = 1, .profile_path = prof, .mode_set = TRUE, .mode = DR_MODE_STREAMS};
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, &s, &error);
+  g_assert_no_error(error);
+  double predicted = 0, measured = 0;
+  g_assert_true(dr_stream_plan_predicted(plan, &predicted, &measured));
+  g_assert_cmpfloat_with_epsilon(predicted, 64.0, 1e-9);
+  g_assert_cmpfloat_with_epsilon(measured, 70.0, 1e-9);
+  g_autoptr(GString) text = g_string_new(NULL);
+  dr_stream_plan_write_text(plan, text);
+  g_assert_nonnull(
+      strstr(text->str,
+             "predicted makespan 64.0 us (streams mode; the profile measured 70.0 us in streams mode: "
+             "-8.6%)\n"));
+  g_autoptr(GString) ex = g_string_new(NULL);
+  dr_stream_plan_write_explain(plan, ex);
+  g_assert_cmpstr(ex->str, ==,
+                  "explain: measured makespan 70.0 us, critical path 30.0 us, gap 40.0 us\n"
+                  "  false serialization from the stream cap          30.0 us\n"
+                  "  launch overhead                                   4.0 us\n"
+                  "  waits (host calls and cross-stream edges)         0.0 us\n"
+                  "  transfers (one copy engine per direction)         0.0 us\n"
+                  "  not explained (measured - predicted)              6.0 us\n");
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_stream_plan_write_json(plan, json);
+  g_assert_nonnull(strstr(json->str,
+                          "\"prediction\": {\"mode\": \"streams\", \"predicted_us\": 64.000, "
+                          "\"measured_us\": 70.000, \"cap_us\": 30.000, \"launch_us\": 4.000"));
+
+  DrPlanSettings gs = {.max_streams = 1, .profile_path = prof, .mode_set = TRUE, .mode = DR_MODE_GRAPH};
+  g_autoptr(DrStreamPlan) gp = dr_pipeline_plan(p, &gs, &error);
+  g_assert_no_error(error);
+  g_assert_true(dr_stream_plan_predicted(gp, &predicted, NULL));
+  g_assert_cmpfloat_with_epsilon(predicted, 61.8, 1e-9);
+
+  static const char copies[] =
+      "dagrun: 1\nbuffers:\n  a: {type: f32, count: 64, init: zeros}\n  b: {type: f32, count: 64, init: "
+      "zeros}\n"
+      "  ha: {type: f32, count: 64, where: host}\n  hb: {type: f32, count: 64, where: host}\n"
+      "nodes:\n  da: {op: copy, src: a, dst: ha}\n  db: {op: copy, src: b, dst: hb}\n";
+  const char *cids[] = {"da", "db"};
+  const double cus[] = {5, 5};
+  g_autofree char *cprof = write_profile("copies.json", "streams", 14, cids, cus, 2);
+  g_autoptr(DrPipeline) c = dr_pipeline_load_string("copies.yaml", copies, -1, &error);
+  g_assert_no_error(error);
+  DrPlanSettings cs = {.max_streams = 2, .profile_path = cprof, .mode_set = TRUE, .mode = DR_MODE_STREAMS};
+  g_autoptr(DrStreamPlan) cp = dr_pipeline_plan(c, &cs, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(dr_stream_plan_n_streams(cp), ==, 2);
+  g_assert_true(dr_stream_plan_predicted(cp, &predicted, NULL));
+  g_assert_cmpfloat_with_epsilon(predicted, 14.0, 1e-9);
+  g_autoptr(GString) cex = g_string_new(NULL);
+  dr_stream_plan_write_explain(cp, cex);
+  g_assert_nonnull(strstr(cex->str, "  transfers (one copy engine per direction)         1.0 us\n"));
+  g_assert_nonnull(strstr(cex->str, "  launch overhead                                   8.0 us\n"));
+  /* Without a profile there is no prediction. */
+  g_autoptr(DrStreamPlan) none = dr_pipeline_plan(c, NULL, &error);
+  g_assert_false(dr_stream_plan_predicted(none, NULL, NULL));
+  g_remove(prof);
+  g_remove(cprof);
+}
+
 /* The library's cap rule (DrPlanSettings): the caller's, the pipeline's,
  * none in graph mode, CUDA_DEVICE_MAX_CONNECTIONS, else 32 here (no CUDA
- * context: this process never touches the driver). */
+ * context: this process never touches the driver). Mode auto (the
+ * default) is streams for one iteration and graph for the pipeline's 10;
+ * on the host backend always streams. */
 static void test_cap_rule(void) {
   static const char yaml[] =
       "dagrun: 1\nbuffers: {a: {type: f32, count: 64}, b: {type: f32, count: 64}}\n"
@@ -123,13 +293,48 @@ static void test_cap_rule(void) {
     DrPlanSettings s;
     guint cap;
     const char *note;
+    DrMode mode;
+    const char *reason;
   } cases[] = {
-      {NULL, {0}, 32, "default: dagrun asks the driver for 32 queues"},
-      {"3", {0}, 3, "from CUDA_DEVICE_MAX_CONNECTIONS"},
-      {"99", {0}, 8, "CUDA_DEVICE_MAX_CONNECTIONS is not 1..32: the driver's default queues"},
-      {"3", {.max_streams = 5}, 5, "set by max_streams"},
-      {NULL, {.mode_set = TRUE, .mode = DR_MODE_GRAPH}, 0, "graph mode has no cap"},
-      {NULL, {.max_streams = 2, .mode_set = TRUE, .mode = DR_MODE_GRAPH}, 2, "set by max_streams"},
+      {NULL,
+       {.iterations = 1},
+       32,
+       "default: dagrun asks the driver for 32 queues",
+       DR_MODE_STREAMS,
+       "auto: 1 iteration, nothing to replay"},
+      {"3", {.iterations = 1}, 3, "from CUDA_DEVICE_MAX_CONNECTIONS", DR_MODE_STREAMS, NULL},
+      {"99",
+       {.iterations = 1},
+       8,
+       "CUDA_DEVICE_MAX_CONNECTIONS is not 1..32: the driver's default queues",
+       DR_MODE_STREAMS,
+       NULL},
+      {"3", {.max_streams = 5}, 5, "set by max_streams", DR_MODE_GRAPH, NULL},
+      {NULL,
+       {.mode_set = TRUE, .mode = DR_MODE_GRAPH},
+       0,
+       "graph mode has no cap",
+       DR_MODE_GRAPH,
+       "set by --mode"},
+      {NULL,
+       {.max_streams = 2, .mode_set = TRUE, .mode = DR_MODE_GRAPH},
+       2,
+       "set by max_streams",
+       DR_MODE_GRAPH,
+       NULL},
+      {NULL, {0}, 0, "graph mode has no cap", DR_MODE_GRAPH, "auto: 10 iterations and every node capturable"},
+      {NULL,
+       {.backend = DR_BACKEND_HOST},
+       32,
+       "default: dagrun asks the driver for 32 queues",
+       DR_MODE_STREAMS,
+       "auto: the host backend has no graph mode; its threads run the plan's streams"},
+      {NULL,
+       {.mode_set = TRUE, .mode = DR_MODE_STREAMS},
+       32,
+       "default: dagrun asks the driver for 32 queues",
+       DR_MODE_STREAMS,
+       "set by --mode"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     if (cases[i].env)
@@ -140,7 +345,8 @@ static void test_cap_rule(void) {
     g_assert_no_error(error);
     g_assert_cmpuint(dr_stream_plan_cap(plan), ==, cases[i].cap);
     g_assert_cmpstr(dr_stream_plan_cap_note(plan), ==, cases[i].note);
-    g_assert_cmpint(dr_stream_plan_mode(plan), ==, cases[i].s.mode_set ? cases[i].s.mode : DR_MODE_STREAMS);
+    g_assert_cmpint(dr_stream_plan_mode(plan), ==, cases[i].mode);
+    if (cases[i].reason) g_assert_cmpstr(dr_stream_plan_mode_reason(plan), ==, cases[i].reason);
   }
   g_unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
   /* The pipeline's own max_streams. */
@@ -220,7 +426,8 @@ static void test_no_effect(void) {
   g_assert_cmpint(rc, ==, 0);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPipeline) p = dr_pipeline_load_file("graphs/priority.yaml", &error);
-  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  DrPlanSettings one = {.iterations = 1}; /* auto: one iteration is streams */
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, &one, &error);
   DrRunSettings rs;
   dr_run_settings_init(&rs, p);
   rs.iterations = 1;
@@ -410,6 +617,8 @@ int main(int argc, char **argv) {
   g_unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
   g_test_add_func("/cli/plan/same-as-library", test_plan_same_as_library);
   g_test_add_func("/cli/plan/cap-rule", test_cap_rule);
+  g_test_add_func("/cli/plan/mode-auto", test_mode_auto);
+  g_test_add_func("/cli/plan/prediction", test_prediction);
   g_test_add_func("/cli/flags/ranges", test_ranges);
   g_test_add_func("/cli/flags/no-effect", test_no_effect);
   g_test_add_func("/cli/outputs/before-run", test_outputs_before_run);

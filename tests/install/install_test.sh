@@ -61,7 +61,7 @@ completes_every_option() {
 }
 check "completion offers every option of --help" completes_every_option
 completes_values() {
-  [ "$(complete_words "$dagrun" --mode= | paste -sd' ')" = "streams graph" ] &&
+  [ "$(complete_words "$dagrun" --mode= | paste -sd' ')" = "auto streams graph" ] &&
     [ "$(complete_words "$dagrun" --backend=h)" = "host" ]
 }
 check "completion offers the values of --mode= and --backend=" completes_values

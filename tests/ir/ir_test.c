@@ -154,7 +154,7 @@ static void test_dump(void) {
   dr_graph_dump(g, out);
   g_assert_cmpstr(out->str, ==,
                   "pipeline pipeline\n"
-                  "run mode=streams iterations=10 warmup=2 max_streams=8(default) device=0\n"
+                  "run mode=auto iterations=10 warmup=2 max_streams=8(default) device=0\n"
                   "buffer x f32[16] host\n"
                   "node w noop\n"
                   "  access write x[2:6]\n"
