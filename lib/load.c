@@ -12,6 +12,7 @@
 
 #include "kernels/registry.h"
 #include "lib/checks.h"
+#include "lib/hostlib.h"
 #include "parser/parser.h"
 #include "scheduler/passes.h"
 
@@ -81,9 +82,11 @@ static DrGraph *load(const char *name, const char *yaml, gsize len, FILE *fp, co
   /* The invariants (I5: one alloc and one free per buffer) hold only once
    * the lifetimes pass has rejected double allocs and frees: the pass
    * table checks them after each pass, not here. */
-  /* The kernels' shape rules and the init files, after a clean parse and
+  /* The shared libraries it names (host functions, host twins), then the
+   * kernels' shape rules and the init files, after a clean parse and
    * before the dependency passes: a bad call is the user's first problem. */
-  if (!ok || !dr__pipeline_checks(graph, diags) || !dr_passes_run_dump(graph, diags, dump_after, dump)) {
+  if (ok) ok = dr__host_libs_resolve(graph, diags) & dr__pipeline_checks(graph, diags);
+  if (!ok || !dr_passes_run_dump(graph, diags, dump_after, dump)) {
     dr_diags_to_error(diags, error);
     return NULL;
   }

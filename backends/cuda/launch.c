@@ -178,8 +178,9 @@ gboolean dr__cuda_launch_failed(const DrBoundKernel *k, int rc, DrCudaSite site,
 }
 
 static void CUDART_CB host_trampoline(void *data) {
-  /* Runs on a CUDA-owned thread: must not call CUDA. */
-  dr__host_call_run(data);
+  /* Runs on a CUDA-owned thread: must not call CUDA. A host function's
+   * failure cannot stop the stream from here (include/dagrun/hostfn.h). */
+  (void)dr__host_call_run(data);
 }
 
 void dr__cuda_launch_rebind_hosts(DrCudaLaunch *l, const DrCudaMemory *m) {
@@ -204,6 +205,7 @@ void dr__cuda_launch_close(DrCudaLaunch *l) {
     for (guint32 i = 0; i < l->n_nodes; i++)
       if (l->scratch[i]) (void)api->cudaFree(l->scratch[i]);
   dr__user_kernels_release(l);
+  dr__host_calls_free(l->hcalls, l->n_nodes);
   g_free(l->hcalls);
   g_free(l->scratch);
   g_free(l->blas);

@@ -35,7 +35,7 @@ check "pkg-config knows dagrun" pkg-config --exists dagrun
 want=$(sed -n 's/^#define DAGRUN_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
   "$root/include/dagrun/version.h" | paste -sd. -)
 check "pkg-config version" test "$(pkg-config --modversion dagrun)" = "$want"
-for h in dagrun.h version.h types.h kernel.h; do
+for h in dagrun.h version.h types.h kernel.h hostfn.h; do
   # shellcheck disable=SC2046
   check "header $h compiles alone" sh -c "echo '#include <dagrun/$h>' |
     $cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c - $(pkg-config --cflags dagrun)"
