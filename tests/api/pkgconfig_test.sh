@@ -28,7 +28,7 @@ grep_log() { # NAME PATTERN: the last command's output must match
   if grep -q -- "$2" "$tmp/log"; then ok "$1"; else not_ok "$1: no '$2' in the output"; fi
 }
 
-echo "1..27"
+echo "1..28"
 check "install" "$root/tools/install.sh" "$prefix"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "pkg-config knows dagrun" pkg-config --exists dagrun
@@ -51,11 +51,11 @@ check "libdagrun.so exports the public API only" public_only
 external_api() { # the external-memory and caller-stream functions are there
   local all f
   all=$(nm -D --defined-only "$prefix/lib/libdagrun.so" | awk '$2 == "T" {print $3}')
-  for f in dr_runner_bind_buffer dr_runner_write_buffer dr_runner_read_buffer dr_runner_run_on_stream; do
+  for f in dr_runner_bind_buffer dr_runner_write_buffer dr_runner_read_buffer dr_runner_run_on_stream dr_pipeline_add_host_fn; do
     echo "$all" | grep -qx "$f" || { echo "not exported: $f"; return 1; }
   done
 }
-check "libdagrun.so exports bind/write/read_buffer and run_on_stream" external_api
+check "libdagrun.so exports bind/write/read_buffer, run_on_stream and add_host_fn" external_api
 for ex in pipelined custom_kernel runner embed; do
   # shellcheck disable=SC2046
   check "build examples/$ex.c" $cc -std=c11 -Wall -Wextra -Werror -o "$tmp/$ex" "$root/examples/$ex.c" \
