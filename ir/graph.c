@@ -385,6 +385,10 @@ static gboolean check_node(const DrGraph *graph, DrId i, guint32 *next_access, g
   if (n->arg_first != *next_arg) FAIL("I3: args of '%s' do not tile", n->id);
   *next_arg += n->arg_count;
   if (n->callback > graph->callbacks->len) FAIL("I3: host node '%s' names no callback", n->id);
+  for (guint32 a = n->arg_first; n->callback && a < n->arg_first + n->arg_count; a++)
+    if (dr_graph_arg(graph, a)->param >=
+        g_array_index(graph->callbacks, DrCallback, n->callback - 1).n_params)
+      FAIL("I3: arg %u of '%s' names no parameter of its host function", a, n->id);
   if (!check_node_ranges(graph, n, error)) return FALSE;
   if (n->op == DR_OP_KERNEL && !check_kernel_args(graph, n, error)) return FALSE;
   if ((n->op == DR_OP_ALLOC || n->op == DR_OP_FREE) && !check_lifetime_node(graph, i, n, error)) return FALSE;

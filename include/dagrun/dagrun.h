@@ -345,8 +345,9 @@ gboolean dr_pipeline_add_host(DrPipeline *pipeline, const char *id, const char *
                               guint n_args, GError **error);
 /* A host node that calls fn(user_data) once per iteration (warmup and
  * timed, and again in the --verify reference run). It touches no buffer
- * as far as dagrun knows, so order it with dr_pipeline_node_after. fn must
- * not call CUDA; user_data is the caller's and must outlive the runs. */
+ * as far as dagrun knows, so order it with dr_pipeline_node_after (or
+ * declare the buffers it reads and writes: dr_pipeline_add_host_fn). fn
+ * must not call CUDA; user_data is the caller's and must outlive the runs. */
 gboolean dr_pipeline_add_callback(DrPipeline *pipeline, const char *id, void (*fn)(void *user_data),
                                   void *user_data, GError **error);
 /* A host node that calls fn (include/dagrun/hostfn.h) once per iteration
