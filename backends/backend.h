@@ -155,6 +155,10 @@ gboolean dr__kernel_call_bind(const DrGraph *graph, DrId node, void *const *base
 typedef struct {
   DrHostFnArgs a;
   char err[DR_HOST_FN_ERR_SIZE];
+  /* Nonzero once the function failed (g_atomic_int_*: it is set on CUDA's
+   * callback thread and read after the iteration); err then keeps its
+   * message and the function is not called again. */
+  gint failed;
   DrHostFnArg args[];
 } DrHostFnBound;
 
@@ -189,8 +193,9 @@ void dr__host_calls_free(DrHostCall *calls, guint32 n);
  * "checksum NODE BUFFER 0x%016llx" (FNV-1a 64 of the slice's bytes), one
  * line, written and flushed at once; a C callback is called; a host
  * function with declared arguments is called with them and its run count.
- * Returns FALSE only when such a function returned nonzero: its message
- * is then in call->fn->err (never empty). */
+ * Returns FALSE only when such a function returned nonzero, now or on an
+ * earlier call (it is then not called again): its message is in
+ * call->fn->err (never empty) and call->fn->failed is set. */
 gboolean dr__host_call_run(const DrHostCall *call);
 
 /* Writes element `index` of `data` (of `type`) to `out` as text. */

@@ -480,16 +480,18 @@ gboolean dr__host_call_run(const DrHostCall *call) {
       return TRUE;
     }
     DrHostFnBound *f = call->fn;
+    if (g_atomic_int_get(&f->failed)) return FALSE;
     f->err[0] = '\0';
-    if (cb->call == NULL) { /* a graph that did not go through the library's load */
+    int rc = -1;
+    if (cb->call == NULL) /* a graph that did not go through the library's load */
       g_strlcpy(f->err, "its library was not opened", DR_HOST_FN_ERR_SIZE);
-      return FALSE;
-    }
-    int rc = cb->call(&f->a);
+    else
+      rc = cb->call(&f->a);
     f->a.iteration++;
     if (rc == 0) return TRUE;
     f->err[DR_HOST_FN_ERR_SIZE - 1] = '\0';
     if (f->err[0] == '\0') g_snprintf(f->err, DR_HOST_FN_ERR_SIZE, "returned %d", rc);
+    g_atomic_int_set(&f->failed, 1);
     return FALSE;
   }
   char line[2048];

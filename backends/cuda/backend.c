@@ -112,6 +112,9 @@ static gboolean cuda_launch_iteration(DrBackend *b, guint32 iteration, gboolean 
 static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
   guint32 k = iteration % b->timing.depth;
   if (!dr__cuda_timing_wait(&b->timing, k, error)) return FALSE;
+  /* A host function that failed on CUDA's callback thread fails the run
+   * now that its iteration is over. */
+  if (!dr__cuda_launch_host_failed(&b->launch, error)) return FALSE;
   /* After the run's last iteration, drain the whole device and check it:
    * an error that arrives now is the run's to report (DR_ERROR_RUNTIME
    * naming cudaDeviceSynchronize), not close's to drop. */

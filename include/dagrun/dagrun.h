@@ -360,9 +360,9 @@ gboolean dr_pipeline_add_callback(DrPipeline *pipeline, const char *id, void (*f
  * arguments' accesses order the node by hazards like a kernel, so, unlike
  * dr_pipeline_add_callback, it needs no dr_pipeline_node_after. fn must
  * not call CUDA; user_data (DrHostFnArgs.user_data) is the caller's and
- * must outlive the runs. A nonzero return fails the run on the host
- * backend (DR_ERROR_RUNTIME, with fn's message); the CUDA backend ignores
- * it. Fails with DR_ERROR_INVALID for what a YAML host function would be
+ * must outlive the runs. A nonzero return fails the run (DR_ERROR_RUNTIME,
+ * with fn's message; on the CUDA backend once its iteration has finished).
+ * Fails with DR_ERROR_INVALID for what a YAML host function would be
  * refused for (a bad parameter name, type or access, a repeated one, a
  * device buffer, a missing argument) and as every node add does. */
 gboolean dr_pipeline_add_host_fn(DrPipeline *pipeline, const char *id, DrHostFnFunc fn, void *user_data,

@@ -23,9 +23,11 @@
  *  - A node never runs concurrently with itself, so per-node state in
  *    user_data needs no lock; different nodes may run at the same time.
  *  - Return 0 on success. Nonzero fails the run (exit 70) with the message
- *    written to err (at most DR_HOST_FN_ERR_SIZE bytes, NUL included) on
- *    the host backend; the CUDA backend cannot stop a callback's stream
- *    and ignores the value.
+ *    written to err (at most DR_HOST_FN_ERR_SIZE bytes, NUL included;
+ *    "returned N" when left empty), and the function is not called again.
+ *    The host backend stops at once; the CUDA backend cannot stop a stream
+ *    from its callback thread, so the work queued behind the call still
+ *    runs and the run fails when that iteration has finished.
  *
  * Versioning: abi_version is DR_HOST_FN_ABI_VERSION of the dagrun that
  * calls. A later version only appends fields to DrHostFnArgs and

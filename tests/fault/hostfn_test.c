@@ -5,7 +5,8 @@
  * between a device-to-host and a host-to-device copy computes the same
  * bytes in streams and graph mode as on the host backend; a C API host
  * function runs once per iteration in both modes (cudaLaunchHostFunc, a
- * host node of the graph) with its run count; every fault point of the
+ * host node of the graph) with its run count, and its failure fails the
+ * run after its iteration; every fault point of the
  * streams run releases everything (the sweep of fault_test.c covers
  * graphs/host_callbacks.yaml too). */
 #include <glib.h>
@@ -164,6 +165,57 @@ static void test_api_counts(void) {
   }
 }
 
+static int fail_second(const DrHostFnArgs *a) {
+  Seen *s = a->user_data;
+  s->calls++;
+  if (a->iteration == 0) return 0;
+  g_snprintf(a->err, DR_HOST_FN_ERR_SIZE, "refused in iteration %u", (unsigned)a->iteration);
+  return 1;
+}
+
+/* A failure on CUDA's callback thread fails the run after its iteration
+ * (exit 70, the node and the message), and the function is not called
+ * again; everything is released. */
+static void test_failure(void) {
+  for (int m = 0; m < 2; m++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrGraph) g = load_yaml("fail.yaml",
+                                     "dagrun: 1\n"
+                                     "buffers: {h: {type: f32, count: 8, where: host}}\n"
+                                     "nodes:\n"
+                                     "  z: {op: memset, dst: h, value: 0}\n");
+    DrBuild b;
+    g_autoptr(DrDiags) diags = dr_diags_new(0);
+    dr_build_init(&b, g, diags);
+    Seen seen = {0};
+    DrCallback cb = {.call = fail_second, .user_data = &seen};
+    DrLoc loc = {"fail.yaml", 5, 1};
+    g_assert_true(dr_build_node_begin(&b, "no", DR_OP_HOST, loc, FALSE));
+    g_assert_true(dr_build_host_callback(&b, &cb, "no", NULL, loc));
+    dr_build_node_commit(&b);
+    dr_build_clear(&b);
+    g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+    g_assert_no_error(error);
+    DrRunOptions opts;
+    dr_run_options_init(&opts, g);
+    opts.backend = DR_BACKEND_CUDA;
+    opts.mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
+    opts.iterations = 3;
+    opts.warmup = 1;
+    opts.host_output = devnull;
+    dr_fake_reset();
+    dr_fake_set_replay_graphs(TRUE);
+    DrReport *r = dr_run(plan, &opts, &error);
+    dr_fake_set_replay_graphs(FALSE);
+    g_assert_null(r);
+    g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+    g_assert_nonnull(strstr(error->message, "node 'no' (stream "));
+    g_assert_nonnull(strstr(error->message, "): host function failed: refused in iteration 1"));
+    g_assert_cmpint(seen.calls, ==, 2);
+    g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  }
+}
+
 /* Every call of the streams run failed in turn: an error, nothing live. */
 static void test_sweep(void) {
   g_autofree char *path = NULL;
@@ -215,6 +267,7 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/fault/hostfn/lib-data", test_lib_data);
   g_test_add_func("/fault/hostfn/api-counts", test_api_counts);
+  g_test_add_func("/fault/hostfn/failure", test_failure);
   g_test_add_func("/fault/hostfn/sweep", test_sweep);
   int rc = g_test_run();
   fclose(devnull);
