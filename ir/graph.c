@@ -228,7 +228,7 @@ const char *dr_graph_host_fn_label(const DrGraph *graph, const DrNode *n) {
   if (n->callback == 0) return dr_host_fn_name(n->host_fn);
   const DrCallback *cb = &g_array_index(graph->callbacks, DrCallback, n->callback - 1);
   if (cb->symbol != NULL) return cb->symbol;
-  return cb->fn != NULL ? "callback" : "host_fn";
+  return cb->call != NULL ? "host_fn" : "callback";
 }
 
 void dr_graph_keep(DrGraph *graph, gpointer data, GDestroyNotify free_fn) {
@@ -534,7 +534,7 @@ static void dump_node_line(const DrGraph *graph, const DrNode *n, GString *out) 
                              : NULL;
   if (cb != NULL && cb->lib != NULL)
     g_string_append_printf(out, " lib=%s symbol=%s", cb->lib, cb->symbol);
-  else if (cb != NULL && cb->fn == NULL)
+  else if (cb != NULL && cb->call != NULL)
     g_string_append(out, " <host fn>");
   else if (cb != NULL)
     g_string_append(out, " <callback>");

@@ -459,8 +459,9 @@ DrId dr_graph_add_kernel(DrGraph *graph, const DrKernelDecl *decl);
  * DrNode.callback that names it. */
 guint32 dr_graph_add_callback(DrGraph *graph, const DrCallback *cb);
 /* What host node n calls, for reports: a library function's symbol,
- * "host_fn" for one added by dr_pipeline_add_host_fn, "callback" for
- * dr_pipeline_add_callback's, else the built-in's name. */
+ * "host_fn" for one added by dr_pipeline_add_host_fn, "callback" for any
+ * other C function (dr_pipeline_add_callback's), else the built-in's
+ * name. */
 const char *dr_graph_host_fn_label(const DrGraph *graph, const DrNode *n);
 /* Keeps `data` alive as long as the graph: free_fn(data) runs when the
  * graph is freed, in the reverse order of the calls (a shared library's
