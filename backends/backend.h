@@ -150,6 +150,18 @@ typedef struct {
 gboolean dr__kernel_call_bind(const DrGraph *graph, DrId node, void *const *bases, DrKernelCall *call,
                               GError **error);
 
+/* A host function's bound arguments (include/dagrun/hostfn.h): what it
+ * is called with, its error buffer, and args[a.n_args]. */
+typedef struct {
+  DrHostFnArgs a;
+  char err[DR_HOST_FN_ERR_SIZE];
+  /* Nonzero once the function failed (g_atomic_int_*: it is set on CUDA's
+   * callback thread and read after the iteration); err then keeps its
+   * message and the function is not called again. */
+  gint failed;
+  DrHostFnArg args[];
+} DrHostFnBound;
+
 /* A host node bound to host pointers: what cudaLaunchHostFunc's trampoline
  * and the host backend's workers run. It never calls CUDA. */
 typedef struct {
@@ -163,16 +175,28 @@ typedef struct {
   const char *message;
   gint64 sleep_us;
   FILE *out;
+  /* A host function with declared arguments (DrCallback.call): made at
+   * the first bind, kept (its iteration count too) by later binds of the
+   * same call, freed by dr__host_calls_free. NULL for other nodes. */
+  DrHostFnBound *fn;
 } DrHostCall;
 
-/* Fills `call` for host node `node` given host base pointers per buffer. */
+/* Fills `call` for host node `node` given host base pointers per buffer.
+ * A call bound before (a rebind after a buffer moved) keeps its
+ * DrHostFnBound. */
 void dr__host_call_bind(const DrGraph *graph, DrId node, void *const *bases, FILE *out, DrHostCall *call);
+/* Frees what dr__host_call_bind allocated in calls[0..n) (not `calls`). */
+void dr__host_calls_free(DrHostCall *calls, guint32 n);
 
 /* Runs a host function: print writes "NODE: MESSAGE" plus up to the first
  * 8 elements of its buffer; sleep sleeps; checksum writes
- * "checksum NODE BUFFER 0x%016llx" (FNV-1a 64 of the slice's bytes). One
- * line, written and flushed at once. */
-void dr__host_call_run(const DrHostCall *call);
+ * "checksum NODE BUFFER 0x%016llx" (FNV-1a 64 of the slice's bytes), one
+ * line, written and flushed at once; a C callback is called; a host
+ * function with declared arguments is called with them and its run count.
+ * Returns FALSE only when such a function returned nonzero, now or on an
+ * earlier call (it is then not called again): its message is in
+ * call->fn->err (never empty) and call->fn->failed is set. */
+gboolean dr__host_call_run(const DrHostCall *call);
 
 /* Writes element `index` of `data` (of `type`) to `out` as text. */
 void dr__elem_format(DrElemType type, const void *data, guint64 index, GString *out);

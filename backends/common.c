@@ -279,6 +279,8 @@ gboolean dr__kernel_call_bind(const DrGraph *graph, DrId id, void *const *bases,
   /* Kernels registered through the C API (lib/nodes.c) carry their own
    * definition in decl->api_def instead of a registry index. */
   const DrKernelDef *def = decl->api_def;
+  /* A user kernel's host twin from a shared library (lib/hostlib.c). */
+  if (def == NULL && decl->origin == DR_KERNEL_USER) def = decl->twin;
   if (def == NULL && decl->origin != DR_KERNEL_BUILTIN) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
                 "node '%s': user kernel '%s' has no host twin: it runs on the CUDA backend only", n->id,
@@ -366,13 +368,70 @@ gboolean dr__kernel_call_bind(const DrGraph *graph, DrId id, void *const *bases,
   return TRUE;
 }
 
+/* Binds the declared arguments of host function node n into call->fn
+ * (allocated on the first bind). */
+static void host_fn_bind(const DrGraph *graph, const DrNode *n, void *const *bases, DrHostCall *call) {
+  const DrCallback *cb = &g_array_index(graph->callbacks, DrCallback, n->callback - 1);
+  if (call->fn == NULL) {
+    call->fn = g_malloc0(sizeof(DrHostFnBound) + sizeof(DrHostFnArg) * MAX(cb->n_params, 1));
+    call->fn->a.abi_version = DR_HOST_FN_ABI_VERSION;
+  }
+  DrHostFnBound *f = call->fn;
+  f->a.n_args = cb->n_params;
+  f->a.args = f->args;
+  f->a.node = n->id;
+  f->a.user_data = cb->user_data;
+  f->a.err = f->err;
+  for (guint32 i = 0; i < cb->n_params; i++)
+    f->args[i] = (DrHostFnArg){.name = cb->params[i].name,
+                               .type = cb->params[i].type,
+                               .is_pointer = cb->params[i].is_pointer,
+                               .access = cb->params[i].access};
+  for (guint32 i = n->arg_first; i < n->arg_first + n->arg_count; i++) {
+    const DrArg *arg = dr_graph_arg(graph, i);
+    if (arg->param >= cb->n_params) continue;
+    DrHostFnArg *x = &f->args[arg->param];
+    switch (arg->kind) {
+      case DR_ARG_BUFFER: {
+        const DrAccess *a = dr_graph_access(graph, arg->v.access);
+        const DrBuffer *b = dr_graph_buffer(graph, a->buffer);
+        x->ptr = dr__slice_ptr(graph, bases, a);
+        x->count = a->end - a->begin;
+        x->bytes = x->count * dr_elem_size(b->type);
+        x->buffer = b->name;
+        break;
+      }
+      case DR_ARG_INT: /* the builder gives float parameters DR_ARG_FLOAT */
+        x->i = arg->v.i;
+        break;
+      case DR_ARG_FLOAT:
+        x->f = arg->v.f;
+        break;
+      case DR_ARG_STRING:
+        break;
+    }
+  }
+}
+
+void dr__host_calls_free(DrHostCall *calls, guint32 n) {
+  if (calls == NULL) return;
+  for (guint32 i = 0; i < n; i++) g_clear_pointer(&calls[i].fn, g_free);
+}
+
 void dr__host_call_bind(const DrGraph *graph, DrId id, void *const *bases, FILE *out, DrHostCall *call) {
   const DrNode *n = dr_graph_node(graph, id);
+  DrHostFnBound *keep = call->node == id ? call->fn : NULL;
+  if (call->fn != keep) g_free(call->fn);
   memset(call, 0, sizeof *call);
+  call->fn = keep;
   call->graph = graph;
   call->node = id;
   call->out = out ? out : stdout;
   call->message = "";
+  if (n->callback && g_array_index(graph->callbacks, DrCallback, n->callback - 1).fn == NULL) {
+    host_fn_bind(graph, n, bases, call);
+    return;
+  }
   for (guint32 i = n->arg_first; i < n->arg_first + n->arg_count; i++) {
     const DrArg *arg = dr_graph_arg(graph, i);
     switch (arg->kind) {
@@ -408,15 +467,32 @@ void dr__host_call_bind(const DrGraph *graph, DrId id, void *const *bases, FILE 
     }                                                                            \
   } while (0)
 
-void dr__host_call_run(const DrHostCall *call) {
+gboolean dr__host_call_run(const DrHostCall *call) {
   /* A stack buffer, not a GString: this runs on worker threads and CUDA's
    * callback thread, where no allocator state should be shared. */
   const DrNode *n = dr_graph_node(call->graph, call->node);
   if (n->callback) {
-    /* A C function added through the C API (lib/nodes.c). */
+    /* A C function added through the C API (lib/nodes.c) or from a shared
+     * library (lib/hostlib.c). */
     const DrCallback *cb = &g_array_index(call->graph->callbacks, DrCallback, n->callback - 1);
-    cb->fn(cb->user_data);
-    return;
+    if (cb->fn != NULL) {
+      cb->fn(cb->user_data);
+      return TRUE;
+    }
+    DrHostFnBound *f = call->fn;
+    if (g_atomic_int_get(&f->failed)) return FALSE;
+    f->err[0] = '\0';
+    int rc = -1;
+    if (cb->call == NULL) /* a graph that did not go through the library's load */
+      g_strlcpy(f->err, "its library was not opened", DR_HOST_FN_ERR_SIZE);
+    else
+      rc = cb->call(&f->a);
+    f->a.iteration++;
+    if (rc == 0) return TRUE;
+    f->err[DR_HOST_FN_ERR_SIZE - 1] = '\0';
+    if (f->err[0] == '\0') g_snprintf(f->err, DR_HOST_FN_ERR_SIZE, "returned %d", rc);
+    g_atomic_int_set(&f->failed, 1);
+    return FALSE;
   }
   char line[2048];
   size_t len = 0;
@@ -435,16 +511,17 @@ void dr__host_call_run(const DrHostCall *call) {
       break;
     case DR_HOST_FN_SLEEP:
       if (call->sleep_us > 0) g_usleep((gulong)call->sleep_us);
-      return;
+      return TRUE;
     case DR_HOST_FN_CHECKSUM:
       LINE_APPEND(line, len, "checksum %s %s 0x%016" G_GINT64_MODIFIER "x", n->id,
                   call->buffer_name ? call->buffer_name : "?",
                   dr__fnv1a64(call->data, call->data ? call->bytes : 0));
       break;
     case DR_N_HOST_FNS:
-      return;
+      return TRUE;
   }
   LINE_APPEND(line, len, "\n");
   fwrite(line, 1, len, call->out);
   fflush(call->out);
+  return TRUE;
 }

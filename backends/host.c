@@ -190,9 +190,14 @@ static gboolean execute(DrBackend *b, guint32 stream, DrId id, guint32 iteration
       memset(dr__slice_ptr(g, b->bases, dst), n->memset_value, bytes);
       return TRUE;
     }
-    case DR_OP_HOST:
-      dr__host_call_run(&b->hcalls[id]);
-      return TRUE;
+    case DR_OP_HOST: {
+      if (dr__host_call_run(&b->hcalls[id])) return TRUE;
+      const char *symbol = g_array_index(g->callbacks, DrCallback, n->callback - 1).symbol;
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u): host function%s%s%s failed: %s",
+                  n->id, stream, symbol ? " '" : "", symbol ? symbol : "", symbol ? "'" : "",
+                  b->hcalls[id].fn->err);
+      return FALSE;
+    }
     case DR_OP_ALLOC:
     case DR_OP_FREE: {
       guint64 bytes = dr_buffer_bytes(dr_graph_buffer(g, n->buffer));
@@ -313,6 +318,7 @@ static void host_close(DrBackend *b) {
   g_free(b->bases);
   g_free(b->external);
   g_free(b->kcalls);
+  dr__host_calls_free(b->hcalls, b->n_nodes);
   g_free(b->hcalls);
   g_free(b->stream_first);
   g_free(b->stream_steps);
@@ -334,13 +340,14 @@ static gboolean host_twins_ok(const DrGraph *g, GError **error) {
     const DrKernelDecl *decl = dr_graph_kernel(g, n->kernel);
     const DrKernelDef *def = decl->api_def;
     if (def == NULL && decl->origin == DR_KERNEL_BUILTIN) continue;
+    if (def == NULL && decl->twin != NULL) continue; /* host_twin: {lib, fn} */
     if (def != NULL && def->host != NULL) continue;
-    dr_set_error_at(
-        error, DR_ERROR_UNAVAILABLE, n->loc,
-        "node '%s': kernel '%s' has no host twin, so the host backend cannot run it (%s); "
-        "run it with --backend=cuda",
-        n->id, decl->name,
-        def != NULL ? "it was registered without a host function" : "a user kernel is CUDA code only");
+    dr_set_error_at(error, DR_ERROR_UNAVAILABLE, n->loc,
+                    "node '%s': kernel '%s' has no host twin, so the host backend cannot run it (%s); "
+                    "run it with --backend=cuda",
+                    n->id, decl->name,
+                    def != NULL ? "it was registered without a host function"
+                                : "a user kernel is CUDA code only unless it names a host_twin: {lib, fn}");
     return FALSE;
   }
   return TRUE;

@@ -80,7 +80,7 @@ gboolean dr_build_name_ok(DrBuild *b, DrNameKind kind, const char *name, const c
       what = g_strdup_printf("kernel '%s'", name);
       break;
     case DR_NAME_PARAM:
-      what = g_strdup_printf("kernel '%s', parameter '%s'", owner, name);
+      what = g_strdup_printf("%s, parameter '%s'", owner, name);
       break;
   }
   const char *why = ok && kind == DR_NAME_NODE ? "'/' is reserved for scoped ids (LOOP/NODE); " : "";
@@ -182,6 +182,27 @@ gboolean dr_build_host_fn(DrBuild *b, const char *name, DrLoc loc) {
   b->node.host_fn = fn;
   b->params = dr_host_fn_params(fn, &b->n_params);
   quoted(b->callee, "host function '", dr_host_fn_name(fn));
+  return TRUE;
+}
+
+static gboolean param_ok(DrBuild *b, const char *owner, const DrParam *params, guint32 i, DrLoc loc);
+
+gboolean dr_build_host_callback(DrBuild *b, const DrCallback *cb, const char *name, const DrLoc *param_locs,
+                                DrLoc loc) {
+  g_return_val_if_fail(cb->n_params == 0 || cb->params != NULL, FALSE);
+  quoted(b->callee, "host function '", name);
+  if (cb->n_params > DR_BUILD_MAX_PARAMS) {
+    report(b, loc, "key 'fn'", "%s declares more than %d parameters", b->callee->str, DR_BUILD_MAX_PARAMS);
+    return FALSE;
+  }
+  gboolean ok = TRUE;
+  for (guint32 i = 0; i < cb->n_params; i++)
+    ok = param_ok(b, b->callee->str, cb->params, i, param_locs ? param_locs[i] : loc) && ok;
+  if (!ok) return FALSE;
+  b->node.callback = dr_graph_add_callback(b->g, cb);
+  const DrCallback *added = &g_array_index(b->g->callbacks, DrCallback, b->node.callback - 1);
+  b->params = added->params;
+  b->n_params = added->n_params;
   return TRUE;
 }
 
@@ -301,7 +322,9 @@ static gboolean bind_scalar(DrBuild *b, const char *key, guint32 i, const DrBuil
     a.kind = DR_ARG_STRING;
     a.v.s = dr_graph_intern(b->g, v->s);
   } else if (param->type == DR_ELEM_I32 || param->type == DR_ELEM_I64) {
-    gint64 lo = b->node.op == DR_OP_HOST ? 0 : param->type == DR_ELEM_I32 ? G_MININT32 : G_MININT64;
+    /* The built-in host functions' integers (sleep's us) are counts. */
+    gboolean count = b->node.op == DR_OP_HOST && b->node.callback == 0;
+    gint64 lo = count ? 0 : param->type == DR_ELEM_I32 ? G_MININT32 : G_MININT64;
     gint64 hi = param->type == DR_ELEM_I32 ? G_MAXINT32 : G_MAXINT64;
     if (v->kind != DR_BUILD_VALUE_INT) {
       report(b, loc, key, "expected an integer");
@@ -475,21 +498,25 @@ DrId dr_build_add_buffer(DrBuild *b, const DrBuffer *buf) {
   return id;
 }
 
-/* Checks parameter i of `decl` against the ones before it. */
-static gboolean param_ok(DrBuild *b, const DrKernelDecl *decl, guint32 i, DrLoc loc) {
-  const DrParam *p = &decl->params[i];
-  if (!dr_build_name_ok(b, DR_NAME_PARAM, p->name ? p->name : "", decl->name, loc)) return FALSE;
+/* Checks parameter i of `params` against the ones before it; `owner`:
+ * "kernel 'k'" or "host function 'f'". */
+static gboolean param_ok(DrBuild *b, const char *owner, const DrParam *params, guint32 i, DrLoc loc) {
+  const DrParam *p = &params[i];
+  if (!dr_build_name_ok(b, DR_NAME_PARAM, p->name ? p->name : "", owner, loc)) return FALSE;
   for (guint32 j = 0; j < i; j++)
-    if (strcmp(decl->params[j].name, p->name) == 0) {
-      dr_diags_error(b->diags, loc, "kernel '%s', key 'params': parameter '%s' declared twice", decl->name,
-                     p->name);
+    if (strcmp(params[j].name, p->name) == 0) {
+      dr_diags_error(b->diags, loc, "%s, key 'params': parameter '%s' declared twice", owner, p->name);
       return FALSE;
     }
   gboolean scalar_ok =
       p->type == DR_ELEM_I32 || p->type == DR_ELEM_I64 || p->type == DR_ELEM_F32 || p->type == DR_ELEM_F64;
   if (!p->is_pointer && !scalar_ok) {
-    dr_diags_error(b->diags, loc, "kernel '%s', parameter '%s': a scalar parameter is i32, i64, f32 or f64",
-                   decl->name, p->name);
+    dr_diags_error(b->diags, loc, "%s, parameter '%s': a scalar parameter is i32, i64, f32 or f64", owner,
+                   p->name);
+    return FALSE;
+  }
+  if ((guint)p->type >= DR_ELEM_N_TYPES || (guint)p->access >= DR_ACCESS_N_MODES) {
+    dr_diags_error(b->diags, loc, "%s, parameter '%s': a bad type or access", owner, p->name);
     return FALSE;
   }
   return TRUE;
@@ -497,8 +524,9 @@ static gboolean param_ok(DrBuild *b, const DrKernelDecl *decl, guint32 i, DrLoc 
 
 DrId dr_build_add_kernel(DrBuild *b, const DrKernelDecl *decl, const DrLoc *param_locs, DrLoc over_loc) {
   gboolean ok = TRUE;
+  g_autofree char *owner = g_strdup_printf("kernel '%s'", decl->name);
   for (guint32 i = 0; i < decl->n_params; i++)
-    ok = param_ok(b, decl, i, param_locs ? param_locs[i] : decl->loc) && ok;
+    ok = param_ok(b, owner, decl->params, i, param_locs ? param_locs[i] : decl->loc) && ok;
   if (!ok) return DR_NONE;
   const DrParam *over = decl->grid.over != DR_NONE ? &decl->params[decl->grid.over] : NULL;
   if (over != NULL && !over->is_pointer && over->type != DR_ELEM_I32 && over->type != DR_ELEM_I64) {

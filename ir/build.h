@@ -120,8 +120,8 @@ const char *dr_build_set_what(DrBuild *b, const char *id);
 
 /* TRUE when `name` follows the naming rule for `kind`; otherwise reports
  * "WHAT: a KIND uses letters, ..." at `loc` (WHAT: "node 'x'", "buffer
- * 'x'", "kernel 'x'", or "kernel 'k', parameter 'x'" where `owner`, the
- * kernel's name, is given) and returns FALSE. */
+ * 'x'", "kernel 'x'", or "OWNER, parameter 'x'" where `owner`, "kernel
+ * 'k'" or "host function 'f'", is given) and returns FALSE. */
 gboolean dr_build_name_ok(DrBuild *b, DrNameKind kind, const char *name, const char *owner, DrLoc loc);
 
 /* ---- nodes ---- */
@@ -140,6 +140,17 @@ gboolean dr_build_kernel_ref(DrBuild *b, const char *name, DrLoc loc);
 /* A host node's built-in function by name, or an "unknown host function"
  * report at `loc`. */
 gboolean dr_build_host_fn(DrBuild *b, const char *name, DrLoc loc);
+
+/* A host node calling a function with declared parameters (a DrCallback
+ * with params: YAML's `fn: {lib, symbol, params}`, or
+ * dr_pipeline_add_host_fn): checks the parameters as a kernel's are
+ * checked (names, repeats, scalar types; param_locs one per parameter, or
+ * NULL: `loc`), adds `cb` to the graph (dr_graph_add_callback) and makes
+ * it the callee, "host function 'NAME'", so dr_build_args_match and
+ * dr_build_arg bind its arguments and add the accesses its parameters'
+ * modes say. FALSE after reporting. */
+gboolean dr_build_host_callback(DrBuild *b, const DrCallback *cb, const char *name, const DrLoc *param_locs,
+                                DrLoc loc);
 
 /* Binds names to the callee's parameters (dr_build_kernel_ref or
  * dr_build_host_fn first): slot[i] is the index in args of parameter i's

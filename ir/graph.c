@@ -44,6 +44,17 @@ static void kernel_clear(gpointer p) {
   g_free(k->defines);
 }
 
+static void callback_clear(gpointer p) {
+  DrCallback *cb = p;
+  g_free((gpointer)cb->params);
+}
+
+/* One dr_graph_keep entry. */
+typedef struct {
+  gpointer data;
+  GDestroyNotify free_fn;
+} Kept;
+
 /* A copy of strs[0..n) owned by the graph, its strings interned (NULL
  * when n == 0). */
 static const char **intern_all(DrGraph *graph, const char *const *strs, guint32 n) {
@@ -67,6 +78,7 @@ DrGraph *dr_graph_new(void) {
   g->params = g_array_new(FALSE, TRUE, sizeof(DrRunParam));
   g->param_uses = g_array_new(FALSE, TRUE, sizeof(DrParamUse));
   g->param_vars = g_array_new(FALSE, TRUE, sizeof(DrParamVar));
+  g_array_set_clear_func(g->callbacks, callback_clear);
   g->strings = g_string_chunk_new(64 * 1024);
   g->node_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->buffer_index = g_hash_table_new(g_str_hash, g_str_equal);
@@ -97,6 +109,12 @@ void dr_graph_free(DrGraph *graph) {
   g_array_unref(graph->param_uses);
   g_array_unref(graph->param_vars);
   if (graph->loops) g_ptr_array_unref(graph->loops);
+  /* After everything that may point into what it keeps (twin defs). */
+  for (guint i = graph->kept ? graph->kept->len : 0; i > 0; i--) {
+    const Kept *k = &g_array_index(graph->kept, Kept, i - 1);
+    if (k->free_fn) k->free_fn(k->data);
+  }
+  if (graph->kept) g_array_unref(graph->kept);
   g_hash_table_unref(graph->node_index);
   g_hash_table_unref(graph->buffer_index);
   g_hash_table_unref(graph->kernel_index);
@@ -191,8 +209,39 @@ DrId dr_graph_add_kernel(DrGraph *graph, const DrKernelDecl *decl) {
   k.name_expr = dr_graph_intern(graph, k.name_expr);
   k.include_dirs = intern_all(graph, decl->include_dirs, decl->n_include_dirs);
   k.defines = intern_all(graph, decl->defines, decl->n_defines);
+  k.twin_lib = dr_graph_intern(graph, k.twin_lib);
+  k.twin_path = dr_graph_intern(graph, k.twin_path);
+  k.twin_fn = dr_graph_intern(graph, k.twin_fn);
   g_array_append_val(graph->kernels, k);
   return id;
+}
+
+guint32 dr_graph_add_callback(DrGraph *graph, const DrCallback *cb) {
+  DrCallback c = *cb;
+  DrParam *params = g_new0(DrParam, MAX(cb->n_params, 1));
+  for (guint32 i = 0; i < cb->n_params; i++) {
+    params[i] = cb->params[i];
+    params[i].name = dr_graph_intern(graph, cb->params[i].name);
+  }
+  c.params = params;
+  c.lib = dr_graph_intern(graph, c.lib);
+  c.path = dr_graph_intern(graph, c.path);
+  c.symbol = dr_graph_intern(graph, c.symbol);
+  g_array_append_val(graph->callbacks, c);
+  return graph->callbacks->len;
+}
+
+const char *dr_graph_host_fn_label(const DrGraph *graph, const DrNode *n) {
+  if (n->callback == 0) return dr_host_fn_name(n->host_fn);
+  const DrCallback *cb = &g_array_index(graph->callbacks, DrCallback, n->callback - 1);
+  if (cb->symbol != NULL) return cb->symbol;
+  return cb->call != NULL ? "host_fn" : "callback";
+}
+
+void dr_graph_keep(DrGraph *graph, gpointer data, GDestroyNotify free_fn) {
+  if (graph->kept == NULL) graph->kept = g_array_new(FALSE, FALSE, sizeof(Kept));
+  Kept k = {data, free_fn};
+  g_array_append_val(graph->kept, k);
 }
 
 DrId dr_graph_find_node(const DrGraph *graph, const char *id) { return index_find(graph->node_index, id); }
@@ -343,6 +392,10 @@ static gboolean check_node(const DrGraph *graph, DrId i, guint32 *next_access, g
   if (n->arg_first != *next_arg) FAIL("I3: args of '%s' do not tile", n->id);
   *next_arg += n->arg_count;
   if (n->callback > graph->callbacks->len) FAIL("I3: host node '%s' names no callback", n->id);
+  for (guint32 a = n->arg_first; n->callback && a < n->arg_first + n->arg_count; a++)
+    if (dr_graph_arg(graph, a)->param >=
+        g_array_index(graph->callbacks, DrCallback, n->callback - 1).n_params)
+      FAIL("I3: arg %u of '%s' names no parameter of its host function", a, n->id);
   if (!check_node_ranges(graph, n, error)) return FALSE;
   if (n->op == DR_OP_KERNEL && !check_kernel_args(graph, n, error)) return FALSE;
   if ((n->op == DR_OP_ALLOC || n->op == DR_OP_FREE) && !check_lifetime_node(graph, i, n, error)) return FALSE;
@@ -500,6 +553,7 @@ static void dump_kernel(const DrKernelDecl *k, GString *out) {
   g_string_append(out, ")");
   for (guint32 i = 0; i < k->n_include_dirs; i++) g_string_append_printf(out, " -I%s", k->include_dirs[i]);
   for (guint32 i = 0; i < k->n_defines; i++) g_string_append_printf(out, " -D%s", k->defines[i]);
+  if (k->twin_lib) g_string_append_printf(out, " host_twin=%s:%s", k->twin_lib, k->twin_fn);
   g_string_append_c(out, '\n');
 }
 
@@ -507,7 +561,14 @@ static void dump_kernel(const DrKernelDecl *k, GString *out) {
 static void dump_node_line(const DrGraph *graph, const DrNode *n, GString *out) {
   g_string_append_printf(out, "node %s %s", n->id, dr_op_name(n->op));
   if (n->op == DR_OP_KERNEL) g_string_append_printf(out, " %s", dr_graph_kernel(graph, n->kernel)->name);
-  if (n->op == DR_OP_HOST && n->callback)
+  const DrCallback *cb = n->op == DR_OP_HOST && n->callback
+                             ? &g_array_index(graph->callbacks, DrCallback, n->callback - 1)
+                             : NULL;
+  if (cb != NULL && cb->lib != NULL)
+    g_string_append_printf(out, " lib=%s symbol=%s", cb->lib, cb->symbol);
+  else if (cb != NULL && cb->call != NULL)
+    g_string_append(out, " <host fn>");
+  else if (cb != NULL)
     g_string_append(out, " <callback>");
   else if (n->op == DR_OP_HOST)
     g_string_append_printf(out, " %s", dr_host_fn_name(n->host_fn));
@@ -566,6 +627,9 @@ static void dump_node(const DrGraph *graph, const DrNode *n, GString *out) {
     n_params = dr_graph_kernel(graph, n->kernel)->n_params;
   } else if (n->op == DR_OP_HOST && !n->callback) {
     params = dr_host_fn_params(n->host_fn, &n_params);
+  } else if (n->op == DR_OP_HOST) {
+    params = g_array_index(graph->callbacks, DrCallback, n->callback - 1).params;
+    n_params = g_array_index(graph->callbacks, DrCallback, n->callback - 1).n_params;
   }
   for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
     const DrArg *arg = dr_graph_arg(graph, a);

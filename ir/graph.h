@@ -42,6 +42,8 @@
 
 #include <glib.h>
 
+#include "include/dagrun/hostfn.h"
+#include "include/dagrun/kernel.h"
 #include "include/dagrun/types.h"
 #include "ir/diag.h"
 #include "ir/names.h"
@@ -185,6 +187,16 @@ typedef struct {
    * origin DR_KERNEL_BUILTIN; builtin_index is then unused. NULL otherwise.
    * A void pointer so the IR does not depend on kernels/. */
   const void *api_def;
+  /* DR_KERNEL_USER `host_twin: {lib, fn}`: the shared library as written
+   * (interned; NULL: no twin) and resolved (relative to base_dir when it
+   * has a '/', else the bare name for the dynamic loader), the function's
+   * symbol, and where both were written. twin: the DrKernelDef the host
+   * backend runs (kernel.h's host ABI; its params mirror `params`), made
+   * by the library's load (lib/hostlib.c) once the symbol is found and
+   * kept alive by the graph (dr_graph_keep); NULL until then. */
+  const char *twin_lib, *twin_path, *twin_fn;
+  DrLoc twin_lib_loc, twin_fn_loc;
+  const DrKernelDef *twin;
 } DrKernelDecl;
 
 /* X(ENUM_SUFFIX, spelling): the built-in host functions. Their parameters
@@ -303,12 +315,24 @@ typedef struct {
   DrLoc loc; /* the list entry */
 } DrAfter;
 
-/* A host node's C function, added through the C API
- * (dr_pipeline_add_callback): called with user_data on a host worker
- * thread or CUDA's callback thread; must not call CUDA. */
+/* A host node's C function, called on a host worker thread or CUDA's
+ * callback thread; it must not call CUDA. Either a plain callback added
+ * through the C API (dr_pipeline_add_callback: fn, user_data; no
+ * arguments, no accesses), or a host function with declared parameters
+ * (include/dagrun/hostfn.h): `call` from dr_pipeline_add_host_fn, or from
+ * YAML's `fn: {lib, symbol, params}`, where `lib` (as written, interned),
+ * `path` (resolved like a host twin's) and `symbol` name it and the
+ * library's load (lib/hostlib.c) sets `call` (NULL until then). params
+ * (n_params, owned by the graph) drive argument binding and the node's
+ * accesses like a kernel's. */
 typedef struct {
   void (*fn)(void *user_data);
   void *user_data;
+  DrHostFnFunc call;
+  const DrParam *params;
+  guint32 n_params;
+  const char *lib, *path, *symbol;
+  DrLoc lib_loc, symbol_loc;
 } DrCallback;
 
 /* `run:` and `memory:`; the CLI overrides fields after parsing. A field's
@@ -390,6 +414,7 @@ typedef struct {
   GArray *afters;    /* DrAfter */
   GArray *kernels;   /* DrKernelDecl */
   GArray *callbacks; /* DrCallback, named by DrNode.callback */
+  GArray *kept;      /* what the graph keeps alive (dr_graph_keep); NULL until the first */
   GPtrArray *loops;  /* DrLoop *, owned (ir/loops.h); NULL until the first */
   GStringChunk *strings;
   GHashTable *node_index;   /* id -> DrId+1, interned keys */
@@ -452,6 +477,19 @@ void dr_graph_add_after(DrGraph *graph, DrId from, DrId to, DrLoc loc);
 /* Adds a kernel declaration, copying params into the graph. Returns its id,
  * or DR_NONE when the name is taken. */
 DrId dr_graph_add_kernel(DrGraph *graph, const DrKernelDecl *decl);
+/* Adds a host function entry, copying cb->params (names interned) and
+ * interning lib, path and symbol. Returns 1 + its index: the value of
+ * DrNode.callback that names it. */
+guint32 dr_graph_add_callback(DrGraph *graph, const DrCallback *cb);
+/* What host node n calls, for reports: a library function's symbol,
+ * "host_fn" for one added by dr_pipeline_add_host_fn, "callback" for any
+ * other C function (dr_pipeline_add_callback's), else the built-in's
+ * name. */
+const char *dr_graph_host_fn_label(const DrGraph *graph, const DrNode *n);
+/* Keeps `data` alive as long as the graph: free_fn(data) runs when the
+ * graph is freed, in the reverse order of the calls (a shared library's
+ * handle, what was made from its symbols). */
+void dr_graph_keep(DrGraph *graph, gpointer data, GDestroyNotify free_fn);
 
 /* Lookups by name; DR_NONE when absent. */
 DrId dr_graph_find_node(const DrGraph *graph, const char *id);

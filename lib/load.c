@@ -13,6 +13,7 @@
 #include "kernels/registry.h"
 #include "lib/checks.h"
 #include "lib/params.h"
+#include "lib/hostlib.h"
 #include "parser/parser.h"
 #include "scheduler/passes.h"
 
@@ -85,15 +86,16 @@ static DrGraph *load(const char *name, const char *yaml, gsize len, FILE *fp, co
   /* The invariants (I5: one alloc and one free per buffer) hold only once
    * the lifetimes pass has rejected double allocs and frees: the pass
    * table checks them after each pass, not here. */
-  /* The kernels' shape rules and the init files, after a clean parse and
+  /* The shared libraries it names (host functions, host twins), then the
+   * kernels' shape rules and the init files, after a clean parse and
    * before the dependency passes: a bad call is the user's first problem. */
   /* Parameters (lib/params.h): every slice proved over the declared
    * ranges; the kernels' rules checked at the current values; the hazard
    * pass run on each slice's widest extent, then the current values
-   * back. */
+   * back. Host functions' and twins' libraries opened (lib/hostlib.c). */
   ok = ok && dr__params_prove(graph, diags);
   if (ok && !dr__params_apply(graph, NULL, error)) return NULL;
-  ok = ok && dr__pipeline_checks(graph, diags);
+  if (ok) ok = dr__host_libs_resolve(graph, diags) & dr__pipeline_checks(graph, diags);
   if (ok) dr__params_widen(graph);
   ok = ok && dr_passes_run_dump(graph, diags, dump_after, dump);
   if (ok && !dr__params_apply(graph, NULL, error)) return NULL;

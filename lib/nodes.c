@@ -284,6 +284,35 @@ gboolean dr_pipeline_add_callback(DrPipeline *pipeline, const char *id, void (*f
   return node_end(&x, ok, error);
 }
 
+gboolean dr_pipeline_add_host_fn(DrPipeline *pipeline, const char *id, DrHostFnFunc fn, void *user_data,
+                                 const DrKParam *params, guint n_params, const DrNamedArg *args, guint n_args,
+                                 GError **error) {
+  CHECK_ARGS(pipeline, error);
+  g_return_val_if_fail(id != NULL && fn != NULL, FALSE);
+  g_return_val_if_fail(n_params == 0 || params != NULL, FALSE);
+  g_return_val_if_fail(n_args == 0 || args != NULL, FALSE);
+  DrApiBuild x;
+  gboolean ok = node_begin(&x, pipeline, id, DR_OP_HOST, error);
+  if (ok && n_params > MAX_PARAMS) {
+    dr_diags_error(x.diags, x.b.node.loc, "node '%s': a host function takes at most %d parameters", id,
+                   MAX_PARAMS);
+    ok = FALSE;
+  }
+  if (ok) {
+    DrParam decl[MAX_PARAMS];
+    for (guint i = 0; i < n_params; i++)
+      decl[i] = (DrParam){.name = params[i].name ? params[i].name : "",
+                          .type = params[i].type,
+                          .is_pointer = params[i].is_pointer != 0,
+                          .access = params[i].access,
+                          .optional = !params[i].is_pointer && params[i].optional,
+                          .def = params[i].def};
+    DrCallback cb = {.call = fn, .user_data = user_data, .params = decl, .n_params = n_params};
+    ok = dr_build_host_callback(&x.b, &cb, id, NULL, x.b.node.loc) && bind_named(&x, args, n_args);
+  }
+  return node_end(&x, ok, error);
+}
+
 gboolean dr_pipeline_add_noop(DrPipeline *pipeline, const char *id, GError **error) {
   CHECK_ARGS(pipeline, error);
   g_return_val_if_fail(id != NULL, FALSE);

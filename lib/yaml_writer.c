@@ -106,6 +106,29 @@ static void write_buffers(const DrGraph *g, GString *out) {
   }
 }
 
+/* A `lib:` path as the file's reader will resolve it: a bare name stays
+ * the loader's, a path becomes absolute. */
+static void put_lib(GString *out, const char *path) {
+  if (strchr(path, '/') == NULL)
+    put_str(out, path);
+  else
+    put_path(out, path);
+}
+
+/* `params:` entries (a kernel's or a host function's), flow style. */
+static void put_params(GString *out, const DrParam *params, guint32 n) {
+  g_string_append_c(out, '[');
+  for (guint32 j = 0; j < n; j++) {
+    const DrParam *p = &params[j];
+    g_string_append(out, j ? ", {name: " : "{name: ");
+    put_str(out, p->name);
+    g_string_append_printf(out, ", type: \"%s%s\"", dr_elem_name(p->type), p->is_pointer ? "*" : "");
+    if (p->is_pointer) g_string_append_printf(out, ", access: %s", dr_access_mode_name(p->access));
+    g_string_append_c(out, '}');
+  }
+  g_string_append_c(out, ']');
+}
+
 static void write_kernels(const DrGraph *g, GString *out) {
   gboolean any = FALSE;
   for (DrId i = 0; i < g->kernels->len; i++) {
@@ -158,6 +181,13 @@ static void write_kernels(const DrGraph *g, GString *out) {
       g_string_append(out, ", ");
     }
     g_string_append_printf(out, "block: %u}\n", k->grid.block);
+    if (k->twin_lib != NULL) {
+      g_string_append(out, "    host_twin: {lib: ");
+      put_lib(out, k->twin_path);
+      g_string_append(out, ", fn: ");
+      put_str(out, k->twin_fn);
+      g_string_append(out, "}\n");
+    }
   }
 }
 
@@ -324,6 +354,18 @@ static void write_node_value(const DrGraph *g, DrId id, gsize scope, GString *ou
       put_str(out, dr_graph_buffer(g, n->buffer)->name);
       break;
     case DR_OP_HOST: {
+      if (n->callback) { /* one from a library: check_writable refuses the others */
+        const DrCallback *cb = &g_array_index(g->callbacks, DrCallback, n->callback - 1);
+        g_string_append(out, ", fn: {lib: ");
+        put_lib(out, cb->path);
+        g_string_append(out, ", symbol: ");
+        put_str(out, cb->symbol);
+        g_string_append(out, ", params: ");
+        put_params(out, cb->params, cb->n_params);
+        g_string_append_c(out, '}');
+        write_args(g, n, cb->params, cb->n_params, out);
+        break;
+      }
       guint32 n_params;
       const DrParam *params = dr_host_fn_params(n->host_fn, &n_params);
       g_string_append_printf(out, ", fn: %s", dr_host_fn_name(n->host_fn));
@@ -393,7 +435,8 @@ static gboolean check_writable(const DrGraph *graph, GError **error) {
       const DrArg *arg = dr_graph_arg(graph, a);
       if (arg->kind == DR_ARG_STRING && !check_braces(what, arg->v.s, error)) return FALSE;
     }
-    if (n->op == DR_OP_HOST && n->callback) {
+    if (n->op == DR_OP_HOST && n->callback &&
+        g_array_index(graph->callbacks, DrCallback, n->callback - 1).lib == NULL) {
       g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "node '%s' calls a C function, which YAML cannot say",
                   n->id);
       return FALSE;

@@ -136,6 +136,14 @@ void dr__parse_memory(DrParse *p, const DrYNode *v);
  * (seen_kernels). */
 void dr__parse_buffers(DrParse *p, const DrYNode *v);
 void dr__parse_kernels(DrParse *p, const DrYNode *v);
+/* One entry of a `params:` list ({name, type, access}; access defaults to
+ * readwrite, pointers only) into *out (name interned); FALSE after
+ * reporting. Kernels' and host functions' alike. */
+gboolean dr__parse_param(DrParse *p, const char *what, const DrYNode *v, DrParam *out);
+/* A `lib:` path resolved (interned): with a '/', relative to the pipeline
+ * file's directory (absolute as it is); without, the bare name, which the
+ * dynamic loader looks up as dlopen does. */
+const char *dr__parse_lib_path(DrParse *p, const char *lib);
 
 /* ---- nodes.c ---- */
 

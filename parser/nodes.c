@@ -306,9 +306,67 @@ static void convert_lifetime(DrParse *p, const DrYNode *key, const DrYNode **s, 
     dr_build_lifetime(&p->build, name, DR_LOC(p, s[K_BUFFER]));
 }
 
+/* `fn: {lib: PATH, symbol: NAME, params: [...]}`: a C function from a
+ * shared library with declared parameters (include/dagrun/hostfn.h). The
+ * library is opened and the symbol looked up by the library's load
+ * (lib/hostlib.c), not here: the parser touches no file but the YAML. */
+static void convert_host_lib(DrParse *p, const DrYNode *key, const DrYNode *fn, const DrYNode *args,
+                             const DrEnv *env) {
+  static const char *const fn_keys[] = {"lib", "symbol", "params"};
+  const DrYNode *f[3];
+  g_autofree char *what = g_strdup_printf("%s, fn", WHAT(p));
+  guint typos = dr__parse_map_slots(p, what, fn, fn_keys, 3, f);
+  if (f[0] == NULL || f[1] == NULL) {
+    if (typos == 0) dr__parse_missing(p, DR_LOC(p, fn), what, f[0] == NULL ? "lib" : "symbol");
+    return;
+  }
+  g_autofree char *lib = NULL, *symbol = NULL;
+  if (!dr__parse_string(p, what, "lib", f[0], env, &lib) ||
+      !dr__parse_string(p, what, "symbol", f[1], env, &symbol))
+    return;
+  if (lib[0] == '\0' || symbol[0] == '\0') {
+    dr__parse_error_at(p, lib[0] == '\0' ? f[0] : f[1], what, lib[0] == '\0' ? "lib" : "symbol", "is empty");
+    return;
+  }
+  DrParam params[DR_BUILD_MAX_PARAMS];
+  DrLoc locs[DR_BUILD_MAX_PARAMS];
+  guint32 n_params = 0;
+  if (f[2] != NULL && !dr__ynode_is_null(f[2])) {
+    if (f[2]->kind != DR_Y_SEQ) {
+      dr__parse_wrong_type(p, what, "params", f[2], "a list of parameters");
+      return;
+    }
+    if (f[2]->len > DR_BUILD_MAX_PARAMS) {
+      dr__parse_error_at(p, f[2], what, "params", "more than 64 parameters");
+      return;
+    }
+    gboolean ok = TRUE;
+    for (guint i = 0; i < f[2]->len; i++) {
+      if (!dr__parse_param(p, what, f[2]->u.items[i], &params[n_params])) {
+        ok = FALSE;
+        continue;
+      }
+      locs[n_params++] = DR_LOC(p, f[2]->u.items[i]);
+    }
+    if (!ok) return;
+  }
+  DrCallback cb = {.params = params,
+                   .n_params = n_params,
+                   .lib = lib,
+                   .path = dr__parse_lib_path(p, lib),
+                   .symbol = symbol,
+                   .lib_loc = DR_LOC(p, f[0]),
+                   .symbol_loc = DR_LOC(p, f[1])};
+  if (dr_build_host_callback(&p->build, &cb, symbol, locs, DR_LOC(p, fn))) bind_args(p, key, args, env);
+}
+
 static void convert_host(DrParse *p, const DrYNode *key, const DrYNode **s, const DrEnv *env) {
   if (s[K_FN] == NULL) {
     node_missing(p, key, "fn");
+    return;
+  }
+  if (s[K_FN]->kind == DR_Y_MAP) {
+    convert_host_lib(p, key, s[K_FN], s[K_ARGS], env);
     return;
   }
   g_autofree char *name = NULL;

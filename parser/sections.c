@@ -191,6 +191,12 @@ static const char *resolve_path(DrParse *p, const char *path) {
   return dr_graph_intern(p->g, full);
 }
 
+const char *dr__parse_lib_path(DrParse *p, const char *lib) {
+  /* Like dlopen: a name without '/' is the dynamic loader's to find. */
+  if (strchr(lib, '/') == NULL) return dr_graph_intern(p->g, lib);
+  return resolve_path(p, lib);
+}
+
 static const char *type_names(void) { return "u8, i32, i64, f16, bf16, f32 or f64"; }
 
 static void parse_init(DrParse *p, const char *what, const DrYNode *v, DrBuffer *b) {
@@ -376,7 +382,8 @@ void dr__parse_buffers(DrParse *p, const DrYNode *v) {
   X(PARAMS, "params")             \
   X(GRID, "grid")                 \
   X(INCLUDE_DIRS, "include_dirs") \
-  X(DEFINES, "defines")
+  X(DEFINES, "defines")           \
+  X(HOST_TWIN, "host_twin")
 
 enum {
 #define X(e, s) KER_##e,
@@ -394,7 +401,7 @@ static const char *const kernel_keys[] = {
 
 static const char *const param_keys[] = {"name", "type", "access"};
 
-static gboolean parse_param(DrParse *p, const char *what, const DrYNode *v, DrParam *out) {
+gboolean dr__parse_param(DrParse *p, const char *what, const DrYNode *v, DrParam *out) {
   if (!dr__parse_expect_map(p, what, "params", v)) return FALSE;
   const DrYNode *s[3];
   g_autofree char *pwhat = g_strdup_printf("%s, parameter", what);
@@ -479,7 +486,7 @@ static gboolean kernel_params(DrParse *p, const char *what, const DrYNode *key, 
   gboolean ok = TRUE;
   for (guint i = 0; i < v->len; i++) {
     const DrYNode *pv = v->u.items[i];
-    if (!parse_param(p, what, pv, &params[k->n_params])) {
+    if (!dr__parse_param(p, what, pv, &params[k->n_params])) {
       ok = FALSE;
       continue;
     }
@@ -634,6 +641,35 @@ static gboolean kernel_name_expr(DrParse *p, const char *what, const DrYNode **s
   return TRUE;
 }
 
+/* `host_twin: {lib: PATH, fn: SYMBOL}` into k (the library is opened by
+ * the library's load, lib/hostlib.c). */
+static gboolean kernel_host_twin(DrParse *p, const char *what, const DrYNode *v, DrKernelDecl *k, char **lib,
+                                 char **fn) {
+  if (!dr__parse_expect_map(p, what, "host_twin", v)) return FALSE;
+  static const char *const twin_keys[] = {"lib", "fn"};
+  const DrYNode *t[2];
+  g_autofree char *twhat = g_strdup_printf("%s, host_twin", what);
+  guint typos = dr__parse_map_slots(p, twhat, v, twin_keys, 2, t);
+  if (t[0] == NULL || t[1] == NULL) {
+    if (typos == 0) dr__parse_missing(p, DR_LOC(p, v), twhat, t[0] == NULL ? "lib" : "fn");
+    return FALSE;
+  }
+  if (!dr__parse_string(p, twhat, "lib", t[0], NULL, lib) ||
+      !dr__parse_string(p, twhat, "fn", t[1], NULL, fn))
+    return FALSE;
+  if ((*lib)[0] == '\0' || (*fn)[0] == '\0') {
+    dr__parse_error_at(p, (*lib)[0] == '\0' ? t[0] : t[1], twhat, (*lib)[0] == '\0' ? "lib" : "fn",
+                       "is empty");
+    return FALSE;
+  }
+  k->twin_lib = *lib;
+  k->twin_path = dr__parse_lib_path(p, *lib);
+  k->twin_fn = *fn;
+  k->twin_lib_loc = DR_LOC(p, t[0]);
+  k->twin_fn_loc = DR_LOC(p, t[1]);
+  return TRUE;
+}
+
 static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
   const char *name = key->u.text;
   g_autofree char *what = g_strdup_printf("kernel '%s'", name);
@@ -676,6 +712,9 @@ static void parse_kernel(DrParse *p, const DrYNode *key, const DrYNode *v) {
          ok;
   if (s[KER_DEFINES] != NULL)
     ok = kernel_nvrtc_list(p, what, KER_DEFINES, s[KER_DEFINES], &k, owned, defines, &k.n_defines) && ok;
+  g_autofree char *twin_lib = NULL, *twin_fn = NULL;
+  if (s[KER_HOST_TWIN] != NULL)
+    ok = kernel_host_twin(p, what, s[KER_HOST_TWIN], &k, &twin_lib, &twin_fn) && ok;
   if (ok) dr_build_add_kernel(&p->build, &k, param_locs, over_loc);
   for (guint32 i = 0; i < k.n_defines; i++) g_free(owned[i]);
 }

@@ -59,8 +59,7 @@ void dr__plan_node_detail(const DrGraph *g, DrId id, GString *out) {
       dr__num_size_iec(out, node_bytes(g, node, node->op == DR_OP_COPY));
       break;
     case DR_OP_HOST:
-      /* A C-API callback leaves host_fn at its zero value (print). */
-      g_string_append_printf(out, " %s", node->callback != 0 ? "callback" : dr_host_fn_name(node->host_fn));
+      g_string_append_printf(out, " %s", dr_graph_host_fn_label(g, node));
       break;
     case DR_OP_ALLOC:
     case DR_OP_FREE:

@@ -19,7 +19,7 @@
 static const char *row_name(const DrGraph *g, DrId id) {
   const DrNode *n = dr_graph_node(g, id);
   if (n->op == DR_OP_KERNEL && n->kernel != DR_NONE) return dr_graph_kernel(g, n->kernel)->name;
-  if (n->op == DR_OP_HOST) return n->callback ? "callback" : dr_host_fn_name(n->host_fn);
+  if (n->op == DR_OP_HOST) return dr_graph_host_fn_label(g, n);
   if (n->op == DR_OP_COPY) {
     const char *dir = dr__plan_copy_direction(g, n);
     static const char *const names[][2] = {

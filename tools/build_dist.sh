@@ -16,6 +16,8 @@
 #   dist/kernels/ dist/include/dagrun/   the kernel library's sources and
 #                                    public headers, for bench/gpu_bench.sh's
 #                                    transformer baseline (run from dist/)
+#   dist/examples/libdagrun_example_hostfns.so   the shared library two
+#                                    examples name (examples/hostfns.c)
 #   dist/MANIFEST                    what is there, with sizes and the commit
 # It is not installed anywhere: dist/ is ignored (.gitignore) and the
 # lead carries it to the device.
@@ -44,7 +46,8 @@ fi
 # convenience links, which this Bazel does not skip).
 mapfile -t gpu_tests < <("${BAZEL[@]}" query --keep_going 'attr(tags, "\bgpu\b", tests(//tests/...))' 2>/dev/null)
 echo "building $cli_target and ${#gpu_tests[@]} gpu test(s): ${gpu_tests[*]}"
-if ! "${BAZEL[@]}" build -c opt "$cli_target" //bench:graph_update_bench "${gpu_tests[@]}"; then
+if ! "${BAZEL[@]}" build -c opt "$cli_target" //bench:graph_update_bench //examples:libdagrun_example_hostfns.so \
+  "${gpu_tests[@]}"; then
   echo "ERROR: bazel build failed" >&2
   exit 1
 fi
@@ -87,6 +90,10 @@ mkdir -p "$dist/kernels" "$dist/include/dagrun"
 cp kernels/*.cu kernels/*.cuh kernels/*.c kernels/*.h "$dist/kernels/"
 cp include/dagrun/*.h "$dist/include/dagrun/"
 cp -L "$bin/bench/graph_update_bench" "$dist/bench/graph_update_bench"
+# graphs/host_callbacks.yaml and graphs/gpu/user_kernel_twin.yaml name
+# ../examples/libdagrun_example_hostfns.so (relative to themselves).
+mkdir -p "$dist/examples"
+cp -L "$bin/examples/libdagrun_example_hostfns.so" "$dist/examples/"
 chmod -R u+w "$dist"
 strip --strip-debug "$dist/dagrun" 2>/dev/null || true
 find "$dist/tests" -type f -perm -u+x -not -name '*.sh' -not -name '*.py' -exec strip --strip-debug {} + 2>/dev/null || true

@@ -77,7 +77,7 @@ install -m 0755 "$bin/cli/dagrun" "$prefix/bin/dagrun"
 install -m 0755 "$bin/backends/libdagrun_mpi.so" "$prefix/lib/dagrun/libdagrun_mpi.so"
 install -m 0644 docs/dagrun.1 "$prefix/share/man/man1/dagrun.1"
 install -m 0644 tools/completion/dagrun "$prefix/share/bash-completion/completions/dagrun"
-install -m 0644 include/dagrun/dagrun.h include/dagrun/version.h include/dagrun/types.h include/dagrun/kernel.h \
+install -m 0644 include/dagrun/dagrun.h include/dagrun/version.h include/dagrun/types.h include/dagrun/kernel.h include/dagrun/hostfn.h \
   "$prefix/include/dagrun/"
 
 rm -f "$prefix/lib/libdagrun.a"

@@ -136,6 +136,9 @@ static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTim
   guint32 k = iteration % b->timing.depth;
   gboolean dl = b->loops.device_loop, launched = !dl || iteration == 0;
   if (launched && !dr__cuda_timing_wait(&b->timing, k, error)) return FALSE;
+  /* A host function that failed on CUDA's callback thread fails the run
+   * now that its iteration is over. */
+  if (!dr__cuda_launch_host_failed(&b->launch, error)) return FALSE;
   /* Graph mode's device-counted trips of this iteration (one in flight:
    * the next launch resets them; with run.device_loop, the last
    * iteration's); nothing to read otherwise. */

@@ -72,6 +72,11 @@ gboolean dr__cuda_launch_setup(DrCudaLaunch *l, const DrCudaStreams *s, const Dr
     if (n->op == DR_OP_HOST) dr__host_call_bind(g, i, m->bases, host_output, &l->hcalls[i]);
     if (n->op == DR_OP_KERNEL && !kernel_resources(l, s, i, error)) return FALSE;
   }
+  g_free(l->host_fns);
+  l->host_fns = g_new(guint32, MAX(l->n_nodes, 1));
+  l->n_host_fns = 0;
+  for (DrId i = 0; i < l->n_nodes; i++)
+    if (l->hcalls[i].fn != NULL) l->host_fns[l->n_host_fns++] = i;
   /* User kernels are loaded once (cudaLibraryLoadData: context-independent,
    * launched on whichever device is selected) for the first device's
    * compute capability. */
@@ -183,8 +188,25 @@ gboolean dr__cuda_launch_failed(const DrBoundKernel *k, int rc, DrCudaSite site,
 }
 
 static void CUDART_CB host_trampoline(void *data) {
-  /* Runs on a CUDA-owned thread: must not call CUDA. */
-  dr__host_call_run(data);
+  /* Runs on a CUDA-owned thread: must not call CUDA. A host function's
+   * failure cannot stop the stream from here: it is recorded in its
+   * DrHostFnBound and reported after the iteration
+   * (dr__cuda_launch_host_failed). */
+  (void)dr__host_call_run(data);
+}
+
+gboolean dr__cuda_launch_host_failed(const DrCudaLaunch *l, GError **error) {
+  for (guint32 k = 0; k < l->n_host_fns; k++) {
+    const DrHostCall *c = &l->hcalls[l->host_fns[k]];
+    if (!g_atomic_int_get(&c->fn->failed)) continue;
+    const DrNode *n = dr_graph_node(l->graph, l->host_fns[k]);
+    const char *symbol = g_array_index(l->graph->callbacks, DrCallback, n->callback - 1).symbol;
+    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u): host function%s%s%s failed: %s",
+                n->id, l->plan->node_stream[l->host_fns[k]], symbol ? " '" : "", symbol ? symbol : "",
+                symbol ? "'" : "", c->fn->err);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 void dr__cuda_launch_rebind_hosts(DrCudaLaunch *l, const DrCudaMemory *m) {
@@ -209,7 +231,9 @@ void dr__cuda_launch_close(DrCudaLaunch *l) {
     for (guint32 i = 0; i < l->n_nodes; i++)
       if (l->scratch[i]) (void)api->cudaFree(l->scratch[i]);
   dr__user_kernels_release(l);
+  dr__host_calls_free(l->hcalls, l->n_nodes);
   g_free(l->hcalls);
+  g_free(l->host_fns);
   g_free(l->scratch);
   g_free(l->blas);
   g_free(l->blas_ws);

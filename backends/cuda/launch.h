@@ -55,6 +55,8 @@ typedef struct {
   guint32 n_kernels;
   cudaLibrary_t *user_lib; /* [n_kernels]: loaded user kernels (user_kernels.c) */
   cudaKernel_t *user_fn;   /* [n_kernels]: their entry points */
+  guint32 *host_fns;       /* [n_host_fns]: nodes calling a host function with declared arguments */
+  guint32 n_host_fns;
 } DrCudaLaunch;
 
 /* How a binding launches the built-ins (the mode's and timing's choice). */
@@ -144,6 +146,12 @@ void dr__user_kernels_release(DrCudaLaunch *l);
  * against `bases` (cudaLaunchKernel). */
 gboolean dr__user_kernel_launch(const DrCudaLaunch *l, void *const *bases, DrId id, cudaStream_t st,
                                 DrCudaSite site, GError **error);
+
+/* FALSE with DR_ERROR_RUNTIME naming the node and its message when a
+ * host function with declared arguments failed (returned nonzero on
+ * CUDA's callback thread, which cannot stop the stream): checked after
+ * each iteration has completed. O(such nodes). */
+gboolean dr__cuda_launch_host_failed(const DrCudaLaunch *l, GError **error);
 
 G_END_DECLS
 

@@ -54,6 +54,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hostfn.h"
 #include "kernel.h"
 #include "types.h"
 #include "version.h"
@@ -363,10 +364,29 @@ gboolean dr_pipeline_add_host(DrPipeline *pipeline, const char *id, const char *
                               guint n_args, GError **error);
 /* A host node that calls fn(user_data) once per iteration (warmup and
  * timed, and again in the --verify reference run). It touches no buffer
- * as far as dagrun knows, so order it with dr_pipeline_node_after. fn must
- * not call CUDA; user_data is the caller's and must outlive the runs. */
+ * as far as dagrun knows, so order it with dr_pipeline_node_after (or
+ * declare the buffers it reads and writes: dr_pipeline_add_host_fn). fn
+ * must not call CUDA; user_data is the caller's and must outlive the runs. */
 gboolean dr_pipeline_add_callback(DrPipeline *pipeline, const char *id, void (*fn)(void *user_data),
                                   void *user_data, GError **error);
+/* A host node that calls fn (include/dagrun/hostfn.h) once per iteration
+ * (warmup and timed, and again in the --verify reference run) with its
+ * arguments bound: `params` (n_params, at most 32; copied) declare them as
+ * a kernel's are declared (kernel.h's DrKParam: a pointer's access mode
+ * says what fn does with its slice; optional scalars take `def`; `doc` is
+ * unused), and args/n_args give them by name as for
+ * dr_pipeline_add_kernel_node, with host buffers only. The buffer
+ * arguments' accesses order the node by hazards like a kernel, so, unlike
+ * dr_pipeline_add_callback, it needs no dr_pipeline_node_after. fn must
+ * not call CUDA; user_data (DrHostFnArgs.user_data) is the caller's and
+ * must outlive the runs. A nonzero return fails the run (DR_ERROR_RUNTIME,
+ * with fn's message; on the CUDA backend once its iteration has finished).
+ * Fails with DR_ERROR_INVALID for what a YAML host function would be
+ * refused for (a bad parameter name, type or access, a repeated one, a
+ * device buffer, a missing argument) and as every node add does. */
+gboolean dr_pipeline_add_host_fn(DrPipeline *pipeline, const char *id, DrHostFnFunc fn, void *user_data,
+                                 const DrKParam *params, guint n_params, const DrNamedArg *args, guint n_args,
+                                 GError **error);
 /* A node that does nothing: a join point. */
 gboolean dr_pipeline_add_noop(DrPipeline *pipeline, const char *id, GError **error);
 

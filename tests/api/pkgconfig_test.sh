@@ -28,14 +28,14 @@ grep_log() { # NAME PATTERN: the last command's output must match
   if grep -q -- "$2" "$tmp/log"; then ok "$1"; else not_ok "$1: no '$2' in the output"; fi
 }
 
-echo "1..28"
+echo "1..29"
 check "install" "$root/tools/install.sh" "$prefix"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 check "pkg-config knows dagrun" pkg-config --exists dagrun
 want=$(sed -n 's/^#define DAGRUN_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
   "$root/include/dagrun/version.h" | paste -sd. -)
 check "pkg-config version" test "$(pkg-config --modversion dagrun)" = "$want"
-for h in dagrun.h version.h types.h kernel.h; do
+for h in dagrun.h version.h types.h kernel.h hostfn.h; do
   # shellcheck disable=SC2046
   check "header $h compiles alone" sh -c "echo '#include <dagrun/$h>' |
     $cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c - $(pkg-config --cflags dagrun)"
@@ -51,11 +51,11 @@ check "libdagrun.so exports the public API only" public_only
 external_api() { # the external-memory and caller-stream functions are there
   local all f
   all=$(nm -D --defined-only "$prefix/lib/libdagrun.so" | awk '$2 == "T" {print $3}')
-  for f in dr_runner_bind_buffer dr_runner_write_buffer dr_runner_read_buffer dr_runner_run_on_stream; do
+  for f in dr_runner_bind_buffer dr_runner_write_buffer dr_runner_read_buffer dr_runner_run_on_stream dr_pipeline_add_host_fn; do
     echo "$all" | grep -qx "$f" || { echo "not exported: $f"; return 1; }
   done
 }
-check "libdagrun.so exports bind/write/read_buffer and run_on_stream" external_api
+check "libdagrun.so exports bind/write/read_buffer, run_on_stream and add_host_fn" external_api
 params_api() { # the run-time parameter functions are there
   local all f
   all=$(nm -D --defined-only "$prefix/lib/libdagrun.so" | awk '$2 == "T" {print $3}')
@@ -88,5 +88,5 @@ grep_log "embed's written input is what the next iteration reads" "^written: y\[
 check "static: pipelined against libdagrun.a" sh -c "$cc -std=c11 -o '$tmp/pipelined_static' '$root/examples/pipelined.c' \
   $(pkg-config --cflags dagrun) '$prefix/lib/libdagrun.a' $(pkg-config --static --libs dagrun | sed 's/-ldagrun//') &&
   ! ldd '$tmp/pipelined_static' | grep -q libdagrun && '$tmp/pipelined_static' 2"
-[ "$cases" -eq 28 ] || { echo "# planned 28 cases, ran $cases"; failed=$((failed + 1)); }
+[ "$cases" -eq 29 ] || { echo "# planned 29 cases, ran $cases"; failed=$((failed + 1)); }
 [ $failed -eq 0 ]
