@@ -24,7 +24,7 @@
 /* Enqueues node `v`'s work on `st`: bound built-in `k` (DR_NONE: none), or
  * the work of its op. */
 static gboolean issue_work(DrBackend *b, const DrCudaApi *api, DrId v, guint32 k, cudaStream_t st,
-                           GError **error) {
+                           gboolean capturing, GError **error) {
   DrCudaSite site = dr__cuda_node_site(b->plan, v);
   if (G_LIKELY(k != DR_NONE))
     return dr__cuda_launch_kernel(&b->launch, api, b->memory.bases, &b->launch.kcalls[k], site, error);
@@ -33,7 +33,7 @@ static gboolean issue_work(DrBackend *b, const DrCudaApi *api, DrId v, guint32 k
     case DR_OP_KERNEL: /* built-ins take the bound path */
       return dr__user_kernel_launch(&b->launch, b->memory.bases, v, st, site, error);
     case DR_OP_COPY:
-      return dr__cuda_memory_copy(&b->memory, v, st, site, error);
+      return dr__cuda_memory_copy(&b->memory, v, st, capturing, site, error);
     case DR_OP_MEMSET:
       return dr__cuda_memory_set(&b->memory, n, st, site, error);
     case DR_OP_ALLOC:
@@ -83,7 +83,7 @@ static gboolean issue_timed(const Walk *w, DrId v, guint32 k, cudaStream_t st, G
   if (w->events &&
       !dr__cuda_timing_event(w->t_start[v], st, capturing, dr__cuda_node_site(b->plan, v), error))
     return FALSE;
-  if (!issue_work(b, w->api, v, k, st, error))
+  if (!issue_work(b, w->api, v, k, st, w->cap != NULL, error))
     return capturing && w->cap->after(b, v, st, FALSE, NULL, G_MAXSIZE, error);
   if (w->events && !dr__cuda_timing_event(w->t_end[v], st, capturing, dr__cuda_node_site(b->plan, v), error))
     return FALSE;
@@ -104,7 +104,7 @@ static gboolean issue_step_work(const Walk *w, const DrPlanStep *step, GError **
   guint32 k = b->launch.node_kcall[v];
   if (G_LIKELY(k != DR_NONE && !w->events && w->cap == NULL)) {
     /* The hot path: a bound built-in, nothing else around it. */
-    if (!issue_work(b, w->api, v, k, st, error)) return FALSE;
+    if (!issue_work(b, w->api, v, k, st, w->cap != NULL, error)) return FALSE;
   } else if (!issue_timed(w, v, k, st, error)) {
     return FALSE;
   }

@@ -190,8 +190,8 @@ static gsize slice_bytes(const DrGraph *g, const DrAccess *a) {
   return (a->end - a->begin) * dr_elem_size(dr_graph_buffer(g, a->buffer)->type);
 }
 
-gboolean dr__cuda_memory_copy(const DrCudaMemory *m, DrId v, cudaStream_t st, DrCudaSite site,
-                              GError **error) {
+gboolean dr__cuda_memory_copy(const DrCudaMemory *m, DrId v, cudaStream_t st, gboolean capturing,
+                              DrCudaSite site, GError **error) {
   const DrGraph *g = m->graph;
   const DrAccess *src, *dst;
   dr__copy_accesses(g, dr_graph_node(g, v), &src, &dst);
@@ -200,6 +200,11 @@ gboolean dr__cuda_memory_copy(const DrCudaMemory *m, DrId v, cudaStream_t st, Dr
   gsize bytes = slice_bytes(g, dst);
   gint32 sd, dd;
   if (G_LIKELY(!dr_graph_copy_is_peer(g, v, &sd, &dd)))
+    return DR_CUDA(site, cudaMemcpyAsync, to, from, bytes, cudaMemcpyDefault, st);
+  /* Stream capture refuses cudaMemcpyPeerAsync (the H200:
+   * cudaErrorStreamCaptureUnsupported); under UVA a cudaMemcpyDefault copy
+   * between the devices is the same copy-engine transfer, as a memcpy node. */
+  if (m->stage[v] == NULL && capturing)
     return DR_CUDA(site, cudaMemcpyAsync, to, from, bytes, cudaMemcpyDefault, st);
   if (m->stage[v] == NULL) return DR_CUDA(site, cudaMemcpyPeerAsync, to, dd, from, sd, bytes, st);
   /* No peer access: src -> pinned host -> dst, both on st, so the second

@@ -92,9 +92,11 @@ gboolean dr__cuda_memory_alloc(DrCudaMemory *m, DrId buffer, cudaStream_t st, Dr
 gboolean dr__cuda_memory_free(DrCudaMemory *m, DrId buffer, cudaStream_t st, DrCudaSite site, GError **error);
 
 /* Copy node `v`: its destination slice from its source, on `st` (a peer
- * copy as the header says). */
-gboolean dr__cuda_memory_copy(const DrCudaMemory *m, DrId v, cudaStream_t st, DrCudaSite site,
-                              GError **error);
+ * copy as the header says: cudaMemcpyPeerAsync eagerly; while `capturing`,
+ * which refuses that call, a cudaMemcpyDefault copy between the devices'
+ * unified addresses). */
+gboolean dr__cuda_memory_copy(const DrCudaMemory *m, DrId v, cudaStream_t st, gboolean capturing,
+                              DrCudaSite site, GError **error);
 
 /* Memset node `node`: its slice set to its byte value, on `st`. */
 gboolean dr__cuda_memory_set(const DrCudaMemory *m, const DrNode *node, cudaStream_t st, DrCudaSite site,

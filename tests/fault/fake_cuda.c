@@ -790,8 +790,11 @@ static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count
   if (!mem_ok("cudaMemcpyAsync dst", dst, count) || !mem_ok("cudaMemcpyAsync src", src, count))
     return finish(cudaErrorInvalidValue);
   /* Stricter than the runtime (which copies across devices under UVA):
-   * dagrun's device-to-device copies across devices are peer copies. */
-  if (mem_device(dst) >= 0 && mem_device(src) >= 0 && mem_device(dst) != mem_device(src)) {
+   * dagrun's device-to-device copies across devices are peer copies,
+   * cudaMemcpyPeerAsync eagerly; only a capture (which refuses that call)
+   * takes a cudaMemcpyDefault copy between the devices. */
+  if (mem_device(dst) >= 0 && mem_device(src) >= 0 && mem_device(dst) != mem_device(src) &&
+      !(fake.capture_stream != NULL && kind == cudaMemcpyDefault)) {
     misuse("cudaMemcpyAsync: from device %d to device %d memory (a peer copy)", mem_device(src),
            mem_device(dst));
     return finish(cudaErrorInvalidValue);
@@ -809,6 +812,8 @@ static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count
 static cudaError_t fake_cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device,
                                             size_t count, cudaStream_t stream) {
   GATE_RECORD("cudaMemcpyPeerAsync", stream, FALSE, FALSE, current()->size = count);
+  /* As the runtime (measured on the H200): not in a stream capture. */
+  if (!not_capturing("cudaMemcpyPeerAsync")) return finish(cudaErrorStreamCaptureUnsupported);
   if (!stream_ok("cudaMemcpyPeerAsync", stream) || !stream_here("cudaMemcpyPeerAsync", stream))
     return finish(cudaErrorInvalidResourceHandle);
   if (!device_valid(dst_device) || !device_valid(src_device)) return finish(cudaErrorInvalidDevice);
