@@ -246,10 +246,12 @@ static void warn(GString *err, const char *what, const char *why) {
 /* Says which of the given flags do nothing for what was asked. */
 static void warn_no_effect(const Options *o, GString *err) {
   const char *stop = o->dump_after ? "--dump-after" : o->check ? "--check" : o->plan ? "--plan" : NULL;
-  /* --plan --backend: the plan shows the path the backend's peer copies
-   * take (probed on the CUDA backend). */
+  /* --backend and --device choose the device.* values the pipeline is
+   * loaded with (every stop loads it), and --plan's peer-copy path and
+   * mode: they have an effect without a run. */
   Options but_backend = *o;
-  if (o->plan && !o->check && !o->dump_after) but_backend.backend = NULL;
+  but_backend.backend = NULL;
+  but_backend.device = UNSET;
   const char *flag = run_flag(&but_backend);
   if (flag && stop) {
     g_autofree char *why = g_strdup_printf("with %s: nothing runs", stop);

@@ -176,7 +176,9 @@ gboolean dr_build_host_fn(DrBuild *b, const char *name, DrLoc loc) {
     for (guint i = 0; i < DR_N_HOST_FNS; i++) dr__suggest_add(&sg, dr_host_fn_name((DrHostFn)i));
     g_autofree char *hint = dr__suggest_hint(&sg);
     report(b, loc, "key 'fn'", "unknown host function '%s'%s", name,
-           dr__suggest_best(&sg) ? hint : " (expected print, sleep or checksum)");
+           dr__suggest_best(&sg) ? hint
+                                 : " (expected print, sleep or checksum, or fn: {lib, symbol} for a function "
+                                   "of a shared library)");
     return FALSE;
   }
   b->node.host_fn = fn;

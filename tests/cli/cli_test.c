@@ -420,6 +420,10 @@ static void test_no_effect(void) {
   g_assert_cmpint(CLI(out, err, "--backend=host", "--iterations=1", "--warmup=0", "graphs/priority.yaml"), ==,
                   0);
   g_assert_null(strstr(err->str, "warning"));
+  /* --backend chooses the device.* values a pipeline loads with, so it has
+   * an effect when nothing runs. */
+  g_assert_cmpint(CLI(out, err, "--check", "--backend=host", "graphs/priority.yaml"), ==, 0);
+  g_assert_null(strstr(err->str, "warning"));
   /* --backend=auto on a machine without a usable GPU (as here): the run
    * falls back to the host, and the warning comes after it. */
   int rc = CLI(out, err, "--mode=graph", "--iterations=1", "--warmup=0", "graphs/priority.yaml");
