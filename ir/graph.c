@@ -447,6 +447,15 @@ gint32 dr_graph_buffer_device(const DrGraph *graph, DrId b) {
   return buf->device_set ? buf->device : graph->run.device;
 }
 
+DrId dr_graph_copy_pageable(const DrGraph *graph, DrId v) {
+  const DrNode *n = dr_graph_node(graph, v);
+  for (guint32 a = n->access_first; n->op == DR_OP_COPY && a < n->access_first + n->access_count; a++) {
+    DrId b = dr_graph_access(graph, a)->buffer;
+    if (dr_graph_buffer(graph, b)->where == DR_WHERE_PAGEABLE) return b;
+  }
+  return DR_NONE;
+}
+
 gboolean dr_graph_copy_is_peer(const DrGraph *graph, DrId v, gint32 *src_dev, gint32 *dst_dev) {
   const DrNode *n = dr_graph_node(graph, v);
   if (n->op != DR_OP_COPY) return FALSE;

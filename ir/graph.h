@@ -519,6 +519,9 @@ gint32 dr_graph_node_device(const DrGraph *graph, DrId v);
  * *src_dev and *dst_dev (each may be NULL) are then their devices. FALSE
  * for every other node. */
 gboolean dr_graph_copy_is_peer(const DrGraph *graph, DrId v, gint32 *src_dev, gint32 *dst_dev);
+/* The first `where: pageable` buffer copy node v reads or writes; DR_NONE
+ * when it touches none, or v is not a copy. */
+DrId dr_graph_copy_pageable(const DrGraph *graph, DrId v);
 /* The release threshold of `device`: its memory.release_threshold entry,
  * else the run's; *set: whether either was given. */
 guint64 dr_graph_release_threshold(const DrGraph *graph, gint32 device, gboolean *set);

@@ -24,10 +24,9 @@ static char *body_uncapturable(const DrGraph *g, const char *where) {
           "node '%s' runs kernel '%s' registered through the C library%s (its launcher "
           "may not be capturable)",
           n->id, dr_graph_kernel(g, n->kernel)->name, where);
-    for (guint32 a = n->access_first; n->op == DR_OP_COPY && a < n->access_first + n->access_count; a++)
-      if (dr_graph_buffer(g, dr_graph_access(g, a)->buffer)->where == DR_WHERE_PAGEABLE)
-        return g_strdup_printf("node '%s' copies pageable host memory%s (graph mode does not capture it)",
-                               n->id, where);
+    if (dr_graph_copy_pageable(g, v) != DR_NONE)
+      return g_strdup_printf("node '%s' copies pageable host memory%s (graph mode does not capture it)",
+                             n->id, where);
   }
   return NULL;
 }

@@ -152,11 +152,7 @@ static void write_pageable(const DrGraph *g, GString *out) {
   guint n = 0;
   for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
     const DrNode *node = dr_graph_node(g, i);
-    gboolean pageable = FALSE;
-    for (guint32 a = node->access_first;
-         node->op == DR_OP_COPY && a < node->access_first + node->access_count; a++)
-      pageable |= dr_graph_buffer(g, dr_graph_access(g, a)->buffer)->where == DR_WHERE_PAGEABLE;
-    if (!pageable) continue;
+    if (dr_graph_copy_pageable(g, i) == DR_NONE) continue;
     if (n == 0)
       g_string_append(
           out,

@@ -402,19 +402,16 @@ void dr__cuda_memory_close(DrCudaMemory *m, cudaStream_t origin) {
 gboolean dr__cuda_memory_mode_check(const DrGraph *g, DrMode mode, GError **error) {
   if (mode != DR_MODE_GRAPH) return TRUE;
   for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
+    DrId b = dr_graph_copy_pageable(g, i);
+    if (b == DR_NONE) continue;
     const DrNode *n = dr_graph_node(g, i);
-    if (n->op != DR_OP_COPY) continue;
-    for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++) {
-      const DrBuffer *buf = dr_graph_buffer(g, dr_graph_access(g, a)->buffer);
-      if (buf->where != DR_WHERE_PAGEABLE) continue;
-      g_set_error(
-          error, DR_ERROR, DR_ERROR_UNAVAILABLE,
-          "%s:%u:%u: node '%s': graph mode does not capture a copy of pageable host memory (buffer "
-          "'%s' is where: pageable): CUDA copies pageable memory synchronously with the host, through "
-          "a staging buffer, which a replayed graph does not do; use --mode=streams, or where: host",
-          n->loc.file, n->loc.line, n->loc.col, n->id, buf->name);
-      return FALSE;
-    }
+    const DrBuffer *buf = dr_graph_buffer(g, b);
+    g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
+                "%s:%u:%u: node '%s': graph mode does not capture a copy of pageable host memory (buffer "
+                "'%s' is where: pageable): CUDA copies pageable memory synchronously with the host, through "
+                "a staging buffer, which a replayed graph does not do; use --mode=streams, or where: host",
+                n->loc.file, n->loc.line, n->loc.col, n->id, buf->name);
+    return FALSE;
   }
   return TRUE;
 }
