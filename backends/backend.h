@@ -150,6 +150,12 @@ typedef struct {
 gboolean dr__kernel_call_bind(const DrGraph *graph, DrId node, void *const *bases, DrKernelCall *call,
                               GError **error);
 
+/* The definition kernel node `node` runs with: a C API kernel's own, a
+ * user kernel's host twin from a shared library, or the built-in's
+ * registry entry; NULL for a user kernel without a twin or an index past
+ * the registry. */
+const DrKernelDef *dr__kernel_def_of(const DrGraph *graph, DrId node);
+
 /* A host function's bound arguments (include/dagrun/hostfn.h): what it
  * is called with, its error buffer, and args[a.n_args]. */
 typedef struct {

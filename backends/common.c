@@ -271,28 +271,35 @@ static gboolean elem_is_float(DrElemType t) {
   return t == DR_ELEM_F16 || t == DR_ELEM_BF16 || t == DR_ELEM_F32 || t == DR_ELEM_F64;
 }
 
+const DrKernelDef *dr__kernel_def_of(const DrGraph *graph, DrId id) {
+  const DrKernelDecl *decl = dr_graph_kernel(graph, dr_graph_node(graph, id)->kernel);
+  /* Kernels registered through the C API (lib/nodes.c) carry their own
+   * definition in decl->api_def instead of a registry index. */
+  if (decl->api_def != NULL) return decl->api_def;
+  /* A user kernel's host twin from a shared library (lib/hostlib.c). */
+  if (decl->origin == DR_KERNEL_USER) return decl->twin;
+  if (decl->origin != DR_KERNEL_BUILTIN || decl->builtin_index >= (guint32)dr_kernel_registry_len)
+    return NULL;
+  return &dr_kernel_registry[decl->builtin_index];
+}
+
 gboolean dr__kernel_call_bind(const DrGraph *graph, DrId id, void *const *bases, DrKernelCall *call,
                               GError **error) {
   const DrNode *n = dr_graph_node(graph, id);
   memset(call, 0, sizeof *call);
   const DrKernelDecl *decl = dr_graph_kernel(graph, n->kernel);
-  /* Kernels registered through the C API (lib/nodes.c) carry their own
-   * definition in decl->api_def instead of a registry index. */
-  const DrKernelDef *def = decl->api_def;
-  /* A user kernel's host twin from a shared library (lib/hostlib.c). */
-  if (def == NULL && decl->origin == DR_KERNEL_USER) def = decl->twin;
+  const DrKernelDef *def = dr__kernel_def_of(graph, id);
   if (def == NULL && decl->origin != DR_KERNEL_BUILTIN) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
                 "node '%s': user kernel '%s' has no host twin: it runs on the CUDA backend only", n->id,
                 decl->name);
     return FALSE;
   }
-  if (def == NULL && decl->builtin_index >= (guint32)dr_kernel_registry_len) {
+  if (def == NULL) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': kernel '%s' is not in the registry", n->id,
                 decl->name);
     return FALSE;
   }
-  if (def == NULL) def = &dr_kernel_registry[decl->builtin_index];
   if (def->n_params > (int)G_N_ELEMENTS(call->args)) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': kernel '%s' has too many parameters", n->id,
                 def->name);

@@ -110,11 +110,7 @@ static gboolean body_scratch(DrCudaLoops *l, const DrGraph *g, gboolean in_body,
   for (DrId v = 0; v < dr_graph_n_nodes(g); v++) {
     const DrNode *n = dr_graph_node(g, v);
     if (in_body && n->op == DR_OP_KERNEL) {
-      const DrKernelDecl *decl = dr_graph_kernel(g, n->kernel);
-      const DrKernelDef *def = decl->api_def;
-      if (def == NULL && decl->origin == DR_KERNEL_BUILTIN &&
-          decl->builtin_index < (guint32)dr_kernel_registry_len)
-        def = &dr_kernel_registry[decl->builtin_index];
+      const DrKernelDef *def = dr__kernel_def_of(g, v);
       if (def != NULL && def->scratch_bytes) {
         void *scratch = NULL;
         if (!DR_CUDA(DR_SITE_NODE(n->id, -1), cudaMalloc, &scratch, def->scratch_bytes)) return FALSE;
