@@ -20,7 +20,8 @@
 #           build examples/runner.c there against @dagrun//lib:dagrun, run it
 #   format  clang-format --dry-run -Werror over the tracked C/CUDA sources:
 #           one case, listing every file that needs formatting
-#   fuzz    each libFuzzer target for FUZZ_SECONDS (default 60); fuzz_run
+#   fuzz    each libFuzzer target for FUZZ_SECONDS (default 60), seed
+#           FUZZ_SEED (default 1: the same draw on every run); fuzz_run
 #           also runs what loads on the host backend (tests/fuzz/fuzz_run.c)
 #
 # Cases are the TAP lines GLib's GTest (and the shell tests) write
@@ -149,7 +150,7 @@ for suite in "${suites[@]}"; do
     format) run_format ;;
     fuzz)
       for t in fuzz_json fuzz_parser fuzz_plan fuzz_run; do
-        if bash tools/fuzz.sh "${FUZZ_SECONDS:-60}" "$t" >&2; then
+        if FUZZ_SEED=${FUZZ_SEED:-1} bash tools/fuzz.sh "${FUZZ_SECONDS:-60}" "$t" >&2; then
           echo "test[fuzz]: $t passed" >&2
           passed=$((passed + 1))
         else
