@@ -110,14 +110,29 @@ nodes:
     args: {message: "each {r}"}
 EOF
 ranks_vars() {
-  mpi 4 "$dagrun" --backend=host "$tmp/ranks.yaml" >"$tmp/r.out" 2>&1 || { cat "$tmp/r.out"; return 1; }
+  # Each rank's stdout in a file of its own (--output-filename): mpirun
+  # forwards the ranks' output in chunks, and a loaded machine has shown
+  # one rank's line inside another's ("rank 3:hello1: ...").
+  rm -rf "$tmp/ro"
+  mpi 4 --output-filename "$tmp/ro" "$dagrun" --backend=host "$tmp/ranks.yaml" >"$tmp/r.out" 2>&1 ||
+    { cat "$tmp/r.out"; return 1; }
+  local out odd=0
   for r in 0 1 2 3; do
-    grep -q "^hello$r: rank $r of 4, local $r" "$tmp/r.out" || { echo "no hello $r"; cat "$tmp/r.out"; return 1; }
-    grep -q "^each: each $r" "$tmp/r.out" || { echo "no each $r"; return 1; }
+    out=$(echo "$tmp"/ro/*/rank.$r/stdout)
+    [ -f "$out" ] || { echo "no stdout file for rank $r"; ls -R "$tmp/ro"; return 1; }
+    grep -q "^hello$r: rank $r of 4, local $r" "$out" || { echo "no hello $r"; cat "$out"; return 1; }
+    grep -q "^each: each $r" "$out" || { echo "no each $r"; cat "$out"; return 1; }
+    [ "$(grep -c '^each: ' "$out")" -eq 1 ] || { echo "rank $r ran another rank's each"; cat "$out"; return 1; }
+    odd=$((odd + $(grep -c '^odd: not on rank 0' "$out")))
+    if [ $r -eq 0 ]; then
+      ! grep -q '^odd: ' "$out" || { echo "odd ran on rank 0"; return 1; }
+      # The merged table, on rank 0: one row per node per rank, under a
+      # rank column.
+      grep -q '^rank node' "$out" && grep -qE '^3 +last ' "$out" && ! grep -qE '^0 +odd ' "$out" ||
+        { echo "merged table"; cat "$out"; return 1; }
+    fi
   done
-  [ "$(grep -c '^odd: not on rank 0' "$tmp/r.out")" -eq 3 ] || { echo "odd count"; return 1; }
-  # The merged table: one row per node per rank, under a rank column.
-  grep -q '^rank node' "$tmp/r.out" && grep -qE '^3 +last ' "$tmp/r.out" && ! grep -qE '^0 +odd ' "$tmp/r.out"
+  [ $odd -eq 3 ] || { echo "odd count $odd"; return 1; }
 }
 check "np 4: rank, nranks, local_rank in expressions and foreach; rank: restricts nodes" ranks_vars
 json_report() {
