@@ -29,8 +29,9 @@
  * failed call launches nothing). async_at gives the communicator of the
  * Nth data operation an asynchronous error (ncclRemoteError, or
  * async_code): that operation never completes (a dead peer) and
- * ncclCommGetAsyncError reports the error until the communicator is
- * aborted. Single-threaded, process-global, like the CUDA backend's
+ * ncclCommGetAsyncError reports the error (after async_late polls that
+ * still say ncclSuccess: NCCL notices a dead peer late) until the
+ * communicator is aborted. Single-threaded, process-global, like the CUDA backend's
  * issue. Not NCCL: no asynchrony of its own, no GPU. */
 #ifndef DAGRUN_TESTS_MPI_FAKE_NCCL_H
 #define DAGRUN_TESTS_MPI_FAKE_NCCL_H
@@ -61,6 +62,7 @@ typedef struct {
   int init_all_devs[8];
   guint64 async_at;   /* the data operation (1-based) whose communicator fails; 0: none */
   int async_code;     /* its asynchronous error (0: ncclRemoteError, 6) */
+  guint async_late;   /* polls of the failed communicator that still answer success first */
   guint async_polls;  /* ncclCommGetAsyncError calls that reported an error */
   guint clique_colls; /* collectives computed across a clique of several ranks */
   GString *misuse;    /* what NCCL would hang on or refuse, one per line; "" when none */

@@ -467,6 +467,9 @@ static void test_async_error(gconstpointer data) {
   for (guint a = 0; a < G_N_ELEMENTS(ats); a++) {
     fakes_on(D, &hanging);
     dr_fake_nccl.async_at = ats[a];
+    /* The second time NCCL notices late: the wait polls the event while
+     * the collective hangs, and must not block. */
+    dr_fake_nccl.async_late = a == 1 ? 5 : 0;
     blocking_while_hung = queries_while_hung = 0;
     g_autoptr(GError) error = NULL;
     g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, tc->mode, tc->timing, FALSE, 3, &error);
@@ -478,6 +481,7 @@ static void test_async_error(gconstpointer data) {
     g_assert_nonnull(strstr(error->message, "(NCCL error 6)"));
     g_assert_nonnull(strstr(error->message, "aborted"));
     g_assert_cmpuint(blocking_while_hung, ==, 0);
+    if (a == 1) g_assert_cmpuint(queries_while_hung, >, 0);
     g_assert_cmpuint(dr_fake_nccl.async_polls, ==, 1);
     /* Every communicator aborted, none destroyed. */
     g_assert_cmpuint(dr_fake_nccl.aborts, ==, (guint)D);
