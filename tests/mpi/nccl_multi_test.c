@@ -322,6 +322,7 @@ static void test_verify(gconstpointer data) {
   g_autoptr(GError) error = NULL;
   g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, tc->mode, tc->timing, TRUE, 2, &error);
   g_assert_no_error(error);
+  g_assert_nonnull(got);
   assert_clean();
   g_assert_cmpuint(dr_fake_nccl.init_alls, ==, 2);
   fakes_off();
@@ -507,6 +508,7 @@ static void test_nccl_faults(gconstpointer data) {
     g_autoptr(GError) error = NULL;
     g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, tc->mode, tc->timing, TRUE, 2, &error);
     g_assert_no_error(error);
+    g_assert_nonnull(got);
   }
   guint64 total = dr_fake_nccl.calls;
   g_assert_cmpuint(total, >, 10);
@@ -564,6 +566,7 @@ static void test_cuda_faults(gconstpointer data) {
     g_autoptr(GError) error = NULL;
     g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, tc->mode, tc->timing, FALSE, 2, &error);
     g_assert_no_error(error);
+    g_assert_nonnull(got);
   }
   guint64 points = dr_fake_points();
   gboolean saw_query = FALSE;
