@@ -494,6 +494,7 @@ gboolean dr__cuda_nccl_wait(DrCudaNccl *n, cudaEvent_t done, GError **error) {
     if (rc == cudaSuccess) return TRUE;
     if (rc != cudaErrorNotReady)
       return dr__cuda_check(rc, "cudaEventQuery", DR_SITE_SETUP("waiting for an iteration"), error);
+    (void)cuda->cudaGetLastError(); /* "not ready" is no error: leave none behind */
     if (polls < 64)
       g_thread_yield();
     else
