@@ -22,6 +22,7 @@ static const DrCudaApi real_api = {
     .cudaGetErrorString = cudaGetErrorString,
     .kernel_launch = real_kernel_launch,
     .stamp_launch = dr__stamp_launch,
+    .cudaEventQuery = cudaEventQuery,
     .cudaGraphExecUpdate = cudaGraphExecUpdate,
     .cudaStreamGetCaptureInfo = cudaStreamGetCaptureInfo,
     .cudaGraphGetNodes = cudaGraphGetNodes,

@@ -82,6 +82,11 @@ typedef struct {
    * compile: a table that leaves it NULL gets event timing where stamps
    * were asked (cuda/timing.c). */
   int (*stamp_launch)(unsigned long long *slot, cudaStream_t stream);
+  /* cudaEventQuery, optional: while a run's NCCL communicators live, the
+   * wait for an iteration polls it between NCCL's asynchronous error
+   * checks (cuda/nccl.c, dr__cuda_nccl_wait) instead of blocking in
+   * cudaEventSynchronize; NULL: one error check, then the blocking wait. */
+  cudaError_t (*cudaEventQuery)(cudaEvent_t event);
   /* cudaGraphExecUpdate, outside the X-list for the same reason: NULL
    * makes dr__cuda_graph_update (cuda/graph.c) re-instantiate instead. */
   cudaError_t (*cudaGraphExecUpdate)(cudaGraphExec_t exec, cudaGraph_t graph,

@@ -88,7 +88,7 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
   return dr__cuda_memory_setup(&b->memory, &b->streams, error) &&
          dr__cuda_loops_setup(&b->loops, b->plan, b->mode == &dr__cuda_graph_mode,
                               b->opts.warmup + b->opts.iterations, error) &&
-         dr__cuda_nccl_open(&b->nccl, b->plan, b->streams.devices[0].ordinal, error) &&
+         dr__cuda_nccl_open(&b->nccl, b->plan, &b->streams, error) &&
          dr__cuda_launch_setup(&b->launch, &b->streams, &b->memory, b->opts.host_output, error) &&
          b->mode->prepare(b, error);
 }
@@ -135,7 +135,11 @@ static gboolean cuda_launch_iteration(DrBackend *b, guint32 iteration, gboolean 
 static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTiming *timing, GError **error) {
   guint32 k = iteration % b->timing.depth;
   gboolean dl = b->loops.device_loop, launched = !dl || iteration == 0;
-  if (launched && !dr__cuda_timing_wait(&b->timing, k, error)) return FALSE;
+  /* With NCCL communicators the wait watches their asynchronous errors
+   * first, so a dead peer fails the run instead of hanging it. */
+  if (launched && (!dr__cuda_nccl_wait(&b->nccl, b->timing.iter_done[k], error) ||
+                   !dr__cuda_timing_wait(&b->timing, k, error)))
+    return FALSE;
   /* A host function that failed on CUDA's callback thread fails the run
    * now that its iteration is over. */
   if (!dr__cuda_launch_host_failed(&b->launch, error)) return FALSE;

@@ -135,6 +135,8 @@ static gboolean issue_group(const Walk *w, const DrPlanStep *steps, guint32 n, G
   cudaStream_t st = b->streams.stream[steps[0].stream];
   gboolean capturing = w->cap != NULL;
   const char *first = dr_graph_node(b->graph, steps[0].node)->id;
+  /* Several devices: the group's calls with its stream's device selected. */
+  if (!dr__cuda_streams_use(&b->streams, steps[0].stream, error)) return FALSE;
   for (guint32 j = 0; j < n; j++) {
     DrId v = steps[j].node;
     if (!dr__cuda_streams_wait(&b->streams, w->api, &steps[j], error) ||

@@ -53,16 +53,21 @@ int dr__cuda_streams_priority(const DrCudaStreams *s, guint32 stream) {
                       d->prio_greatest);
 }
 
-/* Several devices: what the backend does not run yet. */
+/* Several devices: what the backend does not run yet. A collective over
+ * the devices runs (nccl.c: one communicator per device from one
+ * ncclCommInitAll); a per-rank one (one buffer: this rank's part of a
+ * collective across an MPI job) on a rank that drives several devices
+ * would need a communicator of ranks x devices. */
 static gboolean check_devices(const DrPlan *plan, GError **error) {
   const DrGraph *g = plan->graph;
   for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
     const DrNode *n = dr_graph_node(g, i);
-    if (!DR_OP_IS_COLLECTIVE(n->op)) continue;
+    if (!DR_OP_IS_COLLECTIVE(n->op) || !n->per_rank) continue;
     g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
-                "node '%s': a %s over the %u devices of run.devices needs a communicator over several "
-                "devices, which the CUDA backend does not make yet (backends/cuda/nccl.c drives one; "
-                "docs/multi-gpu.md); --backend=host runs the pipeline",
+                "node '%s': a %s across the ranks of the job, on a rank that drives the %u devices of "
+                "run.devices, needs a communicator of ranks x devices, which the CUDA backend does not "
+                "make (backends/cuda/nccl.c: the devices of one process, or one device per rank); give "
+                "each rank one device, or --backend=host runs the pipeline",
                 n->id, dr_op_name(n->op), g->run.n_devices);
     return FALSE;
   }

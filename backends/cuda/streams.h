@@ -71,10 +71,11 @@ typedef struct {
 
 /* Checks what this backend can run of `plan`: with one device, every node
  * on device `device` (DR_ERROR_RUNTIME naming the node otherwise); with
- * several (run.devices), no collective (a communicator over several
- * devices is not built in backends/cuda/nccl.c yet) and no storage shared
- * across devices (memory.reuse), DR_ERROR_UNAVAILABLE otherwise. No CUDA
- * call. */
+ * several (run.devices), no per-rank collective (a communicator over the
+ * ranks of a job times the devices of each is not built in
+ * backends/cuda/nccl.c; collectives over the devices of the process are)
+ * and no storage shared across devices (memory.reuse),
+ * DR_ERROR_UNAVAILABLE otherwise. No CUDA call. */
 gboolean dr__cuda_streams_check(const DrPlan *plan, int device, GError **error);
 
 /* Opens the streams of `plan` on device `device` (with run.devices: on

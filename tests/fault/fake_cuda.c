@@ -44,8 +44,10 @@ typedef struct FakeNode {
   cudaHostFn_t fn; /* host */
   void *data;
   /* Conditional nodes' control kernels (ctl 1: cond_launch, 2:
-   * count_launch; 3: the stamp kernel) and conditional nodes. */
+   * count_launch; 3: the stamp kernel; 4: a library's own work,
+   * dr_fake_library_work: fn(data), named lib) and conditional nodes. */
   int ctl;
+  const char *lib;
   cudaGraphConditionalHandle handle;
   const gint32 *cond;
   guint64 *trips;          /* cond_launch's trips, count_launch's counter */
@@ -610,6 +612,13 @@ static cudaError_t fake_cudaEventSynchronize(cudaEvent_t event) {
   if (!event_ok("cudaEventSynchronize", event)) return finish(cudaErrorInvalidResourceHandle);
   if (!not_capturing("cudaEventSynchronize")) return finish(cudaErrorStreamCaptureUnsupported);
   return cudaSuccess;
+}
+
+static cudaError_t fake_cudaEventQuery(cudaEvent_t event) {
+  GATE("cudaEventQuery", NULL, FALSE, FALSE);
+  if (!event_ok("cudaEventQuery", event)) return finish(cudaErrorInvalidResourceHandle);
+  if (!not_capturing("cudaEventQuery")) return finish(cudaErrorStreamCaptureUnsupported);
+  return cudaSuccess; /* a fake stream is always idle */
 }
 
 static cudaError_t fake_cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
@@ -1607,6 +1616,7 @@ static void shape_of(const GPtrArray *nodes, gboolean in_body) {
       case cudaGraphNodeTypeKernel:
         name = n->ctl == 1   ? (n->cond ? "cond" : "cond1")
                : n->ctl == 2 ? "count"
+               : n->ctl == 4 ? n->lib
                : n->def      ? n->def->name
                              : "stamp";
         break;
@@ -1694,6 +1704,8 @@ static void replay_nodes(const GPtrArray *nodes) {
       guint64 k = ++n->trips[0], limit = n->limit_at[0];
       if (n->stamps && k <= limit) n->stamps[k] = clock_ns += 1000;
       handle_find(n->handle)->value = k < limit;
+    } else if (n->type == cudaGraphNodeTypeKernel && n->ctl == 4) {
+      n->fn(n->data);
     } else if (n->type == cudaGraphNodeTypeKernel && n->ctl == 3) {
       *(unsigned long long *)n->dst = clock_ns += 1000;
     } else if (n->type == cudaGraphNodeTypeKernel && n->def && n->def->host &&
@@ -1734,6 +1746,7 @@ static const DrCudaApi fake_api = {
     .cudaGetErrorString = fake_cudaGetErrorString,
     .kernel_launch = fake_kernel_launch,
     .stamp_launch = fake_stamp_launch,
+    .cudaEventQuery = fake_cudaEventQuery,
     .cudaGraphExecUpdate = fake_cudaGraphExecUpdate,
     .cudaMemPoolGetAttribute = fake_cudaMemPoolGetAttribute,
     .cudaDeviceGetGraphMemAttribute = fake_cudaDeviceGetGraphMemAttribute,
@@ -1832,6 +1845,31 @@ guint dr_fake_peer_enables(int device, int peer) {
   g_return_val_if_fail(device_valid(device) && device_valid(peer), 0);
   return fake.peer_enables[device][peer];
 }
+int dr_fake_mem_device(gconstpointer p) {
+  objects_init();
+  return mem_device(p);
+}
+
+int dr_fake_current_device(void) { return fake.cur; }
+
+gboolean dr_fake_library_work(cudaStream_t stream, const char *name, void (*fn)(void *), void *data) {
+  objects_init();
+  if (obj_find(stream, DR_FAKE_STREAM) == NULL) {
+    misuse("%s: %p is not a live stream", name, (void *)stream);
+    return FALSE;
+  }
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeKernel);
+  if (n) {
+    n->ctl = 4;
+    n->lib = name;
+    n->fn = (cudaHostFn_t)fn;
+    n->data = data;
+  } else if (!fake.dry) {
+    fn(data);
+  }
+  return TRUE;
+}
+
 int dr_fake_device_of(gconstpointer obj) {
   Obj *o = obj ? g_hash_table_lookup(fake.objects, obj) : NULL;
   return o ? o->device : -1;

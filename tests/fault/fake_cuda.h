@@ -200,6 +200,20 @@ void dr_fake_set_peer_access(gboolean can);
 guint dr_fake_peer_enables(int device, int peer);
 int dr_fake_device_of(gconstpointer obj);
 
+/* Work a library enqueues on a stream by itself, not through the table
+ * (NCCL's kernels; tests/mpi/fake_nccl.c): `fn(data)` is performed at
+ * once (not when data moves are off), or, while a capture is in
+ * progress, recorded as a kernel node of that stream named `name` in
+ * dr_fake_graph_shape and performed by each replay. No fault point, no
+ * trace entry, no device check (the library selects its device itself).
+ * FALSE (a misuse) when `stream` is not a live fake stream. `data` must
+ * outlive every graph that holds it. dr_fake_mem_device: the device of
+ * the fake device memory holding `p` (-1: host, pinned or unknown);
+ * dr_fake_current_device: the device cudaSetDevice selected last. */
+gboolean dr_fake_library_work(cudaStream_t stream, const char *name, void (*fn)(void *), void *data);
+int dr_fake_mem_device(gconstpointer p);
+int dr_fake_current_device(void);
+
 /* Whether cudaProfilerStart was called and cudaProfilerStop not since. */
 gboolean dr_fake_profiling(void);
 

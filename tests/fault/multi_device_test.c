@@ -21,7 +21,9 @@
  *    streams, one instantiation, and replays it;
  *  - a pipeline with a copy from a device to itself (both buffers naming
  *    `device:`) takes cudaMemcpyPeerAsync with no peer access call;
- *  - more run.devices than the machine has is exit 69;
+ *  - more run.devices than the machine has is exit 69, and so is a
+ *    per-rank collective on a rank of several devices (collectives over
+ *    the devices of the process: tests/mpi/nccl_multi_test.c);
  *  - fault sweeps: each call of a fault-free run failed in turn, with each
  *    fault kind, fails the run cleanly (exit 70; 69 for no device) with
  *    nothing left live and no misuse, in both modes, on 2 and 4 devices.
@@ -466,8 +468,10 @@ static void test_missing_device(void) {
   dr_fake_reset();
 }
 
-/* A collective over several devices: not built on this backend, exit 69
- * naming the node (before any CUDA call). */
+/* A collective over several devices runs (tests/mpi:nccl_multi checks
+ * it); what stays refused is a per-rank collective (one buffer: this
+ * rank's part across an MPI job) on a rank that drives several devices:
+ * exit 69 naming the node, before any CUDA call. */
 static void test_collective_refused(void) {
   static const char yaml[] =
       "dagrun: 1\n"
@@ -477,9 +481,11 @@ static void test_collective_refused(void) {
       "  g0: {type: f32, count: 16}\n"
       "  g1: {type: f32, count: 16, device: 1}\n"
       "nodes:\n"
-      "  sync: {op: allreduce, reduce: sum, buffers: [g0, g1]}\n";
+      "  sync: {op: allreduce, reduce: sum, buffers: g0}\n";
   dr_fake_set_devices(2);
+  dr__load_set_ranks(0, 2, 0);
   g_autoptr(DrGraph) g = load(yaml);
+  dr__load_set_ranks(0, 1, 0);
   g_autoptr(DrPlan) p = plan(g);
   dr_fake_reset();
   g_autoptr(GError) error = NULL;
@@ -487,6 +493,7 @@ static void test_collective_refused(void) {
   g_assert_null(got);
   g_assert_cmpint(dr_error_exit_code(error), ==, 69);
   g_assert_nonnull(strstr(error->message, "node 'sync'"));
+  g_assert_nonnull(strstr(error->message, "ranks x devices"));
   assert_clean();
   dr_fake_reset();
 }
