@@ -54,7 +54,8 @@
  * buffers again and again (per-step scratch) the greedy flow is maximal
  * or nearly so, no phase runs, and the last search only visits what the
  * frees left with weight reach. Nothing when there are no stream-ordered
- * buffers. Memory: 8 bytes per edge (the flow) and about 17 per node. */
+ * buffers. Memory: 8 bytes per edge (the flow: reserved, and written only
+ * for the nodes whose predecessor edges get flow) and about 18 per node. */
 #include "scheduler/plan_internal.h"
 
 #include <string.h>
@@ -69,7 +70,8 @@ typedef struct {
   guint32 n_life;
   guint64 *supply; /* [n_life]: what the source may still send into the free */
   guint64 *demand; /* [n_life]: what the alloc may still send to the sink */
-  guint64 *fe;     /* [m]: flow on each DAG edge */
+  guint64 *fe;     /* [m]: flow on each DAG edge, where fe_ok[edge's head] */
+  guint8 *fe_ok;   /* [n]: fe holds node v's predecessor edges (else they carry 0, unwritten) */
   gint32 *level;   /* [n]: breadth-first level from the source, UNSEEN */
   guint32 *cur;    /* [n]: the current arc */
   guint32 *queue;  /* [n] */
@@ -78,6 +80,16 @@ typedef struct {
 
 static gboolean is_alloc_node(const Flow *f, DrId v) {
   return f->life_of[v] != DR_NONE && f->life[f->life_of[v]].alloc == v;
+}
+
+/* Makes fe hold v's predecessor edges before one of them gets flow: the
+ * flow array is zeroed a node at a time, on first write, so that a
+ * network whose flow sits on few edges costs nothing per edge. */
+static void fe_open(Flow *f, DrId v) {
+  if (f->fe_ok[v]) return;
+  const DrPlanCtx *c = f->c;
+  memset(f->fe + DR__PRED_BEGIN(c, v), 0, sizeof(guint64) * (DR__PRED_END(c, v) - DR__PRED_BEGIN(c, v)));
+  f->fe_ok[v] = 1;
 }
 
 /* Breadth-first levels from the source; TRUE when the sink is reachable.
@@ -106,7 +118,7 @@ static gboolean bfs(Flow *f) {
       DrId v = c->edges[c->succ_edge[i]].to;
       if (f->level[v] == UNSEEN) f->level[v] = lu + 1, f->queue[tail++] = v;
     }
-    for (guint32 e = DR__PRED_BEGIN(c, u); e < DR__PRED_END(c, u); e++) {
+    for (guint32 e = DR__PRED_BEGIN(c, u); f->fe_ok[u] && e < DR__PRED_END(c, u); e++) {
       DrId v = c->edges[e].from;
       if (f->fe[e] > 0 && f->level[v] == UNSEEN) f->level[v] = lu + 1, f->queue[tail++] = v;
     }
@@ -146,6 +158,7 @@ static gboolean next_arc(Flow *f, DrId u, DrId *to, Step *step) {
       return TRUE;
     }
   }
+  if (!f->fe_ok[u]) k = out + in + 1; /* no flow into u: no backward arc */
   for (; k <= out + in; k++) {
     guint32 e = po + (k - out - 1);
     if (f->fe[e] > 0 && f->level[c->edges[e].from] == want) {
@@ -189,10 +202,12 @@ static guint64 blocking_flow(Flow *f, GArray *path) {
           for (guint32 s = 0; s < path->len; s++)
             if (steps[s].backward) d = MIN(d, f->fe[steps[s].edge]);
           for (guint32 s = 0; s < path->len; s++) {
-            if (steps[s].backward)
+            if (steps[s].backward) {
               f->fe[steps[s].edge] -= d;
-            else
+            } else {
+              fe_open(f, c->edges[steps[s].edge].to);
               f->fe[steps[s].edge] += d;
+            }
           }
           f->supply[i] -= d;
           f->demand[a] -= d;
@@ -290,6 +305,7 @@ static guint64 greedy_flow(Flow *f) {
       guint32 i = f->life_of[c->edges[e].from];
       if (i == DR_NONE || f->life[i].free != c->edges[e].from) continue;
       guint64 d = MIN(f->supply[i], f->demand[a]);
+      fe_open(f, v);
       f->fe[e] += d;
       f->supply[i] -= d;
       f->demand[a] -= d;
@@ -318,7 +334,8 @@ DrMemoryFlow *dr__memory_flow_new(const DrPlanCtx *ctx, GArray *lives, guint32 *
     mf->total += f->life[i].bytes;
   }
   mf->m_cap = MAX(ctx->m, 1);
-  f->fe = g_new0(guint64, mf->m_cap);
+  f->fe = g_new(guint64, mf->m_cap); /* zeroed per node by fe_open */
+  f->fe_ok = g_new0(guint8, MAX(f->n, 1));
   f->level = g_new(gint32, MAX(f->n, 1));
   f->cur = g_new(guint32, MAX(f->n, 1));
   f->queue = g_new(guint32, MAX(f->n, 1));
@@ -361,6 +378,7 @@ void dr__memory_flow_free(DrMemoryFlow *mf) {
   g_free(mf->f.supply);
   g_free(mf->f.demand);
   g_free(mf->f.fe);
+  g_free(mf->f.fe_ok);
   g_free(mf->f.level);
   g_free(mf->f.cur);
   g_free(mf->f.queue);
