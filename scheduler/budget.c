@@ -149,8 +149,11 @@ static void work_clear(Work *w) {
 
 static guint32 work_width(Work *w) {
   g_autoptr(GArray) antichain = g_array_new(FALSE, FALSE, sizeof(DrId));
-  g_free(w->ctx.chain);
-  w->ctx.chain = NULL;
+  /* A cover before this one (the width before the edges) left its arrays:
+   * the index is rebuilt in place now, not with the context cleared. */
+  g_clear_pointer(&w->ctx.chain, g_free);
+  g_clear_pointer(&w->ctx.node_class, g_free);
+  g_clear_pointer(&w->ctx.class_chains, g_free);
   return dr__plan_chains(&w->ctx, antichain);
 }
 
