@@ -21,7 +21,10 @@
  * is the serial peak.
  *
  * Cost per added edge: the chosen edge's insertion into a copy of the edge
- * array (O(E)), the edge index and issue order again (O(V + E) and a heap),
+ * array (O(E)), the edge index again (O(V + E)), the issue order kept
+ * topological (when the edge runs backward in it, only the nodes between
+ * its ends that must move are moved: order_repair), the longest paths
+ * (O(V + E)),
  * the new augmenting paths of the bound's flow (memory.c continues the
  * flow so far: added capacity keeps it feasible), and O(A^2) candidate pairs for an
  * antichain of A lifetimes. The widths (before and after) cost a chain
@@ -60,6 +63,83 @@ static void work_index(Work *w) {
   if (!dr__plan_order(&w->ctx, &w->path_us, &error)) g_error("memory budget: %s", error->message);
 }
 
+/* After an edge is added: the edge index again, the order kept (and
+ * repaired by order_repair where the edge runs backward in it). A
+ * topological order is all the longest paths, the cycle test and the
+ * chain cover need of it, and longest paths do not depend on which
+ * topological order computes them. */
+static void work_reindex(Work *w) {
+  g_clear_pointer(&w->ctx.pred_off, g_free);
+  g_clear_pointer(&w->ctx.succ_off, g_free);
+  g_clear_pointer(&w->ctx.succ_edge, g_free);
+  w->ctx.m = w->edges->len;
+  w->ctx.edges = (const DrEdge *)w->edges->data;
+  g_autoptr(GError) error = NULL;
+  if (!dr__plan_index(&w->ctx, &error)) g_error("memory budget: %s", error->message);
+}
+
+static int pos_cmp(const void *a, const void *b, gpointer data) {
+  const guint32 *pos = data;
+  guint32 x = pos[*(const DrId *)a], y = pos[*(const DrId *)b];
+  return x < y ? -1 : x > y;
+}
+
+static int u32_cmp(const void *a, const void *b) {
+  guint32 x = *(const guint32 *)a, y = *(const guint32 *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The search of order_repair: from `start`, the nodes it reaches forward
+ * (or backward) whose positions lie within [lo, hi], appended to `out`. */
+static void region(const DrPlanCtx *c, DrId start, gboolean forward, guint32 lo, guint32 hi, guint32 *stamp,
+                   guint32 mark, GArray *stack, GArray *out) {
+  g_array_set_size(stack, 0);
+  g_array_append_val(stack, start);
+  stamp[start] = mark;
+  while (stack->len > 0) {
+    DrId u = g_array_index(stack, DrId, stack->len - 1);
+    g_array_set_size(stack, stack->len - 1);
+    g_array_append_val(out, u);
+    guint32 k0 = forward ? c->succ_off[u] : DR__PRED_BEGIN(c, u);
+    guint32 k1 = forward ? c->succ_off[u + 1] : DR__PRED_END(c, u);
+    for (guint32 k = k0; k < k1; k++) {
+      DrId v = forward ? c->edges[c->succ_edge[k]].to : c->edges[k].from;
+      if (stamp[v] != mark && c->pos[v] >= lo && c->pos[v] <= hi) {
+        stamp[v] = mark;
+        g_array_append_val(stack, v);
+      }
+    }
+  }
+}
+
+/* After an edge x -> y that the issue order has backward (y before x):
+ * the order made topological again by moving only the nodes between them
+ * that must move (Pearce and Kelly's dynamic topological order): those
+ * that reach x go, in their old relative order, before those that y
+ * reaches, into the same positions. O(the region and its edges, and a
+ * sort of it), against a heap over every node for a new issue order. */
+static void order_repair(Work *w, DrId x, DrId y, guint32 *stamp, guint32 *mark, GArray *stack) {
+  DrPlanCtx *c = &w->ctx;
+  guint32 lo = c->pos[y], hi = c->pos[x];
+  g_autoptr(GArray) fwd = g_array_new(FALSE, FALSE, sizeof(DrId));
+  g_autoptr(GArray) back = g_array_new(FALSE, FALSE, sizeof(DrId));
+  region(c, y, TRUE, lo, hi, stamp, ++*mark, stack, fwd);
+  region(c, x, FALSE, lo, hi, stamp, ++*mark, stack, back);
+  g_array_sort_with_data(fwd, pos_cmp, c->pos);
+  g_array_sort_with_data(back, pos_cmp, c->pos);
+  guint32 total = back->len + fwd->len;
+  g_autofree guint32 *slots = g_new(guint32, total);
+  g_autofree DrId *nodes = g_new(DrId, total);
+  for (guint32 i = 0; i < back->len; i++) nodes[i] = g_array_index(back, DrId, i);
+  for (guint32 i = 0; i < fwd->len; i++) nodes[back->len + i] = g_array_index(fwd, DrId, i);
+  for (guint32 i = 0; i < total; i++) slots[i] = c->pos[nodes[i]];
+  qsort(slots, total, sizeof(guint32), u32_cmp);
+  for (guint32 i = 0; i < total; i++) {
+    c->pos[nodes[i]] = slots[i];
+    c->order[slots[i]] = nodes[i];
+  }
+}
+
 static void work_clear(Work *w) {
   w->ctx.dur = NULL;
   dr__plan_ctx_clear(&w->ctx);
@@ -69,8 +149,11 @@ static void work_clear(Work *w) {
 
 static guint32 work_width(Work *w) {
   g_autoptr(GArray) antichain = g_array_new(FALSE, FALSE, sizeof(DrId));
-  g_free(w->ctx.chain);
-  w->ctx.chain = NULL;
+  /* A cover before this one (the width before the edges) left its arrays:
+   * the index is rebuilt in place now, not with the context cleared. */
+  g_clear_pointer(&w->ctx.chain, g_free);
+  g_clear_pointer(&w->ctx.node_class, g_free);
+  g_clear_pointer(&w->ctx.class_chains, g_free);
   return dr__plan_chains(&w->ctx, antichain);
 }
 
@@ -127,18 +210,20 @@ static gboolean candidate_better(const Candidate *a, const Candidate *b) {
   return a->edge.to < b->edge.to;
 }
 
-/* The edge to add against antichain `anti` (DrPlanLifetime). */
-static Candidate choose_edge(Work *w, const GArray *anti, double *ef, double *tl, guint32 *stamp,
-                             guint32 *mark, GArray *stack) {
+/* ef: the longest path ending with v (v included); tl: starting with v.
+ * Returns the critical path, the largest ef: the very sums and maxima
+ * that order.c's estimated finishes make, so the same double. */
+static double longest_paths(const Work *w, double *ef, double *tl) {
   const DrPlanCtx *c = &w->ctx;
   guint32 n = c->n;
-  /* ef: the longest path ending with v (v included); tl: starting with v. */
+  double path = 0;
   for (guint32 i = 0; i < n; i++) {
     DrId v = c->order[i];
     double best = 0;
     for (guint32 e = DR__PRED_BEGIN(c, v); e < DR__PRED_END(c, v); e++)
       best = MAX(best, ef[c->edges[e].from]);
     ef[v] = best + w->dur[v];
+    path = MAX(path, ef[v]);
   }
   for (guint32 i = n; i-- > 0;) {
     DrId v = c->order[i];
@@ -147,6 +232,14 @@ static Candidate choose_edge(Work *w, const GArray *anti, double *ef, double *tl
       best = MAX(best, tl[c->edges[c->succ_edge[k]].to]);
     tl[v] = best + w->dur[v];
   }
+  return path;
+}
+
+/* The edge to add against antichain `anti` (DrPlanLifetime). */
+static Candidate choose_edge(Work *w, const GArray *anti, double *ef, double *tl, guint32 *stamp,
+                             guint32 *mark, GArray *stack) {
+  const DrPlanCtx *c = &w->ctx;
+  w->path_us = longest_paths(w, ef, tl);
   Candidate best = {0};
   for (guint i = 0; i < anti->len; i++) {
     const DrPlanLifetime *x = &g_array_index(anti, DrPlanLifetime, i);
@@ -199,14 +292,16 @@ static gboolean budget_edges_on(const DrGraph *graph, const GArray *base, guint6
     }
     g_array_append_val(added, cand.edge);
     guint at = insert_edge(w.edges, cand.edge);
-    work_index(&w);
+    work_reindex(&w);
+    if (w.ctx.pos[cand.edge.from] > w.ctx.pos[cand.edge.to])
+      order_repair(&w, cand.edge.from, cand.edge.to, stamp, &mark, stack);
     dr__memory_flow_insert_edge(flow, at, w.edges->len);
     g_array_set_size(anti, 0);
     bound = whole + dr__memory_flow_run(flow, anti); /* the flow so far stays feasible */
   }
   dr__memory_flow_free(flow);
   out->bound_after_bytes = bound;
-  out->path_after_us = w.path_us;
+  out->path_after_us = added->len > first ? longest_paths(&w, ef, tl) : w.path_us;
   if (widths) out->width_after = added->len > first ? work_width(&w) : out->width_before;
   if (widths && out->width_before == 0) out->width_before = out->width_after = work_width(&w);
   work_clear(&w);

@@ -4,7 +4,8 @@
  * the durations in; the planner opens no file). Not a simulator: the numbers
  * only rank merges when the stream cap binds and order the issue timeline.
  *
- * Requires: a graph. Provides: ctx->dur in µs.
+ * Requires: a graph. Provides: ctx->dur in µs, and ctx->pool_nodes (the
+ * alloc and free nodes, for memory.c) when the planner asked for them.
  *
  * Model (GPU-NOTES.md, H200): copies move bytes at 55 GB/s plus 2 µs;
  * kernels touch their accessed bytes at 3 TB/s plus 3 µs, except `spin`
@@ -103,6 +104,14 @@ double dr__node_cost_us(const DrGraph *g, DrId id) {
 
 void dr__plan_costs(DrPlanCtx *ctx, const double *durations) {
   ctx->dur = g_new(double, MAX(ctx->n, 1));
-  for (DrId v = 0; v < ctx->n; v++)
+  for (DrId v = 0; v < ctx->n; v++) {
     ctx->dur[v] = durations != NULL && !isnan(durations[v]) ? durations[v] : dr__node_cost_us(ctx->graph, v);
+    /* Here, while the node is in the cache: a walk of its own over a
+     * million nodes would cost the memory figures more than their flow. */
+    const DrNode *node = dr_graph_node(ctx->graph, v);
+    if (ctx->pool_nodes != NULL && (node->op == DR_OP_ALLOC || node->op == DR_OP_FREE)) {
+      DrPlanPoolNode p = {v, node->buffer, node->op == DR_OP_ALLOC};
+      g_array_append_val(ctx->pool_nodes, p);
+    }
+  }
 }

@@ -23,7 +23,11 @@
  * closure), to a sink draining each alloc its weight.
  *
  * Algorithm: one scan in program order numbers the lifetimes and sums the
- * serial peak. Dinic's algorithm then finds F: breadth-first levels from the source over
+ * serial peak (over the alloc and free nodes the cost pass collected, so
+ * the memory figures never walk every node themselves). A greedy first
+ * flow sends each free's weight straight along its edges to allocs (the
+ * next lifetime of its buffer). Dinic's algorithm then finds F from there:
+ * breadth-first levels from the source over
  * the residual network (any DAG edge forward, an edge with flow backward,
  * stopped at the sink's level), then augmenting paths along the levels with
  * current-arc pointers, each carrying as much as its free, its alloc and
@@ -45,10 +49,13 @@
  * (the budget pass, budget.c): a flow stays feasible when capacity is
  * added, so only the new augmenting paths are searched.
  *
- * Cost: O(V + E) for the scans, O(V + E) per Dinic phase plus the length
- * of each augmenting path; few phases on pipelines whose lifetimes are
- * local (per-step scratch). Nothing when there are no stream-ordered
- * buffers. Memory: 8 bytes per edge (the flow) and about 17 per node. */
+ * Cost: O(allocs + frees) for the scan, O(V + E) per Dinic phase plus the
+ * length of each augmenting path; on pipelines that allocate their
+ * buffers again and again (per-step scratch) the greedy flow is maximal
+ * or nearly so, no phase runs, and the last search only visits what the
+ * frees left with weight reach. Nothing when there are no stream-ordered
+ * buffers. Memory: 8 bytes per edge (the flow: reserved, and written only
+ * for the nodes whose predecessor edges get flow) and about 18 per node. */
 #include "scheduler/plan_internal.h"
 
 #include <string.h>
@@ -63,7 +70,8 @@ typedef struct {
   guint32 n_life;
   guint64 *supply; /* [n_life]: what the source may still send into the free */
   guint64 *demand; /* [n_life]: what the alloc may still send to the sink */
-  guint64 *fe;     /* [m]: flow on each DAG edge */
+  guint64 *fe;     /* [m]: flow on each DAG edge, where fe_ok[edge's head] */
+  guint8 *fe_ok;   /* [n]: fe holds node v's predecessor edges (else they carry 0, unwritten) */
   gint32 *level;   /* [n]: breadth-first level from the source, UNSEEN */
   guint32 *cur;    /* [n]: the current arc */
   guint32 *queue;  /* [n] */
@@ -72,6 +80,16 @@ typedef struct {
 
 static gboolean is_alloc_node(const Flow *f, DrId v) {
   return f->life_of[v] != DR_NONE && f->life[f->life_of[v]].alloc == v;
+}
+
+/* Makes fe hold v's predecessor edges before one of them gets flow: the
+ * flow array is zeroed a node at a time, on first write, so that a
+ * network whose flow sits on few edges costs nothing per edge. */
+static void fe_open(Flow *f, DrId v) {
+  if (f->fe_ok[v]) return;
+  const DrPlanCtx *c = f->c;
+  memset(f->fe + DR__PRED_BEGIN(c, v), 0, sizeof(guint64) * (DR__PRED_END(c, v) - DR__PRED_BEGIN(c, v)));
+  f->fe_ok[v] = 1;
 }
 
 /* Breadth-first levels from the source; TRUE when the sink is reachable.
@@ -100,7 +118,7 @@ static gboolean bfs(Flow *f) {
       DrId v = c->edges[c->succ_edge[i]].to;
       if (f->level[v] == UNSEEN) f->level[v] = lu + 1, f->queue[tail++] = v;
     }
-    for (guint32 e = DR__PRED_BEGIN(c, u); e < DR__PRED_END(c, u); e++) {
+    for (guint32 e = DR__PRED_BEGIN(c, u); f->fe_ok[u] && e < DR__PRED_END(c, u); e++) {
       DrId v = c->edges[e].from;
       if (f->fe[e] > 0 && f->level[v] == UNSEEN) f->level[v] = lu + 1, f->queue[tail++] = v;
     }
@@ -140,6 +158,7 @@ static gboolean next_arc(Flow *f, DrId u, DrId *to, Step *step) {
       return TRUE;
     }
   }
+  if (!f->fe_ok[u]) k = out + in + 1; /* no flow into u: no backward arc */
   for (; k <= out + in; k++) {
     guint32 e = po + (k - out - 1);
     if (f->fe[e] > 0 && f->level[c->edges[e].from] == want) {
@@ -183,10 +202,12 @@ static guint64 blocking_flow(Flow *f, GArray *path) {
           for (guint32 s = 0; s < path->len; s++)
             if (steps[s].backward) d = MIN(d, f->fe[steps[s].edge]);
           for (guint32 s = 0; s < path->len; s++) {
-            if (steps[s].backward)
+            if (steps[s].backward) {
               f->fe[steps[s].edge] -= d;
-            else
+            } else {
+              fe_open(f, c->edges[steps[s].edge].to);
               f->fe[steps[s].edge] += d;
+            }
           }
           f->supply[i] -= d;
           f->demand[a] -= d;
@@ -201,31 +222,45 @@ static guint64 blocking_flow(Flow *f, GArray *path) {
   return sent;
 }
 
-/* Numbers the lifetimes in program order and sums the serial peak. */
-static void scan_lifetimes(const DrGraph *g, DrPlan *plan, GArray *lives, guint32 *life_of) {
+/* Numbers the lifetimes in program order and sums the serial peak, over
+ * the alloc and free nodes `pool` [n_pool] (program order) or, when it is
+ * NULL, over every node of g. */
+static void scan_lifetimes(const DrGraph *g, const DrPlanPoolNode *pool, guint32 n_pool, DrPlan *plan,
+                           GArray *lives, guint32 *life_of) {
   guint32 n = g->nodes->len, n_buffers = g->buffers->len;
   g_autofree guint32 *open = g_new(guint32, MAX(n_buffers, 1));
   g_autofree guint32 *count = g_new0(guint32, MAX(n_buffers, 1));
+  g_autofree guint64 *bytes = g_new(guint64, MAX(n_buffers, 1));
+  g_autoptr(GArray) all = NULL;
   guint64 whole = 0, live = 0, peak = 0;
   for (DrId b = 0; b < n_buffers; b++) {
     const DrBuffer *buf = dr_graph_buffer(g, b);
     open[b] = DR_NONE;
-    if (buf->where == DR_WHERE_DEVICE && buf->alloc_node == DR_NONE)
-      whole += dr_pool_bytes(dr_buffer_bytes(buf));
+    bytes[b] = dr_pool_bytes(dr_buffer_bytes(buf));
+    if (buf->where == DR_WHERE_DEVICE && buf->alloc_node == DR_NONE) whole += bytes[b];
   }
-  for (DrId v = 0; v < n; v++) {
-    const DrNode *node = dr_graph_node(g, v);
-    life_of[v] = DR_NONE;
-    if (node->op != DR_OP_ALLOC && node->op != DR_OP_FREE) continue;
-    DrId b = node->buffer;
-    if (node->op == DR_OP_ALLOC && open[b] == DR_NONE) {
-      DrPlanLifetime l = {b, ++count[b], v, DR_NONE, dr_pool_bytes(dr_buffer_bytes(dr_graph_buffer(g, b)))};
+  memset(life_of, 0xFF, sizeof(guint32) * MAX(n, 1)); /* DR_NONE */
+  if (pool == NULL) {
+    all = g_array_new(FALSE, FALSE, sizeof(DrPlanPoolNode));
+    for (DrId v = 0; v < n; v++) {
+      const DrNode *node = dr_graph_node(g, v);
+      DrPlanPoolNode p = {v, node->buffer, node->op == DR_OP_ALLOC};
+      if (node->op == DR_OP_ALLOC || node->op == DR_OP_FREE) g_array_append_val(all, p);
+    }
+    pool = (const DrPlanPoolNode *)all->data;
+    n_pool = all->len;
+  }
+  for (guint32 k = 0; k < n_pool; k++) {
+    DrId v = pool[k].node, b = pool[k].buffer;
+    if (pool[k].alloc) {
+      if (open[b] != DR_NONE) continue;
+      DrPlanLifetime l = {b, ++count[b], v, DR_NONE, bytes[b]};
       open[b] = lives->len;
       life_of[v] = lives->len;
       g_array_append_val(lives, l);
       live += l.bytes;
       peak = MAX(peak, live);
-    } else if (node->op == DR_OP_FREE && open[b] != DR_NONE) {
+    } else if (open[b] != DR_NONE) {
       DrPlanLifetime *l = &g_array_index(lives, DrPlanLifetime, open[b]);
       l->free = v;
       life_of[v] = open[b];
@@ -251,6 +286,35 @@ static void scan_lifetimes(const DrGraph *g, DrPlan *plan, GArray *lives, guint3
   plan->n_lifetimes = w;
 }
 
+/* A first flow, before Dinic's: each alloc draws what it can straight
+ * along its own edges from frees. The hazard edges give an alloc the free
+ * of its buffer's lifetime before as a predecessor, with the same bytes,
+ * so on a pipeline that allocates a buffer again and again this is nearly
+ * the maximum flow, and the search after it only proves it (one
+ * breadth-first search from the frees whose weight is left). Any feasible
+ * flow is a sound start: Dinic augments it to a maximum one. Walks the
+ * allocs in program order over the edges sorted by head, so the index is
+ * read in the order it lies in memory. O(in-degree of the allocs).
+ * Returns what it sent. */
+static guint64 greedy_flow(Flow *f) {
+  const DrPlanCtx *c = f->c;
+  guint64 sent = 0;
+  for (guint32 a = 0; a < f->n_life; a++) {
+    DrId v = f->life[a].alloc;
+    for (guint32 e = DR__PRED_BEGIN(c, v); e < DR__PRED_END(c, v) && f->demand[a] > 0; e++) {
+      guint32 i = f->life_of[c->edges[e].from];
+      if (i == DR_NONE || f->life[i].free != c->edges[e].from) continue;
+      guint64 d = MIN(f->supply[i], f->demand[a]);
+      fe_open(f, v);
+      f->fe[e] += d;
+      f->supply[i] -= d;
+      f->demand[a] -= d;
+      sent += d;
+    }
+  }
+  return sent;
+}
+
 struct DrMemoryFlow {
   Flow f;
   guint64 total, flow;
@@ -270,11 +334,13 @@ DrMemoryFlow *dr__memory_flow_new(const DrPlanCtx *ctx, GArray *lives, guint32 *
     mf->total += f->life[i].bytes;
   }
   mf->m_cap = MAX(ctx->m, 1);
-  f->fe = g_new0(guint64, mf->m_cap);
+  f->fe = g_new(guint64, mf->m_cap); /* zeroed per node by fe_open */
+  f->fe_ok = g_new0(guint8, MAX(f->n, 1));
   f->level = g_new(gint32, MAX(f->n, 1));
   f->cur = g_new(guint32, MAX(f->n, 1));
   f->queue = g_new(guint32, MAX(f->n, 1));
   mf->path = g_array_new(FALSE, FALSE, sizeof(Step));
+  mf->flow = greedy_flow(f);
   return mf;
 }
 
@@ -312,6 +378,7 @@ void dr__memory_flow_free(DrMemoryFlow *mf) {
   g_free(mf->f.supply);
   g_free(mf->f.demand);
   g_free(mf->f.fe);
+  g_free(mf->f.fe_ok);
   g_free(mf->f.level);
   g_free(mf->f.cur);
   g_free(mf->f.queue);
@@ -330,7 +397,7 @@ guint64 dr__memory_bound(const DrPlanCtx *ctx, GArray *lives, guint32 *life_of, 
 void dr__memory_lifetimes(const DrGraph *graph, GArray *lives, guint32 *life_of, guint64 *whole_run,
                           guint64 *serial_peak) {
   DrPlan tmp = {0};
-  scan_lifetimes(graph, &tmp, lives, life_of);
+  scan_lifetimes(graph, NULL, 0, &tmp, lives, life_of);
   *whole_run = tmp.whole_run_bytes;
   *serial_peak = tmp.peak_serial_bytes;
 }
@@ -339,7 +406,9 @@ void dr__plan_memory(const DrPlanCtx *ctx, DrPlan *plan) {
   const DrGraph *g = ctx->graph;
   g_autoptr(GArray) lives = g_array_new(FALSE, FALSE, sizeof(DrPlanLifetime));
   g_autofree guint32 *life_of = g_new(guint32, MAX(ctx->n, 1));
-  scan_lifetimes(g, plan, lives, life_of);
+  const GArray *pool = ctx->pool_nodes;
+  scan_lifetimes(g, pool ? (const DrPlanPoolNode *)pool->data : NULL, pool ? pool->len : 0, plan, lives,
+                 life_of);
   g_array_set_size(plan->peak_bound, 0);
   plan->peak_bound_bytes = plan->whole_run_bytes + dr__memory_bound(ctx, lives, life_of, plan->peak_bound);
 }

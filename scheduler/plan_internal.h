@@ -27,6 +27,11 @@ typedef struct {
 
   /* cost.c */
   double *dur; /* [n] estimated (or profiled) duration, µs */
+  /* When not NULL (the memory figures are wanted), cost.c appends each
+   * alloc and free node in program order (DrPlanPoolNode), so that
+   * memory.c numbers the lifetimes without a second walk over every
+   * node. The planner owns it. */
+  GArray *pool_nodes;
   /* order.c */
   guint32 *order; /* [n] the issue order: node ids, topological */
   guint32 *pos;   /* [n] position of each node in `order` */
@@ -55,11 +60,18 @@ guint32 dr__plan_class(const DrGraph *graph, DrId v);
 /* The DrStream (priority, device, comm; no nodes) of class c. */
 DrStream dr__plan_class_stream(const DrGraph *graph, guint32 c);
 
+/* An alloc or free node and the buffer it names (DrPlanCtx.pool_nodes). */
+typedef struct {
+  DrId node, buffer;
+  gboolean alloc; /* an alloc (else a free) */
+} DrPlanPoolNode;
+
 #define DR__PRED_BEGIN(c, v) ((c)->pred_off[(v)])
 #define DR__PRED_END(c, v) ((c)->pred_off[(v) + 1])
 
 /* cost.c: fills ctx->dur from the cost model, except where `durations`
- * (when not NULL) has a measured value (not NAN). */
+ * (when not NULL) has a measured value (not NAN), and ctx->pool_nodes
+ * when it is not NULL. */
 void dr__plan_costs(DrPlanCtx *ctx, const double *durations);
 /* cost.c: the cost model's estimate for one node, µs. */
 double dr__node_cost_us(const DrGraph *graph, DrId node);

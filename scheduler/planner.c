@@ -69,6 +69,7 @@ void dr__plan_ctx_clear(DrPlanCtx *ctx) {
   g_free(ctx->node_class);
   g_free(ctx->class_chains);
   g_free(ctx->chain_stream);
+  if (ctx->pool_nodes != NULL) g_array_unref(ctx->pool_nodes);
 }
 
 DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **error) {
@@ -80,7 +81,8 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
                    .n = graph->nodes->len,
                    .m = graph->edges->len,
                    .edges = (const DrEdge *)graph->edges->data,
-                   .no_greedy_merges = opts->no_greedy_merges};
+                   .no_greedy_merges = opts->no_greedy_merges,
+                   .pool_nodes = opts->no_memory ? NULL : g_array_new(FALSE, FALSE, sizeof(DrPlanPoolNode))};
   double critical_path_us = 0;
   if (!dr__plan_index(&ctx, error)) {
     dr__plan_ctx_clear(&ctx);

@@ -71,12 +71,14 @@ static gboolean check_devices(const DrPlan *plan, GError **error) {
                 n->id, dr_op_name(n->op), g->run.n_devices);
     return FALSE;
   }
+  /* An assertion: the planner never puts a buffer in another device's
+   * storage (scheduler/reuse.c groups per device; tests/planner:reuse). */
   for (DrId b = 0; plan->storage && b < dr_graph_n_buffers(g); b++)
     if (plan->storage[b] != b &&
         dr_graph_buffer_device(g, b) != dr_graph_buffer_device(g, plan->storage[b])) {
-      g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
-                  "buffer '%s' shares the storage of buffer '%s' on another device (memory.reuse: auto); "
-                  "the CUDA backend needs storage on one device",
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
+                  "internal error: buffer '%s' shares the storage of buffer '%s' on another device; "
+                  "memory.reuse: auto groups storage per device (scheduler/reuse.c)",
                   dr_graph_buffer(g, b)->name, dr_graph_buffer(g, plan->storage[b])->name);
       return FALSE;
     }
