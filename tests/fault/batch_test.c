@@ -10,7 +10,9 @@
  * a batched run (invalid, and sticky illegal address): the run fails
  * naming the call (a batch's failure its first copy), nothing stays live,
  * no misuse. */
+#define _GNU_SOURCE /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP */
 #include <glib/gstdio.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "backends/cuda/batch.h"
@@ -342,6 +344,85 @@ static void test_overlap_split(void) {
   dr_cuda_api_set(prev);
 }
 
+/* Several issue threads (threads.h), the fake behind one lock (it is
+ * single-threaded): each thread issues its streams' batches, the bytes are
+ * the host backend's, and every upload on a stream with two or more of
+ * them went in a batch. */
+static const DrCudaApi *inner;
+static pthread_mutex_t big = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+#define DR_X(name, params, args)            \
+  static cudaError_t locked_##name params { \
+    pthread_mutex_lock(&big);               \
+    cudaError_t rc = inner->name args;      \
+    pthread_mutex_unlock(&big);             \
+    return rc;                              \
+  }
+DR_CUDA_API_LIST(DR_X)
+#undef DR_X
+
+static cudaError_t locked_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+                                struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs, size_t n_attrs,
+                                cudaStream_t stream) {
+  pthread_mutex_lock(&big);
+  cudaError_t rc = inner->cudaMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attrs_idxs, n_attrs, stream);
+  pthread_mutex_unlock(&big);
+  return rc;
+}
+
+static void test_threads(void) {
+  g_autofree char *path = out_path();
+  g_autofree char *yaml = pipeline(path, "host", 4,
+                                   "  up{i}:\n    foreach: {i: 0..15}\n    op: copy\n"
+                                   "    src: \"h[{i*4}:{i*4+4}]\"\n    dst: \"d[{i*4}:{i*4+4}]\"\n");
+  g_autoptr(DrGraph) g = load_yaml(yaml);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  guint per_stream[4] = {0}, want = 0;
+  for (DrId v = 0; v < dr_graph_n_nodes(g); v++)
+    if (g_str_has_prefix(dr_graph_node(g, v)->id, "up")) per_stream[plan->node_stream[v]]++;
+  for (guint k = 0; k < 4; k++) want += per_stream[k] >= 2 ? per_stream[k] : 0;
+  g_assert_cmpuint(want, >=, 8);
+  inner = dr_fake_api_batch();
+  DrCudaApi api = *inner;
+#define DR_X(name, params, args) api.name = locked_##name;
+  DR_CUDA_API_LIST(DR_X)
+#undef DR_X
+  api.cudaMemcpyBatchAsync = locked_batch;
+  api.kernel_launch = NULL; /* no kernel here */
+  api.stamp_launch = NULL;
+  gsize want_len = 0, got_len = 0;
+  g_autofree char *ref = run_bytes(plan, g, DR_BACKEND_HOST, DR_MODE_STREAMS, DR_TIMING_OFF, path, &want_len);
+  const DrCudaApi *prev = dr_cuda_api_set(&api);
+  DrRunOptions opts;
+  dr_run_options_init(&opts, g);
+  opts.backend = DR_BACKEND_CUDA;
+  opts.mode = DR_MODE_STREAMS;
+  opts.node_timing = DR_TIMING_OFF;
+  opts.issue_threads = 4;
+  opts.warmup = 1;
+  opts.iterations = 2;
+  opts.host_output = devnull;
+  dr_fake_reset();
+  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(r);
+  dr_cuda_api_set(prev);
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_autofree char *got = NULL;
+  g_assert_true(g_file_get_contents(path, &got, &got_len, NULL));
+  g_unlink(path);
+  g_assert_cmpmem(got, got_len, ref, want_len);
+  guint batched = 0;
+  g_auto(GStrv) sizes = g_strsplit(dr_fake_batch_sizes(), ",", -1);
+  for (guint i = 0; sizes[i]; i++) batched += (guint)g_ascii_strtoull(sizes[i], NULL, 10);
+  g_test_message("batches '%s' (per stream %u %u %u %u)", dr_fake_batch_sizes(), per_stream[0], per_stream[1],
+                 per_stream[2], per_stream[3]);
+  g_assert_cmpuint(batched, ==, 3 * want);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   devnull = fopen("/dev/null", "w");
@@ -352,6 +433,7 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/batch/streams", test_streams);
   g_test_add_func("/batch/overlap-split", test_overlap_split);
+  g_test_add_func("/batch/threads", test_threads);
   g_test_add_func("/batch/faults", test_faults);
   int rc = g_test_run();
   fclose(devnull);
