@@ -189,12 +189,18 @@ static gboolean flush(DrCudaBatch *c, const DrCudaApi *api, guint32 at, guint32 
   return dr__cuda_check(rc, "cudaMemcpyBatchAsync", site, error);
 }
 
+/* Whole-run host buffer `buffer` lives in the library user's memory. */
+static gboolean external_host(const DrCudaMemory *m, DrId buffer) {
+  return m->external != NULL && m->external[buffer] &&
+         dr_graph_buffer(m->graph, buffer)->where != DR_WHERE_DEVICE;
+}
+
 gboolean dr__cuda_batch_issue(DrCudaBatch *c, const DrCudaMemory *m, const DrCudaApi *api, DrId head,
                               cudaStream_t st, GError **error) {
   g_return_val_if_fail(c != NULL && m != NULL && c->of[head] != 0, FALSE);
   const DrGraph *g = c->graph;
   guint32 b = c->of[head] - 1, end = c->first[b + 1];
-  gboolean one_by_one = g_atomic_int_get(&c->refused);
+  gboolean one_by_one = g_atomic_int_get(&c->refused) || api->cudaMemcpyBatchAsync == NULL;
   guint32 at = c->first[b], n = 0; /* the part being gathered */
   for (guint32 j = c->first[b]; j < end; j++) {
     const DrAccess *src, *dst;
@@ -202,13 +208,16 @@ gboolean dr__cuda_batch_issue(DrCudaBatch *c, const DrCudaMemory *m, const DrCud
     void *to = dr__slice_ptr(g, m->bases, dst);
     const void *from = dr__slice_ptr(g, m->bases, src);
     size_t bytes = (dst->end - dst->begin) * dr_elem_size(dr_graph_buffer(g, dst->buffer)->type);
+    /* An empty copy goes alone, as before batches (what a batch makes of
+     * a zero size is not documented), and so does one touching a host
+     * buffer bound to external memory: without cudaPointerGetAttributes
+     * the bind could not check that it is not pageable. */
+    gboolean alone = bytes == 0 || external_host(m, src->buffer) || external_host(m, dst->buffer);
     gboolean clash = one_by_one;
     for (guint32 i = at; i < at + n && !clash; i++)
       clash = overlap(to, bytes, c->dsts[i], c->sizes[i]) || overlap(to, bytes, c->srcs[i], c->sizes[i]) ||
               overlap(from, bytes, c->dsts[i], c->sizes[i]);
-    /* An empty copy goes alone, as before batches (what a batch makes of
-     * a zero size is not documented). */
-    if (clash || bytes == 0) {
+    if (clash || alone) {
       if (!flush(c, api, at, n, st, error)) return FALSE;
       at += n;
       n = 0;
@@ -218,7 +227,7 @@ gboolean dr__cuda_batch_issue(DrCudaBatch *c, const DrCudaMemory *m, const DrCud
     c->srcs[j] = from;
     c->sizes[j] = bytes;
     n++;
-    if (bytes == 0) {
+    if (alone) {
       if (!flush(c, api, at, n, st, error)) return FALSE;
       at += n;
       n = 0;

@@ -17,10 +17,12 @@
  *  - only the last may have a completion event (another stream waits on
  *    it): recorded after the batch, it is where stream order puts it;
  *  - memory kinds the call takes as cudaMemcpyAsync would: device and
- *    pinned (or registered, managed) host memory; never a peer copy
- *    (cudaMemcpyPeerAsync, or staged through the host) nor a copy touching
- *    `where: pageable` memory (CUDA's pageable path blocks the issuing
- *    thread; kept as it was);
+ *    pinned host memory (a device buffer bound to external memory too);
+ *    never a peer copy (cudaMemcpyPeerAsync, or staged through the host),
+ *    a copy touching `where: pageable` memory (CUDA's pageable path blocks
+ *    the issuing thread; kept as it was) or a host buffer bound to external
+ *    memory (which may be pageable: the bind checks it only where the
+ *    table has cudaPointerGetAttributes), nor an empty copy;
  *  - at most DR_CUDA_BATCH_MAX copies.
  * Members are issued at their head's place in the walk; at their own place
  * nothing is left to do. A member has no wait, so moving it earlier in the
