@@ -36,7 +36,8 @@ static void issue_batch(char *d, const char *h, const Case &c, cudaStream_t st, 
   }
   for (size_t at = 0; at < c.copies; at += MAX_BATCH) {
     size_t n = std::min(MAX_BATCH, c.copies - at);
-    CHECK(cudaMemcpyBatchAsync(dsts.data() + at, srcs.data() + at, sizes.data() + at, n, &attr, &attr_at, 1, st));
+    CHECK(cudaMemcpyBatchAsync(dsts.data() + at, srcs.data() + at, sizes.data() + at, n, &attr, &attr_at, 1,
+                               st));
   }
 }
 
@@ -70,13 +71,15 @@ int main(int argc, char **argv) {
       CHECK(cudaMemcpyAsync(back, d, total, cudaMemcpyDeviceToHost, st));
       CHECK(cudaStreamSynchronize(st));
       bool ok = memcmp(back, h, total) == 0;
-      if (!ok) fprintf(stderr, "%s %s: the device bytes differ from the host's\n", c.name, batch ? "batch" : "loop");
+      if (!ok)
+        fprintf(stderr, "%s %s: the device bytes differ from the host's\n", c.name, batch ? "batch" : "loop");
       failures += !ok;
       double host_us = 0;
       Stats s = stats_of(time_events(st, o.warmup, o.iterations, body, &host_us));
-      print_result(c.name, batch ? "batch" : "loop", batch ? nullptr : "streams", c.copies, 1, o.iterations, s,
-                   std::string(", \"verified\": ") + (ok ? "true" : "false") + fmt(", \"host_us\": %.1f", host_us) +
-                       fmt(", \"gbps\": %.1f", total / s.median / 1e3));
+      print_result(c.name, batch ? "batch" : "loop", batch ? nullptr : "streams", c.copies, 1, o.iterations,
+                   s,
+                   std::string(", \"verified\": ") + (ok ? "true" : "false") +
+                       fmt(", \"host_us\": %.1f", host_us) + fmt(", \"gbps\": %.1f", total / s.median / 1e3));
     }
     CHECK(cudaFreeHost(h));
     CHECK(cudaFreeHost(back));

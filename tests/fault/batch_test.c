@@ -294,10 +294,11 @@ static void test_faults(void) {
   g_assert_cmpuint(batch_faults, ==, 8);
 }
 
-/* The check at issue: two copies with no DAG edge whose bytes overlap in
+/* The checks at issue: two copies with no DAG edge whose bytes overlap in
  * this iteration (here d and e at one address, as two buffers sharing
- * storage or bound to one external block would be) go as two calls; apart,
- * as one batch. */
+ * storage or bound to one external block would be) go as two calls, and so
+ * do copies from a host buffer bound to external memory; apart, as one
+ * batch. */
 static void test_overlap_split(void) {
   g_autoptr(DrGraph) g = load_yaml(
       "dagrun: 1\nrun: {max_streams: 1}\nbuffers:\n  h: {type: u8, count: 64, where: host}\n"
@@ -327,13 +328,18 @@ static void test_overlap_split(void) {
   m.graph = g;
   void *bases[3] = {h, d, e};
   m.bases = bases;
-  for (int alias = 0; alias < 2; alias++) {
-    bases[2] = alias ? d : e;
+  gboolean external[3] = {FALSE, FALSE, FALSE};
+  m.external = external;
+  /* 0: apart, one batch; 1: d and e alias, two calls; 2: apart, but h is
+   * the library user's memory (maybe pageable): two calls. */
+  for (int how = 0; how < 3; how++) {
+    bases[2] = how == 1 ? d : e;
+    external[0] = how == 2;
     guint batches = calls_of("cudaMemcpyBatchAsync"), singles = calls_of("cudaMemcpyAsync");
     g_assert_true(dr__cuda_batch_issue(c, &m, api, 0, st, &error));
     g_assert_no_error(error);
-    g_assert_cmpuint(calls_of("cudaMemcpyBatchAsync") - batches, ==, alias ? 0 : 1);
-    g_assert_cmpuint(calls_of("cudaMemcpyAsync") - singles, ==, alias ? 2 : 0);
+    g_assert_cmpuint(calls_of("cudaMemcpyBatchAsync") - batches, ==, how ? 0 : 1);
+    g_assert_cmpuint(calls_of("cudaMemcpyAsync") - singles, ==, how ? 2 : 0);
   }
   g_assert_cmpstr(dr_fake_misuse(), ==, "");
   (void)api->cudaFree(e);
