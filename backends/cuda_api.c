@@ -45,6 +45,7 @@ static const DrCudaApi real_api = {
     .cudaStreamUpdateCaptureDependencies = cudaStreamUpdateCaptureDependencies,
     .cond_launch = dr__cond_launch,
     .count_launch = dr__count_launch,
+    .cudaMemcpyBatchAsync = cudaMemcpyBatchAsync,
 };
 
 static const DrCudaApi *current = &real_api;

@@ -160,6 +160,12 @@ typedef struct {
    * count, a parameter's). A cudaError_t as int. */
   int (*count_launch)(cudaGraphConditionalHandle handle, guint64 *counter, const guint64 *limit,
                       guint64 *stamps, cudaStream_t stream);
+  /* Streams mode's copy batches (cuda/batch.c), optional: NULL makes
+   * every copy one cudaMemcpyAsync, as before batches. CUDA 13's
+   * signature (12.8's had a failIdx before the stream). */
+  cudaError_t (*cudaMemcpyBatchAsync)(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                      size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs,
+                                      size_t n_attrs, cudaStream_t stream);
 } DrCudaApi;
 
 /* The table in use (the real runtime unless a shim was set). */

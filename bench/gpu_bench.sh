@@ -120,6 +120,7 @@ program_of() {
     spin8x8) echo spin8x8 ;;
     transformer) echo transformer ;;
     allreduce) echo allreduce ;;
+    copies64 | copies512) echo copies ;;
     *) echo "" ;;
   esac
 }

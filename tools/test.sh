@@ -141,7 +141,7 @@ for suite in "${suites[@]}"; do
     plain) run_bazel_suite plain "$(all_cpu_tests)" ;;
     asan) ASAN_OPTIONS=detect_leaks=1 run_bazel_suite asan "$(all_cpu_tests)" --config=asan --config=ubsan \
         --test_env=ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 --test_env=UBSAN_OPTIONS=print_stacktrace=1 ;;
-    tsan) run_bazel_suite tsan "//tests/backends:backends //tests/fault:threads" --config=tsan \
+    tsan) run_bazel_suite tsan "//tests/backends:backends //tests/fault:threads //tests/fault:batch" --config=tsan \
         --test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ;;
     pkgconfig) run_tap_script pkgconfig tests/api/pkgconfig_test.sh ;;
     downstream) run_tap_script downstream tests/downstream/downstream_test.sh ;;

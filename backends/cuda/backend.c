@@ -37,6 +37,7 @@ static void cuda_close(DrBackend *b) {
   if (b->caller.in) (void)api->cudaEventDestroy(b->caller.in);
   if (b->caller.out) (void)api->cudaEventDestroy(b->caller.out);
   dr__cuda_threads_free(b->threads); /* idle between iterations: joins at once */
+  dr__cuda_batch_free(b->batch);
   dr__cuda_profile_close(&b->profile);
   dr__cuda_graph_release(&b->cuda_graph);
   dr__cuda_launch_close(&b->launch);

@@ -23,6 +23,7 @@
 #define DAGRUN_BACKENDS_CUDA_CUDA_H
 
 #include "backends/backend.h"
+#include "backends/cuda/batch.h"
 #include "backends/cuda/graph.h"
 #include "backends/cuda/issue.h"
 #include "backends/cuda/launch.h"
@@ -81,6 +82,9 @@ struct DrBackend {
   /* Streams mode's issue threads (threads.c), NULL: the calling thread
    * issues every step. Made by streams mode's prepare (issue.c). */
   DrCudaThreads *threads;
+  /* Streams mode's copy batches (batch.c), NULL: none. Made by streams
+   * mode's prepare (issue.c). */
+  DrCudaBatch *batch;
   /* cudaProfilerStart was called and cudaProfilerStop not yet: the
    * profiler's capture range is open (backend.c). */
   gboolean profiling;

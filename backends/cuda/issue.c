@@ -18,7 +18,9 @@
  * issue thread (threads.c, b->threads), the steps go through
  * dr__cuda_threads_issue instead of the loop here: the fork and the joins
  * stay on this thread (the thread count is 1 with collectives, so NCCL
- * groups are always issued here). This file owns no CUDA handle. */
+ * groups are always issued here). Eagerly, a run of copies on one stream
+ * may go as one cudaMemcpyBatchAsync from its first copy's step (batch.h
+ * says which and why no edge is lost). This file owns no CUDA handle. */
 #include "backends/cuda/cuda.h"
 
 /* Enqueues node `v`'s work on `st`: bound built-in `k` (DR_NONE: none), or
@@ -66,6 +68,7 @@ typedef struct {
   const DrCudaCapture *cap;     /* NULL: eager */
   gboolean events;              /* timing events around each node */
   cudaEvent_t *t_start, *t_end; /* this slot's, when events */
+  DrCudaBatch *batch;           /* eager copy batches (batch.h), NULL: none */
 } Walk;
 
 /* Node v's work with its timing events around it (events), and what the
@@ -90,11 +93,34 @@ static gboolean issue_timed(const Walk *w, DrId v, guint32 k, cudaStream_t st, G
   return !capturing || w->cap->after(b, v, st, TRUE, before, n_before, error);
 }
 
+/* Step `step` of a copy in a batch (batch.h): at the head, its waits,
+ * then every copy of the batch and their completion events (only the last
+ * may have one); at a member, nothing: its head issued it. No timing (a
+ * batch forms only when nodes are not timed) and never in a capture. */
+static gboolean issue_batched(const Walk *w, const DrPlanStep *step, const DrId *copies, guint32 n,
+                              GError **error) {
+  DrBackend *b = w->b;
+  if (copies[0] != step->node) return TRUE;
+  cudaStream_t st = b->streams.stream[step->stream];
+  if (!dr__cuda_streams_use(&b->streams, step->stream, error) ||
+      !dr__cuda_streams_wait(&b->streams, w->api, step, error) ||
+      !dr__cuda_batch_issue(w->batch, &b->memory, w->api, step->node, st, error))
+    return FALSE;
+  for (guint32 j = 0; j < n; j++)
+    if (!dr__cuda_streams_done(&b->streams, w->api, copies[j], st, error)) return FALSE;
+  return TRUE;
+}
+
 /* Issues step `step`: its waits, its work, its stamp, its completion
  * event. */
 static gboolean issue_step_work(const Walk *w, const DrPlanStep *step, GError **error) {
   DrBackend *b = w->b;
   DrId v = step->node;
+  if (G_UNLIKELY(w->batch != NULL)) {
+    guint32 n;
+    const DrId *copies = dr__cuda_batch_of(w->batch, v, &n);
+    if (copies != NULL) return issue_batched(w, step, copies, n, error);
+  }
   cudaStream_t st = b->streams.stream[step->stream];
   /* Several devices: the step's calls are made with its stream's device
    * selected (nothing with one). */
@@ -171,7 +197,7 @@ gboolean dr__cuda_issue_iteration(DrBackend *b, const DrCudaCapture *capture, GE
   const DrCudaStreams *s = &b->streams;
   const DrCudaTiming *t = &b->timing;
   gsize slot = (gsize)b->slot * b->n_nodes;
-  Walk w = {b, dr_cuda_api(), capture, t->mode == DR_TIMING_EVENTS, NULL, NULL};
+  Walk w = {b, dr_cuda_api(), capture, t->mode == DR_TIMING_EVENTS, NULL, NULL, capture ? NULL : b->batch};
   if (w.events) {
     w.t_start = t->t_start + slot;
     w.t_end = t->t_end + slot;
@@ -214,12 +240,14 @@ static gboolean thread_init(gpointer data, GError **error) {
   return DR_CUDA(DR_SITE_SETUP("an issue thread"), cudaSetDevice, b->streams.devices[0].ordinal);
 }
 
-/* Streams mode's setup end: bind, and start the issue threads the plan
- * and run.issue_threads ask for (threads.h), once. */
+/* Streams mode's setup end: bind, start the issue threads the plan and
+ * run.issue_threads ask for (threads.h), and form the copy batches
+ * (batch.h: not when nodes are timed), once. */
 static gboolean streams_prepare(DrBackend *b, GError **error) {
   if (!dr__cuda_bind(b, error)) return FALSE;
   guint32 n = dr__cuda_threads_count(b->plan, b->opts.issue_threads);
   if (b->threads == NULL && n > 1) b->threads = dr__cuda_threads_new(b->plan, n, thread_init, b);
+  if (b->batch == NULL) b->batch = dr__cuda_batch_new(b->plan, b->timing.mode != DR_TIMING_OFF);
   return TRUE;
 }
 

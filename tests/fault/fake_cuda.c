@@ -843,6 +843,67 @@ static cudaError_t fake_cudaMemcpyPeerAsync(void *dst, int dst_device, const voi
   return cudaSuccess;
 }
 
+/* Copy batches (dr_fake_api_batch): the size of each successful batch,
+ * since the reset, and whether batches are refused as by a driver before
+ * 12.8. */
+static GString *batch_sizes;
+static gboolean batch_refused;
+
+static cudaError_t fake_cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                             size_t count, struct cudaMemcpyAttributes *attrs,
+                                             size_t *attrs_idxs, size_t n_attrs, cudaStream_t stream) {
+  guint64 total = 0;
+  for (size_t i = 0; sizes && i < count; i++) total += sizes[i];
+  GATE_RECORD("cudaMemcpyBatchAsync", stream, FALSE, FALSE, current()->size = total);
+  if (batch_refused) return finish(cudaErrorNotSupported);
+  /* As the runtime: a batch cannot be captured. */
+  if (!not_capturing("cudaMemcpyBatchAsync")) return finish(cudaErrorStreamCaptureUnsupported);
+  if (!stream_ok("cudaMemcpyBatchAsync", stream) || !stream_here("cudaMemcpyBatchAsync", stream))
+    return finish(cudaErrorInvalidResourceHandle);
+  /* CUDA 13's rules for the arrays (cuda_runtime_api.h). */
+  if (count == 0 || dsts == NULL || srcs == NULL || sizes == NULL || attrs == NULL || attrs_idxs == NULL ||
+      n_attrs == 0 || n_attrs > count || attrs_idxs[0] != 0) {
+    misuse("cudaMemcpyBatchAsync: bad arrays (count %zu, %zu attributes)", count, n_attrs);
+    return finish(cudaErrorInvalidValue);
+  }
+  for (size_t k = 0; k < n_attrs; k++)
+    if ((k > 0 && attrs_idxs[k] <= attrs_idxs[k - 1]) || attrs_idxs[k] >= count ||
+        attrs[k].srcAccessOrder == cudaMemcpySrcAccessOrderInvalid ||
+        attrs[k].srcAccessOrder > cudaMemcpySrcAccessOrderAny) {
+      misuse("cudaMemcpyBatchAsync: attribute %zu (first copy %zu, access order %d) is invalid", k,
+             attrs_idxs[k], (int)attrs[k].srcAccessOrder);
+      return finish(cudaErrorInvalidValue);
+    }
+  for (size_t i = 0; i < count; i++) {
+    if (!mem_ok("cudaMemcpyBatchAsync dst", dsts[i], sizes[i]) ||
+        !mem_ok("cudaMemcpyBatchAsync src", srcs[i], sizes[i]))
+      return finish(cudaErrorInvalidValue);
+    if (mem_device(dsts[i]) >= 0 && mem_device(srcs[i]) >= 0 && mem_device(dsts[i]) != mem_device(srcs[i])) {
+      misuse("cudaMemcpyBatchAsync: copy %zu from device %d to device %d memory (a peer copy)", i,
+             mem_device(srcs[i]), mem_device(dsts[i]));
+      return finish(cudaErrorInvalidValue);
+    }
+    /* Copies of a batch run in any order: one that writes bytes another
+     * touches makes the result undefined. */
+    const char *d = dsts[i], *sr = srcs[i];
+    for (size_t j = 0; j < i; j++) {
+      const char *dj = dsts[j], *sj = srcs[j];
+      gboolean clash = (d < dj + sizes[j] && dj < d + sizes[i]) || (d < sj + sizes[j] && sj < d + sizes[i]) ||
+                       (sr < dj + sizes[j] && dj < sr + sizes[i]);
+      if (clash && sizes[i] && sizes[j]) {
+        misuse("cudaMemcpyBatchAsync: copies %zu and %zu of one batch overlap", j, i);
+        return finish(cudaErrorInvalidValue);
+      }
+    }
+  }
+  /* Last first: nothing may depend on the order. */
+  for (size_t i = count; i-- > 0;)
+    if (!fake.dry && sizes[i]) memmove(dsts[i], srcs[i], sizes[i]);
+  if (batch_sizes == NULL) batch_sizes = g_string_new(NULL);
+  g_string_append_printf(batch_sizes, "%s%zu", batch_sizes->len ? "," : "", count);
+  return cudaSuccess;
+}
+
 static cudaError_t fake_cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream) {
   GATE_RECORD("cudaMemsetAsync", stream, FALSE, FALSE, current()->size = count);
   if (!stream_ok("cudaMemsetAsync", stream) || !stream_here("cudaMemsetAsync", stream))
@@ -1755,6 +1816,16 @@ static const DrCudaApi fake_api = {
 
 const DrCudaApi *dr_fake_api(void) { return &fake_api; }
 
+const DrCudaApi *dr_fake_api_batch(void) {
+  static DrCudaApi api;
+  api = fake_api;
+  api.cudaMemcpyBatchAsync = fake_cudaMemcpyBatchAsync;
+  return &api;
+}
+
+const char *dr_fake_batch_sizes(void) { return batch_sizes ? batch_sizes->str : ""; }
+void dr_fake_set_batch_refused(gboolean refused) { batch_refused = refused; }
+
 const DrCudaApi *dr_fake_api_graph_nodes(void) {
   static DrCudaApi api;
   api = fake_api;
@@ -1790,6 +1861,7 @@ unsigned long long dr_fake_instantiate_flags(void) { return fake_instantiate_fla
 void dr_fake_reset(void) {
   pdl_launches = kernel_launches = 0;
   if (pdl_pattern) g_string_truncate(pdl_pattern, 0);
+  if (batch_sizes) g_string_truncate(batch_sizes, 0);
   fake_instantiate_flags = 0;
   objects_init();
   /* Graphs first: they release the allocations captured into them. */

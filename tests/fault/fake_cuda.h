@@ -214,6 +214,20 @@ gboolean dr_fake_library_work(cudaStream_t stream, const char *name, void (*fn)(
 int dr_fake_mem_device(gconstpointer p);
 int dr_fake_current_device(void);
 
+/* Copy batches (streams mode, backends/cuda/batch.h): dr_fake_api_batch
+ * is dr_fake_api plus cudaMemcpyBatchAsync, which checks CUDA 13's rules
+ * for its arrays (a count, attributes whose first applies from copy 0,
+ * each access order valid), calls two copies of one batch whose bytes
+ * overlap where one writes a misuse (the runtime may run them in any
+ * order), is refused in a capture, and performs the copies last first.
+ * dr_fake_batch_sizes: the copies of each successful batch since the
+ * reset, "3,2" ("" when none). Borrowed. dr_fake_set_batch_refused(TRUE)
+ * (a setting a reset keeps) answers every batch cudaErrorNotSupported, as
+ * a driver before 12.8 does. */
+const DrCudaApi *dr_fake_api_batch(void);
+const char *dr_fake_batch_sizes(void);
+void dr_fake_set_batch_refused(gboolean refused);
+
 /* Whether cudaProfilerStart was called and cudaProfilerStop not since. */
 gboolean dr_fake_profiling(void);
 

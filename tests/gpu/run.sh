@@ -35,6 +35,11 @@
 #   gpu/loops/cond/{streams,graph}  tests/gpu/loops/cond.yaml (while, if/else,
 #                                   false at entry, nested, repeat around
 #                                   while): the host's bytes and trips
+#   gpu/batch/copies/{batched,unbatched,events}  tests/gpu/batch/copies.yaml
+#                                   eagerly with and without copy batches:
+#                                   the host backend's checksums
+#   gpu/batch/verify/{copies64,copies512}  the bench's copy pipelines,
+#                                   batched (--timing=off), --verify
 #   gpu/loops/device-loop/{streams,graph}  tests/gpu/loops/device_loop.yaml
 #                                   (run.device_loop, one WHILE launch): the
 #                                   host's bytes and trips, 20 timed
@@ -502,6 +507,26 @@ else
   : >"$tmp/out"
   fail gpu/sanitize "compute-sanitizer not found"
 fi
+
+# ---- eager copy batches (#18.2, backends/cuda/batch.h) ----
+# tests/gpu/batch/copies.yaml on one stream: its checksums equal the host
+# backend's with batches (--timing=off: a batch of 17 copies, one of 2 per
+# iteration) and without (DAGRUN_COPY_BATCH=0; --timing=events); and the
+# bench's copies64/copies512 verify with batches.
+batch_yaml=$gpu_dir/batch/copies.yaml
+batch_want=$("$DAGRUN" --backend=host --iterations=3 --warmup=1 "$batch_yaml" 2>/dev/null | grep -E '^checksum [^ ]+ [^ ]+ 0x[0-9a-f]+$')
+for how in batched:--timing=off unbatched:--timing=off:DAGRUN_COPY_BATCH=0 events:--timing=events; do
+  IFS=: read -r name flag env <<<"$how"
+  check "gpu/batch/copies/$name" 60 bash -c '
+    got=$(env $4 "$1" --backend=cuda --mode=streams "$2" "$3" | grep -E "^checksum [^ ]+ [^ ]+ 0x[0-9a-f]+\$")
+    echo "got:  $got"; echo "want: $5"
+    [ -n "$5" ] && [ "$got" = "$5" ]' _ "$DAGRUN" "$flag" "$batch_yaml" "${env:-DAGRUN_COPY_BATCH=1}" "$batch_want"
+done
+for n in copies64 copies512; do
+  [ -e bench/pipelines/$n.yaml ] || continue
+  check "gpu/batch/verify/$n" 60 "$DAGRUN" --backend=cuda --mode=streams --timing=off --verify \
+    --iterations=2 --warmup=1 bench/pipelines/$n.yaml
+done
 
 # ---- the bench pipelines, verified (larger DAGs, copies, spin) ----
 for f in bench/pipelines/*.yaml; do
