@@ -26,6 +26,9 @@
 # Device µs per trip: the run report's makespan over the trips (timing off);
 # x(f): that over (f)'s. Wall µs per trip: the whole process over the trips.
 # Issue #17's target: (aK) within 1.10x of (f) and faster than (b).
+# Then guard/{cond,device_loop}/{default,unroll3}: the guards' correctness
+# on the device (the host backend's bytes and trips). Exit 1 when a trip
+# count or a check is wrong.
 #
 # Usage: bash bench/guard_bench.sh        # TRIPS=10007 OUT=dir (guard.md)
 # BACKEND=host runs it on the host backend (a smoke test of the script).
@@ -129,5 +132,34 @@ for r in rows:
 sys.exit(1 if bad else 0)
 PY
 rc=${PIPESTATUS[0]}
+
+# Correctness of the guards on the device: tests/gpu/loops/{cond,device_loop}.yaml
+# (kernel-guarded whiles by default, as --plan says; also forced to 3
+# copies, so the stop falls mid-trip) in graph mode against the host
+# backend: the same bytes of `out` and the same trips per loop. One
+# PASS/FAIL line each.
+gpu_dir=tests/gpu
+[ -d dist/tests/gpu ] && gpu_dir=dist/tests/gpu
+# guard_check NAME YAML ENV: one graph-mode run of YAML against the host's.
+guard_check() {
+  local name=$1 yaml=$2 env_words=$3
+  sed "s|^\(  out: *{.*\)}\s*$|\1, save: '$tmp/h.bin'}|" "$yaml" >"$tmp/h.yaml"
+  sed "s|^\(  out: *{.*\)}\s*$|\1, save: '$tmp/c.bin'}|" "$yaml" >"$tmp/c.yaml"
+  if "$DAGRUN" --backend=host --mode=streams "$tmp/h.yaml" 2>&1 | grep '^loop' | cut -d, -f1 >"$tmp/th" &&
+    env $env_words "$DAGRUN" --backend=${BACKEND:-cuda} --mode=graph "$tmp/c.yaml" 2>&1 | grep '^loop' | cut -d, -f1 >"$tmp/tc" &&
+    [ -s "$tmp/th" ] && diff "$tmp/th" "$tmp/tc" >/dev/null && cmp -s "$tmp/h.bin" "$tmp/c.bin"; then
+    echo "PASS guard/$name"
+  else
+    echo "FAIL guard/$name: trips host [$(tr '\n' ' ' <"$tmp/th")] graph [$(tr '\n' ' ' <"$tmp/tc")]"
+    rc=1
+  fi
+  rm -f "$tmp/h.bin" "$tmp/c.bin"
+}
+for y in cond device_loop; do
+  [ -f "$gpu_dir/loops/$y.yaml" ] || continue
+  guard_check "$y/default" "$gpu_dir/loops/$y.yaml" "" | tee -a "$tmp/guard.md"
+  guard_check "$y/unroll3" "$gpu_dir/loops/$y.yaml" "DAGRUN_WHILE_UNROLL=3" | tee -a "$tmp/guard.md"
+done
+grep -q '^FAIL guard/' "$tmp/guard.md" && rc=1
 if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$tmp/guard.md" "$tmp/rows.jsonl" "$OUT/"; fi
 exit "$rc"
