@@ -347,6 +347,26 @@ static void test_device_loop(void) {
   g_autofree char *got = data;
   g_unlink(path);
   g_assert_cmpmem(got, got_len, want, want_len);
+  /* By default the while inside is kernel-guarded (several copies per
+   * trip): the same bytes and trips. */
+  dr_fake_reset();
+  dr_fake_set_run_twins(TRUE);
+  dr_fake_set_replay_graphs(TRUE);
+  g_autoptr(DrReport) r2 = dr_run(plan, &opts, &error);
+  dr_fake_set_run_twins(FALSE);
+  dr_fake_set_replay_graphs(FALSE);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_null(strstr(dr_fake_graph_shape(FALSE), "if{"));
+  g_assert_cmpuint(dr_fake_guard_skips(), >, 0);
+  g_assert_cmpuint(g_array_index(r2->loops, DrLoopReport, 0).trips_max, ==, 9);
+  char *data2 = NULL;
+  gsize len2 = 0;
+  g_assert_true(g_file_get_contents(path, &data2, &len2, NULL));
+  g_autofree char *got2 = data2;
+  g_unlink(path);
+  g_assert_cmpmem(got2, len2, want, want_len);
 }
 
 /* DAGRUN_WHILE_UNROLL=2..4 with DAGRUN_WHILE_GUARD=if: each WHILE trip
