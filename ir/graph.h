@@ -197,6 +197,12 @@ typedef struct {
   const char *twin_lib, *twin_path, *twin_fn;
   DrLoc twin_lib_loc, twin_fn_loc;
   const DrKernelDef *twin;
+  /* Its CUDA launch honours a guard word (DR_KFLAG_GUARD of its
+   * DrKernelDef, include/dagrun/kernel.h): set for the built-ins that have
+   * the flag (lib/load.c) and for C API kernels whose definition does;
+   * what lets graph mode guard a while body's unrolled copies with kernels
+   * (ir/loops.h, dr_loop_while_guardable). */
+  gboolean guardable;
 } DrKernelDecl;
 
 /* X(ENUM_SUFFIX, spelling): the built-in host functions. Their parameters

@@ -199,6 +199,81 @@ guint32 dr_loop_auto_unroll(double body_us) {
   return u;
 }
 
+static const char *const guard_names[] = {
+#define DR_X(e, s) s,
+    DR_WHILE_GUARD_LIST(DR_X)
+#undef DR_X
+};
+
+const char *dr_while_guard_name(DrWhileGuard guard) {
+  g_return_val_if_fail(guard < DR_N_WHILE_GUARDS, "?");
+  return guard_names[guard];
+}
+
+/* Whether node v of `g` writes element 0 of buffer `cond`. */
+static gboolean node_sets(const DrGraph *g, DrId v, DrId cond) {
+  const DrNode *n = dr_graph_node(g, v);
+  for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++) {
+    const DrAccess *acc = dr_graph_access(g, a);
+    if (acc->buffer == cond && acc->mode != DR_ACCESS_READ && acc->begin == 0 && acc->end > 0) return TRUE;
+  }
+  return FALSE;
+}
+
+gboolean dr_loop_while_guardable(const DrGraph *body, DrId cond, DrId *writer, const char **why) {
+  g_return_val_if_fail(body != NULL, FALSE);
+  const char *no = NULL;
+  DrId w = DR_NONE;
+  guint32 n = dr_graph_n_nodes(body);
+  for (DrId v = 0; v < n && no == NULL; v++) {
+    const DrNode *node = dr_graph_node(body, v);
+    if (node->loop != 0)
+      no = "a nested loop or conditional";
+    else if (node->op == DR_OP_KERNEL && !dr_graph_kernel(body, node->kernel)->guardable)
+      no = "a kernel that cannot read a guard (cuBLAS, checksum_u8 or a user kernel)";
+    else if (node->op != DR_OP_KERNEL && node->op != DR_OP_NOOP)
+      no = "a memset or copy (no kernel of its own to read the condition)";
+    else if (node_sets(body, v, cond)) {
+      if (w != DR_NONE) no = "two nodes that set the condition";
+      w = v;
+    }
+  }
+  if (no == NULL && w == DR_NONE) no = "no node that sets the condition";
+  if (no == NULL) {
+    /* No kernel may follow w: walk the edges forward from it. */
+    g_autofree gboolean *after = g_new0(gboolean, MAX(n, 1));
+    g_autofree guint32 *first = g_new0(guint32, n + 1);
+    guint32 ne = body->edges ? body->edges->len : 0;
+    g_autofree DrId *to = g_new(DrId, MAX(ne, 1));
+    for (guint32 e = 0; e < ne; e++) first[dr_graph_edge(body, e)->from + 1]++;
+    for (DrId v = 0; v < n; v++) first[v + 1] += first[v];
+    g_autofree guint32 *fill = g_memdup2(first, sizeof(guint32) * (n + 1));
+    for (guint32 e = 0; e < ne; e++) to[fill[dr_graph_edge(body, e)->from]++] = dr_graph_edge(body, e)->to;
+    g_autofree DrId *stack = g_new(DrId, MAX(n, 1));
+    guint32 top = 0;
+    stack[top++] = w;
+    while (top > 0 && no == NULL) {
+      DrId v = stack[--top];
+      for (guint32 i = first[v]; i < first[v + 1]; i++)
+        if (!after[to[i]]) {
+          after[to[i]] = TRUE;
+          stack[top++] = to[i];
+          if (dr_graph_node(body, to[i])->op == DR_OP_KERNEL)
+            no = "a kernel after the one that sets the condition";
+        }
+    }
+  }
+  if (writer) *writer = no == NULL ? w : DR_NONE;
+  if (why) *why = no;
+  return no == NULL;
+}
+
+guint32 dr_loop_auto_unroll_guarded(double body_us) {
+  guint32 u = 1;
+  while (u < DR_WHILE_GUARDED_MAX && !(u * DR_WHILE_GUARD_SHARE * body_us >= DR_WHILE_TRIP_US)) u++;
+  return u;
+}
+
 guint64 dr_graph_n_nodes_deep(const DrGraph *g) {
   g_return_val_if_fail(g != NULL, 0);
   guint64 n = dr_graph_n_nodes(g);

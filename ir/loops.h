@@ -117,6 +117,53 @@ void dr_loop_attach(DrGraph *g, DrId node, DrLoop *loop);
 #define DR_WHILE_UNROLL_MAX 8u
 guint32 dr_loop_auto_unroll(double body_us);
 
+/* How graph mode guards a while body's unrolled copies 2..U, so that no
+ * copy runs past the stop condition: X(ENUM_SUFFIX, spelling in --plan).
+ * NONE: one copy per trip (U = 1), nothing to guard. IF: each copy in an
+ * IF node set by a condition kernel. KERNEL: each of the copy's kernels
+ * is given the condition as its guard word (DrKLaunch.guard) and returns
+ * at once when it is 0, so a trip of U copies costs one conditional node
+ * and a copy after the stop costs only its kernels' empty launches. */
+#define DR_WHILE_GUARD_LIST(X) \
+  X(NONE, "none")              \
+  X(IF, "IF nodes")            \
+  X(KERNEL, "kernels")
+
+typedef enum {
+#define DR_X(e, s) DR_WHILE_GUARD_##e,
+  DR_WHILE_GUARD_LIST(DR_X)
+#undef DR_X
+      DR_N_WHILE_GUARDS
+} DrWhileGuard;
+
+const char *dr_while_guard_name(DrWhileGuard guard);
+
+/* Whether the copies of while body `body` (condition buffer `cond`) can
+ * be guarded by their kernels: every node is a noop or a kernel whose
+ * launch honours a guard (DrKernelDecl.guardable: no memset, copy,
+ * nested loop, cuBLAS call or user kernel: nothing else can read the
+ * condition), exactly one node writes element 0 of `cond`, and no kernel
+ * follows it by the body's edges. A guarded copy then runs that node
+ * after every other node of the copy (graph mode adds the edges), so no
+ * kernel of a copy runs after or beside the write whose value it would
+ * read as its guard. TRUE with *writer that node; FALSE with *why
+ * (static) saying what prevents it. Either pointer may be NULL. */
+gboolean dr_loop_while_guardable(const DrGraph *body, DrId cond, DrId *writer, const char **why);
+
+/* The unroll of a kernel-guarded while body (its default in graph mode):
+ * a trip of U copies pays one trip's DR_WHILE_TRIP_US, so copies are
+ * added until that is at most DR_WHILE_GUARD_SHARE of the copies' own
+ * estimated time: ceil(DR_WHILE_TRIP_US / (DR_WHILE_GUARD_SHARE *
+ * body_us)), 1 to DR_WHILE_GUARDED_MAX (issue #17's target is within
+ * 1.10x of the fully unrolled body; the cost model puts a tiny kernel at
+ * ~3 us where the H200 takes ~1.1 us in a graph, so 5% of the estimate
+ * is ~14% of the real body: a 3-kernel body gets 10 copies). What it costs: once per run of the loop,
+ * the copies after the stop of the last trip, at most U - 1, each an
+ * empty launch per kernel (about 1 us each on the H200). */
+#define DR_WHILE_GUARD_SHARE 0.05
+#define DR_WHILE_GUARDED_MAX 16u
+guint32 dr_loop_auto_unroll_guarded(double body_us);
+
 /* Frees a loop and its bodies (NULL-safe). */
 void dr_loop_free(DrLoop *loop);
 

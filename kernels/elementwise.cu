@@ -41,8 +41,9 @@ struct Conv<__half> {
  * its own). */
 template <class T, int NIN, class Op>
 __device__ __forceinline__ void map_body(const T *in0, const T *in1, T *out, uint64_t n, bool vec, Op op,
-                                         unsigned long long *stamp) {
+                                         unsigned long long *stamp, drk::Guard guard) {
   drk::wait_prior_grid();
+  if (guard.stops()) return;
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
   uint64_t done = 0;
@@ -83,11 +84,12 @@ __device__ __forceinline__ void map_body(const T *in0, const T *in1, T *out, uin
     out[i] = Conv<T>::out(op(a, b, i));
   }
   drk::stamp_block_end(stamp);
+  guard.ran();
 }
 
 /* The signature of an element-wise kernel of element type T and op Op. */
 template <class T, class Op>
-using MapKernel = void (*)(const T *, const T *, T *, uint64_t, bool, Op, unsigned long long *);
+using MapKernel = void (*)(const T *, const T *, T *, uint64_t, bool, Op, unsigned long long *, drk::Guard);
 
 /* Launches `kernel` (map_body<T, NIN, Op>) over n elements. */
 template <class T, int NIN, class Op>
@@ -100,7 +102,7 @@ int map_launch(MapKernel<T, Op> kernel, const DrKLaunch *l, const void *in0, con
   unsigned bt = drk::block_threads(l);
   unsigned g = drk::grid_blocks(l, drk::ceil_div(threads, bt));
   return drk::launch(l->pdl != 0, kernel, g, bt, l->shared, drk::stream_of(l), (const T *)in0, (const T *)in1,
-                     (T *)out, n, vec, op, drk::stamp_of(l));
+                     (T *)out, n, vec, op, drk::stamp_of(l), drk::guard_of(l));
 }
 
 struct Fill {
@@ -146,8 +148,8 @@ inline void *argp(const DrKLaunch *l, int i) { return l->args[i].ptr; }
  * instance: the code is map_body's, inlined. */
 #define DRK_MAP_KERNEL(name, T, NIN, Op)                                                           \
   extern "C" __global__ void name(const T *in0, const T *in1, T *out, uint64_t n, bool vec, Op op, \
-                                  unsigned long long *stamp) {                                     \
-    map_body<T, NIN, Op>(in0, in1, out, n, vec, op, stamp);                                        \
+                                  unsigned long long *stamp, drk::Guard guard) {                   \
+    map_body<T, NIN, Op>(in0, in1, out, n, vec, op, stamp, guard);                                 \
   }
 
 DRK_MAP_KERNEL(dr_fill_f32, float, 0, Fill)

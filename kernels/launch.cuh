@@ -126,6 +126,32 @@ __device__ __forceinline__ void stamp_block_end(unsigned long long *stamp) {
   if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) atomicMax(stamp, globaltimer_ns());
 }
 
+/* A launch's guard (DrKLaunch.guard, guard_runs; DR_KFLAG_GUARD), passed
+ * to its kernels by value. A guarded copy of a while body (graph mode's
+ * unroll, backends/cuda/condgraph.c) is given the loop's condition: each
+ * of its kernels tests it right after wait_prior_grid and, when it is 0,
+ * returns before any work and before its stamp (every thread alike: the
+ * word is uniform and no kernel of the copy writes it, so no barrier is
+ * left half-reached). The node that set the condition counts the copy's
+ * run in `runs` (its last kernel, one thread). */
+struct Guard {
+  const int32_t *at;
+  unsigned long long *runs;
+  /* Whether the launch must do nothing (the loop has stopped). */
+  __device__ __forceinline__ bool stops() const {
+    return at != nullptr && *(const volatile int32_t *)at == 0;
+  }
+  /* Counts the run, once per grid; call in the launch's last kernel. */
+  __device__ __forceinline__ void ran() const {
+    if (runs != nullptr && blockIdx.x == 0 && threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
+      atomicAdd(runs, 1ull);
+  }
+};
+
+static inline Guard guard_of(const DrKLaunch *l) {
+  return Guard{(const int32_t *)l->guard, (unsigned long long *)l->guard_runs};
+}
+
 }  // namespace drk
 
 /* Returns cudaErrorInvalidValue from the launcher when `fn` refuses the

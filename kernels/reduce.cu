@@ -39,8 +39,10 @@ __device__ double block_tree(double *sh, double v) {
 }
 
 template <class T>
-__device__ __forceinline__ void reduce_pass1(const T *x, uint64_t n, bool vec, double *partials) {
+__device__ __forceinline__ void reduce_pass1(const T *x, uint64_t n, bool vec, double *partials,
+                                             drk::Guard guard) {
   drk::wait_prior_grid();
+  if (guard.stops()) return;
   extern __shared__ double sh[];
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -66,21 +68,23 @@ __device__ __forceinline__ void reduce_pass1(const T *x, uint64_t n, bool vec, d
 
 template <class T>
 __device__ __forceinline__ void reduce_pass2(const double *partials, unsigned n, T *y,
-                                             unsigned long long *stamp) {
+                                             unsigned long long *stamp, drk::Guard guard) {
   __shared__ double sh[kPass2Threads];
   drk::wait_prior_grid(); /* launched normally: a no-op */
+  if (guard.stops()) return;
   double s = 0.0;
   for (unsigned i = threadIdx.x; i < n; i += blockDim.x) s += partials[i];
   double total = block_tree(sh, s);
   if (threadIdx.x == 0) y[0] = (T)total;
   drk::stamp_block_end(stamp); /* pass 2 ends the node */
+  guard.ran();
 }
 
 /* A reduction's two kernels (DRK_REDUCE_KERNELS below). */
 template <class T>
 struct ReduceKernels {
-  void (*pass1)(const T *, uint64_t, bool, double *);
-  void (*pass2)(const double *, unsigned, T *, unsigned long long *);
+  void (*pass1)(const T *, uint64_t, bool, double *, drk::Guard);
+  void (*pass2)(const double *, unsigned, T *, unsigned long long *, drk::Guard);
 };
 
 template <class T>
@@ -108,9 +112,9 @@ int reduce_launch(const DrKLaunch *l, ReduceKernels<T> k) {
   /* Early launch only when nothing of ours (a borrowed scratch) comes
    * between the previous kernel and pass 1. */
   int rc = drk::launch(l->pdl != 0 && l->scratch != nullptr, k.pass1, g, bt, bt * sizeof(double) + l->shared,
-                       st, x, n, vec, partials);
+                       st, x, n, vec, partials, drk::guard_of(l));
   if (rc == 0) {
-    k.pass2<<<1, kPass2Threads, 0, st>>>(partials, g, y, drk::stamp_of(l));
+    k.pass2<<<1, kPass2Threads, 0, st>>>(partials, g, y, drk::stamp_of(l), drk::guard_of(l));
     rc = drk::launched();
   }
   if (l->scratch == nullptr) {
@@ -158,13 +162,14 @@ __device__ __forceinline__ void checksum_body(const uint8_t *x, uint64_t n, bool
 /* One __global__ per built-in (and pass), named after it with C linkage so
  * that profilers show e.g. `dr_reduce_sum_f32_pass1`; the code is the
  * bodies above, inlined. */
-#define DRK_REDUCE_KERNELS(name, T)                                                             \
-  extern "C" __global__ void name##_pass1(const T *x, uint64_t n, bool vec, double *partials) { \
-    reduce_pass1<T>(x, n, vec, partials);                                                       \
-  }                                                                                             \
-  extern "C" __global__ void name##_pass2(const double *partials, unsigned n, T *y,             \
-                                          unsigned long long *stamp) {                          \
-    reduce_pass2<T>(partials, n, y, stamp);                                                     \
+#define DRK_REDUCE_KERNELS(name, T)                                                           \
+  extern "C" __global__ void name##_pass1(const T *x, uint64_t n, bool vec, double *partials, \
+                                          drk::Guard guard) {                                 \
+    reduce_pass1<T>(x, n, vec, partials, guard);                                              \
+  }                                                                                           \
+  extern "C" __global__ void name##_pass2(const double *partials, unsigned n, T *y,           \
+                                          unsigned long long *stamp, drk::Guard guard) {      \
+    reduce_pass2<T>(partials, n, y, stamp, guard);                                            \
   }
 
 DRK_REDUCE_KERNELS(dr_reduce_sum_f32, float)

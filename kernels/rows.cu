@@ -98,6 +98,7 @@ struct RowArgs {
   uint64_t rows, cols;
   float eps;
   bool layernorm;
+  drk::Guard guard;
 };
 
 template <class G>
@@ -115,6 +116,7 @@ __device__ void do_row(const RowArgs &a, uint64_t r, uint64_t len, const G &g) {
 template <int W>
 __device__ __forceinline__ void rows_subwarp(RowArgs a, unsigned long long *stamp) {
   drk::wait_prior_grid();
+  if (a.guard.stops()) return;
   constexpr unsigned per_warp = 32 / W;
   uint64_t warp = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
   uint64_t nwarps = (uint64_t)gridDim.x * blockDim.x / 32;
@@ -126,14 +128,17 @@ __device__ __forceinline__ void rows_subwarp(RowArgs a, unsigned long long *stam
     do_row(a, live ? r : 0, live ? a.cols : 0, g);
   }
   drk::stamp_block_end(stamp);
+  a.guard.ran();
 }
 
 __device__ __forceinline__ void rows_block(RowArgs a, unsigned long long *stamp) {
   __shared__ double sh[32];
   drk::wait_prior_grid();
+  if (a.guard.stops()) return;
   Block g(sh);
   for (uint64_t r = blockIdx.x; r < a.rows; r += gridDim.x) do_row(a, r, a.cols, g);
   drk::stamp_block_end(stamp);
+  a.guard.ran();
 }
 
 /* A row-wise built-in's kernels: by lanes per row (4, 8, 16, 32), and the
@@ -198,6 +203,7 @@ extern "C" int dr__k_softmax_rows_f32_launch(const DrKLaunch *l) {
   a.y = (float *)l->args[1].ptr;
   a.cols = (uint64_t)l->args[2].i;
   a.rows = l->counts[0] / a.cols;
+  a.guard = drk::guard_of(l);
   return rows_launch(l, a,
                      {dr_softmax_rows_f32_w4, dr_softmax_rows_f32_w8, dr_softmax_rows_f32_w16,
                       dr_softmax_rows_f32_w32, dr_softmax_rows_f32_block});
@@ -214,6 +220,7 @@ extern "C" int dr__k_layernorm_rows_f32_launch(const DrKLaunch *l) {
   a.rows = l->counts[0] / a.cols;
   a.eps = (float)l->args[5].f;
   a.layernorm = true;
+  a.guard = drk::guard_of(l);
   return rows_launch(l, a,
                      {dr_layernorm_rows_f32_w4, dr_layernorm_rows_f32_w8, dr_layernorm_rows_f32_w16,
                       dr_layernorm_rows_f32_w32, dr_layernorm_rows_f32_block});

@@ -7,12 +7,14 @@
 #include "kernels/launch.cuh"
 
 /* C linkage, named after the built-in, so that profilers show `dr_spin`. */
-extern "C" __global__ void dr_spin(uint64_t ns, unsigned long long *stamp) {
+extern "C" __global__ void dr_spin(uint64_t ns, unsigned long long *stamp, drk::Guard guard) {
   drk::wait_prior_grid();
+  if (guard.stops()) return;
   uint64_t start = drk::globaltimer_ns();
   while (drk::globaltimer_ns() - start < ns) {
   }
   drk::stamp_block_end(stamp);
+  guard.ran();
 }
 
 extern "C" int dr__k_spin_launch(const DrKLaunch *l) {
@@ -20,5 +22,5 @@ extern "C" int dr__k_spin_launch(const DrKLaunch *l) {
   unsigned bt = drk::block_threads(l);
   unsigned g = drk::grid_blocks(l, 0x7fffffffu);
   return drk::launch(l->pdl != 0, dr_spin, g, bt, l->shared, drk::stream_of(l), (uint64_t)l->args[0].i,
-                     drk::stamp_of(l));
+                     drk::stamp_of(l), drk::guard_of(l));
 }

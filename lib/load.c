@@ -38,7 +38,8 @@ void dr__graph_register_builtins(DrGraph *graph) {
         .params = params,
         .n_params = (guint32)def->n_params,
         .grid = {.over = def->grid_over < 0 ? DR_NONE : (DrId)def->grid_over, .block = def->block},
-        .entry = def->name};
+        .entry = def->name,
+        .guardable = (def->flags & DR_KFLAG_GUARD) != 0};
     dr_graph_add_kernel(graph, &decl);
   }
 }

@@ -69,7 +69,8 @@ gboolean dr_pipeline_register_kernel(DrPipeline *pipeline, const DrKernelDef *de
                          .grid = {.over = def->grid_over < 0 ? DR_NONE : (DrId)def->grid_over,
                                   .block = def->block ? def->block : 256},
                          .entry = def->name,
-                         .api_def = def};
+                         .api_def = def,
+                         .guardable = (def->flags & DR_KFLAG_GUARD) != 0};
     dr_build_add_kernel(&x.b, &decl, NULL, loc);
   }
   return dr__api_build_end(&x, error);

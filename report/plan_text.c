@@ -145,6 +145,30 @@ static void write_memory(const DrPlan *plan, GString *out) {
   g_string_append_printf(out, "), %u B granules\n", DR_POOL_GRANULE);
 }
 
+/* Graph mode's unroll of while `l` with body plan `bp`, as
+ * backends/cuda/condgraph.c chooses it without DAGRUN_WHILE_GUARD (the
+ * rules are ir/loops.h's): one line. */
+static void write_while_choice(const DrLoop *l, const DrPlan *bp, GString *out) {
+  const char *why = NULL;
+  double us = bp->critical_path_us;
+  if (dr_loop_while_guardable(bp->graph, l->cond, NULL, &why)) {
+    guint32 u = dr_loop_auto_unroll_guarded(us);
+    g_string_append_printf(out,
+                           "graph mode: one CUDA WHILE node, %u %s of the body per trip, guarded by %s "
+                           "(a body of %.2f us against a trip's %.1f us), or DAGRUN_WHILE_UNROLL\n",
+                           u, u == 1 ? "copy" : "copies",
+                           dr_while_guard_name(u == 1 ? DR_WHILE_GUARD_NONE : DR_WHILE_GUARD_KERNEL), us,
+                           DR_WHILE_TRIP_US);
+    return;
+  }
+  g_string_append_printf(
+      out,
+      "graph mode: one CUDA WHILE node, 1 copy of the body per trip (not guardable by "
+      "kernels: %s), or DAGRUN_WHILE_UNROLL guarded by %s (auto: %u, for a body of %.2f us "
+      "against a trip's %.1f us)\n",
+      why, dr_while_guard_name(DR_WHILE_GUARD_IF), dr_loop_auto_unroll(us), us, DR_WHILE_TRIP_US);
+}
+
 /* The copies touching `where: pageable` buffers, which block the issuing
  * host thread (CUDA's synchronization rules for pageable memory): one line
  * naming up to ANTICHAIN_SHOWN of them, none when there are none. */
@@ -290,14 +314,7 @@ void dr_plan_write_text(const DrPlan *plan, GString *out) {
                              l->id);
       dr__plan_node_detail(g, l->node, out);
       g_string_append(out, "):\n");
-      if (l->kind == DR_LOOP_WHILE && part == 0 && plan->uncapped)
-        /* Graph mode's choice (backends/cuda/condgraph.c, ir/loops.h). */
-        g_string_append_printf(out,
-                               "graph mode: one CUDA WHILE node, copies of the body per trip: 1, or "
-                               "DAGRUN_WHILE_UNROLL (auto: %u, for a body of %.2f us against a trip's "
-                               "%.1f us)\n",
-                               dr_loop_auto_unroll(bp->critical_path_us), bp->critical_path_us,
-                               DR_WHILE_TRIP_US);
+      if (l->kind == DR_LOOP_WHILE && part == 0 && plan->uncapped) write_while_choice(l, bp, out);
       dr_plan_write_text(bp, out);
     }
   }

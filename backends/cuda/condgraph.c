@@ -26,7 +26,16 @@
  *    default is applied once per launch, not each time an enclosing body
  *    runs the node again: the fake's replay caught that). The body ends
  *    with the condition kernel reading the condition buffer after every
- *    node of the trip, so no trip runs past the stop condition.
+ *    node of the trip, so no trip runs past the stop condition. A trip
+ *    may hold U copies of the body (dr__cuda_while_choice), copies 2..U
+ *    guarded so that none runs past the stop either: when the body is
+ *    only guardable kernels (ir/loops.h, dr_loop_while_guardable, the
+ *    default) by the kernels themselves, each given the condition as its
+ *    guard word (DrKLaunch.guard: it returns at once when the word is 0),
+ *    so the trip has one conditional node whatever U; otherwise (memsets,
+ *    copies, nested loops; or DAGRUN_WHILE_GUARD=if) each copy in an IF
+ *    node after a condition kernel, U = 1 unless DAGRUN_WHILE_UNROLL
+ *    says more.
  *  - if: an IF node of size 2 when there is an `else:` (CUDA 12.8+), 1
  *    otherwise, after the condition kernel.
  *  - repeat: N inside a body: the body built N times in a row, unrolled
@@ -47,12 +56,20 @@
 #include "backends/cuda/cuda.h"
 #include "ir/loops.h"
 
-/* One build: what stays the same through the recursion. */
+/* One build: what stays the same through the recursion. A kernel-guarded
+ * copy of a while body builds with `guard` set: each of its kernels gets
+ * it as DrKLaunch.guard, and node `guard_writer` of graph `guard_body`
+ * (the one that sets the condition) also `guard_runs`, which counts the
+ * copies that ran. */
 typedef struct {
   DrCudaLoops *l;
   const DrCudaMemory *m;
   const DrCudaApi *api;
   GError **error;
+  const gint32 *guard;
+  guint64 *guard_runs;
+  const DrGraph *guard_body;
+  DrId guard_writer;
 } Build;
 
 /* Appends the nodes of `from` to `to` that it does not hold yet. */
@@ -139,6 +156,9 @@ static gboolean node_work(const Build *bd, gconstpointer what, cudaStream_t s, G
       if (call == NULL) return FALSE;
       call->launch.stream = s;
       call->launch.pdl = 0; /* alone in its capture */
+      call->launch.guard = bd->guard;
+      call->launch.guard_runs =
+          bd->guard && r->g == bd->guard_body && r->v == bd->guard_writer ? bd->guard_runs : NULL;
       int rc = bd->api->kernel_launch(call->def, &call->launch);
       return rc == 0 || dr__cuda_check((cudaError_t)rc, call->def->name, site, error);
     }
@@ -192,6 +212,8 @@ static gboolean count_work(const Build *bd, gconstpointer what, cudaStream_t s, 
 
 static gboolean build_conditional(const Build *bd, const DrGraph *g, const DrPlan *plan, DrId v,
                                   cudaGraph_t graph, const GArray *deps, GArray *exits);
+static gboolean guarded_copies(const Build *bd, const DrPlan *bp, const DrCudaWhileChoice *ch,
+                               const gint32 *cond, guint64 *trips, cudaGraph_t graph, GArray *last);
 
 /* The plan of body `which` (0: the body, 1: the else body) of loop node v
  * of `plan`'s graph. */
@@ -202,7 +224,11 @@ static const DrPlan *body_plan(const DrPlan *plan, DrId v, guint which) {
 
 /* Builds one copy of body `plan` into `graph` after `entry`; `exits`: the
  * nodes a follower must depend on (entry itself when the copy added no
- * node). */
+ * node). In a kernel-guarded copy (bd->guard) the node that sets the
+ * condition is built last, after every other node of the copy (it has no
+ * successor in the body's DAG, dr_loop_while_guardable; its place in the
+ * plan is kept as a noop), so that every kernel of the copy reads the
+ * condition as it was when the copy started. */
 static gboolean build_body(const Build *bd, const DrPlan *plan, cudaGraph_t graph, const GArray *entry,
                            GArray *exits) {
   const DrGraph *g = plan->graph;
@@ -212,6 +238,8 @@ static gboolean build_body(const Build *bd, const DrPlan *plan, cudaGraph_t grap
   guint32 *last = g_new(guint32, MAX(plan->streams->len, 1));
   for (guint32 k = 0; k < plan->streams->len; k++) last[k] = DR_NONE;
   gboolean ok = TRUE;
+  DrId deferred = bd->guard && bd->guard_body == g ? bd->guard_writer : DR_NONE;
+  g_autoptr(GArray) deferred_deps = nodes_new();
   for (guint32 i = 0; ok && i < plan->steps->len; i++) {
     const DrPlanStep *step = dr_plan_step(plan, i);
     DrId v = step->node;
@@ -232,6 +260,9 @@ static gboolean build_body(const Build *bd, const DrPlan *plan, cudaGraph_t grap
     const DrNode *node = dr_graph_node(g, v);
     if (node->loop) {
       ok = build_conditional(bd, g, plan, v, graph, deps, out[v]);
+    } else if (v == deferred) {
+      add_unique(deferred_deps, nodes_data(deps), deps->len);
+      add_unique(out[v], nodes_data(deps), deps->len);
     } else if (node->op == DR_OP_NOOP) {
       add_unique(out[v], nodes_data(deps), deps->len);
     } else {
@@ -244,6 +275,11 @@ static gboolean build_body(const Build *bd, const DrPlan *plan, cudaGraph_t grap
     for (DrId v = 0; v < n; v++)
       if (out[v] && !followed[v]) add_unique(exits, nodes_data(out[v]), out[v]->len);
     if (n == 0) add_unique(exits, nodes_data(entry), entry->len);
+  }
+  if (ok && deferred != DR_NONE) {
+    add_unique(deferred_deps, nodes_data(exits), exits->len);
+    NodeRef r = {g, deferred};
+    ok = capture_one(bd, graph, deferred_deps, node_work, &r, dr_graph_node(g, deferred)->id, exits);
   }
   for (DrId v = 0; v < n; v++)
     if (out[v]) g_array_unref(out[v]);
@@ -343,10 +379,15 @@ static gboolean build_loop(const Build *bd, const DrGraph *g, const DrPlan *plan
     if (!add_conditional(bd, graph, before, h, cudaGraphCondTypeWhile, 1, loop->id, &node, bodies) ||
         !fill_body(bd, bp, bodies[0], loop->id, last))
       return FALSE;
-    /* A while's copies 2..U, each in an IF node set from the condition
-     * after the copy before (counting the copies that run); the trip's
-     * end then reads it once more for the WHILE. */
-    guint32 unroll = loop->kind == DR_LOOP_WHILE ? dr__cuda_while_unroll(bp) : 1;
+    /* A while's copies 2..U, guarded (dr__cuda_while_choice): by their
+     * kernels (guarded_copies), or each in an IF node set from the
+     * condition after the copy before (counting the copies that run); the
+     * trip's end then reads it once more for the WHILE. */
+    DrCudaWhileChoice ch = {1, DR_WHILE_GUARD_NONE, DR_NONE};
+    if (loop->kind == DR_LOOP_WHILE) dr__cuda_while_choice(loop, bp, &ch);
+    guint32 unroll = ch.guard == DR_WHILE_GUARD_IF ? ch.unroll : 1;
+    if (ch.guard == DR_WHILE_GUARD_KERNEL && !guarded_copies(bd, bp, &ch, cond, trips, bodies[0], last))
+      return FALSE;
     for (guint32 k = 1; k < unroll; k++) {
       cudaGraphConditionalHandle hk = 0;
       cudaGraphNode_t guard = NULL;
@@ -378,13 +419,45 @@ static gboolean build_loop(const Build *bd, const DrGraph *g, const DrPlan *plan
   return TRUE;
 }
 
-guint32 dr__cuda_while_unroll(const DrPlan *body) {
+void dr__cuda_while_choice(const DrLoop *loop, const DrPlan *body, DrCudaWhileChoice *out) {
+  const char *force = g_getenv("DAGRUN_WHILE_GUARD");
+  DrId writer = DR_NONE;
+  gboolean by_kernels =
+      !(force && strcmp(force, "if") == 0) && dr_loop_while_guardable(body->graph, loop->cond, &writer, NULL);
+  guint32 u = by_kernels ? dr_loop_auto_unroll_guarded(body->critical_path_us) : 1;
   const char *v = g_getenv("DAGRUN_WHILE_UNROLL");
-  if (v == NULL) return 1;
-  if (strcmp(v, "auto") == 0) return dr_loop_auto_unroll(body->critical_path_us);
   guint64 n = 0;
-  if (!g_ascii_string_to_unsigned(v, 10, 1, 64, &n, NULL)) return 1;
-  return (guint32)n;
+  if (v && strcmp(v, "auto") == 0)
+    u = by_kernels ? u : dr_loop_auto_unroll(body->critical_path_us);
+  else if (v && g_ascii_string_to_unsigned(v, 10, 1, 64, &n, NULL))
+    u = (guint32)n;
+  out->unroll = u;
+  out->guard = u == 1 ? DR_WHILE_GUARD_NONE : by_kernels ? DR_WHILE_GUARD_KERNEL : DR_WHILE_GUARD_IF;
+  out->writer = out->guard == DR_WHILE_GUARD_KERNEL ? writer : DR_NONE;
+}
+
+/* A while's copies 2..U of body `bp` (ch->unroll of them, kernel-guarded)
+ * in its WHILE body graph `graph` after `last`, the first copy's exits,
+ * which become the last copy's. Each copy's kernels read the condition
+ * `cond` as their guard: a copy after the stop does nothing, and every
+ * kernel of a copy that starts runs, because the one that sets the
+ * condition is the copy's last (dr_loop_while_guardable). That one also
+ * counts the copy in `trips` (NULL: not counted) when it runs, as the IF
+ * nodes' condition kernels do. */
+static gboolean guarded_copies(const Build *bd, const DrPlan *bp, const DrCudaWhileChoice *ch,
+                               const gint32 *cond, guint64 *trips, cudaGraph_t graph, GArray *last) {
+  Build gb = *bd;
+  gb.guard = cond;
+  gb.guard_runs = trips;
+  gb.guard_body = bp->graph;
+  gb.guard_writer = ch->writer;
+  g_autoptr(GArray) next = nodes_new();
+  for (guint32 k = 1; k < ch->unroll; k++) {
+    if (!build_body(&gb, bp, graph, last, next)) return FALSE;
+    g_array_set_size(last, 0);
+    add_unique(last, nodes_data(next), next->len);
+  }
+  return TRUE;
 }
 
 /* A loop node v inside a body being built: a while or if as a

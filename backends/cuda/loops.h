@@ -5,6 +5,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/memory.h"
+#include "ir/loops.h"
 
 G_BEGIN_DECLS
 
@@ -90,12 +91,22 @@ gboolean dr__cuda_loops_read_trips(DrCudaLoops *l, cudaStream_t origin, GError *
 DrKernelCall *dr__cuda_loops_call(DrCudaLoops *l, const DrGraph *g, DrId v, void *const *bases,
                                   GError **error);
 
-/* The copies of a while's body per WHILE trip in graph mode, for body
- * plan `body` (condgraph.c): DAGRUN_WHILE_UNROLL=N (1..64) copies,
- * `auto` dr_loop_auto_unroll's choice (ir/loops.h), unset (or anything
- * else) 1: an A/B switch until the H200 says which wins, since each
- * guarded copy adds an IF node and a condition kernel to the trip. */
-guint32 dr__cuda_while_unroll(const DrPlan *body);
+/* Graph mode's copies of a while's body per WHILE trip and how copies
+ * 2..U are guarded (condgraph.c; ir/loops.h's rules). */
+typedef struct {
+  guint32 unroll;     /* U, 1 or more */
+  DrWhileGuard guard; /* NONE exactly when U = 1 */
+  DrId writer;        /* DR_WHILE_GUARD_KERNEL: the body node that sets the condition */
+} DrCudaWhileChoice;
+
+/* The choice for `loop`'s body plan `body`: by kernels when the body
+ * allows it (dr_loop_while_guardable) and DAGRUN_WHILE_GUARD is not
+ * `if`, then dr_loop_auto_unroll_guarded's U by default; otherwise IF
+ * nodes, and U = 1 by default (an IF node costs about a trip, BENCHMARKS
+ * §13). DAGRUN_WHILE_UNROLL=N (1..64) forces U, `auto` the auto rule of
+ * the guard kind (dr_loop_auto_unroll for IF nodes); anything else is
+ * the default. */
+void dr__cuda_while_choice(const DrLoop *loop, const DrPlan *body, DrCudaWhileChoice *out);
 
 /* Graph mode, while capturing: loop node `v` of `plan`'s graph (a top-level
  * loop) as a CUDA conditional node after what `st` depends on, which then

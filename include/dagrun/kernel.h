@@ -84,11 +84,23 @@ typedef struct {
                     compute capability 9.0 the built-ins launch normally
                     (no PDL there). Launchers that ignore it launch
                     normally. */
+  /* int32_t* in device memory, or NULL: with DR_KFLAG_GUARD, a launch
+   * that finds guard[0] == 0 when it starts does nothing (every thread
+   * returns before any work; its stamp is not raised). Graph mode guards
+   * the 2nd..Nth unrolled copy of a while body with the loop's condition
+   * (docs/format.md, "Loops and conditionals"). Launchers without the
+   * flag are never given one (launch only). */
+  const void *guard;
+  /* unsigned long long* in device memory, or NULL (always without
+   * `guard`): a guarded launch that runs adds 1 to it, once (launch
+   * only). */
+  void *guard_runs;
 } DrKLaunch;
 
 /* DrKernelDef.flags */
 #define DR_KFLAG_BLAS 1u   /* launch needs l->blas (cuBLAS); host does not */
 #define DR_KFLAG_STAMPS 2u /* launch honours l->stamp */
+#define DR_KFLAG_GUARD 4u  /* launch honours l->guard and l->guard_runs */
 
 typedef struct {
   const char *name;

@@ -32,6 +32,8 @@
   X(offsetof(DrKLaunch, scratch)) \
   X(offsetof(DrKLaunch, stamp)) \
   X(offsetof(DrKLaunch, pdl)) \
+  X(offsetof(DrKLaunch, guard)) \
+  X(offsetof(DrKLaunch, guard_runs)) \
   X(sizeof(DrKernelDef)) \
   X(offsetof(DrKernelDef, summary)) \
   X(offsetof(DrKernelDef, params)) \
@@ -46,6 +48,7 @@
   X(DR_KERR_SIZE) \
   X(DR_KFLAG_BLAS) \
   X(DR_KFLAG_STAMPS) \
+  X(DR_KFLAG_GUARD) \
   X(DR_PRIORITY_LOW) \
   X(DR_PRIORITY_NORMAL) \
   X(DR_PRIORITY_HIGH) \

@@ -11,8 +11,10 @@
 
 #include "backends/cuda_api.h"
 #include "backends/run.h"
+#include "ir/loops.h"
 #include "ir/plan.h"
 #include "lib/load.h"
+#include "report/report.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
 
@@ -156,12 +158,22 @@ static void test_case(gconstpointer data) {
   guint64 want_trips = 0, got_trips = 0, s_trips = 0;
   g_autofree char *want = run_bytes(plan, g, DR_BACKEND_HOST, DR_MODE_STREAMS, path, &want_len, &want_trips);
   g_autofree char *streams = run_bytes(plan, g, DR_BACKEND_CUDA, DR_MODE_STREAMS, path, &s_len, &s_trips);
+  /* The shape with one copy per trip; then the default unroll (kernel
+   * guards where the body allows them) gives the same bytes and trips. */
+  g_setenv("DAGRUN_WHILE_UNROLL", "1", TRUE);
   g_autofree char *got = run_bytes(plan, g, DR_BACKEND_CUDA, DR_MODE_GRAPH, path, &got_len, &got_trips);
+  g_unsetenv("DAGRUN_WHILE_UNROLL");
   g_assert_cmpstr(dr_fake_graph_shape(FALSE), ==, c->shape);
+  gsize d_len = 0;
+  guint64 d_trips = 0;
+  g_autofree char *by_default = run_bytes(plan, g, DR_BACKEND_CUDA, DR_MODE_GRAPH, path, &d_len, &d_trips);
+  g_test_message("default: %s", dr_fake_graph_shape(FALSE));
   g_assert_cmpmem(got, got_len, want, want_len);
+  g_assert_cmpmem(by_default, d_len, want, want_len);
   g_assert_cmpmem(streams, s_len, want, want_len);
   g_assert_cmpuint(want_trips, ==, c->trips);
   g_assert_cmpuint(got_trips, ==, c->trips);
+  g_assert_cmpuint(d_trips, ==, c->trips);
 }
 
 /* The body graph has the body plan's edges: two independent kernels
@@ -186,7 +198,9 @@ static void test_width(void) {
   g_assert_no_error(error);
   gsize len = 0;
   guint64 trips = 0;
+  g_setenv("DAGRUN_WHILE_UNROLL", "1", TRUE);
   g_autofree char *bytes = run_bytes(plan, g, DR_BACKEND_CUDA, DR_MODE_GRAPH, path, &len, &trips);
+  g_unsetenv("DAGRUN_WHILE_UNROLL");
   const char *shape = dr_fake_graph_shape(TRUE);
   g_test_message("%s", shape);
   /* a and b are roots of the body, check follows a (it reads x[0]), the
@@ -207,7 +221,8 @@ static void test_faults(gconstpointer data) {
   /* nested: cases[2]; device-loop: the same as run.device_loop's
    * iteration, with an if after the loops; unroll: cases[0] with 3
    * copies per trip. */
-  g_autofree char *yaml = pipeline(path, strcmp(which, "unroll") == 0 ? cases[0].body : cases[2].body);
+  gboolean unroll = g_str_has_prefix(which, "unroll");
+  g_autofree char *yaml = pipeline(path, unroll ? cases[0].body : cases[2].body);
   if (strcmp(which, "device-loop") == 0) {
     g_autofree char *plain = g_steal_pointer(&yaml);
     /* No host buffer in a device loop's iteration: out stays, down goes. */
@@ -219,7 +234,8 @@ static void test_faults(gconstpointer data) {
     char *out = strstr(yaml, ", where: host");
     memmove(out, out + strlen(", where: host"), strlen(out + strlen(", where: host")) + 1);
   }
-  if (strcmp(which, "unroll") == 0) g_setenv("DAGRUN_WHILE_UNROLL", "3", TRUE);
+  if (unroll) g_setenv("DAGRUN_WHILE_UNROLL", "3", TRUE);
+  if (strcmp(which, "unroll-if") == 0) g_setenv("DAGRUN_WHILE_GUARD", "if", TRUE);
   g_autoptr(DrGraph) g = load_yaml("faults.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
@@ -260,6 +276,7 @@ static void test_faults(gconstpointer data) {
     }
   }
   g_unsetenv("DAGRUN_WHILE_UNROLL");
+  g_unsetenv("DAGRUN_WHILE_GUARD");
   g_test_message("%" G_GUINT64_FORMAT " points, %u failed runs", n, failed);
   g_assert_cmpuint(failed, >, n);
 }
@@ -301,7 +318,9 @@ static void test_device_loop(void) {
   dr_fake_reset();
   dr_fake_set_run_twins(TRUE);
   dr_fake_set_replay_graphs(TRUE);
+  g_setenv("DAGRUN_WHILE_UNROLL", "1", TRUE);
   g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+  g_unsetenv("DAGRUN_WHILE_UNROLL");
   dr_fake_set_run_twins(FALSE);
   dr_fake_set_replay_graphs(FALSE);
   g_assert_no_error(error);
@@ -328,12 +347,32 @@ static void test_device_loop(void) {
   g_autofree char *got = data;
   g_unlink(path);
   g_assert_cmpmem(got, got_len, want, want_len);
+  /* By default the while inside is kernel-guarded (several copies per
+   * trip): the same bytes and trips. */
+  dr_fake_reset();
+  dr_fake_set_run_twins(TRUE);
+  dr_fake_set_replay_graphs(TRUE);
+  g_autoptr(DrReport) r2 = dr_run(plan, &opts, &error);
+  dr_fake_set_run_twins(FALSE);
+  dr_fake_set_replay_graphs(FALSE);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_null(strstr(dr_fake_graph_shape(FALSE), "if{"));
+  g_assert_cmpuint(dr_fake_guard_skips(), >, 0);
+  g_assert_cmpuint(g_array_index(r2->loops, DrLoopReport, 0).trips_max, ==, 9);
+  char *data2 = NULL;
+  gsize len2 = 0;
+  g_assert_true(g_file_get_contents(path, &data2, &len2, NULL));
+  g_autofree char *got2 = data2;
+  g_unlink(path);
+  g_assert_cmpmem(got2, len2, want, want_len);
 }
 
-/* DAGRUN_WHILE_UNROLL=3: each WHILE trip holds the body 3 times, the 2nd
- * and 3rd each in an IF node set from the condition after the copy
- * before, so that no copy runs past the stop: 9 copies run (3 trips), the
- * bytes and trips are the host's. */
+/* DAGRUN_WHILE_UNROLL=2..4 with DAGRUN_WHILE_GUARD=if: each WHILE trip
+ * holds the body U times, the 2nd to Uth each in an IF node set from the
+ * condition after the copy before, so that no copy runs past the stop: 9
+ * copies run, the bytes and trips are the host's. */
 static void test_unroll(void) {
   const char *tmp = g_getenv("TEST_TMPDIR");
   if (tmp == NULL) tmp = g_get_tmp_dir();
@@ -350,8 +389,10 @@ static void test_unroll(void) {
         run_bytes(plan, g, DR_BACKEND_HOST, DR_MODE_STREAMS, path, &want_len, &want_trips);
     g_autofree char *n = g_strdup_printf("%u", u);
     g_setenv("DAGRUN_WHILE_UNROLL", n, TRUE);
+    g_setenv("DAGRUN_WHILE_GUARD", "if", TRUE);
     g_autofree char *got = run_bytes(plan, g, DR_BACKEND_CUDA, DR_MODE_GRAPH, path, &got_len, &got_trips);
     g_unsetenv("DAGRUN_WHILE_UNROLL");
+    g_unsetenv("DAGRUN_WHILE_GUARD");
     g_autoptr(GString) shape =
         g_string_new("fill_f32 fill_f32 memset while{scale_f32 add_f32 set_while_gt_f32");
     for (guint k = 1; k < u; k++) g_string_append(shape, " cond if{scale_f32 add_f32 set_while_gt_f32}");
@@ -360,6 +401,151 @@ static void test_unroll(void) {
     g_assert_cmpmem(got, got_len, want, want_len);
     g_assert_cmpuint(want_trips, ==, 9);
     g_assert_cmpuint(got_trips, ==, 9);
+  }
+}
+
+/* Kernel guards (the default for a body of guardable kernels): with
+ * DAGRUN_WHILE_UNROLL=4 each WHILE trip holds the body 4 times and no IF
+ * node; in copies 2..4 the node that sets the condition comes after
+ * every other node of its copy. The loop stops in the middle of its
+ * third trip (9 iterations: 4 + 4 + 1), so the last 3 copies find the
+ * condition 0 and their kernels do nothing: the bytes and the trips are
+ * the host backend's, and the kernels run are exactly the host's. A
+ * device that ignored the guards would run those copies: the fake made
+ * to ignore them gives other bytes (the test can fail). */
+static void test_guarded(void) {
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  if (tmp == NULL) tmp = g_get_tmp_dir();
+  g_autofree char *path = g_build_filename(tmp, "condgraph-guarded.bin", NULL);
+  g_autofree char *yaml = pipeline(path, "  l:\n    op: loop\n    while: go\n    nodes:\n" WHILE_BODY);
+  g_autoptr(DrGraph) g = load_yaml("guarded.yaml", yaml);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  gsize want_len = 0, got_len = 0, bad_len = 0;
+  guint64 want_trips = 0, got_trips = 0, bad_trips = 0;
+  g_autofree char *want = run_bytes(plan, g, DR_BACKEND_HOST, DR_MODE_STREAMS, path, &want_len, &want_trips);
+  g_setenv("DAGRUN_WHILE_UNROLL", "4", TRUE);
+  g_autofree char *got = run_bytes(plan, g, DR_BACKEND_CUDA, DR_MODE_GRAPH, path, &got_len, &got_trips);
+  g_autofree char *shape = g_strdup(dr_fake_graph_shape(FALSE));
+  g_autofree char *deps = g_strdup(dr_fake_graph_shape(TRUE));
+  guint run = dr_fake_kernels_run(), skipped = dr_fake_guard_skips();
+  dr_fake_set_ignore_guards(TRUE);
+  g_autofree char *bad = run_bytes(plan, g, DR_BACKEND_CUDA, DR_MODE_GRAPH, path, &bad_len, &bad_trips);
+  dr_fake_set_ignore_guards(FALSE);
+  g_unsetenv("DAGRUN_WHILE_UNROLL");
+  g_test_message("%s", deps);
+  g_assert_cmpstr(shape, ==,
+                  "fill_f32 fill_f32 memset while{scale_f32 add_f32 set_while_gt_f32 scale_f32 add_f32 "
+                  "set_while_gt_f32 scale_f32 add_f32 set_while_gt_f32 scale_f32 add_f32 set_while_gt_f32 "
+                  "cond} memcpy");
+  /* Copy 2: half (3) and count (4) after copy 1's exits (1, 2), check (5)
+   * after both. */
+  g_assert_nonnull(strstr(deps, " 3:scale_f32<"));
+  g_assert_true(strstr(deps, " 5:set_while_gt_f32<4,3>") || strstr(deps, " 5:set_while_gt_f32<3,4>") ||
+                strstr(deps, " 5:set_while_gt_f32<2,3,4>") || strstr(deps, " 5:set_while_gt_f32<3,4,2>"));
+  g_assert_cmpmem(got, got_len, want, want_len);
+  g_assert_cmpuint(want_trips, ==, 9);
+  g_assert_cmpuint(got_trips, ==, 9);
+  /* 3 runs (1 warmup, 2 timed), each: init, first, 9 iterations of 3
+   * kernels; 3 copies of 3 kernels skipped at the end of the last trip. */
+  g_assert_cmpuint(run, ==, 3 * (2 + 9 * 3));
+  g_assert_cmpuint(skipped, ==, 3 * 3 * 3);
+  /* Ignoring the guards runs 12 iterations: s[0] counts them. */
+  g_assert_cmpuint(bad_len, ==, want_len);
+  g_assert_true(memcmp(bad, want, want_len) != 0);
+}
+
+/* Without DAGRUN_WHILE_UNROLL a body of guardable kernels gets
+ * dr_loop_auto_unroll_guarded's copies, kernel-guarded; a body holding
+ * a memset keeps one copy per trip (IF nodes only when forced). --plan
+ * says which. */
+static void test_guarded_default(void) {
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  if (tmp == NULL) tmp = g_get_tmp_dir();
+  g_autofree char *path = g_build_filename(tmp, "condgraph-default.bin", NULL);
+  for (int memset_in_body = 0; memset_in_body < 2; memset_in_body++) {
+    g_autofree char *body =
+        g_strconcat("  l:\n    op: loop\n    while: go\n    nodes:\n" WHILE_BODY,
+                    memset_in_body ? "      z: {op: memset, dst: \"s[9:10]\", value: 0}\n" : "", NULL);
+    g_autofree char *yaml = pipeline(path, body);
+    g_autoptr(DrGraph) g = load_yaml("default.yaml", yaml);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
+    g_assert_no_error(error);
+    const DrPlan *bp = g_ptr_array_index(plan->bodies, 0);
+    guint32 u = dr_loop_auto_unroll_guarded(bp->critical_path_us);
+    /* --plan's line is graph mode's plan's (uncapped). */
+    DrPlanOptions po = {.uncapped = TRUE};
+    g_autoptr(DrPlan) graph_plan = dr_plan_build(g, &po, &error);
+    g_assert_no_error(error);
+    g_autoptr(GString) text = g_string_new(NULL);
+    dr_plan_write_text(graph_plan, text);
+    g_test_message("%s", text->str);
+    gsize want_len = 0, got_len = 0;
+    guint64 want_trips = 0, got_trips = 0;
+    g_autofree char *want =
+        run_bytes(plan, g, DR_BACKEND_HOST, DR_MODE_STREAMS, path, &want_len, &want_trips);
+    g_autofree char *got = run_bytes(plan, g, DR_BACKEND_CUDA, DR_MODE_GRAPH, path, &got_len, &got_trips);
+    const char *shape = dr_fake_graph_shape(FALSE);
+    g_test_message("U %u: %s", u, shape);
+    g_assert_cmpmem(got, got_len, want, want_len);
+    g_assert_cmpuint(got_trips, ==, want_trips);
+    g_assert_null(strstr(shape, "if{"));
+    guint copies = 0;
+    for (const char *p = strstr(shape, "set_while_gt_f32"); p; p = strstr(p + 1, "set_while_gt_f32"))
+      copies++;
+    if (memset_in_body) {
+      g_assert_cmpuint(copies, ==, 1);
+      g_assert_nonnull(strstr(text->str,
+                              "graph mode: one CUDA WHILE node, 1 copy of the body per trip (not "
+                              "guardable by kernels: a memset or copy"));
+    } else {
+      g_assert_cmpuint(u, >, 1);
+      g_assert_cmpuint(copies, ==, u);
+      g_autofree char *line = g_strdup_printf(
+          "graph mode: one CUDA WHILE node, %u copies of the body per "
+          "trip, guarded by kernels",
+          u);
+      g_assert_nonnull(strstr(text->str, line));
+    }
+  }
+}
+
+/* What dr_loop_while_guardable refuses: a kernel after the node that
+ * sets the condition, two such nodes, a copy; and what it accepts: a
+ * kernel beside it (graph mode orders it before). */
+static void test_guarded_rules(void) {
+  static const struct {
+    const char *body;
+    const char *why; /* NULL: guardable */
+  } rules[] = {
+      {"      check: {op: kernel, kernel: set_while_gt_f32, args: {x: x, tol: 0.01, cond: go}}\n"
+       "      after: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 0.5, y: x}}\n",
+       "a kernel after the one that sets the condition"},
+      {"      a: {op: kernel, kernel: set_while_gt_f32, args: {x: x, tol: 0.01, cond: go}}\n"
+       "      b: {op: kernel, kernel: set_while_gt_f32, args: {x: x, tol: 0.02, cond: go}}\n",
+       "two nodes that set the condition"},
+      {"      c: {op: copy, src: x, dst: s}\n"
+       "      check: {op: kernel, kernel: set_while_gt_f32, args: {x: x, tol: 0.01, cond: go}}\n",
+       "a memset or copy (no kernel of its own to read the condition)"},
+      {"      beside: {op: kernel, kernel: add_f32, args: {a: \"s[0:1]\", b: one, y: \"s[0:1]\"}}\n"
+       "      check: {op: kernel, kernel: set_while_gt_f32, args: {x: x, tol: 0.01, cond: go}}\n"
+       "      idle: {op: noop}\n",
+       NULL},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(rules); i++) {
+    g_autofree char *body =
+        g_strconcat("  l:\n    op: loop\n    while: go\n    nodes:\n", rules[i].body, NULL);
+    g_autofree char *yaml = pipeline("/dev/null", body);
+    g_autoptr(DrGraph) g = load_yaml("rules.yaml", yaml);
+    const DrLoop *l = dr_graph_loop(g, 0);
+    const char *why = NULL;
+    DrId writer = 0;
+    gboolean ok = dr_loop_while_guardable(l->body, l->cond, &writer, &why);
+    g_assert_cmpint(ok, ==, rules[i].why == NULL);
+    g_assert_cmpstr(why, ==, rules[i].why);
+    if (ok) g_assert_cmpstr(dr_graph_node(l->body, writer)->id, ==, "l/check");
   }
 }
 
@@ -397,6 +583,10 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/fault/condgraph/faults/nested", "nested", test_faults);
   g_test_add_data_func("/fault/condgraph/faults/device-loop", "device-loop", test_faults);
   g_test_add_data_func("/fault/condgraph/faults/unroll", "unroll", test_faults);
+  g_test_add_data_func("/fault/condgraph/faults/unroll-if", "unroll-if", test_faults);
+  g_test_add_func("/fault/condgraph/guarded", test_guarded);
+  g_test_add_func("/fault/condgraph/guarded/default", test_guarded_default);
+  g_test_add_func("/fault/condgraph/guarded/rules", test_guarded_rules);
   g_test_add_func("/fault/condgraph/device-loop", test_device_loop);
   g_test_add_func("/fault/condgraph/unroll", test_unroll);
   g_test_add_func("/fault/condgraph/refused", test_refused);

@@ -1242,6 +1242,29 @@ static unsigned long long clock_ns;
  * did, in launch order ('1' PDL, '0' not). */
 static guint pdl_launches, kernel_launches;
 static GString *pdl_pattern;
+/* Kernels a replay ran (their host twin) and those it skipped because
+ * their guard word (DrKLaunch.guard) was 0, as the device would. */
+static guint kernels_run, guard_skips;
+static gboolean ignore_guards;
+
+/* Whether a guarded launch `l` does nothing now (its guard word is 0):
+ * what a built-in with DR_KFLAG_GUARD does on the device. */
+static gboolean guard_stops(const DrKLaunch *l) {
+  return !ignore_guards && l->guard != NULL && *(const gint32 *)l->guard == 0;
+}
+
+/* Runs a kernel's host twin as the device would run the launch: nothing
+ * when its guard stops it, else the twin and the count of the run. */
+static int run_guarded(const DrKernelDef *def, const DrKLaunch *l, char *err) {
+  if (guard_stops(l)) {
+    guard_skips++;
+    return 0;
+  }
+  kernels_run++;
+  int rc = def->host(l, err);
+  if (rc == 0 && l->guard_runs != NULL) (*(guint64 *)l->guard_runs)++;
+  return rc;
+}
 
 static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
   GATE_RECORD("kernel_launch", l->stream, FALSE, FALSE, current()->what = def->name);
@@ -1271,9 +1294,17 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
   }
   if (l->stamp != NULL && !mem_ok("kernel_launch stamp", l->stamp, sizeof(unsigned long long)))
     return finish(cudaErrorInvalidValue);
+  if ((l->guard != NULL && !(def->flags & DR_KFLAG_GUARD)) || (l->guard_runs != NULL && l->guard == NULL)) {
+    misuse("kernel_launch %s: a guard for a kernel that cannot read one (or a count without a guard)",
+           def->name);
+    return finish(cudaErrorInvalidValue);
+  }
+  if ((l->guard != NULL && !mem_ok("kernel_launch guard", l->guard, sizeof(gint32))) ||
+      (l->guard_runs != NULL && !mem_ok("kernel_launch guard_runs", l->guard_runs, sizeof(guint64))))
+    return finish(cudaErrorInvalidValue);
   if (fake.run_twins && !fake.dry && fake.capture_stream == NULL && def->host) {
     char err[DR_KERR_SIZE] = {0};
-    if (def->host(l, err) != 0) {
+    if (run_guarded(def, l, err) != 0) {
       misuse("kernel_launch %s: host twin refused: %s", def->name, err);
       return finish(cudaErrorInvalidValue);
     }
@@ -1770,7 +1801,7 @@ static void replay_nodes(const GPtrArray *nodes) {
     } else if (n->type == cudaGraphNodeTypeKernel && n->ctl == 3) {
       *(unsigned long long *)n->dst = clock_ns += 1000;
     } else if (n->type == cudaGraphNodeTypeKernel && n->def && n->def->host &&
-               n->def->host(&n->l, err) != 0) {
+               run_guarded(n->def, &n->l, err) != 0) {
       misuse("cudaGraphLaunch: kernel %s: host twin refused: %s", n->def->name, err);
     }
     if (n->type == cudaGraphNodeTypeMemcpy && n->count) memmove(n->dst, n->src, n->count);
@@ -1855,11 +1886,14 @@ guint dr_fake_exec_node_sets(void) { return fake.exec_node_sets; }
 
 guint dr_fake_pdl_launches(void) { return pdl_launches; }
 guint dr_fake_kernel_launches(void) { return kernel_launches; }
+guint dr_fake_kernels_run(void) { return kernels_run; }
+guint dr_fake_guard_skips(void) { return guard_skips; }
+void dr_fake_set_ignore_guards(gboolean on) { ignore_guards = on; }
 const char *dr_fake_pdl_pattern(void) { return pdl_pattern ? pdl_pattern->str : ""; }
 unsigned long long dr_fake_instantiate_flags(void) { return fake_instantiate_flags; }
 
 void dr_fake_reset(void) {
-  pdl_launches = kernel_launches = 0;
+  pdl_launches = kernel_launches = kernels_run = guard_skips = 0;
   if (pdl_pattern) g_string_truncate(pdl_pattern, 0);
   if (batch_sizes) g_string_truncate(batch_sizes, 0);
   fake_instantiate_flags = 0;

@@ -129,6 +129,18 @@ gboolean dr_fake_only_live(gconstpointer *obj);
  * launch (DrKLaunch.pdl), and those made in all. */
 guint dr_fake_pdl_launches(void);
 guint dr_fake_kernel_launches(void);
+/* Kernels run since the reset (their host twins, eagerly with run_twins
+ * or in a graph launch's replay), and launches that did nothing because
+ * their guard word (DrKLaunch.guard) was 0, as a built-in with
+ * DR_KFLAG_GUARD does on the device (a guarded launch that runs also adds
+ * 1 to its guard_runs). A guard given to a kernel without the flag is a
+ * misuse. */
+guint dr_fake_kernels_run(void);
+guint dr_fake_guard_skips(void);
+/* With `on`, guarded launches run whatever their guard word says (a
+ * device without the guard: what a test must be able to catch). Kept by
+ * dr_fake_reset. */
+void dr_fake_set_ignore_guards(gboolean on);
 /* The kernel launches since the reset in order, '1' for each that asked
  * for PDL and '0' for each that did not ("" when none). Borrowed. */
 const char *dr_fake_pdl_pattern(void);

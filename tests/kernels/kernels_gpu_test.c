@@ -5,7 +5,8 @@
  * misaligned slices (which take the scalar path). Also: reductions give the
  * same bits twice and under CUDA graph capture, spin lasts what it says
  * (events, within 5%) and spins on separate streams overlap, cuBLAS binds
- * and is capture-safe. Prints a table of the worst errors and the slowest
+ * and is capture-safe, guarded launches do nothing when their guard word
+ * is 0. Prints a table of the worst errors and the slowest
  * default-shape launch per kernel (event time).
  *
  * Needs a GPU: tagged "gpu" in BUILD; without a usable device every case
@@ -441,6 +442,82 @@ static void test_gemm_capture(void) {
   g_rand_free(r);
 }
 
+/* Guards (DR_KFLAG_GUARD, DrKLaunch.guard): every guardable built-in,
+ * given a guard word of 0, leaves every buffer as it was, raises no stamp
+ * and counts no run; given 1, it runs (the stamp is raised) and counts
+ * exactly one run in guard_runs. */
+static void test_guard(void) {
+  SKIP_WITHOUT_GPU();
+  GRand *r = g_rand_new_with_seed(17);
+  int32_t *dguard = NULL;
+  unsigned long long *druns = NULL, *dstamp = NULL;
+  CUDA_OK(cudaMalloc((void **)&dguard, sizeof *dguard));
+  CUDA_OK(cudaMalloc((void **)&druns, sizeof *druns));
+  CUDA_OK(cudaMalloc((void **)&dstamp, sizeof *dstamp));
+  for (int k = 0; k < dr_kernel_registry_len; k++) {
+    const DrKernelDef *def = &dr_kernel_registry[k];
+    if (!(def->flags & DR_KFLAG_GUARD)) continue;
+    uint64_t counts[16] = {0};
+    DrKValue args[16];
+    memset(args, 0, sizeof args);
+    make_case(def, 1000, counts, args);
+    if (strcmp(def->name, "spin") == 0) args[0].i = 1000;
+    void *dptr[16] = {0}, *hin[16] = {0}, *back[16] = {0};
+    for (int i = 0; i < def->n_params; i++) {
+      const DrKParam *p = &def->params[i];
+      if (!p->is_pointer) continue;
+      size_t bytes = counts[i] * elem_size(p->type);
+      hin[i] = g_malloc(bytes + 1);
+      back[i] = g_malloc(bytes + 1);
+      fill_random(r, p->type, hin[i], counts[i]);
+      CUDA_OK(cudaMalloc(&dptr[i], bytes + 16));
+      CUDA_OK(cudaMemcpy(dptr[i], hin[i], bytes, cudaMemcpyHostToDevice));
+      args[i].ptr = dptr[i];
+    }
+    void *scratch = NULL;
+    if (def->scratch_bytes) CUDA_OK(cudaMalloc(&scratch, def->scratch_bytes));
+    for (int32_t on = 0; on < 2; on++) {
+      CUDA_OK(cudaMemcpy(dguard, &on, sizeof on, cudaMemcpyHostToDevice));
+      CUDA_OK(cudaMemset(druns, 0, sizeof *druns));
+      CUDA_OK(cudaMemset(dstamp, 0, sizeof *dstamp));
+      DrKLaunch l = {.args = args,
+                     .counts = counts,
+                     .stream = stream,
+                     .scratch = scratch,
+                     .stamp = dstamp,
+                     .guard = dguard,
+                     .guard_runs = druns};
+      dr_kernel_default_shape(def, counts, args, l.grid, l.block);
+      int rc = def->launch(&l);
+      if (rc != 0) g_error("%s guarded launch: %s", def->name, cudaGetErrorName((cudaError_t)rc));
+      CUDA_OK(cudaStreamSynchronize(stream));
+      unsigned long long runs = 9, stamp = 9;
+      CUDA_OK(cudaMemcpy(&runs, druns, sizeof runs, cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(&stamp, dstamp, sizeof stamp, cudaMemcpyDeviceToHost));
+      if (runs != (unsigned long long)on || (stamp != 0) != (on != 0))
+        g_error("%s with guard %d: runs %llu, stamp %llu", def->name, on, runs, stamp);
+      if (on) continue;
+      for (int i = 0; i < def->n_params; i++) {
+        const DrKParam *p = &def->params[i];
+        if (!p->is_pointer) continue;
+        size_t bytes = counts[i] * elem_size(p->type);
+        CUDA_OK(cudaMemcpy(back[i], dptr[i], bytes, cudaMemcpyDeviceToHost));
+        if (memcmp(back[i], hin[i], bytes) != 0) g_error("%s with guard 0 wrote %s", def->name, p->name);
+      }
+    }
+    for (int i = 0; i < def->n_params; i++) {
+      if (dptr[i]) CUDA_OK(cudaFree(dptr[i]));
+      g_free(hin[i]);
+      g_free(back[i]);
+    }
+    if (scratch) CUDA_OK(cudaFree(scratch));
+  }
+  CUDA_OK(cudaFree(dguard));
+  CUDA_OK(cudaFree(druns));
+  CUDA_OK(cudaFree(dstamp));
+  g_rand_free(r);
+}
+
 /* spin lasts its ns (events around it, within 5%), and spins on separate
  * streams overlap. */
 static void test_spin(void) {
@@ -604,6 +681,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/gpu/reduce-deterministic", test_reduce_deterministic);
   g_test_add_func("/kernels/gpu/gemm-capture", test_gemm_capture);
   g_test_add_func("/kernels/gpu/spin", test_spin);
+  g_test_add_func("/kernels/gpu/guard", test_guard);
   g_test_add_func("/kernels/gpu/throughput", test_throughput);
   int rc = g_test_run();
   if (have_gpu)

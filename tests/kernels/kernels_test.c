@@ -90,9 +90,13 @@ static void test_registry_params_well_formed(void) {
     g_assert_cmpint(k->grid_over, >=, -1);
     g_assert_cmpint(k->grid_over, <, k->n_params);
     if (k->flags & DR_KFLAG_BLAS) g_assert_cmpint(k->grid_over, ==, -1);
-    g_assert_cmpuint(k->flags & ~(DR_KFLAG_BLAS | DR_KFLAG_STAMPS), ==, 0);
+    g_assert_cmpuint(k->flags & ~(DR_KFLAG_BLAS | DR_KFLAG_STAMPS | DR_KFLAG_GUARD), ==, 0);
     /* Every built-in stamps its own end except those cuBLAS runs. */
     g_assert_cmpint(!!(k->flags & DR_KFLAG_STAMPS), ==, !(k->flags & DR_KFLAG_BLAS));
+    /* Every built-in can be guarded (a while body's unrolled copies) but
+     * the cuBLAS ones and checksum_u8 (its launcher's memset). */
+    g_assert_cmpint(!!(k->flags & DR_KFLAG_GUARD), ==,
+                    !(k->flags & DR_KFLAG_BLAS) && strcmp(k->name, "checksum_u8") != 0);
     gboolean any_pointer = FALSE;
     for (int j = 0; j < k->n_params; j++) {
       const DrKParam *p = &k->params[j];
