@@ -11,7 +11,8 @@
  * unless it is a communication stream; the per-device cap holds; and no
  * wait is redundant, across devices too: dropping any one wait breaks P2.
  * The copies of planner_test.c's slow references here are deliberate: a
- * test file per concern. */
+ * test file per concern (the plan with one wait dropped is
+ * tests/support/plan_edit.h's, shared). */
 #include <glib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@
 #include "ir/plan.h"
 #include "scheduler/passes.h"
 #include "scheduler/planner.h"
+#include "tests/support/plan_edit.h"
 
 #define N_BUF_PER_DEV 2
 #define COUNT 16
@@ -70,26 +72,6 @@ static guint32 ref_width(const guint64 *reach, guint32 n, guint64 mask) {
     matched += augment(reach, n, mask, u, match, &seen);
   }
   return size - matched;
-}
-
-static DrPlan *plan_copy_without_wait(const DrPlan *p, guint32 drop) {
-  DrPlan *q = dr_plan_new(p->graph);
-  g_array_append_vals(q->streams, p->streams->data, p->streams->len);
-  g_array_append_vals(q->steps, p->steps->data, p->steps->len);
-  guint32 n = p->graph->nodes->len;
-  memcpy(q->node_stream, p->node_stream, n * sizeof(guint32));
-  memcpy(q->node_step, p->node_step, n * sizeof(guint32));
-  memcpy(q->needs_event, p->needs_event, n * sizeof(gboolean));
-  for (guint32 w = 0; w < p->waits->len; w++)
-    if (w != drop) g_array_append_val(q->waits, g_array_index(p->waits, DrId, w));
-  for (guint32 i = 0; i < q->steps->len; i++) {
-    DrPlanStep *s = dr_plan_step(q, i);
-    if (s->wait_first <= drop && drop < s->wait_first + s->wait_count)
-      s->wait_count--;
-    else if (s->wait_first > drop)
-      s->wait_first--;
-  }
-  return q;
 }
 
 static void add_access(DrGraph *g, DrId buf, DrAccessMode mode, GRand *r) {
@@ -255,7 +237,7 @@ static void check(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats *st) 
       gint32 du = g_array_index(plan->streams, DrStream, plan->node_stream[u]).device;
       gint32 dv = g_array_index(plan->streams, DrStream, s->stream).device;
       st->cross_device_waits += du != dv;
-      g_autoptr(DrPlan) q = plan_copy_without_wait(plan, w);
+      g_autoptr(DrPlan) q = dr_test_plan_without_wait(plan, w);
       g_autoptr(GError) e2 = NULL;
       g_assert_false(dr_plan_check(q, &e2));
       g_assert_true(g_str_has_prefix(e2->message, "P2"));

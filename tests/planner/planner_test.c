@@ -16,6 +16,7 @@
 #include "ir/plan.h"
 #include "report/report.h"
 #include "scheduler/planner.h"
+#include "tests/support/plan_edit.h"
 
 /* ---- graph building ----------------------------------------------------- */
 
@@ -256,26 +257,6 @@ static guint32 ref_width(const guint64 *reach, guint32 n, guint64 mask) {
 
 /* ---- plan properties -------------------------------------------------- */
 
-static DrPlan *plan_copy_without_wait(const DrPlan *p, guint32 drop) {
-  DrPlan *q = dr_plan_new(p->graph);
-  g_array_append_vals(q->streams, p->streams->data, p->streams->len);
-  g_array_append_vals(q->steps, p->steps->data, p->steps->len);
-  guint32 n = p->graph->nodes->len;
-  memcpy(q->node_stream, p->node_stream, n * sizeof(guint32));
-  memcpy(q->node_step, p->node_step, n * sizeof(guint32));
-  memcpy(q->needs_event, p->needs_event, n * sizeof(gboolean));
-  for (guint32 w = 0; w < p->waits->len; w++)
-    if (w != drop) g_array_append_val(q->waits, g_array_index(p->waits, DrId, w));
-  for (guint32 i = 0; i < q->steps->len; i++) {
-    DrPlanStep *s = dr_plan_step(q, i);
-    if (s->wait_first <= drop && drop < s->wait_first + s->wait_count)
-      s->wait_count--;
-    else if (s->wait_first > drop)
-      s->wait_first--;
-  }
-  return q;
-}
-
 typedef struct {
   guint plans, waits_checked, binding;
 } Stats;
@@ -328,7 +309,7 @@ static void check_small(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats
 
   /* No redundant wait: dropping any one breaks P2. */
   for (guint32 w = 0; w < plan->waits->len; w++) {
-    g_autoptr(DrPlan) q = plan_copy_without_wait(plan, w);
+    g_autoptr(DrPlan) q = dr_test_plan_without_wait(plan, w);
     g_autoptr(GError) e2 = NULL;
     g_assert_false(dr_plan_check(q, &e2));
     g_assert_nonnull(e2);
