@@ -15,17 +15,9 @@
 #include "lib/load.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
 
 static FILE *devnull;
-
-static DrGraph *load_yaml(const char *name, const char *yaml) {
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(GError) error = NULL;
-  DrGraph *g = dr_load_string(name, yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
-  return g;
-}
 
 /* The pipeline of case `body` with `out` (s copied back) saved to `path`. */
 static char *pipeline(const char *path, const char *body) {
@@ -43,7 +35,6 @@ static char *pipeline(const char *path, const char *body) {
  * report's trips of loop 0 in *trips. */
 static char *run_bytes(const DrPlan *plan, const DrGraph *g, DrBackendKind backend, DrMode mode,
                        const char *path, gsize *len, guint64 *trips) {
-  g_autoptr(GError) error = NULL;
   DrRunOptions opts;
   dr_run_options_init(&opts, g);
   opts.backend = backend;
@@ -52,20 +43,9 @@ static char *run_bytes(const DrPlan *plan, const DrGraph *g, DrBackendKind backe
   opts.iterations = 2;
   opts.node_timing = DR_TIMING_OFF; /* no stamp nodes in the shapes */
   opts.host_output = devnull;
-  dr_fake_reset();
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
-  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
-  dr_fake_set_run_twins(FALSE);
-  dr_fake_set_replay_graphs(FALSE);
-  g_assert_no_error(error);
-  g_assert_nonnull(r);
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_autoptr(DrReport) r = NULL;
+  char *data = dr_fake_run_saved(plan, &opts, TRUE, path, len, &r);
   *trips = r->loops && r->loops->len ? g_array_index(r->loops, DrLoopReport, 0).trips_max : 0;
-  char *data = NULL;
-  g_assert_true(g_file_get_contents(path, &data, len, NULL));
-  g_unlink(path);
   return data;
 }
 
@@ -148,7 +128,7 @@ static void test_case(gconstpointer data) {
   if (tmp == NULL) tmp = g_get_tmp_dir();
   g_autofree char *path = g_build_filename(tmp, "condgraph.bin", NULL);
   g_autofree char *yaml = pipeline(path, c->body);
-  g_autoptr(DrGraph) g = load_yaml("cond.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("cond.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
@@ -180,7 +160,7 @@ static void test_width(void) {
                "\"s[0:1]\"}}\n"
                "      check: {op: kernel, kernel: set_while_gt_f32, args: {x: x, tol: 0.01, "
                "cond: go}}\n");
-  g_autoptr(DrGraph) g = load_yaml("width.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("width.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
@@ -220,7 +200,7 @@ static void test_faults(gconstpointer data) {
     memmove(out, out + strlen(", where: host"), strlen(out + strlen(", where: host")) + 1);
   }
   if (strcmp(which, "unroll") == 0) g_setenv("DAGRUN_WHILE_UNROLL", "3", TRUE);
-  g_autoptr(DrGraph) g = load_yaml("faults.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("faults.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
@@ -284,7 +264,7 @@ static void test_device_loop(void) {
       "  grow: {op: kernel, kernel: axpy_f32, args: {alpha: 0.5, x: x, y: s}}\n"
       "  keep: {op: copy, src: s, dst: out}\n",
       path);
-  g_autoptr(DrGraph) g = load_yaml("dl.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("dl.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
@@ -298,15 +278,8 @@ static void test_device_loop(void) {
   opts.warmup = 1;
   opts.iterations = 2;
   opts.host_output = devnull;
-  dr_fake_reset();
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
-  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
-  dr_fake_set_run_twins(FALSE);
-  dr_fake_set_replay_graphs(FALSE);
-  g_assert_no_error(error);
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_autoptr(DrReport) r = NULL;
+  g_autofree char *got = dr_fake_run_saved(plan, &opts, TRUE, path, &got_len, &r);
   g_assert_cmpstr(
       dr_fake_graph_shape(FALSE), ==,
       "memset stamp while{fill_f32 fill_f32 memset cond1 while{scale_f32 add_f32 set_while_gt_f32 cond} "
@@ -323,10 +296,6 @@ static void test_device_loop(void) {
   g_assert_cmpfloat(r->iter_makespan_us[1], ==, 1.0);
   g_assert_cmpuint(g_array_index(r->loops, DrLoopReport, 0).trips_max, ==, 9);
   g_assert_cmpuint(want_trips, ==, 9);
-  char *data = NULL;
-  g_assert_true(g_file_get_contents(path, &data, &got_len, NULL));
-  g_autofree char *got = data;
-  g_unlink(path);
   g_assert_cmpmem(got, got_len, want, want_len);
 }
 
@@ -339,7 +308,7 @@ static void test_unroll(void) {
   if (tmp == NULL) tmp = g_get_tmp_dir();
   g_autofree char *path = g_build_filename(tmp, "condgraph-unroll.bin", NULL);
   g_autofree char *yaml = pipeline(path, "  l:\n    op: loop\n    while: go\n    nodes:\n" WHILE_BODY);
-  g_autoptr(DrGraph) g = load_yaml("unroll.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("unroll.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
@@ -368,7 +337,7 @@ static void test_unroll(void) {
 static void test_refused(void) {
   const DrCudaApi *prev = dr_cuda_api_set(dr_fake_api());
   g_autofree char *yaml = pipeline("/dev/null", cases[0].body);
-  g_autoptr(DrGraph) g = load_yaml("old.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("old.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   DrRunOptions opts;

@@ -19,17 +19,9 @@
 #include "lib/load.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
 
 static FILE *devnull;
-
-static DrGraph *load_yaml(const char *name, const char *yaml) {
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(GError) error = NULL;
-  DrGraph *g = dr_load_string(name, yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
-  return g;
-}
 
 /* The saved bytes of z_host after one run of `g` (saved at `path`) on
  * `backend` in `mode`. */
@@ -44,20 +36,7 @@ static char *run_saved(DrGraph *g, DrBackendKind backend, DrMode mode, const cha
   opts.iterations = 2;
   opts.warmup = 1;
   opts.host_output = devnull;
-  dr_fake_reset();
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
-  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
-  dr_fake_set_run_twins(FALSE);
-  dr_fake_set_replay_graphs(FALSE);
-  g_assert_no_error(error);
-  g_assert_nonnull(r);
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
-  char *data = NULL;
-  g_assert_true(g_file_get_contents(path, &data, len, NULL));
-  g_unlink(path);
-  return data;
+  return dr_fake_run_saved(plan, &opts, TRUE, path, len, NULL);
 }
 
 static DrGraph *lib_graph(char **path) {
@@ -84,7 +63,7 @@ static DrGraph *lib_graph(char **path) {
       "  triple: {op: kernel, kernel: scale_f32, args: {x: y, alpha: 3.0, y: z}}\n"
       "  back: {op: copy, src: z, dst: z_host}\n",
       *path);
-  return load_yaml("hostfn.yaml", yaml);
+  return dr_fake_load_yaml("hostfn.yaml", yaml);
 }
 
 static void test_lib_data(void) {
@@ -118,13 +97,13 @@ static int count_fn(const DrHostFnArgs *a) {
 static void test_api_counts(void) {
   for (int m = 0; m < 2; m++) {
     g_autoptr(GError) error = NULL;
-    g_autoptr(DrGraph) g = load_yaml("count.yaml",
-                                     "dagrun: 1\n"
-                                     "buffers:\n"
-                                     "  d: {type: f32, count: 64, init: iota}\n"
-                                     "  h: {type: f32, count: 64, where: host}\n"
-                                     "nodes:\n"
-                                     "  down: {op: copy, src: d, dst: h}\n");
+    g_autoptr(DrGraph) g = dr_fake_load_yaml("count.yaml",
+                                             "dagrun: 1\n"
+                                             "buffers:\n"
+                                             "  d: {type: f32, count: 64, init: iota}\n"
+                                             "  h: {type: f32, count: 64, where: host}\n"
+                                             "nodes:\n"
+                                             "  down: {op: copy, src: d, dst: h}\n");
     /* What dr_pipeline_add_host_fn builds (lib/nodes.c), on the IR. */
     DrBuild b;
     g_autoptr(DrDiags) diags = dr_diags_new(0);
@@ -179,11 +158,11 @@ static int fail_second(const DrHostFnArgs *a) {
 static void test_failure(void) {
   for (int m = 0; m < 2; m++) {
     g_autoptr(GError) error = NULL;
-    g_autoptr(DrGraph) g = load_yaml("fail.yaml",
-                                     "dagrun: 1\n"
-                                     "buffers: {h: {type: f32, count: 8, where: host}}\n"
-                                     "nodes:\n"
-                                     "  z: {op: memset, dst: h, value: 0}\n");
+    g_autoptr(DrGraph) g = dr_fake_load_yaml("fail.yaml",
+                                             "dagrun: 1\n"
+                                             "buffers: {h: {type: f32, count: 8, where: host}}\n"
+                                             "nodes:\n"
+                                             "  z: {op: memset, dst: h, value: 0}\n");
     DrBuild b;
     g_autoptr(DrDiags) diags = dr_diags_new(0);
     dr_build_init(&b, g, diags);

@@ -37,6 +37,7 @@
 #include "report/report.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
 
 /* Two devices: a memset on device 0, a peer copy to device 1 (a
  * cross-device edge), a kernel there, a copy down to host, a checksum; and
@@ -110,14 +111,7 @@ static const char self_copy[] =
     "  down: {op: copy, src: b, dst: h}\n"
     "  sum: {op: host, fn: checksum, args: {buffer: h}}\n";
 
-static DrGraph *load(const char *yaml) {
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(GError) error = NULL;
-  DrGraph *g = dr_load_string("test.yaml", yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
-  return g;
-}
+static DrGraph *load(const char *yaml) { return dr_fake_load_yaml("test.yaml", yaml); }
 
 static DrPlan *plan(const DrGraph *g) {
   g_autoptr(GError) error = NULL;

@@ -19,6 +19,7 @@
 #include "lib/load.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
 
 /* ---- the injection: a log of what NVTX was told ---- */
 
@@ -122,10 +123,8 @@ static const char yaml[] =
     "  s3: {op: kernel, kernel: add_f32, args: {a: b, b: c, y: b}}\n";
 
 static void run(DrMode mode, guint32 warmup, guint32 iterations) {
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
   g_autoptr(GError) error = NULL;
-  g_autoptr(DrGraph) g = dr_load_string("nvtx.yaml", yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("nvtx.yaml", yaml);
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
   DrRunOptions opts;
