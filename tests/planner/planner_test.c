@@ -16,6 +16,7 @@
 #include "ir/plan.h"
 #include "report/report.h"
 #include "scheduler/planner.h"
+#include "tests/support/dag_reference.h"
 #include "tests/support/plan_edit.h"
 
 /* ---- graph building ----------------------------------------------------- */
@@ -187,73 +188,7 @@ static DrGraph *program_graph(GRand *r, guint32 max_n) {
   return g;
 }
 
-/* ---- slow references (n <= 64) ---------------------------------------- */
-
-/* reach[u] bit v: v is reachable from u by one or more edges. */
-static guint64 *closure(const DrGraph *g) {
-  guint32 n = g->nodes->len;
-  g_assert_cmpuint(n, <=, 64);
-  guint64 *reach = g_new0(guint64, MAX(n, 1));
-  gboolean changed = TRUE;
-  while (changed) {
-    changed = FALSE;
-    for (guint32 e = 0; e < g->edges->len; e++) {
-      const DrEdge *ed = dr_graph_edge(g, e);
-      guint64 next = reach[ed->from] | reach[ed->to] | (G_GUINT64_CONSTANT(1) << ed->to);
-      if (next != reach[ed->from]) reach[ed->from] = next, changed = TRUE;
-    }
-  }
-  return reach;
-}
-
-static gboolean comparable(const guint64 *reach, DrId a, DrId b) {
-  return ((reach[a] >> b) & 1) || ((reach[b] >> a) & 1);
-}
-
-/* Width of the nodes in `mask` under the closure: |mask| minus a maximum
- * matching of the comparability bipartite graph (Kuhn's algorithm). */
-static guint32 ref_width(const guint64 *reach, guint32 n, guint64 mask) {
-  gint32 match_right[64];
-  guint32 matched = 0, size = 0;
-  for (guint32 v = 0; v < 64; v++) match_right[v] = -1;
-  for (guint32 u = 0; u < n; u++) {
-    if (!((mask >> u) & 1)) continue;
-    size++;
-    /* Iterative augmenting-path search from u. */
-    gint32 parent_left[64], via_right[64];
-    guint64 seen = 0;
-    guint32 queue[64], head = 0, tail = 0;
-    gint32 found = -1;
-    queue[tail++] = u;
-    parent_left[u] = -1;
-    while (head < tail && found < 0) {
-      guint32 x = queue[head++];
-      for (guint32 v = 0; v < n && found < 0; v++) {
-        if (!((mask >> v) & 1) || !((reach[x] >> v) & 1) || ((seen >> v) & 1)) continue;
-        seen |= G_GUINT64_CONSTANT(1) << v;
-        via_right[v] = (gint32)x;
-        if (match_right[v] < 0) {
-          found = (gint32)v;
-        } else {
-          guint32 y = (guint32)match_right[v];
-          parent_left[y] = (gint32)v;
-          queue[tail++] = y;
-        }
-      }
-    }
-    if (found < 0) continue;
-    matched++;
-    /* Flip the path back to u. */
-    gint32 v = found;
-    while (v >= 0) {
-      guint32 x = (guint32)via_right[v];
-      gint32 prev_v = parent_left[x];
-      match_right[v] = (gint32)x;
-      v = prev_v;
-    }
-  }
-  return size - matched;
-}
+/* The slow references (n <= 64) are tests/support/dag_reference.h's. */
 
 /* ---- plan properties -------------------------------------------------- */
 
@@ -267,16 +202,16 @@ static void check_small(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats
   guint32 n = g->nodes->len;
   g_assert_true(dr_plan_check(plan, &error));
   g_assert_no_error(error);
-  g_autofree guint64 *reach = closure(g);
+  g_autofree guint64 *reach = dr_test_closure(g);
   guint64 all = n == 64 ? G_MAXUINT64 : (G_GUINT64_CONSTANT(1) << n) - 1;
 
   /* The width and its certificate. */
-  g_assert_cmpuint(plan->width, ==, ref_width(reach, n, all));
+  g_assert_cmpuint(plan->width, ==, dr_test_width(reach, n, all));
   g_assert_cmpuint(plan->antichain->len, ==, plan->width);
   for (guint32 i = 0; i < plan->antichain->len; i++)
     for (guint32 j = i + 1; j < plan->antichain->len; j++)
-      g_assert_false(comparable(reach, g_array_index(plan->antichain, DrId, i),
-                                g_array_index(plan->antichain, DrId, j)));
+      g_assert_false(dr_test_comparable(reach, g_array_index(plan->antichain, DrId, i),
+                                        g_array_index(plan->antichain, DrId, j)));
 
   /* Stream count: the sum of class widths, unless the cap binds. */
   guint32 class_width_sum = 0, n_classes = 0;
@@ -286,7 +221,7 @@ static void check_small(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats
       if (dr_graph_node(g, v)->priority == p) mask |= G_GUINT64_CONSTANT(1) << v;
     if (mask == 0) continue;
     n_classes++;
-    class_width_sum += ref_width(reach, n, mask);
+    class_width_sum += dr_test_width(reach, n, mask);
   }
   g_assert_cmpuint(plan->cap_binds, ==, class_width_sum > plan->cap);
   if (cap > 0) g_assert_cmpuint(plan->cap, ==, MAX(cap, n_classes));
@@ -296,7 +231,7 @@ static void check_small(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats
     /* No ordering the DAG does not imply: one stream is one chain. */
     for (DrId a = 0; a < n; a++)
       for (DrId b = a + 1; b < n; b++)
-        if (plan->node_stream[a] == plan->node_stream[b]) g_assert_true(comparable(reach, a, b));
+        if (plan->node_stream[a] == plan->node_stream[b]) g_assert_true(dr_test_comparable(reach, a, b));
   } else {
     stats->binding++;
     g_assert_cmpuint(plan->streams->len, <=, plan->cap);
