@@ -18,6 +18,7 @@
 #include "scheduler/planner.h"
 #include "tests/support/dag_reference.h"
 #include "tests/support/plan_edit.h"
+#include "tests/support/golden.h"
 
 /* ---- graph building ----------------------------------------------------- */
 
@@ -472,25 +473,6 @@ static DrGraph *six_chains(void) {
   return g;
 }
 
-static char *golden_path(const char *name) {
-  const char *ws = g_getenv("BUILD_WORKSPACE_DIRECTORY");
-  return g_build_filename(ws && g_getenv("DAGRUN_REGEN") ? ws : ".", "tests/planner/golden", name, NULL);
-}
-
-static void check_golden(const char *name, const char *actual) {
-  g_autofree char *path = golden_path(name);
-  if (g_getenv("DAGRUN_REGEN")) {
-    g_autoptr(GError) error = NULL;
-    g_assert_true(g_file_set_contents(path, actual, -1, &error));
-    return;
-  }
-  g_autofree char *expected = NULL;
-  g_autoptr(GError) error = NULL;
-  if (!g_file_get_contents(path, &expected, NULL, &error))
-    g_error("%s: %s (DAGRUN_REGEN=1 bazel run //tests/planner:planner writes it)", path, error->message);
-  g_assert_cmpstr(actual, ==, expected);
-}
-
 typedef DrGraph *(*GraphMaker)(void);
 typedef struct {
   const char *name;
@@ -519,9 +501,9 @@ static void test_golden(gconstpointer data) {
   g_autofree char *t = g_strdup_printf("%s.plan.expected", gd->name);
   g_autofree char *j = g_strdup_printf("%s.json.expected", gd->name);
   g_autofree char *d = g_strdup_printf("%s.dot.expected", gd->name);
-  check_golden(t, text->str);
-  check_golden(j, json->str);
-  check_golden(d, dot->str);
+  dr_test_check_golden("tests/planner/golden", "//tests/planner:planner", t, text->str);
+  dr_test_check_golden("tests/planner/golden", "//tests/planner:planner", j, json->str);
+  dr_test_check_golden("tests/planner/golden", "//tests/planner:planner", d, dot->str);
 }
 
 static void test_diamond_exact(void) {
