@@ -17,8 +17,6 @@
 #include "tests/fault/fake_cuda.h"
 #include "tests/fault/fake_run.h"
 
-static FILE *devnull;
-
 /* The pipeline of case `body` with `out` (s copied back) saved to `path`. */
 static char *pipeline(const char *path, const char *body) {
   return g_strdup_printf(
@@ -35,14 +33,9 @@ static char *pipeline(const char *path, const char *body) {
  * report's trips of loop 0 in *trips. */
 static char *run_bytes(const DrPlan *plan, const DrGraph *g, DrBackendKind backend, DrMode mode,
                        const char *path, gsize *len, guint64 *trips) {
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
+  /* no stamp nodes in the shapes */
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_OFF, 1, 2);
   opts.backend = backend;
-  opts.mode = mode;
-  opts.warmup = 1;
-  opts.iterations = 2;
-  opts.node_timing = DR_TIMING_OFF; /* no stamp nodes in the shapes */
-  opts.host_output = devnull;
   g_autoptr(DrReport) r = NULL;
   char *data = dr_fake_run_saved(plan, &opts, TRUE, path, len, &r);
   *trips = r->loops && r->loops->len ? g_array_index(r->loops, DrLoopReport, 0).trips_max : 0;
@@ -204,13 +197,7 @@ static void test_faults(gconstpointer data) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = DR_MODE_GRAPH;
-  opts.warmup = 0;
-  opts.iterations = 1;
-  opts.host_output = devnull;
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
   dr_fake_reset();
   g_autoptr(DrReport) clean = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -271,13 +258,7 @@ static void test_device_loop(void) {
   gsize want_len = 0, got_len = 0;
   guint64 want_trips = 0;
   g_autofree char *want = run_bytes(plan, g, DR_BACKEND_HOST, DR_MODE_STREAMS, path, &want_len, &want_trips);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = DR_MODE_GRAPH;
-  opts.warmup = 1;
-  opts.iterations = 2;
-  opts.host_output = devnull;
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 1, 2);
   g_autoptr(DrReport) r = NULL;
   g_autofree char *got = dr_fake_run_saved(plan, &opts, TRUE, path, &got_len, &r);
   g_assert_cmpstr(
@@ -340,11 +321,7 @@ static void test_refused(void) {
   g_autoptr(DrGraph) g = dr_fake_load_yaml("old.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = DR_MODE_GRAPH;
-  opts.host_output = devnull;
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, g->run.warmup, g->run.iterations);
   dr_fake_reset();
   g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
   g_assert_null(r);
@@ -356,7 +333,6 @@ static void test_refused(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
-  devnull = fopen("/dev/null", "w");
   dr_cuda_api_set(dr_fake_api_graph_nodes());
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *name = g_strdup_printf("/fault/condgraph/%s", cases[i].name);
@@ -370,6 +346,5 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/condgraph/unroll", test_unroll);
   g_test_add_func("/fault/condgraph/refused", test_refused);
   int rc = g_test_run();
-  fclose(devnull);
   return rc;
 }

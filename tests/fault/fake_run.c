@@ -4,6 +4,7 @@
 #include "tests/fault/fake_run.h"
 
 #include <glib/gstdio.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backends/cuda_api.h"
@@ -17,6 +18,22 @@ DrGraph *dr_fake_load_yaml(const char *name, const char *yaml) {
   g_assert_no_error(error);
   g_assert_nonnull(g);
   return g;
+}
+
+DrRunOptions dr_fake_run_options(const DrGraph *g, DrMode mode, DrTimingMode timing, guint32 warmup,
+                                 guint32 iterations) {
+  static FILE *devnull; /* one for the process, never closed */
+  if (devnull == NULL) devnull = fopen("/dev/null", "w");
+  g_assert_nonnull(devnull);
+  DrRunOptions opts;
+  dr_run_options_init(&opts, g);
+  opts.backend = DR_BACKEND_CUDA;
+  opts.mode = mode;
+  opts.node_timing = timing;
+  opts.warmup = warmup;
+  opts.iterations = iterations;
+  opts.host_output = devnull;
+  return opts;
 }
 
 char *dr_fake_run_saved(const DrPlan *plan, const DrRunOptions *opts, gboolean replay_graphs,

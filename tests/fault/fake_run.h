@@ -20,6 +20,12 @@
  * must load, with no error. The caller owns the graph. */
 DrGraph *dr_fake_load_yaml(const char *name, const char *yaml);
 
+/* Options for a run of `g` on the fake: the CUDA backend in `mode` with
+ * `timing`, `warmup` + `iterations` iterations, what host nodes print
+ * discarded (written to /dev/null). */
+DrRunOptions dr_fake_run_options(const DrGraph *g, DrMode mode, DrTimingMode timing, guint32 warmup,
+                                 guint32 iterations);
+
 /* Runs `plan` with `opts` after dr_fake_reset, with the kernels' host
  * twins running and, when `replay_graphs`, captured graphs replayed node
  * by node (both off again after), and asserts the run succeeded, left

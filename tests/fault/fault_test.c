@@ -651,21 +651,6 @@ static void test_sweep(gconstpointer data) {
   sweep(s, c->fault);
 }
 
-/* Options for a run of `g` on the fake: the CUDA backend in `mode` with
- * `timing`, `warmup` + `iterations` iterations, host output discarded. */
-static DrRunOptions fake_run_options(const DrGraph *g, DrMode mode, DrTimingMode timing, guint32 warmup,
-                                     guint32 iterations) {
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = mode;
-  opts.node_timing = timing;
-  opts.warmup = warmup;
-  opts.iterations = iterations;
-  opts.host_output = devnull;
-  return opts;
-}
-
 /* The `save:` pipeline: x (iota) scaled into y on the device, copied to
  * the host buffer back; y and back are saved under TEST_TMPDIR. */
 static DrGraph *save_graph(char **dev_path, char **host_path) {
@@ -731,7 +716,7 @@ static void test_sync_fault_reported(gconstpointer data) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts = fake_run_options(g, c->mode, DR_TIMING_AUTO, 1, 2);
+  DrRunOptions opts = dr_fake_run_options(g, c->mode, DR_TIMING_AUTO, 1, 2);
   opts.verify = TRUE;
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
@@ -794,7 +779,7 @@ static void test_pipelined(gconstpointer data) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts = fake_run_options(g, c->mode, c->timing, 1, 3);
+  DrRunOptions opts = dr_fake_run_options(g, c->mode, c->timing, 1, 3);
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -839,7 +824,7 @@ static void test_measured_high(gconstpointer data) {
     g_autoptr(GError) error = NULL;
     g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
     g_assert_no_error(error);
-    DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 2);
+    DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 2);
     dr_fake_reset();
     dr_fake_set_move_data(FALSE);
     DrReport *r = dr_run(plan, &opts, &error);
@@ -871,7 +856,7 @@ static void test_measured_high(gconstpointer data) {
   api.cudaMemPoolGetAttribute = NULL;
   api.cudaDeviceGetGraphMemAttribute = NULL;
   const DrCudaApi *prev = dr_cuda_api_set(&api);
-  DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 1);
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 1);
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -908,7 +893,7 @@ static void test_reuse_aliases(gconstpointer data) {
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(plan->n_shared, ==, 1);
-  DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 2);
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 2);
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -938,7 +923,7 @@ static void test_measured_reset(void) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts = fake_run_options(g, DR_MODE_STREAMS, DR_TIMING_EVENTS, 1, 1);
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_STREAMS, DR_TIMING_EVENTS, 1, 1);
   dr_fake_reset();
   /* An allocation outside the run, made and given back on a stream of the
    * fake's own: it raises the pool's mark. */
@@ -980,7 +965,7 @@ static void test_profiler_range(gconstpointer data) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_STAMPS, WARMUP, ITERATIONS);
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_STAMPS, WARMUP, ITERATIONS);
   opts.verify = TRUE;
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
@@ -1115,7 +1100,7 @@ static const char pdl_yaml[] =
  * the fake's counters stay for the caller. */
 static void pdl_run(const DrPlan *plan, const DrGraph *g, const PdlCase *c) {
   g_autoptr(GError) error = NULL;
-  DrRunOptions opts = fake_run_options(g, c->mode, c->timing, 0, 1);
+  DrRunOptions opts = dr_fake_run_options(g, c->mode, c->timing, 0, 1);
   if (c->env) g_setenv("DAGRUN_PDL", c->env, TRUE);
   if (c->graph_env) g_setenv("DAGRUN_GRAPH_PDL", c->graph_env, TRUE);
   if (c->stamps_inline) g_setenv("DAGRUN_STAMPS_INLINE", "1", TRUE);
@@ -1169,7 +1154,7 @@ static void test_graph_priority(gconstpointer data) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts = fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_STAMPS, 0, 1);
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_STAMPS, 0, 1);
   if (env) g_setenv("DAGRUN_GRAPH_PRIORITY", env, TRUE);
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
@@ -1267,7 +1252,7 @@ static void test_fake_data(void) {
  * `plan` on `backend` in `mode`, through the fake with the twins running. */
 static char *loop_run(const DrPlan *plan, const DrGraph *g, DrBackendKind backend, DrMode mode,
                       const char *path, gsize *len) {
-  DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_AUTO, 1, 2);
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_AUTO, 1, 2);
   opts.backend = backend;
   return dr_fake_run_saved(plan, &opts, FALSE, path, len, NULL);
 }
@@ -1326,7 +1311,7 @@ static void test_fake_loops(void) {
       g_assert_cmpuint(dr_fake_kernel_launches(), ==, 2 + 3 * (1 + 2));
       continue;
     }
-    DrRunOptions opts = fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
+    DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
     dr_fake_reset();
     g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
     g_assert_null(r);
@@ -1345,7 +1330,7 @@ static void test_fake_loops(void) {
                         "nodes:\n  s: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: x}}\n");
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(d, NULL, &error);
-  DrRunOptions opts = fake_run_options(d, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
+  DrRunOptions opts = dr_fake_run_options(d, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
   dr_fake_reset();
   g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
   g_assert_null(r);
@@ -1380,7 +1365,7 @@ static void test_fake_pageable(void) {
   const GArray *trace = dr_fake_trace();
   for (guint i = 0; i < trace->len; i++)
     g_assert_cmpstr(g_array_index(trace, DrFakeCall, i).name, !=, "cudaMallocHost");
-  DrRunOptions opts = fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
   dr_fake_reset();
   g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
   g_assert_null(r);

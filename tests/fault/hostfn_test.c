@@ -21,21 +21,14 @@
 #include "tests/fault/fake_cuda.h"
 #include "tests/fault/fake_run.h"
 
-static FILE *devnull;
-
 /* The saved bytes of z_host after one run of `g` (saved at `path`) on
  * `backend` in `mode`. */
 static char *run_saved(DrGraph *g, DrBackendKind backend, DrMode mode, const char *path, gsize *len) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_AUTO, 1, 2);
   opts.backend = backend;
-  opts.mode = mode;
-  opts.iterations = 2;
-  opts.warmup = 1;
-  opts.host_output = devnull;
   return dr_fake_run_saved(plan, &opts, TRUE, path, len, NULL);
 }
 
@@ -126,13 +119,7 @@ static void test_api_counts(void) {
     g_assert_cmpuint(dr_diags_n_errors(diags), ==, 0);
     g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
     g_assert_no_error(error);
-    DrRunOptions opts;
-    dr_run_options_init(&opts, g);
-    opts.backend = DR_BACKEND_CUDA;
-    opts.mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
-    opts.iterations = 3;
-    opts.warmup = 2;
-    opts.host_output = devnull;
+    DrRunOptions opts = dr_fake_run_options(g, m ? DR_MODE_GRAPH : DR_MODE_STREAMS, DR_TIMING_AUTO, 2, 3);
     dr_fake_reset();
     dr_fake_set_replay_graphs(TRUE);
     g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
@@ -175,13 +162,7 @@ static void test_failure(void) {
     dr_build_clear(&b);
     g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
     g_assert_no_error(error);
-    DrRunOptions opts;
-    dr_run_options_init(&opts, g);
-    opts.backend = DR_BACKEND_CUDA;
-    opts.mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
-    opts.iterations = 3;
-    opts.warmup = 1;
-    opts.host_output = devnull;
+    DrRunOptions opts = dr_fake_run_options(g, m ? DR_MODE_GRAPH : DR_MODE_STREAMS, DR_TIMING_AUTO, 1, 3);
     dr_fake_reset();
     dr_fake_set_replay_graphs(TRUE);
     DrReport *r = dr_run(plan, &opts, &error);
@@ -202,12 +183,7 @@ static void test_sweep(void) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.iterations = 1;
-  opts.warmup = 0;
-  opts.host_output = devnull;
+  DrRunOptions opts = dr_fake_run_options(g, g->run.mode, DR_TIMING_AUTO, 0, 1);
   dr_fake_reset();
   g_autoptr(DrReport) ok = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -237,7 +213,6 @@ static void test_sweep(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
-  devnull = fopen("/dev/null", "w");
   dr_cuda_api_set(dr_fake_api());
   const char *srcdir = g_getenv("TEST_SRCDIR");
   if (!g_file_test("examples", G_FILE_TEST_IS_DIR) && srcdir) {
@@ -249,6 +224,5 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/hostfn/failure", test_failure);
   g_test_add_func("/fault/hostfn/sweep", test_sweep);
   int rc = g_test_run();
-  fclose(devnull);
   return rc;
 }

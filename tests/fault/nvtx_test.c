@@ -127,13 +127,7 @@ static void run(DrMode mode, guint32 warmup, guint32 iterations) {
   g_autoptr(DrGraph) g = dr_fake_load_yaml("nvtx.yaml", yaml);
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = mode;
-  opts.node_timing = DR_TIMING_STAMPS;
-  opts.warmup = warmup;
-  opts.iterations = iterations;
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_STAMPS, warmup, iterations);
   dr_fake_reset();
   g_string_truncate(rec.log, 0);
   rec.stream_names = 0;
