@@ -56,6 +56,11 @@ char *dr_fake_run_saved(const DrPlan *plan, const DrRunOptions *opts, gboolean r
   return data;
 }
 
+const DrFakeCall *dr_fake_faulted_call(void) {
+  gint64 at = dr_fake_fault_index();
+  return at >= 0 ? &g_array_index(dr_fake_trace(), DrFakeCall, at) : NULL;
+}
+
 guint dr_fake_count_calls(guint from, const char *name) {
   const GArray *t = dr_fake_trace();
   guint n = 0;

@@ -15,6 +15,7 @@
 #include "backends/run.h"
 #include "ir/graph.h"
 #include "ir/plan.h"
+#include "tests/fault/fake_cuda.h"
 
 /* Loads pipeline text `yaml` as the file `name` (for its locations); it
  * must load, with no error. The caller owns the graph. */
@@ -35,6 +36,10 @@ DrRunOptions dr_fake_run_options(const DrGraph *g, DrMode mode, DrTimingMode tim
  * (the caller frees it), else it is freed. */
 char *dr_fake_run_saved(const DrPlan *plan, const DrRunOptions *opts, gboolean replay_graphs,
                         const char *path, gsize *len, DrReport **report);
+
+/* The call in the fake's trace that the armed fault failed, or NULL when
+ * it has not fired. Borrowed: valid until the next call of the fake. */
+const DrFakeCall *dr_fake_faulted_call(void);
 
 /* The calls named `name` in the fake's trace from index `from` on. */
 guint dr_fake_count_calls(guint from, const char *name);

@@ -1041,9 +1041,8 @@ static void test_runner(gconstpointer data) {
     } else if (rep != NULL) {
       /* Only a failed release (a destroy, whose error has nothing to
        * undo) may leave the run whole. */
-      gint64 at = dr_fake_fault_index();
-      g_assert_cmpint(at, >=, 0);
-      const DrFakeCall *fc = &g_array_index(dr_fake_trace(), DrFakeCall, at);
+      const DrFakeCall *fc = dr_fake_faulted_call();
+      g_assert_nonnull(fc);
       if (!fc->release) g_error("fault point %" G_GUINT64_FORMAT " (%s) was not reported", fail_at, fc->name);
       failed_release = TRUE;
       dr_run_report_free(rep);

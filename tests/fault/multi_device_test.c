@@ -559,8 +559,7 @@ static void test_sweep(gconstpointer data) {
       dr_fake_arm(at, (DrFault)k);
       g_autoptr(GError) error = NULL;
       g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, sc->mode, sc->timing, FALSE, 2, &error);
-      gint64 fi = dr_fake_fault_index();
-      const DrFakeCall *c = fi >= 0 ? &g_array_index(dr_fake_trace(), DrFakeCall, fi) : NULL;
+      const DrFakeCall *c = dr_fake_faulted_call();
       g_autoptr(GString) live = g_string_new(NULL);
       dr_fake_describe_live(live);
       gconstpointer only = NULL;
