@@ -1042,24 +1042,28 @@ static cudaError_t fake_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t strea
   return cudaSuccess;
 }
 
+/* The release of handle `h` by `call`, past its gate: a live object of
+ * `kind` is released; anything else is a misuse ("not a live `what`")
+ * answered with `bad`. */
+static cudaError_t release_obj(const char *call, gpointer h, DrFakeKind kind, const char *what,
+                               cudaError_t bad, Gate gate) {
+  if (obj_find(h, kind) == NULL) {
+    misuse("%s: %p is not a live %s", call, h, what);
+    return finish(bad);
+  }
+  obj_release(h);
+  return gate.rc;
+}
+
 static cudaError_t fake_cudaGraphExecDestroy(cudaGraphExec_t exec) {
   GATE("cudaGraphExecDestroy", exec, TRUE, TRUE);
-  if (obj_find(exec, DR_FAKE_GRAPH_EXEC) == NULL) {
-    misuse("cudaGraphExecDestroy: %p is not a live graph exec", (void *)exec);
-    return finish(cudaErrorInvalidValue);
-  }
-  obj_release(exec);
-  return gate.rc;
+  return release_obj("cudaGraphExecDestroy", exec, DR_FAKE_GRAPH_EXEC, "graph exec", cudaErrorInvalidValue,
+                     gate);
 }
 
 static cudaError_t fake_cudaGraphDestroy(cudaGraph_t graph) {
   GATE("cudaGraphDestroy", graph, TRUE, TRUE);
-  if (obj_find(graph, DR_FAKE_GRAPH) == NULL) {
-    misuse("cudaGraphDestroy: %p is not a live graph", (void *)graph);
-    return finish(cudaErrorInvalidValue);
-  }
-  obj_release(graph);
-  return gate.rc;
+  return release_obj("cudaGraphDestroy", graph, DR_FAKE_GRAPH, "graph", cudaErrorInvalidValue, gate);
 }
 
 /* ---- libraries and user kernels ---------------------------------------------- */
@@ -1086,12 +1090,8 @@ static cudaError_t fake_cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t
 
 static cudaError_t fake_cudaLibraryUnload(cudaLibrary_t lib) {
   GATE("cudaLibraryUnload", lib, TRUE, TRUE);
-  if (obj_find(lib, DR_FAKE_LIBRARY) == NULL) {
-    misuse("cudaLibraryUnload: %p is not a live library", (void *)lib);
-    return finish(cudaErrorInvalidResourceHandle);
-  }
-  obj_release(lib);
-  return gate.rc;
+  return release_obj("cudaLibraryUnload", lib, DR_FAKE_LIBRARY, "library", cudaErrorInvalidResourceHandle,
+                     gate);
 }
 
 static cudaError_t fake_cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shared,
