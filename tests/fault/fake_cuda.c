@@ -782,6 +782,19 @@ static cudaError_t fake_cudaDeviceSetGraphMemAttribute(int device, enum cudaGrap
   return finish(device_valid(device) ? cudaSuccess : cudaErrorInvalidDevice);
 }
 
+/* A checked copy's effect: the bytes move now, or a capture records a
+ * memcpy node that a replay performs. */
+static cudaError_t copy_or_capture(void *dst, const void *src, size_t count, cudaStream_t stream) {
+  if (fake.capture_stream == NULL && !fake.dry && count) memmove(dst, src, count);
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeMemcpy);
+  if (n) {
+    n->dst = dst;
+    n->src = src;
+    n->count = count;
+  }
+  return cudaSuccess;
+}
+
 static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                                         cudaStream_t stream) {
   GATE_RECORD("cudaMemcpyAsync", stream, FALSE, FALSE, current()->size = count);
@@ -799,14 +812,7 @@ static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count
            mem_device(dst));
     return finish(cudaErrorInvalidValue);
   }
-  if (fake.capture_stream == NULL && !fake.dry && count) memmove(dst, src, count);
-  FakeNode *n = capture_node(stream, cudaGraphNodeTypeMemcpy);
-  if (n) {
-    n->dst = dst;
-    n->src = src;
-    n->count = count;
-  }
-  return cudaSuccess;
+  return copy_or_capture(dst, src, count, stream);
 }
 
 static cudaError_t fake_cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device,
@@ -824,14 +830,7 @@ static cudaError_t fake_cudaMemcpyPeerAsync(void *dst, int dst_device, const voi
            dst_device, mem_device(src), src_device);
     return finish(cudaErrorInvalidValue);
   }
-  if (fake.capture_stream == NULL && !fake.dry && count) memmove(dst, src, count);
-  FakeNode *n = capture_node(stream, cudaGraphNodeTypeMemcpy);
-  if (n) {
-    n->dst = dst;
-    n->src = src;
-    n->count = count;
-  }
-  return cudaSuccess;
+  return copy_or_capture(dst, src, count, stream);
 }
 
 static cudaError_t fake_cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream) {
