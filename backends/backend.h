@@ -235,8 +235,12 @@ static inline void *dr__slice_ptr(const DrGraph *graph, void *const *bases, cons
 /* The node's accesses, the i-th one. */
 #define dr__node_access(g, n, i) dr_graph_access((g), (n)->access_first + (i))
 
-/* For copy nodes: the read (src) and written (dst) access. */
-void dr__copy_accesses(const DrGraph *graph, const DrNode *node, const DrAccess **src, const DrAccess **dst);
+/* For copy nodes: the read (src) and written (dst) access (the IR's
+ * dr_graph_copy_ends, under the name the backends use). */
+static inline void dr__copy_accesses(const DrGraph *graph, const DrNode *node, const DrAccess **src,
+                                     const DrAccess **dst) {
+  dr_graph_copy_ends(graph, node, src, dst);
+}
 
 G_END_DECLS
 

@@ -256,17 +256,6 @@ gboolean dr__buffer_init(const DrGraph *graph, DrId buffer, void *dst, GError **
 
 /* ---- node helpers ------------------------------------------------------ */
 
-void dr__copy_accesses(const DrGraph *graph, const DrNode *node, const DrAccess **src, const DrAccess **dst) {
-  *src = *dst = NULL;
-  for (guint32 i = 0; i < node->access_count; i++) {
-    const DrAccess *a = dr__node_access(graph, node, i);
-    if (a->mode == DR_ACCESS_READ && *src == NULL)
-      *src = a;
-    else if (dr_access_writes(a->mode) && *dst == NULL)
-      *dst = a;
-  }
-}
-
 static gboolean elem_is_float(DrElemType t) {
   return t == DR_ELEM_F16 || t == DR_ELEM_BF16 || t == DR_ELEM_F32 || t == DR_ELEM_F64;
 }

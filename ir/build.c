@@ -500,6 +500,24 @@ DrId dr_build_add_buffer(DrBuild *b, const DrBuffer *buf) {
   return id;
 }
 
+void dr_build_check_whole_run_buffers(const DrGraph *g, DrDiags *diags) {
+  for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
+    const DrBuffer *b = dr_graph_buffer(g, i);
+    DrId life = b->alloc_node != DR_NONE ? b->alloc_node : b->free_node;
+    if (life == DR_NONE || (b->init == DR_INIT_NONE && b->save_path == NULL && b->verify == DR_VERIFY_EXACT))
+      continue;
+    const DrNode *n = dr_graph_node(g, life);
+    dr_diags_error(diags, b->loc,
+                   "buffer '%s': '%s' needs a buffer that lives for the whole run, but node '%s' %s it",
+                   b->name,
+                   b->init != DR_INIT_NONE ? "init"
+                   : b->save_path != NULL  ? "save"
+                                           : "verify",
+                   n->id, n->op == DR_OP_ALLOC ? "allocates" : "frees");
+    dr_diags_note(diags, n->loc, "node '%s' is here", n->id);
+  }
+}
+
 /* Checks parameter i of `params` against the ones before it; `owner`:
  * "kernel 'k'" or "host function 'f'". */
 static gboolean param_ok(DrBuild *b, const char *owner, const DrParam *params, guint32 i, DrLoc loc) {

@@ -216,6 +216,12 @@ gboolean dr_build_buffer_count_ok(DrBuild *b, const char *name, DrElemType type,
 gboolean dr_build_buffer_tolerance_ok(DrBuild *b, const char *name, const char *key, double v, DrLoc loc);
 /* Adds `buf` (name-checked) at buf->loc; DR_NONE after "duplicate buffer". */
 DrId dr_build_add_buffer(DrBuild *b, const DrBuffer *buf);
+/* Reports into `diags` each buffer with `init:`, `save:` or a `verify:`
+ * other than the default exact (each needs the buffer for the whole run)
+ * that an alloc or free node makes stream-ordered, with a note at that
+ * node. Run once every node is known: by the parser after the nodes, by
+ * the library's validation for pipelines built by calls. */
+void dr_build_check_whole_run_buffers(const DrGraph *g, DrDiags *diags);
 
 /* Checks a kernel declaration's parameters (names, repeats, scalar types,
  * the grid rule's parameter) and adds it. param_locs (one per parameter,

@@ -456,18 +456,25 @@ DrId dr_graph_copy_pageable(const DrGraph *graph, DrId v) {
   return DR_NONE;
 }
 
+void dr_graph_copy_ends(const DrGraph *graph, const DrNode *node, const DrAccess **src,
+                        const DrAccess **dst) {
+  *src = *dst = NULL;
+  for (guint32 i = 0; i < node->access_count; i++) {
+    const DrAccess *a = dr_graph_access(graph, node->access_first + i);
+    if (a->mode == DR_ACCESS_READ && *src == NULL)
+      *src = a;
+    else if (dr_access_writes(a->mode) && *dst == NULL)
+      *dst = a;
+  }
+}
+
 gboolean dr_graph_copy_is_peer(const DrGraph *graph, DrId v, gint32 *src_dev, gint32 *dst_dev) {
   const DrNode *n = dr_graph_node(graph, v);
   if (n->op != DR_OP_COPY) return FALSE;
-  DrId src = DR_NONE, dst = DR_NONE;
-  for (guint32 i = 0; i < n->access_count; i++) {
-    const DrAccess *a = dr_graph_access(graph, n->access_first + i);
-    if (a->mode == DR_ACCESS_READ && src == DR_NONE)
-      src = a->buffer;
-    else if (a->mode != DR_ACCESS_READ && dst == DR_NONE)
-      dst = a->buffer;
-  }
-  if (src == DR_NONE || dst == DR_NONE) return FALSE;
+  const DrAccess *from, *to;
+  dr_graph_copy_ends(graph, n, &from, &to);
+  if (from == NULL || to == NULL) return FALSE;
+  DrId src = from->buffer, dst = to->buffer;
   gint32 s = dr_graph_buffer_device(graph, src), d = dr_graph_buffer_device(graph, dst);
   if (s < 0 || d < 0) return FALSE;
   if (s == d && !(dr_graph_buffer(graph, src)->device_set && dr_graph_buffer(graph, dst)->device_set))

@@ -528,6 +528,10 @@ gboolean dr_graph_copy_is_peer(const DrGraph *graph, DrId v, gint32 *src_dev, gi
 /* The first `where: pageable` buffer copy node v reads or writes; DR_NONE
  * when it touches none, or v is not a copy. */
 DrId dr_graph_copy_pageable(const DrGraph *graph, DrId v);
+/* A copy node's two ends: *src its first read access, *dst its first
+ * written one (borrowed from the graph), each NULL when it has none (a
+ * node that is not a copy may have neither). */
+void dr_graph_copy_ends(const DrGraph *graph, const DrNode *node, const DrAccess **src, const DrAccess **dst);
 /* The release threshold of `device`: its memory.release_threshold entry,
  * else the run's; *set: whether either was given. */
 guint64 dr_graph_release_threshold(const DrGraph *graph, gint32 device, gboolean *set);

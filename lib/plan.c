@@ -8,26 +8,6 @@
 #include "lib/settings.h"
 #include "scheduler/predict.h"
 
-/* The parser's check that init/save buffers live for the whole run
- * (parser/parser.c does it for YAML once all nodes are known). */
-static void check_whole_run_buffers(const DrGraph *g, DrDiags *diags) {
-  for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
-    const DrBuffer *b = dr_graph_buffer(g, i);
-    DrId life = b->alloc_node != DR_NONE ? b->alloc_node : b->free_node;
-    if (life == DR_NONE || (b->init == DR_INIT_NONE && b->save_path == NULL && b->verify == DR_VERIFY_EXACT))
-      continue;
-    const DrNode *n = dr_graph_node(g, life);
-    dr_diags_error(diags, b->loc,
-                   "buffer '%s': '%s' needs a buffer that lives for the whole run, but node '%s' %s it",
-                   b->name,
-                   b->init != DR_INIT_NONE ? "init"
-                   : b->save_path != NULL  ? "save"
-                                           : "verify",
-                   n->id, n->op == DR_OP_ALLOC ? "allocates" : "frees");
-    dr_diags_note(diags, n->loc, "node '%s' is here", n->id);
-  }
-}
-
 gboolean dr_pipeline_validate(DrPipeline *pipeline, GError **error) {
   CHECK_ARGS(pipeline, error);
   if (pipeline->failed != NULL) {
@@ -36,7 +16,7 @@ gboolean dr_pipeline_validate(DrPipeline *pipeline, GError **error) {
   }
   if (pipeline->frozen) return TRUE;
   g_autoptr(DrDiags) diags = dr_diags_new(0);
-  check_whole_run_buffers(pipeline->graph, diags);
+  dr_build_check_whole_run_buffers(pipeline->graph, diags);
   if (dr_diags_n_errors(diags) == 0 && dr__pipeline_checks(pipeline->graph, diags))
     dr_passes_run(pipeline->graph, diags);
   if (!dr_diags_to_error(diags, &pipeline->failed)) {

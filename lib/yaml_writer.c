@@ -324,14 +324,8 @@ static void write_node_value(const DrGraph *g, DrId id, gsize scope, GString *ou
       break;
     }
     case DR_OP_COPY: {
-      const DrAccess *src = NULL, *dst = NULL;
-      for (guint32 i = 0; i < n->access_count; i++) {
-        const DrAccess *a = dr_graph_access(g, n->access_first + i);
-        if (a->mode == DR_ACCESS_READ && src == NULL)
-          src = a;
-        else if (dr_access_writes(a->mode) && dst == NULL)
-          dst = a;
-      }
+      const DrAccess *src, *dst;
+      dr_graph_copy_ends(g, n, &src, &dst);
       g_string_append(out, ", src: ");
       put_slice(out, g, src);
       g_string_append(out, ", dst: ");

@@ -190,24 +190,6 @@ static gssize find_top_key(const char *yaml, gsize len, const char *key) {
   return -1;
 }
 
-static void check_whole_run_buffers(DrParse *p) {
-  for (DrId i = 0; i < dr_graph_n_buffers(p->g); i++) {
-    const DrBuffer *b = dr_graph_buffer(p->g, i);
-    DrId life = b->alloc_node != DR_NONE ? b->alloc_node : b->free_node;
-    if (life == DR_NONE || (b->init == DR_INIT_NONE && b->save_path == NULL && b->verify == DR_VERIFY_EXACT))
-      continue;
-    const DrNode *n = dr_graph_node(p->g, life);
-    dr_diags_error(p->diags, b->loc,
-                   "buffer '%s': '%s' needs a buffer that lives for the whole run, but node '%s' %s it",
-                   b->name,
-                   b->init != DR_INIT_NONE ? "init"
-                   : b->save_path != NULL  ? "save"
-                                           : "verify",
-                   n->id, n->op == DR_OP_ALLOC ? "allocates" : "frees");
-    dr_diags_note(p->diags, n->loc, "node '%s' is here", n->id);
-  }
-}
-
 static void parse_root_tree(DrParse *p, Top *top, DrYNode *root) {
   if (root->kind != DR_Y_MAP) {
     dr_diags_error(p->diags, DR_LOC(p, root), "the top level must be a mapping with 'dagrun: 1', not %s",
@@ -327,7 +309,7 @@ static gboolean parse(DrGraph *graph, const char *file, const char *yaml, gsize 
                             to - from);
     }
     dr__parse_resolve_afters(p);
-    check_whole_run_buffers(p);
+    dr_build_check_whole_run_buffers(p->g, p->diags);
   }
   dr__yreader_free(p->reader);
   g_ptr_array_unref(p->deferred);

@@ -41,15 +41,29 @@ static gboolean read_node(DrJsonReader *r, const DrGraph *graph, double *dur) {
   return TRUE;
 }
 
+/* The profile's text (*len its length), or NULL with `error` set. */
+static char *read_profile(const char *path, gsize *len, GError **error) {
+  char *text = NULL;
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(path, &text, len, &local)) {
+    g_set_error(error, DR_ERROR, DR_ERROR_IO, "cannot read profile: %s", local->message);
+    return NULL;
+  }
+  return text;
+}
+
+/* FALSE, with the error for the JSON that `r` could not read. */
+static gboolean malformed(const char *path, const DrJsonReader *r, GError **error) {
+  g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: malformed JSON near byte %" G_GSIZE_FORMAT, path,
+              dr__json_reader_pos(r));
+  return FALSE;
+}
+
 gboolean dr_profile_read(const char *path, const DrGraph *graph, double *dur, GError **error) {
   g_return_val_if_fail(path != NULL && graph != NULL && dur != NULL, FALSE);
-  g_autofree char *text = NULL;
   gsize len = 0;
-  g_autoptr(GError) local = NULL;
-  if (!g_file_get_contents(path, &text, &len, &local)) {
-    g_set_error(error, DR_ERROR, DR_ERROR_IO, "cannot read profile: %s", local->message);
-    return FALSE;
-  }
+  g_autofree char *text = read_profile(path, &len, error);
+  if (text == NULL) return FALSE;
   DrJsonReader r;
   dr__json_reader_init(&r, text, len);
   gboolean seen_nodes = FALSE;
@@ -84,22 +98,16 @@ gboolean dr_profile_read(const char *path, const DrGraph *graph, double *dur, GE
   }
   return TRUE;
 bad:
-  g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: malformed JSON near byte %" G_GSIZE_FORMAT, path,
-              dr__json_reader_pos(&r));
-  return FALSE;
+  return malformed(path, &r, error);
 }
 
 gboolean dr_profile_makespan(const char *path, double *makespan_us, char **mode, GError **error) {
   g_return_val_if_fail(path != NULL && makespan_us != NULL && mode != NULL, FALSE);
   *makespan_us = NAN;
   *mode = NULL;
-  g_autofree char *text = NULL;
   gsize len = 0;
-  g_autoptr(GError) local = NULL;
-  if (!g_file_get_contents(path, &text, &len, &local)) {
-    g_set_error(error, DR_ERROR, DR_ERROR_IO, "cannot read profile: %s", local->message);
-    return FALSE;
-  }
+  g_autofree char *text = read_profile(path, &len, error);
+  if (text == NULL) return FALSE;
   DrJsonReader r;
   dr__json_reader_init(&r, text, len);
   if (!dr__json_enter(&r, '{')) goto bad;
@@ -118,9 +126,7 @@ gboolean dr_profile_makespan(const char *path, double *makespan_us, char **mode,
   if (!r.bad) return TRUE;
 bad:
   g_clear_pointer(mode, g_free);
-  g_set_error(error, DR_ERROR, DR_ERROR_IO, "%s: malformed JSON near byte %" G_GSIZE_FORMAT, path,
-              dr__json_reader_pos(&r));
-  return FALSE;
+  return malformed(path, &r, error);
 }
 
 double *dr_profile_durations(const char *path, const DrGraph *graph, GError **error) {

@@ -34,14 +34,8 @@ enum { LAUNCH = 1, WAITS = 2, TRANSFERS = 4 };
 /* 0: not a host<->device copy; 1: host to device; 2: device to host. */
 static int copy_direction(const DrGraph *g, const DrNode *n) {
   if (n->op != DR_OP_COPY) return 0;
-  const DrAccess *src = NULL, *dst = NULL;
-  for (guint32 i = 0; i < n->access_count; i++) {
-    const DrAccess *a = dr_graph_access(g, n->access_first + i);
-    if (a->mode == DR_ACCESS_READ && src == NULL)
-      src = a;
-    else if (dr_access_writes(a->mode) && dst == NULL)
-      dst = a;
-  }
+  const DrAccess *src, *dst;
+  dr_graph_copy_ends(g, n, &src, &dst);
   if (src == NULL || dst == NULL) return 0;
   DrWhere ws = dr_graph_buffer(g, src->buffer)->where, wd = dr_graph_buffer(g, dst->buffer)->where;
   if (ws == DR_WHERE_HOST && wd == DR_WHERE_DEVICE) return 1;

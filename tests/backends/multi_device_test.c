@@ -14,6 +14,7 @@
 #include "backends/run.h"
 #include "lib/load.h"
 #include "scheduler/planner.h"
+#include "tests/support/plan_edit.h"
 
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
@@ -28,26 +29,6 @@ static DrRunOptions host_opts(const DrGraph *g, guint32 iterations) {
   o.iterations = iterations;
   o.warmup = 0;
   return o;
-}
-
-static DrPlan *plan_copy_without_wait(const DrPlan *p, guint32 drop) {
-  DrPlan *q = dr_plan_new(p->graph);
-  g_array_append_vals(q->streams, p->streams->data, p->streams->len);
-  g_array_append_vals(q->steps, p->steps->data, p->steps->len);
-  guint32 n = p->graph->nodes->len;
-  memcpy(q->node_stream, p->node_stream, n * sizeof(guint32));
-  memcpy(q->node_step, p->node_step, n * sizeof(guint32));
-  memcpy(q->needs_event, p->needs_event, n * sizeof(gboolean));
-  for (guint32 w = 0; w < p->waits->len; w++)
-    if (w != drop) g_array_append_val(q->waits, g_array_index(p->waits, DrId, w));
-  for (guint32 i = 0; i < q->steps->len; i++) {
-    DrPlanStep *s = dr_plan_step(q, i);
-    if (s->wait_first <= drop && drop < s->wait_first + s->wait_count)
-      s->wait_count--;
-    else if (s->wait_first > drop)
-      s->wait_first--;
-  }
-  return q;
 }
 
 static DrGraph *load(const char *path) {
@@ -197,7 +178,7 @@ static void test_dropped_cross_device_wait(void) {
       gint32 dv = g_array_index(plan->streams, DrStream, s->stream).device;
       if (du == dv) continue;
       cross++;
-      g_autoptr(DrPlan) broken = plan_copy_without_wait(plan, w);
+      g_autoptr(DrPlan) broken = dr_test_plan_without_wait(plan, w);
       guint caught = 0;
       for (guint64 seed = 1; seed <= 24 && caught == 0; seed++) {
         DrRunOptions o = host_opts(g, 1);

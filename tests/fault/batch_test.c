@@ -22,17 +22,11 @@
 #include "lib/load.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
 
 static FILE *devnull;
 
-static DrGraph *load_yaml(const char *yaml) {
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(GError) error = NULL;
-  DrGraph *g = dr_load_string("batch.yaml", yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
-  return g;
-}
+static DrGraph *load_yaml(const char *yaml) { return dr_fake_load_yaml("batch.yaml", yaml); }
 
 static char *out_path(void) {
   const char *tmp = g_getenv("TEST_TMPDIR");
@@ -61,36 +55,13 @@ static char *pipeline(const char *path, const char *where, guint cap, const char
  * bytes. */
 static char *run_bytes(const DrPlan *plan, const DrGraph *g, DrBackendKind backend, DrMode mode,
                        DrTimingMode timing, const char *path, gsize *len) {
-  g_autoptr(GError) error = NULL;
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
+  DrRunOptions opts = dr_fake_run_options(g, mode, timing, 1, 2);
   opts.backend = backend;
-  opts.mode = mode;
-  opts.node_timing = timing;
-  opts.warmup = 1;
-  opts.iterations = 2;
-  opts.host_output = devnull;
-  dr_fake_reset();
-  dr_fake_set_replay_graphs(TRUE); /* graph mode's copies, replayed */
-  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
-  dr_fake_set_replay_graphs(FALSE);
-  g_assert_no_error(error);
-  g_assert_nonnull(r);
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
-  char *data = NULL;
-  g_assert_true(g_file_get_contents(path, &data, len, NULL));
-  g_unlink(path);
-  return data;
+  return dr_fake_run_saved(plan, &opts, TRUE, path, len, NULL); /* graph mode's copies, replayed */
 }
 
 /* Calls named `name` in the fake's trace since the reset. */
-static guint calls_of(const char *name) {
-  const GArray *t = dr_fake_trace();
-  guint n = 0;
-  for (guint i = 0; i < t->len; i++) n += strcmp(g_array_index(t, DrFakeCall, i).name, name) == 0;
-  return n;
-}
+static guint calls_of(const char *name) { return dr_fake_count_calls(0, name); }
 
 typedef struct {
   const char *name;

@@ -17,17 +17,7 @@
 #include "report/report.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
-
-static FILE *devnull;
-
-static DrGraph *load_yaml(const char *name, const char *yaml) {
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(GError) error = NULL;
-  DrGraph *g = dr_load_string(name, yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
-  return g;
-}
+#include "tests/fault/fake_run.h"
 
 /* The pipeline of case `body` with `out` (s copied back) saved to `path`. */
 static char *pipeline(const char *path, const char *body) {
@@ -45,29 +35,12 @@ static char *pipeline(const char *path, const char *body) {
  * report's trips of loop 0 in *trips. */
 static char *run_bytes(const DrPlan *plan, const DrGraph *g, DrBackendKind backend, DrMode mode,
                        const char *path, gsize *len, guint64 *trips) {
-  g_autoptr(GError) error = NULL;
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
+  /* no stamp nodes in the shapes */
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_OFF, 1, 2);
   opts.backend = backend;
-  opts.mode = mode;
-  opts.warmup = 1;
-  opts.iterations = 2;
-  opts.node_timing = DR_TIMING_OFF; /* no stamp nodes in the shapes */
-  opts.host_output = devnull;
-  dr_fake_reset();
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
-  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
-  dr_fake_set_run_twins(FALSE);
-  dr_fake_set_replay_graphs(FALSE);
-  g_assert_no_error(error);
-  g_assert_nonnull(r);
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_autoptr(DrReport) r = NULL;
+  char *data = dr_fake_run_saved(plan, &opts, TRUE, path, len, &r);
   *trips = r->loops && r->loops->len ? g_array_index(r->loops, DrLoopReport, 0).trips_max : 0;
-  char *data = NULL;
-  g_assert_true(g_file_get_contents(path, &data, len, NULL));
-  g_unlink(path);
   return data;
 }
 
@@ -150,7 +123,7 @@ static void test_case(gconstpointer data) {
   if (tmp == NULL) tmp = g_get_tmp_dir();
   g_autofree char *path = g_build_filename(tmp, "condgraph.bin", NULL);
   g_autofree char *yaml = pipeline(path, c->body);
-  g_autoptr(DrGraph) g = load_yaml("cond.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("cond.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
@@ -192,7 +165,7 @@ static void test_width(void) {
                "\"s[0:1]\"}}\n"
                "      check: {op: kernel, kernel: set_while_gt_f32, args: {x: x, tol: 0.01, "
                "cond: go}}\n");
-  g_autoptr(DrGraph) g = load_yaml("width.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("width.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
@@ -236,17 +209,11 @@ static void test_faults(gconstpointer data) {
   }
   if (unroll) g_setenv("DAGRUN_WHILE_UNROLL", "3", TRUE);
   if (strcmp(which, "unroll-if") == 0) g_setenv("DAGRUN_WHILE_GUARD", "if", TRUE);
-  g_autoptr(DrGraph) g = load_yaml("faults.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("faults.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = DR_MODE_GRAPH;
-  opts.warmup = 0;
-  opts.iterations = 1;
-  opts.host_output = devnull;
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
   dr_fake_reset();
   g_autoptr(DrReport) clean = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -264,8 +231,8 @@ static void test_faults(gconstpointer data) {
         failed++;
       }
       /* A refused release keeps its object, as the runtime would. */
-      gint64 at = dr_fake_fault_index();
-      if (at >= 0 && g_array_index(dr_fake_trace(), DrFakeCall, at).release) continue;
+      const DrFakeCall *hit = dr_fake_faulted_call();
+      if (hit && hit->release) continue;
       if (dr_fake_live_total() != 0) {
         g_autoptr(GString) live = g_string_new(NULL);
         dr_fake_describe_live(live);
@@ -301,31 +268,18 @@ static void test_device_loop(void) {
       "  grow: {op: kernel, kernel: axpy_f32, args: {alpha: 0.5, x: x, y: s}}\n"
       "  keep: {op: copy, src: s, dst: out}\n",
       path);
-  g_autoptr(DrGraph) g = load_yaml("dl.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("dl.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
   gsize want_len = 0, got_len = 0;
   guint64 want_trips = 0;
   g_autofree char *want = run_bytes(plan, g, DR_BACKEND_HOST, DR_MODE_STREAMS, path, &want_len, &want_trips);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = DR_MODE_GRAPH;
-  opts.warmup = 1;
-  opts.iterations = 2;
-  opts.host_output = devnull;
-  dr_fake_reset();
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 1, 2);
+  g_autoptr(DrReport) r = NULL;
   g_setenv("DAGRUN_WHILE_UNROLL", "1", TRUE);
-  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
+  g_autofree char *got = dr_fake_run_saved(plan, &opts, TRUE, path, &got_len, &r);
   g_unsetenv("DAGRUN_WHILE_UNROLL");
-  dr_fake_set_run_twins(FALSE);
-  dr_fake_set_replay_graphs(FALSE);
-  g_assert_no_error(error);
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
   g_assert_cmpstr(
       dr_fake_graph_shape(FALSE), ==,
       "memset stamp while{fill_f32 fill_f32 memset cond1 while{scale_f32 add_f32 set_while_gt_f32 cond} "
@@ -342,10 +296,6 @@ static void test_device_loop(void) {
   g_assert_cmpfloat(r->iter_makespan_us[1], ==, 1.0);
   g_assert_cmpuint(g_array_index(r->loops, DrLoopReport, 0).trips_max, ==, 9);
   g_assert_cmpuint(want_trips, ==, 9);
-  char *data = NULL;
-  g_assert_true(g_file_get_contents(path, &data, &got_len, NULL));
-  g_autofree char *got = data;
-  g_unlink(path);
   g_assert_cmpmem(got, got_len, want, want_len);
   /* By default the while inside is kernel-guarded (several copies per
    * trip): the same bytes and trips. */
@@ -378,7 +328,7 @@ static void test_unroll(void) {
   if (tmp == NULL) tmp = g_get_tmp_dir();
   g_autofree char *path = g_build_filename(tmp, "condgraph-unroll.bin", NULL);
   g_autofree char *yaml = pipeline(path, "  l:\n    op: loop\n    while: go\n    nodes:\n" WHILE_BODY);
-  g_autoptr(DrGraph) g = load_yaml("unroll.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("unroll.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
@@ -418,7 +368,7 @@ static void test_guarded(void) {
   if (tmp == NULL) tmp = g_get_tmp_dir();
   g_autofree char *path = g_build_filename(tmp, "condgraph-guarded.bin", NULL);
   g_autofree char *yaml = pipeline(path, "  l:\n    op: loop\n    while: go\n    nodes:\n" WHILE_BODY);
-  g_autoptr(DrGraph) g = load_yaml("guarded.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("guarded.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
@@ -469,7 +419,7 @@ static void test_guarded_default(void) {
         g_strconcat("  l:\n    op: loop\n    while: go\n    nodes:\n" WHILE_BODY,
                     memset_in_body ? "      z: {op: memset, dst: \"s[9:10]\", value: 0}\n" : "", NULL);
     g_autofree char *yaml = pipeline(path, body);
-    g_autoptr(DrGraph) g = load_yaml("default.yaml", yaml);
+    g_autoptr(DrGraph) g = dr_fake_load_yaml("default.yaml", yaml);
     g_autoptr(GError) error = NULL;
     g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
     g_assert_no_error(error);
@@ -538,7 +488,7 @@ static void test_guarded_rules(void) {
     g_autofree char *body =
         g_strconcat("  l:\n    op: loop\n    while: go\n    nodes:\n", rules[i].body, NULL);
     g_autofree char *yaml = pipeline("/dev/null", body);
-    g_autoptr(DrGraph) g = load_yaml("rules.yaml", yaml);
+    g_autoptr(DrGraph) g = dr_fake_load_yaml("rules.yaml", yaml);
     const DrLoop *l = dr_graph_loop(g, 0);
     const char *why = NULL;
     DrId writer = 0;
@@ -554,14 +504,10 @@ static void test_guarded_rules(void) {
 static void test_refused(void) {
   const DrCudaApi *prev = dr_cuda_api_set(dr_fake_api());
   g_autofree char *yaml = pipeline("/dev/null", cases[0].body);
-  g_autoptr(DrGraph) g = load_yaml("old.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("old.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = DR_MODE_GRAPH;
-  opts.host_output = devnull;
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, g->run.warmup, g->run.iterations);
   dr_fake_reset();
   g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
   g_assert_null(r);
@@ -573,7 +519,6 @@ static void test_refused(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
-  devnull = fopen("/dev/null", "w");
   dr_cuda_api_set(dr_fake_api_graph_nodes());
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *name = g_strdup_printf("/fault/condgraph/%s", cases[i].name);
@@ -591,6 +536,5 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/condgraph/unroll", test_unroll);
   g_test_add_func("/fault/condgraph/refused", test_refused);
   int rc = g_test_run();
-  fclose(devnull);
   return rc;
 }

@@ -14,6 +14,8 @@
 
 #include "include/dagrun/dagrun.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
+#include "tests/fault/fake_runner.h"
 
 #define N 64
 
@@ -38,19 +40,6 @@ static DrPipeline *pipeline(void) {
   return p;
 }
 
-static DrRunner *cuda_runner(DrStreamPlan *plan, const DrPipeline *p, DrMode mode) {
-  g_autoptr(GError) error = NULL;
-  DrRunSettings rs;
-  dr_run_settings_init(&rs, p);
-  rs.backend = DR_BACKEND_CUDA;
-  rs.mode = mode;
-  rs.iterations = 1;
-  rs.warmup = 0;
-  DrRunner *r = dr_runner_new(plan, &rs, &error);
-  g_assert_no_error(error);
-  return r;
-}
-
 static void run_once(DrRunner *r) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
@@ -64,14 +53,6 @@ static void read_f32(DrRunner *r, const char *buffer, float *out) {
   g_assert_no_error(error);
 }
 
-/* Calls named `name` in the trace from index `from` on. */
-static guint count_calls(guint from, const char *name) {
-  const GArray *t = dr_fake_trace();
-  guint n = 0;
-  for (guint i = from; i < t->len; i++) n += strcmp(g_array_index(t, DrFakeCall, i).name, name) == 0;
-  return n;
-}
-
 /* The trace's calls from `from` on, fault points only, one name per line. */
 static char *calls_since(guint from) {
   const GArray *t = dr_fake_trace();
@@ -83,24 +64,6 @@ static char *calls_since(guint from) {
   return g_string_free(s, FALSE);
 }
 
-static void start(void) {
-  dr_fake_reset();
-  dr_cuda_api_set(dr_fake_api_graph_nodes());
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
-  dr_fake_allow_default_streams(FALSE);
-}
-
-static void finish_clean(void) {
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
-  dr_fake_set_replay_graphs(FALSE);
-  dr_fake_set_run_twins(FALSE);
-  dr_fake_allow_default_streams(FALSE);
-  dr_fake_reset();
-  dr_cuda_api_set(dr_fake_api());
-}
-
 /* Graph mode: binding updates the executable in place, node by node, and
  * the replayed executable computes from and into the caller's memory;
  * dagrun frees what it had and never frees the caller's. Streams mode:
@@ -108,14 +71,14 @@ static void finish_clean(void) {
 static void test_bind(gconstpointer data) {
   DrMode mode = (DrMode)GPOINTER_TO_INT(data);
   gboolean graph = mode == DR_MODE_GRAPH;
-  start();
+  dr_fake_runner_start();
   const DrCudaApi *api = dr_cuda_api();
   g_autoptr(GError) error = NULL;
   {
     g_autoptr(DrPipeline) p = pipeline();
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
     g_assert_no_error(error);
-    g_autoptr(DrRunner) r = cuda_runner(plan, p, mode);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, mode);
     run_once(r);
     float y[N];
     read_f32(r, "y", y);
@@ -143,17 +106,17 @@ static void test_bind(gconstpointer data) {
        * instantiation: one one-node capture per kernel bound again (s and
        * acc read x, s writes y: three), the copy's and the memset's
        * parameters set directly (dl reads y and writes h: twice). */
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecUpdate"), ==, 0);
-      g_assert_cmpuint(count_calls(from, "cudaGraphInstantiate"), ==, 0);
-      g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, 3);
-      g_assert_cmpuint(count_calls(from, "kernel_launch"), ==, 3);
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 3);
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecMemcpyNodeSetParams1D"), ==, 2);
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecMemsetNodeSetParams"), ==, 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 3);
+      g_assert_cmpuint(dr_fake_count_calls(from, "kernel_launch"), ==, 3);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 3);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecMemcpyNodeSetParams1D"), ==, 2);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecMemsetNodeSetParams"), ==, 1);
       g_assert_cmpuint(dr_fake_exec_node_sets(), ==, 6);
     } else {
       g_assert_null(strstr(calls, "Capture"));
-      g_assert_cmpuint(count_calls(from, "kernel_launch"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "kernel_launch"), ==, 0);
     }
     g_assert_null(strstr(calls, "Synchronize")); /* idle after a run: nothing to wait for */
     run_once(r);
@@ -183,7 +146,7 @@ static void test_bind(gconstpointer data) {
     /* A host write goes through a host function in stream order. */
     from = dr_fake_trace()->len;
     g_assert_true(dr_runner_write_buffer(r, "h", 0, in, sizeof in, &error));
-    g_assert_cmpuint(count_calls(from, "cudaLaunchHostFunc"), ==, 1);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaLaunchHostFunc"), ==, 1);
     g_assert_cmpfloat(h2[1], ==, 200.0f);
     /* Memory of the wrong kind: refused, nothing changed. */
     g_autofree float *pageable = g_new0(float, N);
@@ -211,34 +174,34 @@ static void test_bind(gconstpointer data) {
     g_assert_cmpint(api->cudaFreeHost(h2), ==, cudaSuccess);
     g_assert_cmpint(api->cudaFree(m2), ==, cudaSuccess);
   }
-  finish_clean();
+  dr_fake_runner_finish();
 }
 
 /* Graph mode with no per-node entries in the table (dr_fake_api): the
  * bind re-captures and updates the whole executable, and says so. */
 static void test_bind_recapture(void) {
-  start();
+  dr_fake_runner_start();
   dr_cuda_api_set(dr_fake_api());
   const DrCudaApi *api = dr_cuda_api();
   g_autoptr(GError) error = NULL;
   {
     g_autoptr(DrPipeline) p = pipeline();
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
     run_once(r);
     float *x2 = NULL;
     g_assert_cmpint(api->cudaMalloc((void **)&x2, N * sizeof(float)), ==, cudaSuccess);
     guint from = dr_fake_trace()->len;
     g_assert_true(dr_runner_bind_buffer(r, "x", x2, N * sizeof(float), &error));
     g_assert_no_error(error);
-    g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, 1);
-    g_assert_cmpuint(count_calls(from, "cudaGraphExecUpdate"), ==, 1);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 1);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 1);
     run_once(r);
     g_assert_cmpstr(dr_runner_last_update(r), ==, "updated");
     dr_runner_free(g_steal_pointer(&r));
     g_assert_cmpint(api->cudaFree(x2), ==, cudaSuccess);
   }
-  finish_clean();
+  dr_fake_runner_finish();
 }
 
 /* run_on_stream: the caller's stream -> an event -> dagrun's entry stream,
@@ -248,7 +211,7 @@ static void test_bind_recapture(void) {
  * reads follow the caller's stream. */
 static void test_run_on_stream(gconstpointer data) {
   DrMode mode = (DrMode)GPOINTER_TO_INT(data);
-  start();
+  dr_fake_runner_start();
   dr_fake_allow_default_streams(TRUE);
   const DrCudaApi *api = dr_cuda_api();
   g_autoptr(GError) error = NULL;
@@ -256,7 +219,7 @@ static void test_run_on_stream(gconstpointer data) {
   {
     g_autoptr(DrPipeline) p = pipeline();
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = cuda_runner(plan, p, mode);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, mode);
     g_assert_cmpint(api->cudaStreamCreateWithPriority(&mine, cudaStreamNonBlocking, 0), ==, cudaSuccess);
     cudaStream_t streams[] = {mine, NULL, cudaStreamPerThread};
     float z[N];
@@ -290,9 +253,9 @@ static void test_run_on_stream(gconstpointer data) {
       g_assert_null(strstr(calls, "Synchronize"));
       g_assert_null(strstr(calls, "cudaEventQuery"));
       if (mode == DR_MODE_GRAPH) {
-        g_assert_cmpuint(count_calls(from, "cudaGraphLaunch"), ==, 1);
+        g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphLaunch"), ==, 1);
       } else {
-        g_assert_cmpuint(count_calls(from, "kernel_launch"), ==, 2);
+        g_assert_cmpuint(dr_fake_count_calls(from, "kernel_launch"), ==, 2);
       }
       /* The iteration ran (the fake does the work at once). */
       read_f32(r, "z", z);
@@ -325,7 +288,7 @@ static void test_run_on_stream(gconstpointer data) {
     g_assert_cmpfloat(y[0], ==, 2000.0f);
   }
   g_assert_cmpint(api->cudaStreamDestroy(mine), ==, cudaSuccess);
-  finish_clean();
+  dr_fake_runner_finish();
 }
 
 /* A fault at every call a graph-mode bind makes: an error (the bind's or
@@ -334,12 +297,12 @@ static void test_run_on_stream(gconstpointer data) {
 static void test_bind_faults(void) {
   guint64 total = 0;
   for (guint64 fail_at = 0;; fail_at++) {
-    start();
+    dr_fake_runner_start();
     const DrCudaApi *api = dr_cuda_api();
     g_autoptr(GError) error = NULL;
     g_autoptr(DrPipeline) p = pipeline();
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    DrRunner *r = cuda_runner(plan, p, DR_MODE_GRAPH);
+    DrRunner *r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
     run_once(r);
     float *x2 = NULL;
     g_assert_cmpint(api->cudaMalloc((void **)&x2, N * sizeof(float)), ==, cudaSuccess);
@@ -355,8 +318,8 @@ static void test_bind_faults(void) {
     }
     /* A failed release (the old memory's cudaFree) has nothing to undo:
      * the fake then keeps the block; it cannot fail the bind. */
-    gint64 at = dr_fake_fault_index();
-    gboolean failed_release = at >= 0 && g_array_index(dr_fake_trace(), DrFakeCall, at).release;
+    const DrFakeCall *hit = dr_fake_faulted_call();
+    gboolean failed_release = hit && hit->release;
     if (failed_release) g_assert_true(ok);
     dr_fake_arm(0, DR_FAULT_LAUNCH);
     /* Either way the runner runs on: on the caller's x (zeros) after a
@@ -373,7 +336,7 @@ static void test_bind_faults(void) {
     g_assert_cmpstr(dr_fake_misuse(), ==, "");
     g_assert_cmpuint(dr_fake_live_total(), ==, failed_release ? 1 : 0);
     dr_fake_reset();
-    finish_clean();
+    dr_fake_runner_finish();
     if (fail_at >= total) break;
   }
   g_assert_cmpuint(total, >, 3);

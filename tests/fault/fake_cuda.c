@@ -791,6 +791,19 @@ static cudaError_t fake_cudaDeviceSetGraphMemAttribute(int device, enum cudaGrap
   return finish(device_valid(device) ? cudaSuccess : cudaErrorInvalidDevice);
 }
 
+/* A checked copy's effect: the bytes move now, or a capture records a
+ * memcpy node that a replay performs. */
+static cudaError_t copy_or_capture(void *dst, const void *src, size_t count, cudaStream_t stream) {
+  if (fake.capture_stream == NULL && !fake.dry && count) memmove(dst, src, count);
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeMemcpy);
+  if (n) {
+    n->dst = dst;
+    n->src = src;
+    n->count = count;
+  }
+  return cudaSuccess;
+}
+
 static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                                         cudaStream_t stream) {
   GATE_RECORD("cudaMemcpyAsync", stream, FALSE, FALSE, current()->size = count);
@@ -808,14 +821,7 @@ static cudaError_t fake_cudaMemcpyAsync(void *dst, const void *src, size_t count
            mem_device(dst));
     return finish(cudaErrorInvalidValue);
   }
-  if (fake.capture_stream == NULL && !fake.dry && count) memmove(dst, src, count);
-  FakeNode *n = capture_node(stream, cudaGraphNodeTypeMemcpy);
-  if (n) {
-    n->dst = dst;
-    n->src = src;
-    n->count = count;
-  }
-  return cudaSuccess;
+  return copy_or_capture(dst, src, count, stream);
 }
 
 static cudaError_t fake_cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device,
@@ -833,14 +839,7 @@ static cudaError_t fake_cudaMemcpyPeerAsync(void *dst, int dst_device, const voi
            dst_device, mem_device(src), src_device);
     return finish(cudaErrorInvalidValue);
   }
-  if (fake.capture_stream == NULL && !fake.dry && count) memmove(dst, src, count);
-  FakeNode *n = capture_node(stream, cudaGraphNodeTypeMemcpy);
-  if (n) {
-    n->dst = dst;
-    n->src = src;
-    n->count = count;
-  }
-  return cudaSuccess;
+  return copy_or_capture(dst, src, count, stream);
 }
 
 /* Copy batches (dr_fake_api_batch): the size of each successful batch,
@@ -1112,24 +1111,28 @@ static cudaError_t fake_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t strea
   return cudaSuccess;
 }
 
+/* The release of handle `h` by `call`, past its gate: a live object of
+ * `kind` is released; anything else is a misuse ("not a live `what`")
+ * answered with `bad`. */
+static cudaError_t release_obj(const char *call, gpointer h, DrFakeKind kind, const char *what,
+                               cudaError_t bad, Gate gate) {
+  if (obj_find(h, kind) == NULL) {
+    misuse("%s: %p is not a live %s", call, h, what);
+    return finish(bad);
+  }
+  obj_release(h);
+  return gate.rc;
+}
+
 static cudaError_t fake_cudaGraphExecDestroy(cudaGraphExec_t exec) {
   GATE("cudaGraphExecDestroy", exec, TRUE, TRUE);
-  if (obj_find(exec, DR_FAKE_GRAPH_EXEC) == NULL) {
-    misuse("cudaGraphExecDestroy: %p is not a live graph exec", (void *)exec);
-    return finish(cudaErrorInvalidValue);
-  }
-  obj_release(exec);
-  return gate.rc;
+  return release_obj("cudaGraphExecDestroy", exec, DR_FAKE_GRAPH_EXEC, "graph exec", cudaErrorInvalidValue,
+                     gate);
 }
 
 static cudaError_t fake_cudaGraphDestroy(cudaGraph_t graph) {
   GATE("cudaGraphDestroy", graph, TRUE, TRUE);
-  if (obj_find(graph, DR_FAKE_GRAPH) == NULL) {
-    misuse("cudaGraphDestroy: %p is not a live graph", (void *)graph);
-    return finish(cudaErrorInvalidValue);
-  }
-  obj_release(graph);
-  return gate.rc;
+  return release_obj("cudaGraphDestroy", graph, DR_FAKE_GRAPH, "graph", cudaErrorInvalidValue, gate);
 }
 
 /* ---- libraries and user kernels ---------------------------------------------- */
@@ -1156,12 +1159,8 @@ static cudaError_t fake_cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t
 
 static cudaError_t fake_cudaLibraryUnload(cudaLibrary_t lib) {
   GATE("cudaLibraryUnload", lib, TRUE, TRUE);
-  if (obj_find(lib, DR_FAKE_LIBRARY) == NULL) {
-    misuse("cudaLibraryUnload: %p is not a live library", (void *)lib);
-    return finish(cudaErrorInvalidResourceHandle);
-  }
-  obj_release(lib);
-  return gate.rc;
+  return release_obj("cudaLibraryUnload", lib, DR_FAKE_LIBRARY, "library", cudaErrorInvalidResourceHandle,
+                     gate);
 }
 
 static cudaError_t fake_cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shared,

@@ -46,6 +46,7 @@
 #include "lib/load.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
 #include "include/dagrun/dagrun.h"
 
 #define MAX_POINTS 200 /* per pipeline, mode and fault kind */
@@ -650,31 +651,6 @@ static void test_sweep(gconstpointer data) {
   sweep(s, c->fault);
 }
 
-/* Loads pipeline text `yaml` as the file `name`; it must load. */
-static DrGraph *load_yaml(const char *name, const char *yaml) {
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(GError) error = NULL;
-  DrGraph *g = dr_load_string(name, yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
-  return g;
-}
-
-/* Options for a run of `g` on the fake: the CUDA backend in `mode` with
- * `timing`, `warmup` + `iterations` iterations, host output discarded. */
-static DrRunOptions fake_run_options(const DrGraph *g, DrMode mode, DrTimingMode timing, guint32 warmup,
-                                     guint32 iterations) {
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = mode;
-  opts.node_timing = timing;
-  opts.warmup = warmup;
-  opts.iterations = iterations;
-  opts.host_output = devnull;
-  return opts;
-}
-
 /* The `save:` pipeline: x (iota) scaled into y on the device, copied to
  * the host buffer back; y and back are saved under TEST_TMPDIR. */
 static DrGraph *save_graph(char **dev_path, char **host_path) {
@@ -693,7 +669,7 @@ static DrGraph *save_graph(char **dev_path, char **host_path) {
       "  scale: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: y}}\n"
       "  down:  {op: copy, src: y, dst: back}\n",
       *dev_path, *host_path);
-  return load_yaml("save.yaml", yaml);
+  return dr_fake_load_yaml("save.yaml", yaml);
 }
 
 /* A faulted run of the `save:` pipeline must leave none of its files
@@ -740,7 +716,7 @@ static void test_sync_fault_reported(gconstpointer data) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts = fake_run_options(g, c->mode, DR_TIMING_AUTO, 1, 2);
+  DrRunOptions opts = dr_fake_run_options(g, c->mode, DR_TIMING_AUTO, 1, 2);
   opts.verify = TRUE;
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
@@ -799,11 +775,11 @@ static void test_pipelined(gconstpointer data) {
       "  s1: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 2.0, y: b}}\n"
       "  s2: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 3.0, y: c}}\n"
       "  s3: {op: kernel, kernel: add_f32, args: {a: b, b: c, y: b}}\n";
-  g_autoptr(DrGraph) g = load_yaml("pipelined.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("pipelined.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts = fake_run_options(g, c->mode, c->timing, 1, 3);
+  DrRunOptions opts = dr_fake_run_options(g, c->mode, c->timing, 1, 3);
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -848,7 +824,7 @@ static void test_measured_high(gconstpointer data) {
     g_autoptr(GError) error = NULL;
     g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
     g_assert_no_error(error);
-    DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 2);
+    DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 2);
     dr_fake_reset();
     dr_fake_set_move_data(FALSE);
     DrReport *r = dr_run(plan, &opts, &error);
@@ -880,7 +856,7 @@ static void test_measured_high(gconstpointer data) {
   api.cudaMemPoolGetAttribute = NULL;
   api.cudaDeviceGetGraphMemAttribute = NULL;
   const DrCudaApi *prev = dr_cuda_api_set(&api);
-  DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 1);
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 1);
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -912,12 +888,12 @@ static void test_reuse_aliases(gconstpointer data) {
       "  c: {op: kernel, kernel: scale_f32, args: {x: y, alpha: 4.0, y: \"t1[0:1024]\"}}\n"
       "  d: {op: kernel, kernel: scale_f32, args: {x: y, alpha: 5.0, y: t2}}\n"
       "  e: {op: kernel, kernel: add_f32, args: {a: \"t1[0:1024]\", b: t2, y: x}}\n";
-  g_autoptr(DrGraph) g = load_yaml("reuse.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("reuse.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(plan->n_shared, ==, 1);
-  DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 2);
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_EVENTS, 1, 2);
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -947,7 +923,7 @@ static void test_measured_reset(void) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts = fake_run_options(g, DR_MODE_STREAMS, DR_TIMING_EVENTS, 1, 1);
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_STREAMS, DR_TIMING_EVENTS, 1, 1);
   dr_fake_reset();
   /* An allocation outside the run, made and given back on a stream of the
    * fake's own: it raises the pool's mark. */
@@ -985,11 +961,11 @@ static void test_profiler_range(gconstpointer data) {
       "  s2: {op: kernel, kernel: scale_f32, args: {x: a, alpha: 3.0, y: c}}\n"
       "  s3: {op: kernel, kernel: add_f32, args: {a: b, b: c, y: b}}\n";
   enum { WARMUP = 2, ITERATIONS = 3 };
-  g_autoptr(DrGraph) g = load_yaml("profiler.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("profiler.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_STAMPS, WARMUP, ITERATIONS);
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_STAMPS, WARMUP, ITERATIONS);
   opts.verify = TRUE;
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
@@ -1065,9 +1041,8 @@ static void test_runner(gconstpointer data) {
     } else if (rep != NULL) {
       /* Only a failed release (a destroy, whose error has nothing to
        * undo) may leave the run whole. */
-      gint64 at = dr_fake_fault_index();
-      g_assert_cmpint(at, >=, 0);
-      const DrFakeCall *fc = &g_array_index(dr_fake_trace(), DrFakeCall, at);
+      const DrFakeCall *fc = dr_fake_faulted_call();
+      g_assert_nonnull(fc);
       if (!fc->release) g_error("fault point %" G_GUINT64_FORMAT " (%s) was not reported", fail_at, fc->name);
       failed_release = TRUE;
       dr_run_report_free(rep);
@@ -1124,7 +1099,7 @@ static const char pdl_yaml[] =
  * the fake's counters stay for the caller. */
 static void pdl_run(const DrPlan *plan, const DrGraph *g, const PdlCase *c) {
   g_autoptr(GError) error = NULL;
-  DrRunOptions opts = fake_run_options(g, c->mode, c->timing, 0, 1);
+  DrRunOptions opts = dr_fake_run_options(g, c->mode, c->timing, 0, 1);
   if (c->env) g_setenv("DAGRUN_PDL", c->env, TRUE);
   if (c->graph_env) g_setenv("DAGRUN_GRAPH_PDL", c->graph_env, TRUE);
   if (c->stamps_inline) g_setenv("DAGRUN_STAMPS_INLINE", "1", TRUE);
@@ -1140,7 +1115,7 @@ static void pdl_run(const DrPlan *plan, const DrGraph *g, const PdlCase *c) {
 
 static void test_pdl(gconstpointer data) {
   const PdlCase *c = data;
-  g_autoptr(DrGraph) g = load_yaml("pdl.yaml", pdl_yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("pdl.yaml", pdl_yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
@@ -1174,11 +1149,11 @@ static void test_pdl(gconstpointer data) {
  * DAGRUN_GRAPH_PRIORITY, or NULL. */
 static void test_graph_priority(gconstpointer data) {
   const char *env = data;
-  g_autoptr(DrGraph) g = load_yaml("pdl.yaml", pdl_yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("pdl.yaml", pdl_yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts = fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_STAMPS, 0, 1);
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_STAMPS, 0, 1);
   if (env) g_setenv("DAGRUN_GRAPH_PRIORITY", env, TRUE);
   dr_fake_reset();
   DrReport *r = dr_run(plan, &opts, &error);
@@ -1217,7 +1192,7 @@ static void test_user_kernel(gconstpointer data) {
       "  t1: {op: kernel, kernel: touch, args: {buf: 'a[2Ki:4Ki]', n: 2048}}\n"
       "  s:  {op: kernel, kernel: scale_f32, args: {x: a, alpha: 3.0, y: b}}\n",
       ptx);
-  DrGraph *g = load_yaml("user-kernel.yaml", yaml);
+  DrGraph *g = dr_fake_load_yaml("user-kernel.yaml", yaml);
   g_autoptr(Subject) s = subject_new("user-kernel", g, c->mode, c->timing);
   /* The run loaded the library and launched it twice. */
   guint loads = 0, launches = 0;
@@ -1276,21 +1251,9 @@ static void test_fake_data(void) {
  * `plan` on `backend` in `mode`, through the fake with the twins running. */
 static char *loop_run(const DrPlan *plan, const DrGraph *g, DrBackendKind backend, DrMode mode,
                       const char *path, gsize *len) {
-  g_autoptr(GError) error = NULL;
-  DrRunOptions opts = fake_run_options(g, mode, DR_TIMING_AUTO, 1, 2);
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_AUTO, 1, 2);
   opts.backend = backend;
-  dr_fake_reset();
-  dr_fake_set_run_twins(TRUE);
-  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
-  dr_fake_set_run_twins(FALSE);
-  g_assert_no_error(error);
-  g_assert_nonnull(r);
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
-  char *data = NULL;
-  g_assert_true(g_file_get_contents(path, &data, len, NULL));
-  g_unlink(path);
-  return data;
+  return dr_fake_run_saved(plan, &opts, FALSE, path, len, NULL);
 }
 
 /* Loops on the CUDA backend, on the fake with the twins running: streams
@@ -1326,7 +1289,7 @@ static void test_fake_loops(void) {
         "  first: {op: kernel, kernel: fill_f32, args: {y: \"x[0:1]\", value: 5.0}}\n"
         "  l:\n%s  down: {op: copy, src: s, dst: out}\n",
         path, c == 0 ? repeat : cond);
-    g_autoptr(DrGraph) g = load_yaml("loop.yaml", yaml);
+    g_autoptr(DrGraph) g = dr_fake_load_yaml("loop.yaml", yaml);
     g_autoptr(GError) error = NULL;
     g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
     g_assert_no_error(error);
@@ -1347,7 +1310,7 @@ static void test_fake_loops(void) {
       g_assert_cmpuint(dr_fake_kernel_launches(), ==, 2 + 3 * (1 + 2));
       continue;
     }
-    DrRunOptions opts = fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
+    DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
     dr_fake_reset();
     g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
     g_assert_null(r);
@@ -1361,12 +1324,12 @@ static void test_fake_loops(void) {
       g_assert_cmpstr(g_array_index(trace, DrFakeCall, i).name, ==, "cudaGetDeviceCount");
   }
   g_autoptr(DrGraph) d =
-      load_yaml("dl.yaml",
-                "dagrun: 1\nrun: {device_loop: true}\nbuffers:\n  x: {type: f32, count: 8}\n"
-                "nodes:\n  s: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: x}}\n");
+      dr_fake_load_yaml("dl.yaml",
+                        "dagrun: 1\nrun: {device_loop: true}\nbuffers:\n  x: {type: f32, count: 8}\n"
+                        "nodes:\n  s: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 2.0, y: x}}\n");
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(d, NULL, &error);
-  DrRunOptions opts = fake_run_options(d, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
+  DrRunOptions opts = dr_fake_run_options(d, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
   dr_fake_reset();
   g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
   g_assert_null(r);
@@ -1389,7 +1352,7 @@ static void test_fake_pageable(void) {
       "  k: {op: kernel, kernel: scale_f32, args: {x: d, alpha: 2.0, y: d}}\n"
       "  down: {op: copy, src: d, dst: out}\n",
       path);
-  g_autoptr(DrGraph) g = load_yaml("pageable.yaml", yaml);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("pageable.yaml", yaml);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
@@ -1401,7 +1364,7 @@ static void test_fake_pageable(void) {
   const GArray *trace = dr_fake_trace();
   for (guint i = 0; i < trace->len; i++)
     g_assert_cmpstr(g_array_index(trace, DrFakeCall, i).name, !=, "cudaMallocHost");
-  DrRunOptions opts = fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_GRAPH, DR_TIMING_AUTO, 0, 1);
   dr_fake_reset();
   g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
   g_assert_null(r);
@@ -1438,7 +1401,7 @@ static void test_fake_lifetimes(void) {
                            "  f%u: {op: free, buffer: t}\n",
                            k, k, k + 1, k, k * 256, (k + 1) * 256, k);
   g_autofree char *text = g_string_free(yaml, FALSE);
-  g_autoptr(DrGraph) g = load_yaml("lifetimes.yaml", text);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("lifetimes.yaml", text);
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);

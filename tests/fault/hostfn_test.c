@@ -19,17 +19,7 @@
 #include "lib/load.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
-
-static FILE *devnull;
-
-static DrGraph *load_yaml(const char *name, const char *yaml) {
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(GError) error = NULL;
-  DrGraph *g = dr_load_string(name, yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
-  return g;
-}
+#include "tests/fault/fake_run.h"
 
 /* The saved bytes of z_host after one run of `g` (saved at `path`) on
  * `backend` in `mode`. */
@@ -37,27 +27,9 @@ static char *run_saved(DrGraph *g, DrBackendKind backend, DrMode mode, const cha
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_AUTO, 1, 2);
   opts.backend = backend;
-  opts.mode = mode;
-  opts.iterations = 2;
-  opts.warmup = 1;
-  opts.host_output = devnull;
-  dr_fake_reset();
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
-  g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
-  dr_fake_set_run_twins(FALSE);
-  dr_fake_set_replay_graphs(FALSE);
-  g_assert_no_error(error);
-  g_assert_nonnull(r);
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
-  char *data = NULL;
-  g_assert_true(g_file_get_contents(path, &data, len, NULL));
-  g_unlink(path);
-  return data;
+  return dr_fake_run_saved(plan, &opts, TRUE, path, len, NULL);
 }
 
 static DrGraph *lib_graph(char **path) {
@@ -84,7 +56,7 @@ static DrGraph *lib_graph(char **path) {
       "  triple: {op: kernel, kernel: scale_f32, args: {x: y, alpha: 3.0, y: z}}\n"
       "  back: {op: copy, src: z, dst: z_host}\n",
       *path);
-  return load_yaml("hostfn.yaml", yaml);
+  return dr_fake_load_yaml("hostfn.yaml", yaml);
 }
 
 static void test_lib_data(void) {
@@ -118,13 +90,13 @@ static int count_fn(const DrHostFnArgs *a) {
 static void test_api_counts(void) {
   for (int m = 0; m < 2; m++) {
     g_autoptr(GError) error = NULL;
-    g_autoptr(DrGraph) g = load_yaml("count.yaml",
-                                     "dagrun: 1\n"
-                                     "buffers:\n"
-                                     "  d: {type: f32, count: 64, init: iota}\n"
-                                     "  h: {type: f32, count: 64, where: host}\n"
-                                     "nodes:\n"
-                                     "  down: {op: copy, src: d, dst: h}\n");
+    g_autoptr(DrGraph) g = dr_fake_load_yaml("count.yaml",
+                                             "dagrun: 1\n"
+                                             "buffers:\n"
+                                             "  d: {type: f32, count: 64, init: iota}\n"
+                                             "  h: {type: f32, count: 64, where: host}\n"
+                                             "nodes:\n"
+                                             "  down: {op: copy, src: d, dst: h}\n");
     /* What dr_pipeline_add_host_fn builds (lib/nodes.c), on the IR. */
     DrBuild b;
     g_autoptr(DrDiags) diags = dr_diags_new(0);
@@ -147,13 +119,7 @@ static void test_api_counts(void) {
     g_assert_cmpuint(dr_diags_n_errors(diags), ==, 0);
     g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
     g_assert_no_error(error);
-    DrRunOptions opts;
-    dr_run_options_init(&opts, g);
-    opts.backend = DR_BACKEND_CUDA;
-    opts.mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
-    opts.iterations = 3;
-    opts.warmup = 2;
-    opts.host_output = devnull;
+    DrRunOptions opts = dr_fake_run_options(g, m ? DR_MODE_GRAPH : DR_MODE_STREAMS, DR_TIMING_AUTO, 2, 3);
     dr_fake_reset();
     dr_fake_set_replay_graphs(TRUE);
     g_autoptr(DrReport) r = dr_run(plan, &opts, &error);
@@ -179,11 +145,11 @@ static int fail_second(const DrHostFnArgs *a) {
 static void test_failure(void) {
   for (int m = 0; m < 2; m++) {
     g_autoptr(GError) error = NULL;
-    g_autoptr(DrGraph) g = load_yaml("fail.yaml",
-                                     "dagrun: 1\n"
-                                     "buffers: {h: {type: f32, count: 8, where: host}}\n"
-                                     "nodes:\n"
-                                     "  z: {op: memset, dst: h, value: 0}\n");
+    g_autoptr(DrGraph) g = dr_fake_load_yaml("fail.yaml",
+                                             "dagrun: 1\n"
+                                             "buffers: {h: {type: f32, count: 8, where: host}}\n"
+                                             "nodes:\n"
+                                             "  z: {op: memset, dst: h, value: 0}\n");
     DrBuild b;
     g_autoptr(DrDiags) diags = dr_diags_new(0);
     dr_build_init(&b, g, diags);
@@ -196,13 +162,7 @@ static void test_failure(void) {
     dr_build_clear(&b);
     g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
     g_assert_no_error(error);
-    DrRunOptions opts;
-    dr_run_options_init(&opts, g);
-    opts.backend = DR_BACKEND_CUDA;
-    opts.mode = m ? DR_MODE_GRAPH : DR_MODE_STREAMS;
-    opts.iterations = 3;
-    opts.warmup = 1;
-    opts.host_output = devnull;
+    DrRunOptions opts = dr_fake_run_options(g, m ? DR_MODE_GRAPH : DR_MODE_STREAMS, DR_TIMING_AUTO, 1, 3);
     dr_fake_reset();
     dr_fake_set_replay_graphs(TRUE);
     DrReport *r = dr_run(plan, &opts, &error);
@@ -223,12 +183,7 @@ static void test_sweep(void) {
   g_autoptr(GError) error = NULL;
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.iterations = 1;
-  opts.warmup = 0;
-  opts.host_output = devnull;
+  DrRunOptions opts = dr_fake_run_options(g, g->run.mode, DR_TIMING_AUTO, 0, 1);
   dr_fake_reset();
   g_autoptr(DrReport) ok = dr_run(plan, &opts, &error);
   g_assert_no_error(error);
@@ -258,7 +213,6 @@ static void test_sweep(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
-  devnull = fopen("/dev/null", "w");
   dr_cuda_api_set(dr_fake_api());
   const char *srcdir = g_getenv("TEST_SRCDIR");
   if (!g_file_test("examples", G_FILE_TEST_IS_DIR) && srcdir) {
@@ -270,6 +224,5 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/hostfn/failure", test_failure);
   g_test_add_func("/fault/hostfn/sweep", test_sweep);
   int rc = g_test_run();
-  fclose(devnull);
   return rc;
 }

@@ -39,6 +39,7 @@
 #include "report/report.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
 
 /* Two devices: a memset on device 0, a peer copy to device 1 (a
  * cross-device edge), a kernel there, a copy down to host, a checksum; and
@@ -112,14 +113,7 @@ static const char self_copy[] =
     "  down: {op: copy, src: b, dst: h}\n"
     "  sum: {op: host, fn: checksum, args: {buffer: h}}\n";
 
-static DrGraph *load(const char *yaml) {
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(GError) error = NULL;
-  DrGraph *g = dr_load_string("test.yaml", yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
-  return g;
-}
+static DrGraph *load(const char *yaml) { return dr_fake_load_yaml("test.yaml", yaml); }
 
 static DrPlan *plan(const DrGraph *g) {
   g_autoptr(GError) error = NULL;
@@ -229,18 +223,20 @@ typedef struct {
   DrTimingMode timing;
 } ModeCase;
 
-/* The two-device pipeline: right device before every call, the results
- * of the host backend, one record and one wait for the cross-device edge
- * fill -> p01 per iteration. */
-static void test_two_devices(gconstpointer data) {
-  const ModeCase *mc = data;
-  dr_fake_set_devices(2);
-  dr_fake_set_peer_access(TRUE);
+/* The fake with `devices` devices, peer access between them as `peer`,
+ * the host twins running and graphs replayed. */
+static void fake_devices(int devices, gboolean peer) {
+  dr_fake_set_devices(devices);
+  dr_fake_set_peer_access(peer);
   dr_fake_set_run_twins(TRUE);
   dr_fake_set_replay_graphs(TRUE);
-  g_autoptr(DrGraph) g = load(two_devices);
-  g_autoptr(DrPlan) p = plan(g);
-  const guint32 iterations = 3;
+}
+
+/* Runs `p` for `iterations` on the host backend, then on the CUDA
+ * backend in mc's mode and timing: the same output, nothing left behind,
+ * every call on a stream made with that stream's device selected. The
+ * trace's facts in *f (the caller unrefs f->dev). */
+static void run_matches_host(const DrPlan *p, const ModeCase *mc, guint32 iterations, TraceFacts *f) {
   g_autofree char *want = host_result(p, iterations);
   dr_fake_reset();
   g_autoptr(GError) error = NULL;
@@ -248,9 +244,21 @@ static void test_two_devices(gconstpointer data) {
   g_assert_no_error(error);
   g_assert_cmpstr(got, ==, want);
   assert_clean();
+  trace_facts(f);
+  g_assert_cmpuint(f->misplaced, ==, 0);
+}
+
+/* The two-device pipeline: right device before every call, the results
+ * of the host backend, one record and one wait for the cross-device edge
+ * fill -> p01 per iteration. */
+static void test_two_devices(gconstpointer data) {
+  const ModeCase *mc = data;
+  fake_devices(2, TRUE);
+  g_autoptr(DrGraph) g = load(two_devices);
+  g_autoptr(DrPlan) p = plan(g);
+  const guint32 iterations = 3;
   TraceFacts f;
-  trace_facts(&f);
-  g_assert_cmpuint(f.misplaced, ==, 0);
+  run_matches_host(p, mc, iterations, &f);
   g_assert_cmpuint(f.n_set, >, 2);
 
   /* The edge fill (device 0) -> p01 (device 1). */
@@ -366,28 +374,17 @@ static void test_peer_once(void) {
 /* No peer access: staged copies, nothing enabled, the same results. */
 static void test_staged(gconstpointer data) {
   const ModeCase *mc = data;
-  dr_fake_set_devices(2);
-  dr_fake_set_peer_access(FALSE);
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
+  fake_devices(2, FALSE);
   g_autoptr(DrGraph) g = load(two_devices);
   g_autoptr(DrPlan) p = plan(g);
-  g_autofree char *want = host_result(p, 2);
-  dr_fake_reset();
-  g_autoptr(GError) error = NULL;
-  g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, mc->mode, mc->timing, FALSE, 2, &error);
-  g_assert_no_error(error);
-  g_assert_cmpstr(got, ==, want);
-  assert_clean();
+  TraceFacts f;
+  run_matches_host(p, mc, 2, &f);
+  g_array_unref(f.dev);
   g_assert_cmpuint(count_calls("cudaDeviceCanAccessPeer", cudaSuccess), ==, 2);
   g_assert_cmpuint(count_calls("cudaDeviceEnablePeerAccess", cudaSuccess), ==, 0);
   g_assert_cmpuint(count_calls("cudaMemcpyPeerAsync", cudaSuccess), ==, 0);
   /* Two staging buffers, besides the host buffers h and g. */
   g_assert_cmpuint(count_calls("cudaMallocHost", cudaSuccess), ==, 4);
-  TraceFacts f;
-  trace_facts(&f);
-  g_assert_cmpuint(f.misplaced, ==, 0);
-  g_array_unref(f.dev);
   dr_fake_set_peer_access(TRUE);
   dr_fake_reset();
 }
@@ -395,22 +392,11 @@ static void test_staged(gconstpointer data) {
 /* Four devices, a ring of peer copies. */
 static void test_four_devices(gconstpointer data) {
   const ModeCase *mc = data;
-  dr_fake_set_devices(4);
-  dr_fake_set_peer_access(TRUE);
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
+  fake_devices(4, TRUE);
   g_autoptr(DrGraph) g = load(four_devices);
   g_autoptr(DrPlan) p = plan(g);
-  g_autofree char *want = host_result(p, 2);
-  dr_fake_reset();
-  g_autoptr(GError) error = NULL;
-  g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, mc->mode, mc->timing, FALSE, 2, &error);
-  g_assert_no_error(error);
-  g_assert_cmpstr(got, ==, want);
-  assert_clean();
   TraceFacts f;
-  trace_facts(&f);
-  g_assert_cmpuint(f.misplaced, ==, 0);
+  run_matches_host(p, mc, 2, &f);
   g_array_unref(f.dev);
   /* Each copy runs on its dst's device: pairs (1,0), (2,1), (3,2), (0,3). */
   g_assert_cmpuint(count_calls("cudaDeviceEnablePeerAccess", cudaSuccess), ==, 4);
@@ -422,20 +408,14 @@ static void test_four_devices(gconstpointer data) {
  * no peer access asked; one device, so no cudaSetDevice after the first. */
 static void test_self_copy(gconstpointer data) {
   const ModeCase *mc = data;
-  dr_fake_set_devices(1);
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
+  fake_devices(1, TRUE);
   g_autoptr(DrGraph) g = load(self_copy);
   g_autoptr(DrPlan) p = plan(g);
   g_assert_true(dr_graph_copy_is_peer(g, dr_graph_find_node(g, "p"), NULL, NULL));
   g_assert_false(dr_graph_copy_is_peer(g, dr_graph_find_node(g, "down"), NULL, NULL));
-  g_autofree char *want = host_result(p, 2);
-  dr_fake_reset();
-  g_autoptr(GError) error = NULL;
-  g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, mc->mode, mc->timing, FALSE, 2, &error);
-  g_assert_no_error(error);
-  g_assert_cmpstr(got, ==, want);
-  assert_clean();
+  TraceFacts f;
+  run_matches_host(p, mc, 2, &f);
+  g_array_unref(f.dev);
   /* Eagerly the peer call; a capture takes a cudaMemcpyDefault copy. */
   if (mc->mode == DR_MODE_GRAPH)
     g_assert_cmpuint(count_calls("cudaMemcpyPeerAsync", cudaSuccess), ==, 0);
@@ -446,6 +426,7 @@ static void test_self_copy(gconstpointer data) {
   /* One, at open, as before several devices. */
   g_assert_cmpuint(count_calls("cudaSetDevice", cudaSuccess), ==, 1);
   dr_fake_reset();
+  g_autoptr(GError) error = NULL;
   g_autofree char *verified = run_capture(p, DR_BACKEND_CUDA, mc->mode, mc->timing, TRUE, 2, &error);
   g_assert_no_error(error);
   assert_clean();
@@ -585,8 +566,7 @@ static void test_sweep(gconstpointer data) {
       dr_fake_arm(at, (DrFault)k);
       g_autoptr(GError) error = NULL;
       g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, sc->mode, sc->timing, FALSE, 2, &error);
-      gint64 fi = dr_fake_fault_index();
-      const DrFakeCall *c = fi >= 0 ? &g_array_index(dr_fake_trace(), DrFakeCall, fi) : NULL;
+      const DrFakeCall *c = dr_fake_faulted_call();
       g_autoptr(GString) live = g_string_new(NULL);
       dr_fake_describe_live(live);
       gconstpointer only = NULL;

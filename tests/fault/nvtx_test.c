@@ -19,6 +19,7 @@
 #include "lib/load.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
 
 /* ---- the injection: a log of what NVTX was told ---- */
 
@@ -122,19 +123,11 @@ static const char yaml[] =
     "  s3: {op: kernel, kernel: add_f32, args: {a: b, b: c, y: b}}\n";
 
 static void run(DrMode mode, guint32 warmup, guint32 iterations) {
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
   g_autoptr(GError) error = NULL;
-  g_autoptr(DrGraph) g = dr_load_string("nvtx.yaml", yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("nvtx.yaml", yaml);
   g_autoptr(DrPlan) plan = dr_plan_build(g, NULL, &error);
   g_assert_no_error(error);
-  DrRunOptions opts;
-  dr_run_options_init(&opts, g);
-  opts.backend = DR_BACKEND_CUDA;
-  opts.mode = mode;
-  opts.node_timing = DR_TIMING_STAMPS;
-  opts.warmup = warmup;
-  opts.iterations = iterations;
+  DrRunOptions opts = dr_fake_run_options(g, mode, DR_TIMING_STAMPS, warmup, iterations);
   dr_fake_reset();
   g_string_truncate(rec.log, 0);
   rec.stream_names = 0;

@@ -13,6 +13,8 @@
 #include "backends/cuda_api.h"
 #include "include/dagrun/dagrun.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
+#include "tests/fault/fake_runner.h"
 
 #define MAXSEQ 64
 
@@ -39,43 +41,6 @@ static const char *yaml =
     "  cp: {op: copy, src: \"y[0:seq*4]\", dst: \"h[0:seq*4]\"}\n"
     "  ms: {op: memset, dst: \"m[0:seq]\", value: \"{seq}\"}\n";
 
-static guint count_calls(guint from, const char *name) {
-  const GArray *t = dr_fake_trace();
-  guint n = 0;
-  for (guint i = from; i < t->len; i++) n += strcmp(g_array_index(t, DrFakeCall, i).name, name) == 0;
-  return n;
-}
-
-static void start(void) {
-  dr_fake_reset();
-  dr_cuda_api_set(dr_fake_api_graph_nodes());
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
-  dr_fake_allow_default_streams(FALSE);
-}
-
-static void finish_clean(void) {
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
-  dr_fake_set_replay_graphs(FALSE);
-  dr_fake_set_run_twins(FALSE);
-  dr_fake_reset();
-  dr_cuda_api_set(dr_fake_api());
-}
-
-static DrRunner *runner(DrStreamPlan *plan, const DrPipeline *p, DrMode mode) {
-  g_autoptr(GError) error = NULL;
-  DrRunSettings rs;
-  dr_run_settings_init(&rs, p);
-  rs.backend = DR_BACKEND_CUDA;
-  rs.mode = mode;
-  rs.iterations = 1;
-  rs.warmup = 0;
-  DrRunner *r = dr_runner_new(plan, &rs, &error);
-  g_assert_no_error(error);
-  return r;
-}
-
 typedef struct {
   float h[MAXSEQ * 4];
   guint8 m[MAXSEQ];
@@ -97,7 +62,7 @@ static void reference_alpha(gint64 seq, const char *alpha, Out *o) {
   g_assert_true(dr_pipeline_set_param(p, "seq", v, &error));
   g_assert_true(dr_pipeline_set_param(p, "alpha", alpha, &error));
   g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-  g_autoptr(DrRunner) r = runner(plan, p, DR_MODE_GRAPH);
+  g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
   g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
   g_assert_no_error(error);
   read_out(r, o);
@@ -108,13 +73,13 @@ static void reference(gint64 seq, Out *o) { reference_alpha(seq, "2", o); }
 /* One runner, seq changed between runs: only node updates, and each run
  * equals a graph captured at that value. */
 static void test_update_in_place(void) {
-  start();
+  dr_fake_runner_start();
   g_autoptr(GError) error = NULL;
   {
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("params.yaml", yaml, -1, &error);
     g_assert_no_error(error);
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
     g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
     g_assert_no_error(error);
     const gint64 seqs[] = {4, 64, 13, 37, 8};
@@ -127,13 +92,13 @@ static void test_update_in_place(void) {
       /* Never the iteration again: one one-node capture per kernel (sc,
        * sm), the copy's and the memset's parameters set directly. */
       g_assert_cmpstr(dr_runner_last_update(r), ==, "updated-nodes");
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecUpdate"), ==, 0);
-      g_assert_cmpuint(count_calls(from, "cudaGraphInstantiate"), ==, 0);
-      g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, 2);
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 2);
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecMemcpyNodeSetParams1D"), ==, 1);
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecMemsetNodeSetParams"), ==, 1);
-      g_assert_cmpuint(count_calls(from, "cudaGraphLaunch"), ==, 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 2);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 2);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecMemcpyNodeSetParams1D"), ==, 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecMemsetNodeSetParams"), ==, 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphLaunch"), ==, 1);
       Out got, want;
       memset(&got, 0, sizeof got);
       memset(&want, 0, sizeof want);
@@ -151,8 +116,8 @@ static void test_update_in_place(void) {
     g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
     g_assert_no_error(error);
     g_assert_cmpstr(dr_runner_last_update(r), ==, "updated-nodes");
-    g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, 1);
-    g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 1);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 1);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 1);
     /* The same value again: nothing to update. */
     g_assert_true(dr_runner_set_param_f64(r, "alpha", 0.5, &error));
     g_autoptr(DrRunReport) rr2 = dr_runner_run(r, &error);
@@ -164,9 +129,9 @@ static void test_update_in_place(void) {
     from = dr_fake_trace()->len;
     g_autoptr(DrRunReport) rr3 = dr_runner_run(r, &error);
     g_assert_no_error(error);
-    g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 2);
-    g_assert_cmpuint(count_calls(from, "cudaGraphExecMemcpyNodeSetParams1D"), ==, 1);
-    g_assert_cmpuint(count_calls(from, "cudaGraphExecMemsetNodeSetParams"), ==, 1);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 2);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecMemcpyNodeSetParams1D"), ==, 1);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecMemsetNodeSetParams"), ==, 1);
     {
       Out got, want;
       memset(&got, 0, sizeof got);
@@ -181,25 +146,25 @@ static void test_update_in_place(void) {
     g_assert_nonnull(strstr(error->message, "must be in 4..64, not 65"));
     g_clear_error(&error);
   }
-  finish_clean();
+  dr_fake_runner_finish();
 }
 
 /* DAGRUN_GRAPH_UPDATE=capture: the same values by re-capturing. */
 static void test_update_recapture(void) {
-  start();
+  dr_fake_runner_start();
   g_setenv("DAGRUN_GRAPH_UPDATE", "capture", TRUE);
   g_autoptr(GError) error = NULL;
   {
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("params.yaml", yaml, -1, &error);
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
     g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
     g_assert_true(dr_runner_set_param(r, "seq", 20, &error));
     guint from = dr_fake_trace()->len;
     g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
     g_assert_no_error(error);
-    g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, 1);
-    g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 0);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 1);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 0);
     Out got, want;
     memset(&got, 0, sizeof got);
     memset(&want, 0, sizeof want);
@@ -209,24 +174,24 @@ static void test_update_recapture(void) {
     g_assert_cmpmem(got.h, 20 * 4 * sizeof(float), want.h, 20 * 4 * sizeof(float));
   }
   g_unsetenv("DAGRUN_GRAPH_UPDATE");
-  finish_clean();
+  dr_fake_runner_finish();
 }
 
 /* Streams mode: the changed nodes are bound again; no capture at all. */
 static void test_streams(void) {
-  start();
+  dr_fake_runner_start();
   g_autoptr(GError) error = NULL;
   {
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("params.yaml", yaml, -1, &error);
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = runner(plan, p, DR_MODE_STREAMS);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_STREAMS);
     g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
     g_assert_true(dr_runner_set_param(r, "seq", 33, &error));
     guint from = dr_fake_trace()->len;
     g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
     g_assert_no_error(error);
     g_assert_cmpstr(dr_runner_last_update(r), ==, "rebound");
-    g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, 0);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 0);
     Out got, want;
     memset(&got, 0, sizeof got);
     memset(&want, 0, sizeof want);
@@ -234,7 +199,7 @@ static void test_streams(void) {
     reference(33, &want);
     g_assert_cmpmem(got.h, 33 * 4 * sizeof(float), want.h, 33 * 4 * sizeof(float));
   }
-  finish_clean();
+  dr_fake_runner_finish();
 }
 
 /* A fault at every call of a graph-mode update: the run fails with the
@@ -242,11 +207,11 @@ static void test_streams(void) {
 static void test_update_faults(void) {
   guint64 total = 0;
   for (guint64 fail_at = 0;; fail_at++) {
-    start();
+    dr_fake_runner_start();
     g_autoptr(GError) error = NULL;
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("params.yaml", yaml, -1, &error);
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    DrRunner *r = runner(plan, p, DR_MODE_GRAPH);
+    DrRunner *r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
     g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
     g_assert_no_error(error);
     g_assert_true(dr_runner_set_param(r, "seq", 30, &error));
@@ -263,12 +228,12 @@ static void test_update_faults(void) {
     g_clear_error(&error);
     dr_fake_arm(0, DR_FAULT_LAUNCH);
     dr_runner_free(r);
-    gint64 at = dr_fake_fault_index();
-    gboolean failed_release = at >= 0 && g_array_index(dr_fake_trace(), DrFakeCall, at).release;
+    const DrFakeCall *hit = dr_fake_faulted_call();
+    gboolean failed_release = hit && hit->release;
     g_assert_cmpstr(dr_fake_misuse(), ==, "");
     g_assert_cmpuint(dr_fake_live_total(), ==, failed_release ? 1 : 0);
     dr_fake_reset();
-    finish_clean();
+    dr_fake_runner_finish();
     if (fail_at >= total) break;
   }
   g_assert_cmpuint(total, >, 3);

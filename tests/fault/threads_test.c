@@ -25,6 +25,7 @@
 #include "lib/load.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
 
 /* A random layered DAG: `layers` x `width` memsets of one element each of
  * buffer b (node i sets b[i] to i % 251 + 1), each after 1-3 nodes of the
@@ -50,11 +51,7 @@ static char *layered_yaml(guint layers, guint width, guint32 seed) {
 }
 
 static DrGraph *load(const char *yaml) {
-  g_autoptr(DrDiags) diags = dr_diags_new(0);
-  g_autoptr(GError) error = NULL;
-  DrGraph *g = dr_load_string("layered.yaml", yaml, strlen(yaml), diags, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
+  DrGraph *g = dr_fake_load_yaml("layered.yaml", yaml);
   g->run.mode = DR_MODE_STREAMS;
   return g;
 }
@@ -390,9 +387,8 @@ static void test_fake_sweep(void) {
     g_autoptr(GError) error = NULL;
     g_autoptr(DrReport) r = dr_run(plan, &o, &error);
     tested++;
-    gint64 fi = dr_fake_fault_index();
-    g_assert_cmpint(fi, >=, 0);
-    const DrFakeCall *fc = &g_array_index(dr_fake_trace(), DrFakeCall, fi);
+    const DrFakeCall *fc = dr_fake_faulted_call();
+    g_assert_nonnull(fc);
     if (r == NULL) {
       failed++;
       g_assert_true(error->domain == DR_ERROR);

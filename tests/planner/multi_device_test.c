@@ -10,8 +10,9 @@
  * one stream, holding only collectives; a stream is a chain of the DAG
  * unless it is a communication stream; the per-device cap holds; and no
  * wait is redundant, across devices too: dropping any one wait breaks P2.
- * The copies of planner_test.c's slow references here are deliberate: a
- * test file per concern. */
+ * The slow references (closure, width) and the plan with one wait
+ * dropped are planner_test.c's too: tests/support's dag_reference.h and
+ * plan_edit.h. */
 #include <glib.h>
 #include <string.h>
 
@@ -19,78 +20,11 @@
 #include "ir/plan.h"
 #include "scheduler/passes.h"
 #include "scheduler/planner.h"
+#include "tests/support/dag_reference.h"
+#include "tests/support/plan_edit.h"
 
 #define N_BUF_PER_DEV 2
 #define COUNT 16
-
-/* reach[u] bit v: v reachable from u. */
-static guint64 *closure(const DrGraph *g) {
-  guint32 n = g->nodes->len;
-  g_assert_cmpuint(n, <=, 64);
-  guint64 *reach = g_new0(guint64, MAX(n, 1));
-  gboolean changed = TRUE;
-  while (changed) {
-    changed = FALSE;
-    for (guint32 e = 0; e < g->edges->len; e++) {
-      const DrEdge *ed = dr_graph_edge(g, e);
-      guint64 next = reach[ed->from] | reach[ed->to] | (G_GUINT64_CONSTANT(1) << ed->to);
-      if (next != reach[ed->from]) reach[ed->from] = next, changed = TRUE;
-    }
-  }
-  return reach;
-}
-
-static gboolean comparable(const guint64 *reach, DrId a, DrId b) {
-  return ((reach[a] >> b) & 1) || ((reach[b] >> a) & 1);
-}
-
-/* Width of `mask` under the closure: |mask| minus a maximum matching
- * (simple recursive Kuhn; n <= 64). */
-static gboolean augment(const guint64 *reach, guint32 n, guint64 mask, guint32 u, gint32 *match,
-                        guint64 *seen) {
-  for (guint32 v = 0; v < n; v++) {
-    if (!((mask >> v) & 1) || !((reach[u] >> v) & 1) || ((*seen >> v) & 1)) continue;
-    *seen |= G_GUINT64_CONSTANT(1) << v;
-    if (match[v] < 0 || augment(reach, n, mask, (guint32)match[v], match, seen)) {
-      match[v] = (gint32)u;
-      return TRUE;
-    }
-  }
-  return FALSE;
-}
-
-static guint32 ref_width(const guint64 *reach, guint32 n, guint64 mask) {
-  gint32 match[64];
-  for (guint32 v = 0; v < 64; v++) match[v] = -1;
-  guint32 size = 0, matched = 0;
-  for (guint32 u = 0; u < n; u++) {
-    if (!((mask >> u) & 1)) continue;
-    size++;
-    guint64 seen = 0;
-    matched += augment(reach, n, mask, u, match, &seen);
-  }
-  return size - matched;
-}
-
-static DrPlan *plan_copy_without_wait(const DrPlan *p, guint32 drop) {
-  DrPlan *q = dr_plan_new(p->graph);
-  g_array_append_vals(q->streams, p->streams->data, p->streams->len);
-  g_array_append_vals(q->steps, p->steps->data, p->steps->len);
-  guint32 n = p->graph->nodes->len;
-  memcpy(q->node_stream, p->node_stream, n * sizeof(guint32));
-  memcpy(q->node_step, p->node_step, n * sizeof(guint32));
-  memcpy(q->needs_event, p->needs_event, n * sizeof(gboolean));
-  for (guint32 w = 0; w < p->waits->len; w++)
-    if (w != drop) g_array_append_val(q->waits, g_array_index(p->waits, DrId, w));
-  for (guint32 i = 0; i < q->steps->len; i++) {
-    DrPlanStep *s = dr_plan_step(q, i);
-    if (s->wait_first <= drop && drop < s->wait_first + s->wait_count)
-      s->wait_count--;
-    else if (s->wait_first > drop)
-      s->wait_first--;
-  }
-  return q;
-}
 
 static void add_access(DrGraph *g, DrId buf, DrAccessMode mode, GRand *r) {
   guint64 begin = (guint64)g_rand_int_range(r, 0, COUNT);
@@ -192,7 +126,7 @@ static void check(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats *st) 
   g_assert_no_error(error);
   guint32 n = g->nodes->len, nd;
   const gint32 *devs = dr_graph_devices(g, &nd);
-  g_autofree guint64 *reach = closure(g);
+  g_autofree guint64 *reach = dr_test_closure(g);
 
   /* Streams per class against the reference widths. */
   gboolean binds = FALSE;
@@ -221,7 +155,7 @@ static void check(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats *st) 
         g_assert_cmpuint(streams, ==, 1);
         st->comm_streams++;
       } else {
-        guint32 w = ref_width(reach, n, mask);
+        guint32 w = dr_test_width(reach, n, mask);
         compute_width += w;
         if (!plan->cap_binds) g_assert_cmpuint(streams, ==, w);
       }
@@ -246,7 +180,7 @@ static void check(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats *st) 
       for (DrId b = a + 1; b < n; b++)
         if (plan->node_stream[a] == plan->node_stream[b] &&
             !g_array_index(plan->streams, DrStream, plan->node_stream[a]).comm)
-          g_assert_true(comparable(reach, a, b));
+          g_assert_true(dr_test_comparable(reach, a, b));
   /* No redundant wait, across devices too. */
   for (guint32 i = 0; i < plan->steps->len; i++) {
     const DrPlanStep *s = dr_plan_step(plan, i);
@@ -255,7 +189,7 @@ static void check(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats *st) 
       gint32 du = g_array_index(plan->streams, DrStream, plan->node_stream[u]).device;
       gint32 dv = g_array_index(plan->streams, DrStream, s->stream).device;
       st->cross_device_waits += du != dv;
-      g_autoptr(DrPlan) q = plan_copy_without_wait(plan, w);
+      g_autoptr(DrPlan) q = dr_test_plan_without_wait(plan, w);
       g_autoptr(GError) e2 = NULL;
       g_assert_false(dr_plan_check(q, &e2));
       g_assert_true(g_str_has_prefix(e2->message, "P2"));

@@ -16,6 +16,9 @@
 #include "ir/plan.h"
 #include "report/report.h"
 #include "scheduler/planner.h"
+#include "tests/support/dag_reference.h"
+#include "tests/support/plan_edit.h"
+#include "tests/support/golden.h"
 
 /* ---- graph building ----------------------------------------------------- */
 
@@ -186,95 +189,9 @@ static DrGraph *program_graph(GRand *r, guint32 max_n) {
   return g;
 }
 
-/* ---- slow references (n <= 64) ---------------------------------------- */
-
-/* reach[u] bit v: v is reachable from u by one or more edges. */
-static guint64 *closure(const DrGraph *g) {
-  guint32 n = g->nodes->len;
-  g_assert_cmpuint(n, <=, 64);
-  guint64 *reach = g_new0(guint64, MAX(n, 1));
-  gboolean changed = TRUE;
-  while (changed) {
-    changed = FALSE;
-    for (guint32 e = 0; e < g->edges->len; e++) {
-      const DrEdge *ed = dr_graph_edge(g, e);
-      guint64 next = reach[ed->from] | reach[ed->to] | (G_GUINT64_CONSTANT(1) << ed->to);
-      if (next != reach[ed->from]) reach[ed->from] = next, changed = TRUE;
-    }
-  }
-  return reach;
-}
-
-static gboolean comparable(const guint64 *reach, DrId a, DrId b) {
-  return ((reach[a] >> b) & 1) || ((reach[b] >> a) & 1);
-}
-
-/* Width of the nodes in `mask` under the closure: |mask| minus a maximum
- * matching of the comparability bipartite graph (Kuhn's algorithm). */
-static guint32 ref_width(const guint64 *reach, guint32 n, guint64 mask) {
-  gint32 match_right[64];
-  guint32 matched = 0, size = 0;
-  for (guint32 v = 0; v < 64; v++) match_right[v] = -1;
-  for (guint32 u = 0; u < n; u++) {
-    if (!((mask >> u) & 1)) continue;
-    size++;
-    /* Iterative augmenting-path search from u. */
-    gint32 parent_left[64], via_right[64];
-    guint64 seen = 0;
-    guint32 queue[64], head = 0, tail = 0;
-    gint32 found = -1;
-    queue[tail++] = u;
-    parent_left[u] = -1;
-    while (head < tail && found < 0) {
-      guint32 x = queue[head++];
-      for (guint32 v = 0; v < n && found < 0; v++) {
-        if (!((mask >> v) & 1) || !((reach[x] >> v) & 1) || ((seen >> v) & 1)) continue;
-        seen |= G_GUINT64_CONSTANT(1) << v;
-        via_right[v] = (gint32)x;
-        if (match_right[v] < 0) {
-          found = (gint32)v;
-        } else {
-          guint32 y = (guint32)match_right[v];
-          parent_left[y] = (gint32)v;
-          queue[tail++] = y;
-        }
-      }
-    }
-    if (found < 0) continue;
-    matched++;
-    /* Flip the path back to u. */
-    gint32 v = found;
-    while (v >= 0) {
-      guint32 x = (guint32)via_right[v];
-      gint32 prev_v = parent_left[x];
-      match_right[v] = (gint32)x;
-      v = prev_v;
-    }
-  }
-  return size - matched;
-}
+/* The slow references (n <= 64) are tests/support/dag_reference.h's. */
 
 /* ---- plan properties -------------------------------------------------- */
-
-static DrPlan *plan_copy_without_wait(const DrPlan *p, guint32 drop) {
-  DrPlan *q = dr_plan_new(p->graph);
-  g_array_append_vals(q->streams, p->streams->data, p->streams->len);
-  g_array_append_vals(q->steps, p->steps->data, p->steps->len);
-  guint32 n = p->graph->nodes->len;
-  memcpy(q->node_stream, p->node_stream, n * sizeof(guint32));
-  memcpy(q->node_step, p->node_step, n * sizeof(guint32));
-  memcpy(q->needs_event, p->needs_event, n * sizeof(gboolean));
-  for (guint32 w = 0; w < p->waits->len; w++)
-    if (w != drop) g_array_append_val(q->waits, g_array_index(p->waits, DrId, w));
-  for (guint32 i = 0; i < q->steps->len; i++) {
-    DrPlanStep *s = dr_plan_step(q, i);
-    if (s->wait_first <= drop && drop < s->wait_first + s->wait_count)
-      s->wait_count--;
-    else if (s->wait_first > drop)
-      s->wait_first--;
-  }
-  return q;
-}
 
 typedef struct {
   guint plans, waits_checked, binding;
@@ -286,16 +203,16 @@ static void check_small(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats
   guint32 n = g->nodes->len;
   g_assert_true(dr_plan_check(plan, &error));
   g_assert_no_error(error);
-  g_autofree guint64 *reach = closure(g);
+  g_autofree guint64 *reach = dr_test_closure(g);
   guint64 all = n == 64 ? G_MAXUINT64 : (G_GUINT64_CONSTANT(1) << n) - 1;
 
   /* The width and its certificate. */
-  g_assert_cmpuint(plan->width, ==, ref_width(reach, n, all));
+  g_assert_cmpuint(plan->width, ==, dr_test_width(reach, n, all));
   g_assert_cmpuint(plan->antichain->len, ==, plan->width);
   for (guint32 i = 0; i < plan->antichain->len; i++)
     for (guint32 j = i + 1; j < plan->antichain->len; j++)
-      g_assert_false(comparable(reach, g_array_index(plan->antichain, DrId, i),
-                                g_array_index(plan->antichain, DrId, j)));
+      g_assert_false(dr_test_comparable(reach, g_array_index(plan->antichain, DrId, i),
+                                        g_array_index(plan->antichain, DrId, j)));
 
   /* Stream count: the sum of class widths, unless the cap binds. */
   guint32 class_width_sum = 0, n_classes = 0;
@@ -305,7 +222,7 @@ static void check_small(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats
       if (dr_graph_node(g, v)->priority == p) mask |= G_GUINT64_CONSTANT(1) << v;
     if (mask == 0) continue;
     n_classes++;
-    class_width_sum += ref_width(reach, n, mask);
+    class_width_sum += dr_test_width(reach, n, mask);
   }
   g_assert_cmpuint(plan->cap_binds, ==, class_width_sum > plan->cap);
   if (cap > 0) g_assert_cmpuint(plan->cap, ==, MAX(cap, n_classes));
@@ -315,7 +232,7 @@ static void check_small(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats
     /* No ordering the DAG does not imply: one stream is one chain. */
     for (DrId a = 0; a < n; a++)
       for (DrId b = a + 1; b < n; b++)
-        if (plan->node_stream[a] == plan->node_stream[b]) g_assert_true(comparable(reach, a, b));
+        if (plan->node_stream[a] == plan->node_stream[b]) g_assert_true(dr_test_comparable(reach, a, b));
   } else {
     stats->binding++;
     g_assert_cmpuint(plan->streams->len, <=, plan->cap);
@@ -328,7 +245,7 @@ static void check_small(const DrGraph *g, const DrPlan *plan, guint32 cap, Stats
 
   /* No redundant wait: dropping any one breaks P2. */
   for (guint32 w = 0; w < plan->waits->len; w++) {
-    g_autoptr(DrPlan) q = plan_copy_without_wait(plan, w);
+    g_autoptr(DrPlan) q = dr_test_plan_without_wait(plan, w);
     g_autoptr(GError) e2 = NULL;
     g_assert_false(dr_plan_check(q, &e2));
     g_assert_nonnull(e2);
@@ -556,25 +473,6 @@ static DrGraph *six_chains(void) {
   return g;
 }
 
-static char *golden_path(const char *name) {
-  const char *ws = g_getenv("BUILD_WORKSPACE_DIRECTORY");
-  return g_build_filename(ws && g_getenv("DAGRUN_REGEN") ? ws : ".", "tests/planner/golden", name, NULL);
-}
-
-static void check_golden(const char *name, const char *actual) {
-  g_autofree char *path = golden_path(name);
-  if (g_getenv("DAGRUN_REGEN")) {
-    g_autoptr(GError) error = NULL;
-    g_assert_true(g_file_set_contents(path, actual, -1, &error));
-    return;
-  }
-  g_autofree char *expected = NULL;
-  g_autoptr(GError) error = NULL;
-  if (!g_file_get_contents(path, &expected, NULL, &error))
-    g_error("%s: %s (DAGRUN_REGEN=1 bazel run //tests/planner:planner writes it)", path, error->message);
-  g_assert_cmpstr(actual, ==, expected);
-}
-
 typedef DrGraph *(*GraphMaker)(void);
 typedef struct {
   const char *name;
@@ -603,9 +501,9 @@ static void test_golden(gconstpointer data) {
   g_autofree char *t = g_strdup_printf("%s.plan.expected", gd->name);
   g_autofree char *j = g_strdup_printf("%s.json.expected", gd->name);
   g_autofree char *d = g_strdup_printf("%s.dot.expected", gd->name);
-  check_golden(t, text->str);
-  check_golden(j, json->str);
-  check_golden(d, dot->str);
+  dr_test_check_golden("tests/planner/golden", "//tests/planner:planner", t, text->str);
+  dr_test_check_golden("tests/planner/golden", "//tests/planner:planner", j, json->str);
+  dr_test_check_golden("tests/planner/golden", "//tests/planner:planner", d, dot->str);
 }
 
 static void test_diamond_exact(void) {

@@ -14,25 +14,7 @@
 #include "lib/load.h"
 #include "report/report.h"
 #include "scheduler/planner.h"
-
-static char *golden_path(const char *name) {
-  const char *ws = g_getenv("BUILD_WORKSPACE_DIRECTORY");
-  return g_build_filename(ws && g_getenv("DAGRUN_REGEN") ? ws : ".", "tests/review/golden", name, NULL);
-}
-
-static void check_golden(const char *name, const char *actual) {
-  g_autofree char *path = golden_path(name);
-  if (g_getenv("DAGRUN_REGEN")) {
-    g_autoptr(GError) error = NULL;
-    g_assert_true(g_file_set_contents(path, actual, -1, &error));
-    return;
-  }
-  g_autofree char *expected = NULL;
-  g_autoptr(GError) error = NULL;
-  if (!g_file_get_contents(path, &expected, NULL, &error))
-    g_error("%s: %s (DAGRUN_REGEN=1 bazel run //tests/review:review writes it)", path, error->message);
-  g_assert_cmpstr(actual, ==, expected);
-}
+#include "tests/support/golden.h"
 
 static guint count_substr(const char *s, const char *needle) {
   guint n = 0;
@@ -71,7 +53,7 @@ static void test_dot_small(void) {
   g_autoptr(DrPlan) plan = plan_of(g, 8);
   g_autoptr(GString) dot = g_string_new(NULL);
   dr_plan_write_dot(plan, dot);
-  check_golden("small.dot.expected", dot->str);
+  dr_test_check_golden("tests/review/golden", "//tests/review:review", "small.dot.expected", dot->str);
   g_assert_nonnull(strstr(dot->str, "copy H2D 4.0\xc2\xa0KiB"));
   g_assert_nonnull(strstr(dot->str, "copy D2D 4.0\xc2\xa0KiB"));
   g_assert_nonnull(strstr(dot->str, "copy D2H 4.0\xc2\xa0KiB"));
@@ -87,7 +69,8 @@ static void test_dot_small(void) {
   DrDotOptions o = {DR_DOT_DETAIL_FULL, dur, "test"};
   g_autoptr(GString) timed = g_string_new(NULL);
   dr_plan_write_dot_opts(plan, &o, timed);
-  check_golden("small-timed.dot.expected", timed->str);
+  dr_test_check_golden("tests/review/golden", "//tests/review:review", "small-timed.dot.expected",
+                       timed->str);
   /* up 10, dup 20, sc 30, zero 40, down 50, note 60 µs: the longest
    * path is up, dup, sc, note (120 µs). */
   g_assert_nonnull(strstr(timed->str, "critical path 120.0 \xc2\xb5s (durations: test)"));
@@ -105,7 +88,7 @@ static void test_dot_summary(void) {
   g_autoptr(DrPlan) plan = plan_of(g, 32);
   g_autoptr(GString) dot = g_string_new(NULL);
   dr_plan_write_dot(plan, dot);
-  check_golden("review1000.dot.expected", dot->str);
+  dr_test_check_golden("tests/review/golden", "//tests/review:review", "review1000.dot.expected", dot->str);
   g_assert_cmpuint(count_substr(dot->str, "shape=box3d"), ==, 4);
   g_assert_cmpuint(count_substr(dot->str, " -> "), ==, 3);
   g_assert_nonnull(strstr(dot->str,
