@@ -132,7 +132,9 @@ static gboolean parse_slice(DrParse *p, const char *key, const DrYNode *v, const
     node_error(p, v, key, "%s", msg);
     return FALSE;
   }
-  g_autofree char *where = g_strdup_printf("%s, %s", WHAT(p), key);
+  /* Named only when a parameter was read (dr__params_note uses it then):
+   * no printf per slice of every node. */
+  g_autofree char *where = p->param_hits != 0 ? g_strdup_printf("%s, %s", WHAT(p), key) : NULL;
   if (!dr__params_note(p, v, env, where, NULL)) {
     g_free(sl.name);
     return FALSE;
