@@ -80,7 +80,6 @@ DrGraph *dr_graph_new(void) {
   g->param_vars = g_array_new(FALSE, TRUE, sizeof(DrParamVar));
   g_array_set_clear_func(g->callbacks, callback_clear);
   g->strings = g_string_chunk_new(64 * 1024);
-  g->node_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->buffer_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->kernel_index = g_hash_table_new(g_str_hash, g_str_equal);
   g->name = "pipeline";
@@ -115,7 +114,7 @@ void dr_graph_free(DrGraph *graph) {
     if (k->free_fn) k->free_fn(k->data);
   }
   if (graph->kept) g_array_unref(graph->kept);
-  g_hash_table_unref(graph->node_index);
+  g_free(graph->node_slots);
   g_hash_table_unref(graph->buffer_index);
   g_hash_table_unref(graph->kernel_index);
   if (graph->memory_edges) g_array_unref(graph->memory_edges);
@@ -150,16 +149,73 @@ DrId dr_graph_add_buffer(DrGraph *graph, const DrBuffer *buffer) {
   return id;
 }
 
+/* ---- the node-id index (DrGraph.node_slots) ----
+ * Open addressing with linear probing over a power of two of slots, at
+ * most 3/4 full, each the id's hash and DrId + 1 (0: empty); a probe reads
+ * a node's id only when the hashes agree. It replaces two GHashTables (the
+ * index and the string chunk's own table of interned ids, since node ids
+ * go into the chunk without it: they are unique already): 8 bytes a slot
+ * instead of about 45 per node, and one probe sequence per node added. */
+struct DrNodeSlot {
+  guint32 hash;
+  guint32 id1; /* DrId + 1; 0: empty */
+};
+
+/* FNV-1a over the bytes, then a 64-bit finalizer: the low bits pick the
+ * slot, so every byte must reach them. */
+static guint32 node_id_hash(const char *s) {
+  guint64 h = G_GUINT64_CONSTANT(0xcbf29ce484222325);
+  for (; *s; s++) h = (h ^ (guchar)*s) * G_GUINT64_CONSTANT(0x100000001b3);
+  h ^= h >> 31;
+  h *= G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
+  h ^= h >> 32;
+  return (guint32)h;
+}
+
+/* The slot holding `id`, or the empty slot where it would go. */
+static struct DrNodeSlot *node_slot(const DrGraph *graph, const char *id, guint32 hash) {
+  for (guint32 i = hash & graph->node_slots_mask;; i = (i + 1) & graph->node_slots_mask) {
+    struct DrNodeSlot *slot = &graph->node_slots[i];
+    if (slot->id1 == 0) return slot;
+    if (slot->hash == hash && strcmp(dr_graph_node(graph, slot->id1 - 1)->id, id) == 0) return slot;
+  }
+}
+
+/* Makes room for one more node: doubles the slots (from 64) once they
+ * would be more than 3/4 full, moving each by its stored hash. */
+static void node_slots_reserve(DrGraph *graph) {
+  guint64 size = graph->node_slots ? (guint64)graph->node_slots_mask + 1 : 0;
+  if (((guint64)graph->nodes->len + 1) * 4 <= size * 3) return;
+  guint64 new_size = MAX(size * 2, 64);
+  g_return_if_fail(new_size <= G_GUINT64_CONSTANT(1) << 32);
+  struct DrNodeSlot *old = graph->node_slots;
+  graph->node_slots = g_new0(struct DrNodeSlot, new_size);
+  graph->node_slots_mask = (guint32)(new_size - 1);
+  for (guint64 i = 0; i < size; i++) {
+    if (old[i].id1 == 0) continue;
+    guint32 j = old[i].hash & graph->node_slots_mask;
+    while (graph->node_slots[j].id1 != 0) j = (j + 1) & graph->node_slots_mask;
+    graph->node_slots[j] = old[i];
+  }
+  g_free(old);
+}
+
 DrId dr_graph_add_node(DrGraph *graph, const DrNode *node) {
+  g_return_val_if_fail(node->id != NULL, DR_NONE);
+  node_slots_reserve(graph);
+  guint32 hash = node_id_hash(node->id);
+  struct DrNodeSlot *slot = node_slot(graph, node->id, hash);
+  if (slot->id1 != 0) return DR_NONE;
   DrNode n = *node;
-  n.id = dr_graph_intern(graph, n.id);
+  n.id = g_string_chunk_insert(graph->strings, n.id);
   n.label = dr_graph_intern(graph, n.label);
   n.access_first = graph->accesses->len;
   n.access_count = 0;
   n.arg_first = graph->args->len;
   n.arg_count = 0;
-  DrId id = index_add(graph->node_index, n.id, graph->nodes->len);
-  if (id != DR_NONE) g_array_append_val(graph->nodes, n);
+  DrId id = graph->nodes->len;
+  *slot = (struct DrNodeSlot){hash, id + 1};
+  g_array_append_val(graph->nodes, n);
   return id;
 }
 
@@ -244,7 +300,10 @@ void dr_graph_keep(DrGraph *graph, gpointer data, GDestroyNotify free_fn) {
   g_array_append_val(graph->kept, k);
 }
 
-DrId dr_graph_find_node(const DrGraph *graph, const char *id) { return index_find(graph->node_index, id); }
+DrId dr_graph_find_node(const DrGraph *graph, const char *id) {
+  if (graph->node_slots == NULL || id == NULL) return DR_NONE;
+  return node_slot(graph, id, node_id_hash(id))->id1 - 1;
+}
 DrId dr_graph_find_buffer(const DrGraph *graph, const char *name) {
   return index_find(graph->buffer_index, name);
 }

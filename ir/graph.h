@@ -241,25 +241,40 @@ typedef struct {
 
 typedef struct DrLoop DrLoop; /* ir/loops.h */
 
+/* The node array is the IR's largest (a 5M-node pipeline holds 5M of
+ * these), so the small fields share the first word: the enums as 8-bit
+ * bit-fields (they keep their enum types, so switches on them are still
+ * checked; their address cannot be taken) and two bytes: 120 bytes on
+ * x86-64 (136 before). */
 typedef struct {
-  DrOp op;
-  DrPriority priority;
+  DrOp op : 8;
+  DrPriority priority : 8;
+  /* DR_OP_HOST */
+  DrHostFn host_fn : 8;
+  /* allreduce, reduce, reducescatter (see the collectives below) */
+  DrReduceOp reduce : 8;
+  /* DR_OP_MEMSET */
+  guint8 memset_value;
+  /* collectives: the node named one buffer, not a list (below) */
+  gboolean per_rank : 8;
+  gint32 device; /* -1: the run's device */
+  /* Set by the devices pass (scheduler/devices.c): the GPU the node runs
+   * on: node.device when given, else the device of its device buffers,
+   * else the run's; -1 for a host node and for a collective spanning
+   * several devices (each participant runs on its buffers' device). */
+  gint32 dev;
   const char *id;    /* interned, unique */
   const char *label; /* NULL unless `label:` */
   DrLoc loc;         /* the node's key in `nodes:` */
-  gint32 device;     /* -1: the run's device */
   guint32 access_first, access_count;
   guint32 arg_first, arg_count;
   /* DR_OP_KERNEL */
   DrId kernel;
   guint32 grid[3], block[3]; /* 0 in grid[0]/block[0]: use the default */
   guint32 shared;
-  /* DR_OP_MEMSET */
-  guint8 memset_value;
-  /* DR_OP_HOST */
-  DrHostFn host_fn;
-  guint32 callback; /* C API host nodes: 1 + index in graph->callbacks
-                       (host_fn is then unused); 0: the built-in host_fn */
+  /* DR_OP_HOST: C API host nodes: 1 + index in graph->callbacks (host_fn
+   * is then unused); 0: the built-in host_fn */
+  guint32 callback;
   /* DR_OP_ALLOC / DR_OP_FREE */
   DrId buffer;
   /* A loop or conditional (ir/loops.h): 1 + its index in graph->loops, op
@@ -267,21 +282,15 @@ typedef struct {
   guint32 loop;
   /* Collectives (DR_OP_IS_COLLECTIVE; docs/multi-gpu.md). Participant i's
    * accesses are described at I7. n_parts: the participants written (one
-   * per device of run.devices in a single process); per_rank: the node
-   * named one buffer, not a list: "this rank's copy" (across processes,
-   * or a single process driving one device). root and peer are ranks: in
-   * a single process, rank r is run.devices[r] (the run's device alone
-   * when run.devices is not given). */
-  DrReduceOp reduce; /* allreduce, reduce, reducescatter */
-  gint32 root;       /* broadcast, reduce: -1 elsewhere */
-  gint32 peer;       /* send, recv: -1 elsewhere */
+   * per device of run.devices in a single process); per_rank (above): the
+   * node named one buffer, not a list: "this rank's copy" (across
+   * processes, or a single process driving one device). root and peer are
+   * ranks: in a single process, rank r is run.devices[r] (the run's device
+   * alone when run.devices is not given). reduce (above): allreduce,
+   * reduce, reducescatter. */
+  gint32 root; /* broadcast, reduce: -1 elsewhere */
+  gint32 peer; /* send, recv: -1 elsewhere */
   guint32 n_parts;
-  gboolean per_rank;
-  /* Set by the devices pass (scheduler/devices.c): the GPU the node runs
-   * on: node.device when given, else the device of its device buffers,
-   * else the run's; -1 for a host node and for a collective spanning
-   * several devices (each participant runs on its buffers' device). */
-  gint32 dev;
 } DrNode;
 
 /* X(ENUM_SUFFIX, spelling) */
@@ -423,7 +432,12 @@ typedef struct {
   GArray *kept;      /* what the graph keeps alive (dr_graph_keep); NULL until the first */
   GPtrArray *loops;  /* DrLoop *, owned (ir/loops.h); NULL until the first */
   GStringChunk *strings;
-  GHashTable *node_index;   /* id -> DrId+1, interned keys */
+  /* Node id -> DrId: open addressing (ir/graph.c, node_slot), a slot per
+   * {hash, DrId + 1} (0: empty), a power of two of them at most 3/4 full;
+   * the key is the node's own interned id. 8 bytes a slot, a fifth of a
+   * GHashTable's per node. */
+  struct DrNodeSlot *node_slots;
+  guint32 node_slots_mask;  /* slots - 1; 0 before the first node */
   GHashTable *buffer_index; /* name -> DrId+1 */
   GHashTable *kernel_index; /* name -> DrId+1 */
   DrMemoryBudget budget;    /* scheduler/budget.c */

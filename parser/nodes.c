@@ -132,7 +132,9 @@ static gboolean parse_slice(DrParse *p, const char *key, const DrYNode *v, const
     node_error(p, v, key, "%s", msg);
     return FALSE;
   }
-  g_autofree char *where = g_strdup_printf("%s, %s", WHAT(p), key);
+  /* Named only when a parameter was read (dr__params_note uses it then):
+   * no printf per slice of every node. */
+  g_autofree char *where = p->param_hits != 0 ? g_strdup_printf("%s, %s", WHAT(p), key) : NULL;
   if (!dr__params_note(p, v, env, where, NULL)) {
     g_free(sl.name);
     return FALSE;
@@ -672,10 +674,12 @@ static void node_slots(DrParse *p, const DrYNode *map, DrOp op, const DrYNode **
 static void node_common(DrParse *p, const DrYNode **s, const DrEnv *env, DrNode *n, char **label) {
   if (s[K_PRIORITY] != NULL) {
     g_autofree char *pr = NULL;
+    DrPriority priority = n->priority; /* a bit-field has no address */
     if (dr__parse_string(p, WHAT(p), "priority", s[K_PRIORITY], env, &pr) &&
-        !dr_priority_from_name(pr, &n->priority))
+        !dr_priority_from_name(pr, &priority))
       dr_diags_error(p->diags, DR_LOC(p, s[K_PRIORITY]),
                      "%s, key 'priority': expected low, normal or high, got '%s'", WHAT(p), pr);
+    n->priority = priority;
   }
   gint64 device;
   if (s[K_DEVICE] != NULL && dr__parse_int(p, WHAT(p), "device", s[K_DEVICE], env, 0, 1023, &device))

@@ -104,12 +104,15 @@ double dr__node_cost_us(const DrGraph *g, DrId id) {
 
 void dr__plan_costs(DrPlanCtx *ctx, const double *durations) {
   ctx->dur = g_new(double, MAX(ctx->n, 1));
+  /* The planner makes the durations again after the chain cover
+   * (planner.c): the pool nodes are collected on the first call only. */
+  gboolean collect = ctx->pool_nodes != NULL && ctx->pool_nodes->len == 0;
   for (DrId v = 0; v < ctx->n; v++) {
     ctx->dur[v] = durations != NULL && !isnan(durations[v]) ? durations[v] : dr__node_cost_us(ctx->graph, v);
     /* Here, while the node is in the cache: a walk of its own over a
      * million nodes would cost the memory figures more than their flow. */
     const DrNode *node = dr_graph_node(ctx->graph, v);
-    if (ctx->pool_nodes != NULL && (node->op == DR_OP_ALLOC || node->op == DR_OP_FREE)) {
+    if (collect && (node->op == DR_OP_ALLOC || node->op == DR_OP_FREE)) {
       DrPlanPoolNode p = {v, node->buffer, node->op == DR_OP_ALLOC};
       g_array_append_val(ctx->pool_nodes, p);
     }

@@ -26,7 +26,7 @@ typedef struct {
   gboolean no_greedy_merges; /* DrPlanOptions' */
 
   /* cost.c */
-  double *dur; /* [n] estimated (or profiled) duration, µs */
+  double *dur; /* [n] estimated (or profiled) duration, µs; NULL while the chain cover runs */
   /* When not NULL (the memory figures are wanted), cost.c appends each
    * alloc and free node in program order (DrPlanPoolNode), so that
    * memory.c numbers the lifetimes without a second walk over every
@@ -39,7 +39,7 @@ typedef struct {
   guint32 *chain; /* [n] chain of each node (a chain never mixes classes) */
   guint32 n_chains;
   guint32 n_classes;     /* dr__plan_n_classes */
-  guint32 *node_class;   /* [n] dr__plan_class of each node */
+  guint8 *node_class;    /* [n] dr__plan_class of each node (a byte: see below) */
   guint32 *class_chains; /* [n_classes] chains per class */
   /* cap.c */
   guint32 *chain_stream; /* [n_chains] stream of each chain (before renumbering) */
@@ -55,6 +55,9 @@ typedef struct {
  * priority) have higher numbers. */
 #define DR__CLASS_KINDS (DR_N_PRIORITIES + 1)
 #define DR__CLASS_COMM DR_N_PRIORITIES
+/* Every class fits DrPlanCtx.node_class's byte: one per node is the
+ * chain cover's, the planner's peak, on 5M-node graphs. */
+G_STATIC_ASSERT((DR_MAX_DEVICES + 1) * DR__CLASS_KINDS <= 256);
 guint32 dr__plan_n_classes(const DrGraph *graph);
 guint32 dr__plan_class(const DrGraph *graph, DrId v);
 /* The DrStream (priority, device, comm; no nodes) of class c. */

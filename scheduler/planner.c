@@ -93,8 +93,13 @@ DrPlan *dr_plan_build(const DrGraph *graph, const DrPlanOptions *opts, GError **
     dr__plan_ctx_clear(&ctx);
     return NULL;
   }
+  /* The chain cover does not read the durations, and its working memory
+   * is the plan's peak: they are dropped for it and made again after
+   * (O(V), the same values). */
+  g_clear_pointer(&ctx.dur, g_free);
   GArray *antichain = g_array_new(FALSE, FALSE, sizeof(DrId));
   guint32 width = dr__plan_chains(&ctx, antichain);
+  dr__plan_costs(&ctx, opts->durations);
   /* The plan's node arrays are made only now, after the chain cover's
    * working memory is gone: the peak of a 1M-node plan is in that pass. */
   DrPlan *plan = dr_plan_new(graph);
