@@ -654,7 +654,7 @@ static void dump_loops(const DrGraph *graph, GString *out) {
     const DrLoop *l = dr_graph_loop(graph, i);
     g_string_append_printf(out, "loop %s %s", l->id, dr_loop_kind_name(l->kind));
     if (l->kind == DR_LOOP_REPEAT)
-      g_string_append_printf(out, " %" G_GUINT64_FORMAT "\n", l->count);
+      g_string_append_printf(out, " %" G_GUINT64_FORMAT "%s\n", l->count, l->counted ? " counted" : "");
     else
       g_string_append_printf(out, " %s\n", dr_graph_buffer(graph, l->cond)->name);
     dump_nodes_edges(l->body, out);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda.h"
+#include "ir/loops.h"
 
 /* The table has what per-node updates need. */
 static gboolean can_map(const DrCudaApi *api) {
@@ -436,13 +437,19 @@ static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, c
   /* DAGRUN_GRAPH_UPDATE=capture: every change re-captures the iteration
    * (the A/B baseline of bench/params_bench.sh). */
   const char *force = g_getenv("DAGRUN_GRAPH_UPDATE");
+  /* A counted loop's new count is a device word (loops.c), whatever else
+   * the change takes: never a capture. */
+  if (!dr__cuda_loops_write_counts(&b->loops, b->streams.origin, NULL, error)) return FALSE;
   if (nodes == NULL || b->cuda_graph.node == NULL || b->cuda_graph.exec == NULL ||
       (force != NULL && strcmp(force, "capture") == 0))
     return dr__cuda_graph_update(b, how, error);
   if (!graph_bind(b, error)) return FALSE;
   for (guint32 i = 0; i < n; i++) {
-    DrOp op = dr_graph_node(b->graph, nodes[i])->op;
-    gboolean ok = op == DR_OP_KERNEL                       ? set_node_params(b, nodes[i])
+    const DrNode *node = dr_graph_node(b->graph, nodes[i]);
+    DrOp op = node->op;
+    gboolean counted = node->loop && dr_graph_node_loop(b->graph, nodes[i])->counted;
+    gboolean ok = counted                                  ? TRUE /* its count is written above */
+                  : op == DR_OP_KERNEL                     ? set_node_params(b, nodes[i])
                   : op == DR_OP_COPY || op == DR_OP_MEMSET ? set_memory_params(b, nodes[i])
                                                            : FALSE;
     if (!ok) {
