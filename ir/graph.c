@@ -514,6 +514,7 @@ static void dump_run(const DrGraph *graph, GString *out) {
   if (r->memory_limit_set) g_string_append_printf(out, " memory_limit=%" G_GUINT64_FORMAT, r->memory_limit);
   if (r->reuse) g_string_append(out, " reuse=auto");
   if (r->issue_threads) g_string_append_printf(out, " issue_threads=%u", r->issue_threads);
+  if (r->graph_cache) g_string_append_printf(out, " graph_cache=%u", r->graph_cache);
   for (guint32 i = 0; i < r->n_devices; i++)
     g_string_append_printf(out, "%s%d%s", i == 0 ? " devices=[" : ",", r->devices[i],
                            i + 1 == r->n_devices ? "]" : "");

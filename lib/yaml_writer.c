@@ -469,6 +469,7 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
     g_string_append_printf(out, ", fallback: %s", dr_fallback_name(DR_FALLBACK_STREAMS));
   if (r->device_loop) g_string_append(out, ", device_loop: true");
   if (r->issue_threads) g_string_append_printf(out, ", issue_threads: %u", r->issue_threads);
+  if (r->graph_cache) g_string_append_printf(out, ", graph_cache: %u", r->graph_cache);
   for (guint32 i = 0; i < r->n_devices; i++)
     g_string_append_printf(out, "%s%d", i ? ", " : ", devices: [", r->devices[i]);
   if (r->n_devices) g_string_append_c(out, ']');
