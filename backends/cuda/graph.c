@@ -484,13 +484,12 @@ static DrId set_in_place(DrBackend *b, const DrId *nodes, guint32 n, gboolean sk
 /* The executable in use as a new variant (keyed by the cache's key of
  * it), leaving graph mode without one. */
 static DrCudaGraphVariant *take_current(DrCudaGraphState *cg) {
-  DrCudaGraphVariant *v = g_new0(DrCudaGraphVariant, 1);
+  DrCudaGraphVariant *v = dr__cuda_graph_variant_new(&cg->cache);
   v->graph = g_steal_pointer(&cg->graph);
   v->exec = g_steal_pointer(&cg->exec);
   v->node = g_steal_pointer(&cg->node);
   v->cap_base = g_steal_pointer(&cg->cap_base);
   v->key = g_steal_pointer(&cg->cache.key);
-  v->dirty = g_array_new(FALSE, FALSE, sizeof(DrId));
   return v;
 }
 
@@ -521,11 +520,11 @@ static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const 
   g_autoptr(GBytes) key = dr__cuda_graph_cache_key(c, b->graph, cg->node, b->launch.node_kcall);
   DrCudaGraphVariant *hit = dr__cuda_graph_cache_take(c, key);
   DrCudaGraphVariant *old = take_current(cg);
-  g_array_append_vals(old->dirty, nodes, n);
+  dr__cuda_graph_variant_mark(old, nodes, n);
   if (hit != NULL) {
     g_autoptr(GArray) dirty = NULL;
+    dr__cuda_graph_variant_mark(hit, nodes, n);
     put_current(cg, hit, &dirty);
-    g_array_append_vals(dirty, nodes, n);
     if (set_in_place(b, (const DrId *)(void *)dirty->data, dirty->len, TRUE) == DR_NONE) {
       dr__cuda_graph_cache_use(c);
       (void)dr__cuda_graph_cache_put(c, old); /* one was taken: room */

@@ -78,9 +78,24 @@ void dr__cuda_graph_cache_changed(DrCudaGraphCache *c, const DrId *nodes, guint3
   if (c->cap == 0 || nodes == NULL) return;
   for (guint32 i = 0; i < n; i++)
     if (nodes[i] < c->n_nodes) c->varying[nodes[i]] = TRUE;
-  for (guint i = 0; i < c->idle->len; i++) {
-    DrCudaGraphVariant *v = g_ptr_array_index(c->idle, i);
-    g_array_append_vals(v->dirty, nodes, n);
+  for (guint i = 0; i < c->idle->len; i++)
+    dr__cuda_graph_variant_mark(g_ptr_array_index(c->idle, i), nodes, n);
+}
+
+DrCudaGraphVariant *dr__cuda_graph_variant_new(const DrCudaGraphCache *c) {
+  g_return_val_if_fail(c != NULL, NULL);
+  DrCudaGraphVariant *v = g_new0(DrCudaGraphVariant, 1);
+  v->dirty = g_array_new(FALSE, FALSE, sizeof(DrId));
+  v->marked = g_new0(gboolean, MAX(c->n_nodes, 1));
+  return v;
+}
+
+void dr__cuda_graph_variant_mark(DrCudaGraphVariant *v, const DrId *nodes, guint32 n) {
+  g_return_if_fail(v != NULL);
+  for (guint32 i = 0; nodes != NULL && i < n; i++) {
+    if (v->marked[nodes[i]]) continue;
+    v->marked[nodes[i]] = TRUE;
+    g_array_append_val(v->dirty, nodes[i]);
   }
 }
 
@@ -131,6 +146,7 @@ void dr__cuda_graph_variant_free(DrCudaGraphVariant *v) {
   g_free(v->cap_base);
   if (v->key) g_bytes_unref(v->key);
   if (v->dirty) g_array_unref(v->dirty);
+  g_free(v->marked);
   g_free(v);
 }
 

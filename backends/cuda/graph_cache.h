@@ -45,8 +45,9 @@ typedef struct {
   cudaGraphNode_t *node;
   void **cap_base;
   GBytes *key;
-  guint64 used;  /* the cache's clock when it was last in use */
-  GArray *dirty; /* DrId: nodes changed since it was in use (repeats allowed) */
+  guint64 used;     /* the cache's clock when it was last in use */
+  GArray *dirty;    /* DrId: nodes changed since it was in use, each once */
+  gboolean *marked; /* [n_nodes]: in `dirty` */
 } DrCudaGraphVariant;
 
 /* X(ENUM_SUFFIX, spelling): what the cache did for a forced change. */
@@ -110,6 +111,11 @@ guint32 dr__cuda_graph_cache_variants(const DrCudaGraphCache *c);
 /* Destroys every idle variant (their memory goes back: a buffer moved, or
  * a change of unknown nodes). */
 void dr__cuda_graph_cache_clear(DrCudaGraphCache *c);
+
+/* A new empty variant for cache `c`'s graph (its handles NULL). */
+DrCudaGraphVariant *dr__cuda_graph_variant_new(const DrCudaGraphCache *c);
+/* Notes nodes `nodes` [n] in v's dirty list (each once). */
+void dr__cuda_graph_variant_mark(DrCudaGraphVariant *v, const DrId *nodes, guint32 n);
 
 /* Destroys variant `v` (NULL-safe). */
 void dr__cuda_graph_variant_free(DrCudaGraphVariant *v);
