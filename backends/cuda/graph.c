@@ -444,12 +444,6 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
  * NULL `nodes`, sends the whole change down dr__cuda_graph_update. */
 static gboolean set_memory_params(DrBackend *b, DrId v);
 
-/* Sets each of `nodes` [n] on the executable in place (a counted loop's
- * count is written by loops.c, so it needs nothing here). Returns the
- * first node that could not be set, DR_NONE when all were. With
- * `skip_fixed`, nodes that cannot be set in place on this executable at
- * all (graph_cache.h: not in the key's sense) are skipped: a cache hit
- * already holds their values. Each node is set once. */
 /* Whether node v can be set in place on the executable in use at all:
  * mapped to one graph node of its kind, a kernel with a bound built-in
  * launch (graph_cache.h's sense), or a counted loop (nothing to set). */
@@ -463,6 +457,12 @@ static gboolean settable(const DrBackend *b, DrId v) {
          (op == DR_OP_KERNEL || op == DR_OP_COPY || op == DR_OP_MEMSET);
 }
 
+/* Sets each of `nodes` [n] on the executable in place (a counted loop's
+ * count is written by loops.c, so it needs nothing here). Returns the
+ * first node that could not be set, DR_NONE when all were. Without
+ * `skip_fixed`, a node that cannot be set at all (settable) is returned
+ * before anything is set; with it, such nodes are skipped: a cache hit
+ * already holds their values. Each node is set once. */
 static DrId set_in_place(DrBackend *b, const DrId *nodes, guint32 n, gboolean skip_fixed) {
   /* A node that cannot be set at all is known before any call: nothing
    * is set on an executable that is about to be replaced. */
