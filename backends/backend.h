@@ -60,7 +60,9 @@ typedef struct {
    * iteration use them. Sets *how: "rebound" (the launches were bound
    * again), "updated-nodes" (graph mode: those nodes' parameters set on
    * the executable), "updated" (graph mode: the executable updated in
-   * place from a re-capture) or "re-instantiated". Only between runs (no
+   * place from a re-capture), "re-instantiated" or "cached" (graph mode,
+   * run.graph_cache: an executable kept from before put back in use and
+   * its changed nodes set in place). Only between runs (no
    * iteration in flight). On failure the previous binding is kept. */
   gboolean (*args_changed)(DrBackend *b, const DrId *nodes, guint32 n, const char **how, GError **error);
   /* Copies whole-run buffer `buffer` (all its bytes) into `dst`. */
@@ -94,6 +96,12 @@ typedef struct {
   /* Optional: the trips loop `loop` (its index in graph->loops) made in
    * the last iteration that finished. NULL: not counted. */
   guint64 (*loop_trips)(const DrBackend *b, guint32 loop);
+  /* Optional: more about the last args_changed than its *how (NULL
+   * pointers when nothing to say): the id of the node that could not be
+   * updated in place and so forced a whole-graph update (borrowed from
+   * the graph), and with run.graph_cache what the cache did ("hit",
+   * "miss", "evict"; static) and the variants it holds now. */
+  void (*update_detail)(const DrBackend *b, const char **forced_by, const char **cache, guint32 *variants);
 } DrBackendOps;
 
 extern const DrBackendOps dr__host_backend;

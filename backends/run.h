@@ -138,6 +138,11 @@ DrReport *dr_session_run(DrSession *session, GError **error);
 gboolean dr_session_args_changed(DrSession *session, const DrId *nodes, guint32 n, const char **how,
                                  GError **error);
 gboolean dr_session_read_buffer(DrSession *session, DrId buffer, void *dst, GError **error);
+/* After dr_session_args_changed: DrBackendOps.update_detail's answer
+ * (the node that forced a whole-graph update, the graph cache's result
+ * and variants), NULL and 0 when the backend has nothing to say. */
+void dr_session_update_detail(const DrSession *session, const char **forced_by, const char **cache,
+                              guint32 *variants);
 /* External memory and the caller's stream (DrBackendOps.bind_buffer,
  * write_buffer, run_on_stream): FALSE with DR_ERROR_USAGE for a
  * stream-ordered buffer, a size that is not the buffer's (bind) or a range

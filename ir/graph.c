@@ -580,6 +580,7 @@ static void dump_run(const DrGraph *graph, GString *out) {
   if (r->memory_limit_set) g_string_append_printf(out, " memory_limit=%" G_GUINT64_FORMAT, r->memory_limit);
   if (r->reuse) g_string_append(out, " reuse=auto");
   if (r->issue_threads) g_string_append_printf(out, " issue_threads=%u", r->issue_threads);
+  if (r->graph_cache) g_string_append_printf(out, " graph_cache=%u", r->graph_cache);
   for (guint32 i = 0; i < r->n_devices; i++)
     g_string_append_printf(out, "%s%d%s", i == 0 ? " devices=[" : ",", r->devices[i],
                            i + 1 == r->n_devices ? "]" : "");
@@ -720,7 +721,7 @@ static void dump_loops(const DrGraph *graph, GString *out) {
     const DrLoop *l = dr_graph_loop(graph, i);
     g_string_append_printf(out, "loop %s %s", l->id, dr_loop_kind_name(l->kind));
     if (l->kind == DR_LOOP_REPEAT)
-      g_string_append_printf(out, " %" G_GUINT64_FORMAT "\n", l->count);
+      g_string_append_printf(out, " %" G_GUINT64_FORMAT "%s\n", l->count, l->counted ? " counted" : "");
     else
       g_string_append_printf(out, " %s\n", dr_graph_buffer(graph, l->cond)->name);
     dump_nodes_edges(l->body, out);

@@ -401,6 +401,12 @@ typedef struct {
    * iteration on CUDA (backends/cuda/threads.h); 0 (the default): chosen
    * from the plan's width. */
   guint32 issue_threads;
+  /* run.graph_cache: graph mode keeps up to this many instantiated
+   * executables of the iteration, least recently used evicted, for
+   * parameter values that force a new capture
+   * (backends/cuda/graph_cache.h). Default 0: none kept (every such
+   * change updates or replaces the one executable). */
+  guint32 graph_cache;
 } DrRunConfig;
 
 /* What the memory budget pass (scheduler/budget.c) did under a limit:

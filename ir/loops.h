@@ -59,8 +59,14 @@ struct DrLoop {
   DrId node;      /* the loop's node in the enclosing graph */
   const char *id; /* its scoped id, interned in the enclosing graph */
   DrLoc loc;
-  guint64 count; /* DR_LOOP_REPEAT: the trips */
-  DrId cond;     /* DR_LOOP_WHILE, DR_LOOP_IF: the condition buffer */
+  guint64 count; /* DR_LOOP_REPEAT: the trips (counted: the current value) */
+  /* DR_LOOP_REPEAT whose count is a run-time parameter's (a
+   * DR_PARAM_USE_LOOP_COUNT of the top-level graph): evaluated per run,
+   * never unrolled; graph mode builds a counted WHILE whose trip count
+   * the device reads from a word written when the value changes
+   * (backends/cuda/loops.c). A constant count is FALSE. */
+  gboolean counted;
+  DrId cond; /* DR_LOOP_WHILE, DR_LOOP_IF: the condition buffer */
   DrLoc cond_loc;
   DrGraph *body;      /* owned: the body (an if's `then`) */
   DrGraph *else_body; /* owned, DR_LOOP_IF only; NULL: no else */

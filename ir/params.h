@@ -11,7 +11,8 @@
  *
  * A use patches exactly one thing of one node: an access's [begin, end)
  * (a slice of a kernel argument, a copy's src or dst, a memset's dst), a
- * scalar argument, or a memset's value. Its `text` is the YAML scalar as
+ * scalar argument, a memset's value, or a top-level `repeat:` loop's
+ * count (a counted loop, DrLoop.counted). Its `text` is the YAML scalar as
  * written (before `{expr}` substitution); the loop and rank variables it
  * was expanded with are a snapshot (var_first .. + n_vars in
  * DrGraph.param_vars), so evaluating it again with other parameter
@@ -50,7 +51,8 @@ typedef struct {
 #define DR_PARAM_USE_LIST(X) \
   X(ACCESS, "slice")         \
   X(ARG, "argument")         \
-  X(MEMSET_VALUE, "value")
+  X(MEMSET_VALUE, "value")   \
+  X(LOOP_COUNT, "repeat")
 
 typedef enum {
 #define DR_X(e, s) DR_PARAM_USE_##e,
@@ -60,7 +62,9 @@ typedef enum {
 
 /* One parameter-dependent value of node `node`: access index `index`
  * (DR_PARAM_USE_ACCESS, an index into DrGraph.accesses), argument index
- * `index` (DR_PARAM_USE_ARG, into DrGraph.args), or the memset's value.
+ * `index` (DR_PARAM_USE_ARG, into DrGraph.args), the memset's value, or
+ * the count of loop `index` (DR_PARAM_USE_LOOP_COUNT, into DrGraph.loops;
+ * `node` is the loop's node).
  * `params`: bit k set when parameter k is read. hull_begin/hull_end
  * (ACCESS only): the extent the hazard pass orders by, the union of the
  * slice over every value in range (or the whole buffer when that cannot

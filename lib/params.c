@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ir/loops.h"
 #include "ir/suggest.h"
 #include "parser/expr.h"
 
@@ -120,6 +121,16 @@ static gboolean eval_use(const DrGraph *g, const DrParamUse *u, const DrVar *pv,
       if (!dr__int_parse(text, DR_SIZE_COUNT, &out->i, msg)) return FALSE;
       if (out->i < 0 || out->i > 255) {
         *msg = g_strdup_printf("memset value %" G_GINT64_FORMAT " is out of range [0, 255]", out->i);
+        return FALSE;
+      }
+      return TRUE;
+    case DR_PARAM_USE_LOOP_COUNT:
+      /* The parser's own range for repeat: (parser/loops.c). */
+      if (!dr__int_parse(text, DR_SIZE_COUNT, &out->i, msg)) return FALSE;
+      if (out->i < 1 || out->i > G_MAXINT32) {
+        *msg = g_strdup_printf("repeat count %" G_GINT64_FORMAT
+                               " is out of range [1, %d] (a loop runs at least once)",
+                               out->i, G_MAXINT32);
         return FALSE;
       }
       return TRUE;
@@ -303,6 +314,10 @@ gboolean dr__params_apply(DrGraph *g, GArray *changed, GError **error) {
         diff = a->v.i != vals[i].i;
         a->v.i = vals[i].i;
       }
+    } else if (u->kind == DR_PARAM_USE_LOOP_COUNT) {
+      DrLoop *l = dr_graph_loop(g, u->index);
+      diff = l->count != (guint64)vals[i].i;
+      l->count = (guint64)vals[i].i;
     } else {
       DrNode *n = dr_graph_node(g, u->node);
       diff = n->memset_value != (guint8)vals[i].i;

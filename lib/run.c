@@ -59,6 +59,9 @@ struct DrRunner {
    * args_changed) and the time that took, for the report. */
   guint32 param_nodes;
   double param_update_us;
+  /* The backend's detail of that change (dr_session_update_detail). */
+  const char *forced_by, *graph_cache;
+  guint32 graph_cache_variants;
 };
 
 DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error) {
@@ -85,6 +88,8 @@ static gboolean apply_changes(DrRunner *runner, GError **error) {
   runner->bound = NULL;
   runner->param_nodes = 0;
   runner->param_update_us = NAN;
+  runner->forced_by = runner->graph_cache = NULL;
+  runner->graph_cache_variants = 0;
   /* Parameters first: the nodes whose values they change join the
    * scalars changed by hand. */
   g_autoptr(GArray) by_params = g_array_new(FALSE, FALSE, sizeof(DrId));
@@ -100,6 +105,8 @@ static gboolean apply_changes(DrRunner *runner, GError **error) {
   if (!dr_session_args_changed(runner->session, (const DrId *)(void *)runner->changed->data,
                                runner->changed->len, &runner->update, error))
     return FALSE;
+  dr_session_update_detail(runner->session, &runner->forced_by, &runner->graph_cache,
+                           &runner->graph_cache_variants);
   if (by_params->len > 0) {
     runner->param_nodes = runner->changed->len;
     runner->param_update_us = (double)(g_get_monotonic_time() - t0);
@@ -119,7 +126,11 @@ DrRunReport *dr_runner_run(DrRunner *runner, GError **error) {
   r->param_update = runner->update;
   r->param_nodes = runner->param_nodes;
   r->param_update_us = runner->param_update_us;
-  return wrap_report(r, runner->plan->plan);
+  r->graph_cache = runner->graph_cache;
+  r->graph_cache_variants = runner->graph_cache_variants;
+  DrRunReport *rr = wrap_report(r, runner->plan->plan);
+  if (runner->forced_by) r->param_forced_by = g_string_chunk_insert_const(rr->ids, runner->forced_by);
+  return rr;
 }
 
 gboolean dr_runner_set_param(DrRunner *runner, const char *name, gint64 value, GError **error) {

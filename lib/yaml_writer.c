@@ -229,7 +229,12 @@ static void write_node_value(const DrGraph *g, DrId id, gsize scope, GString *ou
  * ids are written without the loop's scope ("LOOP/"). */
 static void write_loop(const DrGraph *g, const DrLoop *l, GString *out) {
   g_string_append_printf(out, "{op: %s", l->kind == DR_LOOP_IF ? "if" : "loop");
-  if (l->kind == DR_LOOP_REPEAT)
+  const DrParamUse *count =
+      l->counted ? param_use(g, DR_PARAM_USE_LOOP_COUNT, dr_graph_node(g, l->node)->loop - 1) : NULL;
+  if (count != NULL) {
+    g_string_append(out, ", repeat: ");
+    put_str(out, count->text);
+  } else if (l->kind == DR_LOOP_REPEAT)
     g_string_append_printf(out, ", repeat: %" G_GUINT64_FORMAT, l->count);
   else {
     g_string_append_printf(out, ", %s: ", dr_loop_kind_name(l->kind));
@@ -295,7 +300,7 @@ static void write_node_value(const DrGraph *g, DrId id, gsize scope, GString *ou
     g_string_append_printf(out, "{op: %s", dr_op_name(n->op));
   /* The loop variables a parameter's expression was expanded with, as a
    * foreach of one value each (the id is already the expanded one). */
-  for (guint i = 0; loop == NULL && i < g->param_uses->len; i++) {
+  for (guint i = 0; i < g->param_uses->len; i++) {
     const DrParamUse *u = &g_array_index(g->param_uses, DrParamUse, i);
     if (u->node != id) continue;
     gboolean any = FALSE;
@@ -458,6 +463,7 @@ gboolean dr_graph_write_yaml(const DrGraph *graph, GString *out, GError **error)
     g_string_append_printf(out, ", fallback: %s", dr_fallback_name(DR_FALLBACK_STREAMS));
   if (r->device_loop) g_string_append(out, ", device_loop: true");
   if (r->issue_threads) g_string_append_printf(out, ", issue_threads: %u", r->issue_threads);
+  if (r->graph_cache) g_string_append_printf(out, ", graph_cache: %u", r->graph_cache);
   for (guint32 i = 0; i < r->n_devices; i++)
     g_string_append_printf(out, "%s%d", i ? ", " : ", devices: [", r->devices[i]);
   if (r->n_devices) g_string_append_c(out, ']');

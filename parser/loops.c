@@ -124,6 +124,25 @@ static DrId parse_cond(DrParse *p, const char *key, const DrYNode *v, const DrEn
   return b;
 }
 
+/* A `repeat:` that read parameters (note `n`, of loop `id`): a counted
+ * loop, at the top level only (parameters reach no body yet) and from
+ * integer parameters (expressions are integer). FALSE after reporting. */
+static gboolean count_param_ok(DrParse *p, const DrParamNote *n, const char *id) {
+  if (p->scope != NULL) {
+    dr_diags_error(p->diags, n->loc,
+                   "node '%s', key 'repeat': a count from a parameter is supported for top-level loops only "
+                   "(parameters inside loop and conditional bodies are not supported yet)",
+                   id);
+    return FALSE;
+  }
+  if (n->params & dr__params_float_mask(p)) {
+    dr_diags_error(p->diags, n->loc,
+                   "node '%s', key 'repeat': a count comes from integer parameters, not float ones", id);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 void dr__parse_loop(DrParse *p, const DrYNode *key, const DrYNode *map, const DrEnv *env, const char *id) {
   DrLoopKind kind = strcmp(op_text(map), "if") == 0 ? DR_LOOP_IF : DR_LOOP_WHILE;
   const gboolean *applies = kind == DR_LOOP_IF ? for_if : for_loop;
@@ -141,6 +160,8 @@ void dr__parse_loop(DrParse *p, const DrYNode *key, const DrYNode *map, const Dr
     }
 
   DrLoop *loop = g_new0(DrLoop, 1);
+  DrParamNote count_note;
+  gboolean has_count_note = FALSE;
   loop->cond = DR_NONE;
   loop->kind = kind;
   gboolean ok = TRUE;
@@ -157,10 +178,21 @@ void dr__parse_loop(DrParse *p, const DrYNode *key, const DrYNode *map, const Dr
     } else if (s[LK_REPEAT] != NULL) {
       gint64 n;
       loop->kind = DR_LOOP_REPEAT;
-      if (dr__parse_int(p, WHAT(p), "repeat", s[LK_REPEAT], env, 1, G_MAXINT32, &n))
+      guint notes = p->param_notes->len;
+      gboolean parsed = dr__parse_int(p, WHAT(p), "repeat", s[LK_REPEAT], env, 1, G_MAXINT32, &n);
+      if (parsed)
         loop->count = (guint64)n;
       else
         ok = FALSE;
+      /* A count read from a parameter: taken out of the notes before the
+       * body is parsed (whose nodes would report it), kept for the node. */
+      if (p->param_notes->len > notes) {
+        count_note = g_array_index(p->param_notes, DrParamNote, notes);
+        has_count_note = TRUE;
+        g_array_set_size(p->param_notes, notes);
+        if (parsed && !count_param_ok(p, &count_note, id)) ok = FALSE;
+        loop->counted = TRUE;
+      }
     } else {
       loop->cond = parse_cond(p, "while", s[LK_WHILE], env);
       loop->cond_loc = DR_LOC(p, s[LK_WHILE]);
@@ -209,6 +241,17 @@ void dr__parse_loop(DrParse *p, const DrYNode *key, const DrYNode *map, const Dr
     dr_loop_free(loop);
   } else {
     dr_loop_attach(p->g, nid, loop);
+    if (has_count_note) {
+      DrParamUse u = {.kind = DR_PARAM_USE_LOOP_COUNT,
+                      .node = nid,
+                      .index = dr_graph_node(p->g, nid)->loop - 1,
+                      .text = count_note.text,
+                      .loc = count_note.loc,
+                      .var_first = count_note.var_first,
+                      .n_vars = count_note.n_vars,
+                      .params = count_note.params};
+      g_array_append_val(p->g->param_uses, u);
+    }
   }
   if (s[LK_AFTER] != NULL && nid != DR_NONE) dr__parse_after(p, nid, s[LK_AFTER], env);
 }

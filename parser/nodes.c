@@ -748,7 +748,8 @@ static void convert_node(DrParse *p, const DrYNode *key, const DrYNode *map, con
   if (dr__parse_is_loop(map)) {
     dr__parse_loop(p, key, map, env, id);
     if (p->param_hits != 0 && p->param_notes->len == 0)
-      dr_diags_error(p->diags, DR_LOC(p, key), "node '%s': a loop's keys cannot use parameters yet", id);
+      dr_diags_error(p->diags, DR_LOC(p, key),
+                     "node '%s': a loop's keys other than repeat: cannot use parameters yet", id);
     dr__params_loop_notes(p);
     p->param_hits = 0;
     return;

@@ -238,7 +238,8 @@ void dr__params_loop_notes(DrParse *p) {
     g_autofree char *names = mask_names(p, n->params);
     dr_diags_error(
         p->diags, n->loc,
-        "parameter %s: a loop's or conditional's own keys (repeat:, ...) cannot use parameters yet", names);
+        "parameter %s: a loop's or conditional's own keys other than repeat: cannot use parameters yet",
+        names);
   }
   g_array_set_size(p->param_notes, 0);
 }

@@ -17,16 +17,17 @@ static void expected(DrParse *p, const DrYNode *v, const char *what, const char 
 
 /* ---- run: and memory: -------------------------------------------------- */
 
-#define RUN_KEY_LIST(X)         \
-  X(MODE, "mode")               \
-  X(ITERATIONS, "iterations")   \
-  X(WARMUP, "warmup")           \
-  X(MAX_STREAMS, "max_streams") \
-  X(DEVICE, "device")           \
-  X(FALLBACK, "fallback")       \
-  X(DEVICE_LOOP, "device_loop") \
-  X(DEVICES, "devices")         \
-  X(ISSUE_THREADS, "issue_threads")
+#define RUN_KEY_LIST(X)             \
+  X(MODE, "mode")                   \
+  X(ITERATIONS, "iterations")       \
+  X(WARMUP, "warmup")               \
+  X(MAX_STREAMS, "max_streams")     \
+  X(DEVICE, "device")               \
+  X(FALLBACK, "fallback")           \
+  X(DEVICE_LOOP, "device_loop")     \
+  X(DEVICES, "devices")             \
+  X(ISSUE_THREADS, "issue_threads") \
+  X(GRAPH_CACHE, "graph_cache")
 
 enum {
 #define X(e, s) RUN_##e,
@@ -91,6 +92,9 @@ void dr__parse_run(DrParse *p, const DrYNode *v) {
   if (s[RUN_ISSUE_THREADS] &&
       dr__parse_int(p, "run", "issue_threads", s[RUN_ISSUE_THREADS], NULL, 0, DR_ISSUE_THREADS_MAX, &i))
     r->issue_threads = (guint32)i;
+  /* The bound of backends/cuda/graph_cache.h's DR_GRAPH_CACHE_MAX. */
+  if (s[RUN_GRAPH_CACHE] && dr__parse_int(p, "run", "graph_cache", s[RUN_GRAPH_CACHE], NULL, 0, 64, &i))
+    r->graph_cache = (guint32)i;
   if (s[RUN_DEVICE] && dr__parse_int(p, "run", "device", s[RUN_DEVICE], NULL, 0, 1023, &i))
     r->device = (gint32)i;
   if (s[RUN_DEVICES] != NULL) parse_devices(p, s[RUN_DEVICES], s[RUN_DEVICE]);

@@ -36,9 +36,11 @@ static void write_loop(const DrPlan *plan, const DrLoop *l, DrJsonWriter *w) {
   dr__json_key(w, "loop");
   dr__json_begin_object(w);
   dr__json_member_string(w, "kind", dr_loop_kind_name(l->kind));
-  if (l->kind == DR_LOOP_REPEAT)
+  if (l->kind == DR_LOOP_REPEAT) {
     dr__json_member_uint(w, "count", l->count);
-  else
+    /* A count from a parameter: the current value, evaluated per run. */
+    if (l->counted) dr__json_member_bool(w, "counted", TRUE);
+  } else
     dr__json_member_string(w, "cond", dr_graph_buffer(g, l->cond)->name);
   for (guint part = 0; plan->bodies != NULL && part < 2; part++) {
     const DrPlan *bp = g_ptr_array_index(plan->bodies, 2 * i + part);

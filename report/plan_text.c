@@ -40,7 +40,8 @@ void dr__plan_node_detail(const DrGraph *g, DrId id, GString *out) {
     if (loop->kind == DR_LOOP_IF)
       g_string_append_printf(out, "if %s", dr_graph_buffer(g, loop->cond)->name);
     else if (loop->kind == DR_LOOP_REPEAT)
-      g_string_append_printf(out, "loop repeat %" G_GUINT64_FORMAT, loop->count);
+      g_string_append_printf(out, "loop repeat %" G_GUINT64_FORMAT "%s", loop->count,
+                             loop->counted ? " (counted: from a parameter, per run)" : "");
     else
       g_string_append_printf(out, "loop while %s", dr_graph_buffer(g, loop->cond)->name);
     guint64 inside = dr_graph_n_nodes(loop->body) + (loop->else_body ? dr_graph_n_nodes(loop->else_body) : 0);

@@ -170,12 +170,19 @@ typedef struct {
    * (DrReportParam, declaration order; NULL when none are declared), and
    * for a runner's run how the change reached the backend (param_update,
    * static: "none", "rebound", "updated-nodes", "updated",
-   * "re-instantiated"; NULL outside a runner), the nodes it updated and
+   * "re-instantiated", "cached"; NULL outside a runner), the nodes it updated and
    * the host time it took (NAN: nothing changed). */
   GArray *params;
   const char *param_update;
   guint32 param_nodes;
   double param_update_us;
+  /* For that change: the node that could not be updated in place and
+   * forced a new capture (NULL: none), and with run.graph_cache the
+   * cache's result ("hit", "miss", "evict"; NULL: not used) and the
+   * variants it holds. Strings outlive the graph (the runner copies). */
+  const char *param_forced_by;
+  const char *graph_cache;
+  guint32 graph_cache_variants;
 } DrReport;
 
 /* One parameter's value in a report. */

@@ -282,6 +282,16 @@ static guint64 cuda_loop_trips(const DrBackend *b, guint32 loop) {
   return b->loops.trips != NULL ? b->loops.trips[loop] : 0;
 }
 
+/* The last change's forcing node and graph cache outcome (graph.h). */
+static void cuda_update_detail(const DrBackend *b, const char **forced_by, const char **cache,
+                               guint32 *variants) {
+  if (b->mode != &dr__cuda_graph_mode) return;
+  const DrCudaGraphState *cg = &b->cuda_graph;
+  *forced_by = cg->forced_by;
+  *cache = dr__graph_cache_result_name(cg->cache.result);
+  *variants = cg->cache.cap > 0 ? dr__cuda_graph_cache_variants(&cg->cache) : 0;
+}
+
 const DrBackendOps dr__cuda_backend = {
     .name = "cuda",
     .open = cuda_open,
@@ -299,4 +309,5 @@ const DrBackendOps dr__cuda_backend = {
     .mode_name = cuda_mode_name,
     .memory_high = cuda_memory_high,
     .loop_trips = cuda_loop_trips,
+    .update_detail = cuda_update_detail,
 };

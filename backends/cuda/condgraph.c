@@ -504,7 +504,8 @@ gboolean dr__cuda_cond_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCuda
   add_unique(before, deps, n_deps);
   g_autoptr(GArray) exits = nodes_new();
   if (!build_loop(&bd, g, plan, v, graph, before, st, exits)) return FALSE;
-  l->device_trips[li] = loop->kind != DR_LOOP_REPEAT;
+  /* A counted repeat's trips are its counter's (a parameter's count). */
+  l->device_trips[li] = loop->kind != DR_LOOP_REPEAT || loop->counted;
   return DR_CUDA(site, cudaStreamUpdateCaptureDependencies, st, (cudaGraphNode_t *)(void *)exits->data, NULL,
                  exits->len, cudaStreamSetCaptureDependencies);
 }

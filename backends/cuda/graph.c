@@ -21,13 +21,17 @@
  * executable instead. A buffer bound to new memory (graph_buffer_moved)
  * is followed the same way: each kernel, memcpy and memset node that
  * touches it gets its new parameters on the executable, and only what
- * cannot takes the re-capture. A node whose work breaks the capture is named, and
+ * cannot takes the re-capture. With run.graph_cache a change that forces
+ * a re-capture instantiates a new executable and keeps the one before
+ * (graph_cache.h), and a change back to values seen before puts a kept
+ * one back in use instead of capturing (cached_update). A node whose work breaks the capture is named, and
  * with run.fallback: streams the backend goes on in streams mode. This
  * file owns the graph, the executable and the node map (graph.h); it
  * issues nothing itself. */
 #include <string.h>
 
 #include "backends/cuda/cuda.h"
+#include "ir/loops.h"
 
 /* The table has what per-node updates need. */
 static gboolean can_map(const DrCudaApi *api) {
@@ -288,7 +292,14 @@ static gboolean capture_and_instantiate(DrBackend *b, GError **error) {
  * in flight, stamps inline. */
 static gboolean graph_prepare(DrBackend *b, GError **error) {
   g_autoptr(GError) local = NULL;
-  if (capture_and_instantiate(b, &local)) return TRUE;
+  if (capture_and_instantiate(b, &local)) {
+    /* run.graph_cache: needs the node map (run.device_loop has none). */
+    DrCudaGraphState *cg = &b->cuda_graph;
+    dr__cuda_graph_cache_init(&cg->cache, b->graph, cg->node != NULL ? b->graph->run.graph_cache : 0);
+    if (cg->cache.cap > 0)
+      cg->cache.key = dr__cuda_graph_cache_key(&cg->cache, b->graph, cg->node, b->launch.node_kcall);
+    return TRUE;
+  }
   if (b->cuda_graph.uncapturable == DR_NONE || !b->opts.graph_fallback) {
     g_propagate_error(error, g_steal_pointer(&local));
     return FALSE;
@@ -338,7 +349,8 @@ gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error) {
   }
   cudaGraphNode_t *map = g_steal_pointer(&cg->node);
   void **cap_base = g_steal_pointer(&cg->cap_base);
-  dr__cuda_graph_release(cg);
+  if (cg->exec) (void)api->cudaGraphExecDestroy(cg->exec);
+  if (cg->graph) (void)api->cudaGraphDestroy(cg->graph);
   cg->node = map;
   cg->cap_base = cap_base;
   cg->graph = graph;
@@ -355,6 +367,7 @@ void dr__cuda_graph_release(DrCudaGraphState *cg) {
   cg->graph = NULL;
   g_clear_pointer(&cg->node, g_free);
   g_clear_pointer(&cg->cap_base, g_free);
+  dr__cuda_graph_cache_free(&cg->cache);
 }
 
 /* The base of `buffer` as node v saw it when captured (cap_base), or
@@ -431,29 +444,157 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
  * NULL `nodes`, sends the whole change down dr__cuda_graph_update. */
 static gboolean set_memory_params(DrBackend *b, DrId v);
 
+/* Whether node v can be set in place on the executable in use at all:
+ * mapped to one graph node of its kind, a kernel with a bound built-in
+ * launch (graph_cache.h's sense), or a counted loop (nothing to set). */
+static gboolean settable(const DrBackend *b, DrId v) {
+  const DrCudaGraphState *cg = &b->cuda_graph;
+  const DrNode *node = dr_graph_node(b->graph, v);
+  DrOp op = node->op;
+  if (node->loop) return dr_graph_node_loop(b->graph, v)->counted;
+  return cg->node != NULL && cg->node[v] != NULL &&
+         (op != DR_OP_KERNEL || b->launch.node_kcall[v] != DR_NONE) &&
+         (op == DR_OP_KERNEL || op == DR_OP_COPY || op == DR_OP_MEMSET);
+}
+
+/* Sets each of `nodes` [n] on the executable in place (a counted loop's
+ * count is written by loops.c, so it needs nothing here). Returns the
+ * first node that could not be set, DR_NONE when all were. Without
+ * `skip_fixed`, a node that cannot be set at all (settable) is returned
+ * before anything is set; with it, such nodes are skipped: a cache hit
+ * already holds their values. Each node is set once. */
+static DrId set_in_place(DrBackend *b, const DrId *nodes, guint32 n, gboolean skip_fixed) {
+  /* A node that cannot be set at all is known before any call: nothing
+   * is set on an executable that is about to be replaced. */
+  for (guint32 i = 0; i < n && !skip_fixed; i++)
+    if (!settable(b, nodes[i])) return nodes[i];
+  g_autofree gboolean *done = g_new0(gboolean, MAX(b->n_nodes, 1));
+  for (guint32 i = 0; i < n; i++) {
+    DrId v = nodes[i];
+    if (done[v]) continue;
+    done[v] = TRUE;
+    const DrNode *node = dr_graph_node(b->graph, v);
+    if (node->loop || !settable(b, v)) continue; /* a counted loop's count is written; fixed: skipped */
+    gboolean ok = node->op == DR_OP_KERNEL ? set_node_params(b, v) : set_memory_params(b, v);
+    if (!ok) return v;
+  }
+  return DR_NONE;
+}
+
+/* The executable in use as a new variant (keyed by the cache's key of
+ * it), leaving graph mode without one. */
+static DrCudaGraphVariant *take_current(DrCudaGraphState *cg) {
+  DrCudaGraphVariant *v = dr__cuda_graph_variant_new(&cg->cache);
+  v->graph = g_steal_pointer(&cg->graph);
+  v->exec = g_steal_pointer(&cg->exec);
+  v->node = g_steal_pointer(&cg->node);
+  v->cap_base = g_steal_pointer(&cg->cap_base);
+  v->key = g_steal_pointer(&cg->cache.key);
+  return v;
+}
+
+/* Puts variant `v` (taken) in use; its dirty list goes to *dirty. */
+static void put_current(DrCudaGraphState *cg, DrCudaGraphVariant *v, GArray **dirty) {
+  g_free(cg->node);
+  g_free(cg->cap_base);
+  cg->graph = g_steal_pointer(&v->graph);
+  cg->exec = g_steal_pointer(&v->exec);
+  cg->node = g_steal_pointer(&v->node);
+  cg->cap_base = g_steal_pointer(&v->cap_base);
+  if (cg->cache.key) g_bytes_unref(cg->cache.key);
+  cg->cache.key = g_steal_pointer(&v->key);
+  if (dirty) *dirty = g_steal_pointer(&v->dirty);
+  dr__cuda_graph_variant_free(v);
+}
+
+/* run.graph_cache: the change of `nodes` [n] could not be set in place.
+ * A cached variant for the values now is put back in use and set in
+ * place (*how "cached"); else the iteration is captured and instantiated
+ * as a new variant (*how "re-instantiated"), the one in use kept idle,
+ * evicting the least recently used when the cache is full. On failure
+ * the executable in use stays. */
+static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const char **how, GError **error) {
+  const DrCudaApi *api = dr_cuda_api();
+  DrCudaGraphState *cg = &b->cuda_graph;
+  DrCudaGraphCache *c = &cg->cache;
+  g_autoptr(GBytes) key = dr__cuda_graph_cache_key(c, b->graph, cg->node, b->launch.node_kcall);
+  DrCudaGraphVariant *hit = dr__cuda_graph_cache_take(c, key);
+  DrCudaGraphVariant *old = take_current(cg);
+  dr__cuda_graph_variant_mark(old, nodes, n);
+  if (hit != NULL) {
+    g_autoptr(GArray) dirty = NULL;
+    dr__cuda_graph_variant_mark(hit, nodes, n);
+    put_current(cg, hit, &dirty);
+    if (set_in_place(b, (const DrId *)(void *)dirty->data, dirty->len, TRUE) == DR_NONE) {
+      dr__cuda_graph_cache_use(c);
+      (void)dr__cuda_graph_cache_put(c, old); /* one was taken: room */
+      c->result = DR_GRAPH_CACHE_HIT;
+      *how = "cached";
+      return TRUE;
+    }
+    /* A refused set: that variant is of no use; make a new one. */
+    (void)api->cudaGetLastError();
+    dr__cuda_graph_variant_free(take_current(cg));
+  }
+  cudaGraph_t graph = NULL;
+  cudaGraphExec_t exec = NULL;
+  if (!capture_iteration(b, &graph, TRUE, error) ||
+      !DR_CUDA(DR_SITE_SETUP("graph instantiation (run.graph_cache)"), cudaGraphInstantiate, &exec, graph,
+               instantiate_flags())) {
+    if (graph) (void)api->cudaGraphDestroy(graph);
+    put_current(cg, old, NULL);
+    return FALSE;
+  }
+  cg->graph = graph;
+  cg->exec = exec;
+  c->key = dr__cuda_graph_cache_key(c, b->graph, cg->node, b->launch.node_kcall);
+  dr__cuda_graph_cache_use(c);
+  c->result = dr__cuda_graph_cache_put(c, old) ? DR_GRAPH_CACHE_EVICT : DR_GRAPH_CACHE_MISS;
+  *how = "re-instantiated";
+  return TRUE;
+}
+
 static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
                                    GError **error) {
+  DrCudaGraphState *cg = &b->cuda_graph;
+  DrCudaGraphCache *c = &cg->cache;
   /* DAGRUN_GRAPH_UPDATE=capture: every change re-captures the iteration
    * (the A/B baseline of bench/params_bench.sh). */
   const char *force = g_getenv("DAGRUN_GRAPH_UPDATE");
-  if (nodes == NULL || b->cuda_graph.node == NULL || b->cuda_graph.exec == NULL ||
-      (force != NULL && strcmp(force, "capture") == 0))
-    return dr__cuda_graph_update(b, how, error);
-  if (!graph_bind(b, error)) return FALSE;
-  for (guint32 i = 0; i < n; i++) {
-    DrOp op = dr_graph_node(b->graph, nodes[i])->op;
-    gboolean ok = op == DR_OP_KERNEL                       ? set_node_params(b, nodes[i])
-                  : op == DR_OP_COPY || op == DR_OP_MEMSET ? set_memory_params(b, nodes[i])
-                                                           : FALSE;
-    if (!ok) {
-      /* Named, so a user learns which node cost a re-capture. */
-      g_message("graph update: node '%s' cannot be updated in place; capturing the iteration again",
-                dr_graph_node(b->graph, nodes[i])->id);
-      return dr__cuda_graph_update(b, how, error);
+  const char *before = cg->forced_by;
+  cg->forced_by = NULL;
+  c->result = DR_GRAPH_CACHE_NONE;
+  /* A counted loop's new count is a device word (loops.c), whatever else
+   * the change takes: never a capture. */
+  if (!dr__cuda_loops_write_counts(&b->loops, b->streams.origin, NULL, error)) return FALSE;
+  dr__cuda_graph_cache_changed(c, nodes, n);
+  gboolean by_capture = force != NULL && strcmp(force, "capture") == 0;
+  if (nodes == NULL || cg->node == NULL || cg->exec == NULL || by_capture) {
+    /* What changed is not known node by node: no variant can be trusted. */
+    dr__cuda_graph_cache_clear(c);
+    /* No node map since a whole-graph update in place: the node that
+     * forced that one forces this one too. */
+    if (nodes != NULL && cg->node == NULL && cg->exec != NULL && !by_capture) cg->forced_by = before;
+    if (!dr__cuda_graph_update(b, how, error)) return FALSE;
+    if (c->cap > 0) {
+      if (c->key) g_bytes_unref(c->key);
+      c->key = dr__cuda_graph_cache_key(c, b->graph, cg->node, b->launch.node_kcall);
     }
+    return TRUE;
   }
-  *how = "updated-nodes";
-  return TRUE;
+  if (!graph_bind(b, error)) return FALSE;
+  DrId failed = set_in_place(b, nodes, n, FALSE);
+  if (failed == DR_NONE) {
+    *how = "updated-nodes";
+    return TRUE;
+  }
+  /* Named, so a user learns which node cost a re-capture (and the
+   * report says it). */
+  cg->forced_by = dr_graph_node(b->graph, failed)->id;
+  if (c->cap > 0) return cached_update(b, nodes, n, how, error);
+  g_message("graph update: node '%s' cannot be updated in place; capturing the iteration again",
+            cg->forced_by);
+  return dr__cuda_graph_update(b, how, error);
 }
 
 /* Sets copy or memset node v's pointers on the executable from the
@@ -503,6 +644,8 @@ static gboolean set_memory_params(DrBackend *b, DrId v) {
  * refused set) sends the whole change down dr__cuda_graph_update. */
 static gboolean graph_buffer_moved(DrBackend *b, DrId buffer, const char **how, GError **error) {
   const DrGraph *g = b->graph;
+  /* Idle variants hold the old pointer: drop them (run.graph_cache). */
+  dr__cuda_graph_cache_clear(&b->cuda_graph.cache);
   dr__cuda_launch_rebind_hosts(&b->launch, &b->memory);
   if (!graph_bind(b, error)) return FALSE;
   if (b->cuda_graph.node == NULL || b->cuda_graph.exec == NULL) return dr__cuda_graph_update(b, how, error);

@@ -10,6 +10,7 @@
 #define DAGRUN_BACKENDS_CUDA_GRAPH_H
 
 #include "backends/backend.h"
+#include "backends/cuda/graph_cache.h"
 #include "backends/cuda_api.h"
 
 G_BEGIN_DECLS
@@ -31,6 +32,11 @@ typedef struct {
   void **cap_base;
   /* The node whose work broke the last capture (DR_NONE: none did). */
   DrId uncapturable;
+  /* run.graph_cache: the idle instantiated variants (graph_cache.h). */
+  DrCudaGraphCache cache;
+  /* The node that forced the last change to capture the iteration again
+   * (it could not be set in place), or NULL: none did. */
+  const char *forced_by;
 } DrCudaGraphState;
 
 /* Makes the executable run the graph's current arguments (a library user
@@ -44,8 +50,8 @@ typedef struct {
  * the instantiation failed) the previous executable and graph are kept. */
 gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error);
 
-/* Destroys the executable and the captured graph, and drops the node map
- * (NULL-safe fields). */
+/* Destroys the executable and the captured graph, drops the node map and
+ * destroys the cache's idle variants (NULL-safe fields). */
 void dr__cuda_graph_release(DrCudaGraphState *cg);
 
 G_END_DECLS

@@ -7,7 +7,10 @@
  * stream, in file order, which implies every dependency of the body (its
  * own plan's streams are not used here). In graph mode a `repeat:` loop
  * with no while or if inside is captured unrolled, the body N times with
- * nothing between the copies; every other loop becomes CUDA conditional
+ * nothing between the copies (unless its count is a run-time parameter's:
+ * then it is a counted WHILE whose limit, a device word, this file writes
+ * when the value changes, so a new count needs no capture); every other
+ * loop becomes CUDA conditional
  * nodes, built by condgraph.c, and this file owns what those need beyond
  * the graph: the body stream and the device trip counters, read back
  * after the run. run.device_loop is refused at open (not built).
@@ -56,7 +59,7 @@ static gboolean can_build_conditionals(const DrCudaApi *api) {
 /* Loop `l` needs conditional nodes in graph mode: a while or if, or a
  * repeat with one inside. */
 static gboolean needs_conditional(const DrLoop *l) {
-  return l->kind != DR_LOOP_REPEAT || conditional(l->body) != NULL;
+  return l->kind != DR_LOOP_REPEAT || l->counted || conditional(l->body) != NULL;
 }
 
 gboolean dr__cuda_loops_check(const DrPlan *plan, DrMode mode, GError **error) {
@@ -150,11 +153,13 @@ gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph
                &l->body_stream, cudaStreamNonBlocking, 0))
     return FALSE;
   /* Each loop's limit (a repeat's count, read by a counted WHILE's
-   * counter kernel), written once. */
+   * counter kernel), written here; a count from a parameter again when it
+   * changes (dr__cuda_loops_write_counts). */
+  l->limits = g_new0(guint64, n);
   for (guint i = 0; i < n; i++) {
     const DrLoop *loop = dr_graph_loop(g, i);
     l->counters_host[3 * i] = l->counters_host[3 * i + 1] = 0;
-    l->counters_host[3 * i + 2] = loop->kind == DR_LOOP_REPEAT ? loop->count : 0;
+    l->counters_host[3 * i + 2] = l->limits[i] = loop->kind == DR_LOOP_REPEAT ? loop->count : 0;
   }
   return DR_CUDA(site, cudaMemcpyAsync, l->counters, l->counters_host, 3 * n * sizeof(guint64),
                  cudaMemcpyHostToDevice, l->body_stream) &&
@@ -169,8 +174,31 @@ gboolean dr__cuda_loops_read_trips(DrCudaLoops *l, cudaStream_t origin, GError *
                cudaMemcpyDeviceToHost, origin) ||
       !DR_CUDA(site, cudaStreamSynchronize, origin))
     return FALSE;
+  /* A while's or if's trips are its trip counter; a counted WHILE's (a
+   * repeat) its counter kernel's count. */
   for (guint i = 0; i < n; i++)
-    if (l->device_trips[i]) l->trips[i] = l->counters_host[3 * i];
+    if (l->device_trips[i])
+      l->trips[i] = l->counters_host[3 * i + (dr_graph_loop(l->plan->graph, i)->kind == DR_LOOP_REPEAT)];
+  return TRUE;
+}
+
+gboolean dr__cuda_loops_write_counts(DrCudaLoops *l, cudaStream_t origin, gboolean *wrote, GError **error) {
+  if (wrote) *wrote = FALSE;
+  if (l->counters == NULL || l->limits == NULL || l->plan == NULL) return TRUE;
+  const DrGraph *g = l->plan->graph;
+  for (guint i = 0; i < dr_graph_n_loops(g); i++) {
+    const DrLoop *loop = dr_graph_loop(g, i);
+    if (!loop->counted || loop->count == l->limits[i]) continue;
+    /* Ordered on origin before the next launch; the pinned word is not
+     * written again before that copy has run (read_trips, the next
+     * writer, synchronises origin after the launch). */
+    l->counters_host[3 * i + 2] = loop->count;
+    if (!DR_CUDA(DR_SITE_NODE(loop->id, -1), cudaMemcpyAsync, l->counters + 3 * i + 2,
+                 l->counters_host + 3 * i + 2, sizeof(guint64), cudaMemcpyHostToDevice, origin))
+      return FALSE;
+    l->limits[i] = loop->count;
+    if (wrote) *wrote = TRUE;
+  }
   return TRUE;
 }
 
@@ -211,6 +239,7 @@ void dr__cuda_loops_close(DrCudaLoops *l) {
   l->body_stream = NULL;
   g_clear_pointer(&l->trips, g_free);
   g_clear_pointer(&l->device_trips, g_free);
+  g_clear_pointer(&l->limits, g_free);
   g_clear_pointer(&l->calls, g_hash_table_unref);
   if (l->scratch != NULL) {
     GHashTableIter it;
@@ -323,7 +352,7 @@ gboolean dr__cuda_loop_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCuda
                              DrId v, cudaStream_t st, GError **error) {
   if (l->capturing && l->graph_mode && needs_conditional(dr_graph_node_loop(g, v))) {
     const DrLoop *loop = dr_graph_node_loop(g, v);
-    if (l->trips != NULL && loop->kind == DR_LOOP_REPEAT)
+    if (l->trips != NULL && loop->kind == DR_LOOP_REPEAT && !loop->counted)
       l->trips[dr_graph_node(g, v)->loop - 1] = loop->count;
     return dr__cuda_cond_issue(l, m, api, l->plan, v, st, error);
   }

@@ -20,6 +20,7 @@ typedef struct {
   cudaStream_t body_stream;
   guint64 *counters, *counters_host;
   gboolean *device_trips;
+  guint64 *limits;     /* [top-level loops]: each limit word as the device holds it */
   gboolean graph_mode; /* set up for graph mode */
   /* run.device_loop (graph mode): the iterations as one WHILE node
    * (condgraph.c): its stream (the capture around origin's), its counter
@@ -85,6 +86,15 @@ gboolean dr__cuda_device_loop_read(DrCudaLoops *l, cudaStream_t origin, guint32 
  * (a 16-byte-per-loop copy and a synchronisation); nothing without
  * device counters. */
 gboolean dr__cuda_loops_read_trips(DrCudaLoops *l, cudaStream_t origin, GError **error);
+
+/* Graph mode: writes the limit word of every top-level counted loop
+ * (DrLoop.counted) whose count changed since it was last written (an
+ * 8-byte copy on `origin` each, before the next launch), so that the
+ * counted WHILE runs the new count without a capture; *wrote (when not
+ * NULL): whether any was written. Nothing without device counters
+ * (streams mode reads DrLoop.count at each issue). Fails as DR_CUDA does,
+ * naming the loop. */
+gboolean dr__cuda_loops_write_counts(DrCudaLoops *l, cudaStream_t origin, gboolean *wrote, GError **error);
 
 /* The launch of body kernel node `v` of body `g`, bound against `bases`
  * now (owned by `l`, kept until close); NULL with the binding's error. */

@@ -625,7 +625,9 @@ void dr_run_report_free(DrRunReport *report);
  * stream-ordered buffers are the graph's own allocations, as captured;
  * cudaGraphExecKernelNodeSetParams, "updated-nodes"),
  * else the whole graph from a re-capture (cudaGraphExecUpdate, "updated";
- * "re-instantiated" only if the runtime refuses). Otherwise the launches
+ * "re-instantiated" only if the runtime refuses; with run.graph_cache a
+ * new executable, "re-instantiated", or one kept from an earlier run with
+ * the same values of the nodes that forced it, "cached"). Otherwise the launches
  * are bound again ("rebound"). dr_runner_last_update says which, or
  * "none". Only arguments the
  * node was given can change (an optional one left out keeps its default),

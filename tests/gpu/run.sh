@@ -46,6 +46,16 @@
 #                                   iterations
 #   gpu/loops/repeat/{streams,graph}   nested repeat loops: the host
 #                                   backend's bytes exactly
+#   gpu/params/counted/{sweep,verify}  tests/gpu/params/counted.yaml: a
+#                                   loop count from a parameter in graph
+#                                   mode over steps.txt: every run's trips
+#                                   are its steps, every change
+#                                   "updated-nodes" (no capture); each line
+#                                   --verify'd
+#   gpu/params/graph-cache          tests/gpu/params/cache.yaml
+#                                   (run.graph_cache: 2, a user kernel sized
+#                                   by seq) over seqs.txt: none, miss, hit,
+#                                   hit, evict, hit, evict, forced by 't'
 #   gpu/port20/cg-cub/{streams,graph}  user kernels with cooperative
 #                                   groups, CUB and cuda/std (include/cccl),
 #                                   include_dirs, defines and name
@@ -331,6 +341,41 @@ for mode in streams graph; do
     diff $tmp/dlt_host $tmp/dlt_cuda && cmp $tmp/dl_host.bin $tmp/dl_cuda.bin &&
     $DAGRUN --backend=cuda --mode=$mode --format=json $tmp/dl_c.yaml | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"iterations\"]==20 and d[\"makespan_us\"]>0, d[\"iterations\"]; print(\"makespan_us\", d[\"makespan_us\"])'"
 done
+
+# ---- run-time parameters (#19): counted loops, the graph cache ----
+check gpu/params/counted/sweep 120 bash -c "
+  $DAGRUN --backend=cuda --mode=graph --format=json --params-from=$gpu_dir/params/steps.txt \
+    $gpu_dir/params/counted.yaml | python3 -c '
+import json, sys
+want = [1, 1000, 7, 10000, 3, 1]
+rs = [json.loads(l) for l in sys.stdin if l.strip()]
+assert len(rs) == len(want), len(rs)
+for i, (r, n) in enumerate(zip(rs, want)):
+    l = r[\"loops\"][0]
+    assert l[\"trips_min\"] == n and l[\"trips_max\"] == n, (i, l)
+    how = r[\"param_update\"][\"how\"]
+    prev = want[i - 1] if i else 4  # the default the runner was set up with
+    assert how == (\"none\" if prev == n else \"updated-nodes\"), (i, how)
+    print(n, \"trips\", how, r[\"param_update\"][\"us\"], \"us update\", r[\"makespan_us\"], \"us\")
+'"
+check gpu/params/counted/verify 120 "$DAGRUN" --backend=cuda --mode=graph --verify --iterations=1 --warmup=0 \
+  --params-from=$gpu_dir/params/steps.txt "$gpu_dir/params/counted.yaml"
+check gpu/params/graph-cache 180 bash -c "
+  $DAGRUN --backend=cuda --mode=graph --format=json --params-from=$gpu_dir/params/seqs.txt \
+    $gpu_dir/params/cache.yaml | python3 -c '
+import json, sys
+want = [None, \"miss\", \"hit\", \"hit\", \"evict\", \"hit\", \"evict\"]
+rs = [json.loads(l) for l in sys.stdin if l.strip()]
+assert len(rs) == len(want), len(rs)
+for i, (r, w) in enumerate(zip(rs, want)):
+    u = r[\"param_update\"]
+    got = u.get(\"graph_cache\", {}).get(\"result\")
+    assert got == w, (i, u)
+    if w is not None:
+        assert u[\"forced_by\"] in (\"t\", \"g\"), u
+        assert u[\"how\"] == (\"cached\" if w == \"hit\" else \"re-instantiated\"), u
+    print(r[\"params\"][\"seq\"], u)
+'"
 
 # ---- --dot-cuda-graph: CUDA's own DOT of the captured graph ----
 # cudaGraphDebugDotPrint writes a digraph with one node per captured

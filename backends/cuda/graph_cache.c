@@ -1,0 +1,159 @@
+/* graph_cache.c: graph mode's bounded LRU cache of instantiated
+ * executables (`run.graph_cache`), the data structure of graph_cache.h:
+ * keys, the idle variants, what each must set when it is back in use, and
+ * eviction. It makes no capture and no node update (graph.c does); the
+ * only CUDA calls are the destruction of evicted variants. Cost: a key is
+ * O(nodes + their accesses and arguments), made once per forced change
+ * (which costs a capture anyway, or saves one); a lookup compares it with
+ * at most cap - 1 keys. */
+#include "backends/cuda/graph_cache.h"
+
+#include <string.h>
+
+#include "ir/loops.h"
+
+static const char *const result_names[] = {
+#define DR_X(e, s) s,
+    DR_GRAPH_CACHE_RESULT_LIST(DR_X)
+#undef DR_X
+};
+
+const char *dr__graph_cache_result_name(DrGraphCacheResult r) {
+  g_return_val_if_fail((guint)r < G_N_ELEMENTS(result_names), NULL);
+  return result_names[r];
+}
+
+void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 cap) {
+  g_return_if_fail(c != NULL && g != NULL);
+  memset(c, 0, sizeof *c);
+  c->cap = MIN(cap, DR_GRAPH_CACHE_MAX);
+  c->n_nodes = dr_graph_n_nodes(g);
+  c->varying = g_new0(gboolean, MAX(c->n_nodes, 1));
+  for (guint i = 0; i < g->param_uses->len; i++) {
+    guint32 v = g_array_index(g->param_uses, DrParamUse, i).node;
+    if (v < c->n_nodes) c->varying[v] = TRUE;
+  }
+  c->idle = g_ptr_array_new_with_free_func((GDestroyNotify)dr__cuda_graph_variant_free);
+}
+
+/* Whether node v of `g` can be set in place on an executable of node map
+ * `map`: what graph.c's per-node updates accept (a mapped copy or memset,
+ * a mapped kernel with a bound built-in launch), or a counted loop, whose
+ * count lives outside the executable. */
+static gboolean in_place(const DrGraph *g, DrId v, const cudaGraphNode_t *map, const guint32 *node_kcall) {
+  const DrNode *n = dr_graph_node(g, v);
+  if (n->loop) return dr_graph_node_loop(g, v)->counted;
+  if (map == NULL || map[v] == NULL) return FALSE;
+  if (n->op == DR_OP_KERNEL) return node_kcall != NULL && node_kcall[v] != DR_NONE;
+  return n->op == DR_OP_COPY || n->op == DR_OP_MEMSET;
+}
+
+GBytes *dr__cuda_graph_cache_key(const DrCudaGraphCache *c, const DrGraph *g, const cudaGraphNode_t *map,
+                                 const guint32 *node_kcall) {
+  g_return_val_if_fail(c != NULL && g != NULL, NULL);
+  GByteArray *k = g_byte_array_new();
+  for (DrId v = 0; v < c->n_nodes; v++) {
+    if (!c->varying[v] || in_place(g, v, map, node_kcall)) continue;
+    const DrNode *n = dr_graph_node(g, v);
+    g_byte_array_append(k, (const guint8 *)&v, sizeof v);
+    for (guint32 a = 0; a < n->access_count; a++) {
+      const DrAccess *acc = dr_graph_access(g, n->access_first + a);
+      guint64 be[2] = {acc->begin, acc->end};
+      g_byte_array_append(k, (const guint8 *)be, sizeof be);
+    }
+    for (guint32 a = 0; a < n->arg_count; a++) {
+      const DrArg *arg = dr_graph_arg(g, n->arg_first + a);
+      gint64 bits = 0;
+      if (arg->kind == DR_ARG_INT) bits = arg->v.i;
+      if (arg->kind == DR_ARG_FLOAT) memcpy(&bits, &arg->v.f, sizeof bits);
+      g_byte_array_append(k, (const guint8 *)&bits, sizeof bits);
+    }
+    g_byte_array_append(k, &n->memset_value, 1);
+  }
+  return g_byte_array_free_to_bytes(k);
+}
+
+void dr__cuda_graph_cache_changed(DrCudaGraphCache *c, const DrId *nodes, guint32 n) {
+  g_return_if_fail(c != NULL);
+  if (c->cap == 0 || nodes == NULL) return;
+  for (guint32 i = 0; i < n; i++)
+    if (nodes[i] < c->n_nodes) c->varying[nodes[i]] = TRUE;
+  for (guint i = 0; i < c->idle->len; i++)
+    dr__cuda_graph_variant_mark(g_ptr_array_index(c->idle, i), nodes, n);
+}
+
+DrCudaGraphVariant *dr__cuda_graph_variant_new(const DrCudaGraphCache *c) {
+  g_return_val_if_fail(c != NULL, NULL);
+  DrCudaGraphVariant *v = g_new0(DrCudaGraphVariant, 1);
+  v->dirty = g_array_new(FALSE, FALSE, sizeof(DrId));
+  v->marked = g_new0(gboolean, MAX(c->n_nodes, 1));
+  return v;
+}
+
+void dr__cuda_graph_variant_mark(DrCudaGraphVariant *v, const DrId *nodes, guint32 n) {
+  g_return_if_fail(v != NULL);
+  for (guint32 i = 0; nodes != NULL && i < n; i++) {
+    if (v->marked[nodes[i]]) continue;
+    v->marked[nodes[i]] = TRUE;
+    g_array_append_val(v->dirty, nodes[i]);
+  }
+}
+
+DrCudaGraphVariant *dr__cuda_graph_cache_take(DrCudaGraphCache *c, GBytes *key) {
+  g_return_val_if_fail(c != NULL && key != NULL, NULL);
+  for (guint i = 0; i < c->idle->len; i++) {
+    DrCudaGraphVariant *v = g_ptr_array_index(c->idle, i);
+    if (v->key != NULL && g_bytes_equal(v->key, key)) return g_ptr_array_steal_index(c->idle, i);
+  }
+  return NULL;
+}
+
+gboolean dr__cuda_graph_cache_put(DrCudaGraphCache *c, DrCudaGraphVariant *v) {
+  g_return_val_if_fail(c != NULL && v != NULL, FALSE);
+  v->used = c->clock;
+  g_ptr_array_add(c->idle, v);
+  if (c->idle->len + 1 <= c->cap) return FALSE;
+  guint oldest = 0;
+  for (guint i = 1; i < c->idle->len; i++)
+    if (((DrCudaGraphVariant *)g_ptr_array_index(c->idle, i))->used <
+        ((DrCudaGraphVariant *)g_ptr_array_index(c->idle, oldest))->used)
+      oldest = i;
+  g_ptr_array_remove_index(c->idle, oldest); /* destroys it */
+  return TRUE;
+}
+
+void dr__cuda_graph_cache_use(DrCudaGraphCache *c) {
+  g_return_if_fail(c != NULL);
+  c->clock++;
+}
+
+guint32 dr__cuda_graph_cache_variants(const DrCudaGraphCache *c) {
+  g_return_val_if_fail(c != NULL, 0);
+  return c->idle ? c->idle->len + 1 : 1;
+}
+
+void dr__cuda_graph_cache_clear(DrCudaGraphCache *c) {
+  g_return_if_fail(c != NULL);
+  if (c->idle) g_ptr_array_set_size(c->idle, 0);
+}
+
+void dr__cuda_graph_variant_free(DrCudaGraphVariant *v) {
+  if (v == NULL) return;
+  const DrCudaApi *api = dr_cuda_api();
+  if (v->exec) (void)api->cudaGraphExecDestroy(v->exec);
+  if (v->graph) (void)api->cudaGraphDestroy(v->graph);
+  g_free(v->node);
+  g_free(v->cap_base);
+  if (v->key) g_bytes_unref(v->key);
+  if (v->dirty) g_array_unref(v->dirty);
+  g_free(v->marked);
+  g_free(v);
+}
+
+void dr__cuda_graph_cache_free(DrCudaGraphCache *c) {
+  if (c == NULL) return;
+  g_clear_pointer(&c->idle, g_ptr_array_unref);
+  g_clear_pointer(&c->key, g_bytes_unref);
+  g_clear_pointer(&c->varying, g_free);
+  c->cap = 0;
+}

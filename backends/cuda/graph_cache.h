@@ -1,0 +1,128 @@
+/* graph_cache.h: internal to backends/cuda/: graph mode's bounded cache
+ * of instantiated executables (`run.graph_cache: N`, issue #19), the data
+ * structure only (graph_cache.c). graph.c decides when to look in it and
+ * does every capture, instantiation and in-place node update.
+ *
+ * A change that a node cannot take in place (a launcher that made several
+ * graph nodes, as cuBLAS may for gemm; a user kernel) forces a new capture
+ * and instantiation. With the cache, the executable in use is kept as an
+ * idle *variant* instead of being destroyed, keyed by the values of the
+ * nodes that cannot be set in place (the key, below); when those values
+ * come back, the variant is put back in use and only what can be set in
+ * place is set on it (the nodes changed since it was last in use, its
+ * `dirty` list). At most `cap` variants exist, the one in use counted;
+ * the least recently used idle one is destroyed when another is needed.
+ *
+ * The key of a state of the graph is, for every node that may vary (a
+ * node with a parameter use, or one ever handed to args_changed) and that
+ * cannot be set in place on the variant's executable (not mapped to one
+ * graph node of its kind, or a kernel without a bound built-in launch),
+ * its id and its values: each access's [begin, end), each argument's
+ * value and the memset value. Nodes that never varied hold the values
+ * they were captured with in every variant; nodes that can be set in place
+ * are set on a hit. So two states with equal keys differ only in what the
+ * variant can take in place, and a hit is always correct; a node that
+ * starts to vary only makes older keys unequal (misses, never a wrong
+ * hit). A counted loop (ir/loops.h) is not in the key: its count is a
+ * device word outside every executable (cuda/loops.c). */
+#ifndef DAGRUN_BACKENDS_CUDA_GRAPH_CACHE_H
+#define DAGRUN_BACKENDS_CUDA_GRAPH_CACHE_H
+
+#include "backends/backend.h"
+#include "backends/cuda_api.h"
+
+G_BEGIN_DECLS
+
+/* The most variants run.graph_cache may ask for. */
+#define DR_GRAPH_CACHE_MAX 64u
+
+/* One instantiated variant, idle (not the executable in use). Owns its
+ * graph, executable, node map and captured bases (graph.h says what
+ * those are). */
+typedef struct {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaGraphNode_t *node;
+  void **cap_base;
+  GBytes *key;
+  guint64 used;     /* the cache's clock when it was last in use */
+  GArray *dirty;    /* DrId: nodes changed since it was in use, each once */
+  gboolean *marked; /* [n_nodes]: in `dirty` */
+} DrCudaGraphVariant;
+
+/* X(ENUM_SUFFIX, spelling): what the cache did for a forced change. */
+#define DR_GRAPH_CACHE_RESULT_LIST(X) \
+  X(NONE, NULL)                       \
+  X(HIT, "hit")                       \
+  X(MISS, "miss")                     \
+  X(EVICT, "evict")
+
+typedef enum {
+#define DR_X(e, s) DR_GRAPH_CACHE_##e,
+  DR_GRAPH_CACHE_RESULT_LIST(DR_X)
+#undef DR_X
+} DrGraphCacheResult;
+
+/* The spelling of `r` in reports ("hit", "miss": a new variant
+ * instantiated, "evict": that, and the least recently used idle variant
+ * destroyed to make room); NULL for NONE. */
+const char *dr__graph_cache_result_name(DrGraphCacheResult r);
+
+typedef struct {
+  guint32 cap;       /* run.graph_cache; 0: off (the cache is never used) */
+  GPtrArray *idle;   /* DrCudaGraphVariant *, owned */
+  GBytes *key;       /* the key of the executable in use; NULL: not known */
+  gboolean *varying; /* [n_nodes]: may vary (see the file head) */
+  guint32 n_nodes;
+  guint64 clock;
+  /* The last change's outcome, for the report. */
+  DrGraphCacheResult result;
+} DrCudaGraphCache;
+
+/* Sets the cache up for graph `g` with room for `cap` variants (0: off);
+ * the nodes with parameter uses vary from the start. */
+void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 cap);
+
+/* The key (file head) of `g` as it is now, for an executable whose node
+ * map is `map` (NULL: nothing mapped) and whose built-in launches are
+ * `node_kcall` ([n_nodes], DR_NONE: none). A new reference. */
+GBytes *dr__cuda_graph_cache_key(const DrCudaGraphCache *c, const DrGraph *g, const cudaGraphNode_t *map,
+                                 const guint32 *node_kcall);
+
+/* Nodes `nodes` [n] changed: they vary from now on, and every idle
+ * variant must set them when it is put back in use. */
+void dr__cuda_graph_cache_changed(DrCudaGraphCache *c, const DrId *nodes, guint32 n);
+
+/* The idle variant whose key equals `key`, taken out of the cache (the
+ * caller owns it), or NULL. */
+DrCudaGraphVariant *dr__cuda_graph_cache_take(DrCudaGraphCache *c, GBytes *key);
+
+/* Keeps `v` (taken) as idle, stamped as used now; when that makes more
+ * than cap - 1 idle variants (room for the one in use), destroys the least
+ * recently used idle one (possibly `v` itself) and returns TRUE. */
+gboolean dr__cuda_graph_cache_put(DrCudaGraphCache *c, DrCudaGraphVariant *v);
+
+/* Stamps the variant about to be in use (the clock moves on). */
+void dr__cuda_graph_cache_use(DrCudaGraphCache *c);
+
+/* The variants the cache holds now, the one in use counted (1 + idle). */
+guint32 dr__cuda_graph_cache_variants(const DrCudaGraphCache *c);
+
+/* Destroys every idle variant (their memory goes back: a buffer moved, or
+ * a change of unknown nodes). */
+void dr__cuda_graph_cache_clear(DrCudaGraphCache *c);
+
+/* A new empty variant for cache `c`'s graph (its handles NULL). */
+DrCudaGraphVariant *dr__cuda_graph_variant_new(const DrCudaGraphCache *c);
+/* Notes nodes `nodes` [n] in v's dirty list (each once). */
+void dr__cuda_graph_variant_mark(DrCudaGraphVariant *v, const DrId *nodes, guint32 n);
+
+/* Destroys variant `v` (NULL-safe). */
+void dr__cuda_graph_variant_free(DrCudaGraphVariant *v);
+
+/* Releases everything (NULL-safe fields); init may follow. */
+void dr__cuda_graph_cache_free(DrCudaGraphCache *c);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,310 @@
+/* graph_cache_test.c: graph mode's cache of instantiated executables
+ * (`run.graph_cache: N`, issue #19; backends/cuda/graph_cache.h) on the
+ * fake runtime's graph-node model, through the public API.
+ *
+ * The pipeline has a node that cannot be updated in place when the
+ * parameter changes (a user kernel, whose arguments its capture baked in;
+ * on the GPU also a gemm whose cuBLAS launch made several nodes) beside
+ * two that can (scale_f32, reduce_sum_f32). Each change of seq forces a new capture: without the cache
+ * the executable is updated or replaced ("updated", "re-instantiated");
+ * with it, a value seen before puts its kept executable back ("cached":
+ * no capture, no cudaGraphInstantiate, the in-place node set on it) and a
+ * new one instantiates a variant, evicting the least recently used when
+ * the cache is full. Every run's bytes equal a graph captured at that
+ * value; the report names the node that forced it and what the cache
+ * did; faults at every call release everything. */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "backends/cuda_api.h"
+#include "include/dagrun/dagrun.h"
+#include "tests/fault/fake_cuda.h"
+
+#define MAXSEQ 64
+
+/* A PTX file the fake loads without reading (tests/fault:fault does the
+ * same); its path in *ptx. */
+static char *ptx_path(void) {
+  const char *tmp = g_getenv("TEST_TMPDIR");
+  if (tmp == NULL) tmp = g_get_tmp_dir();
+  char *ptx = g_build_filename(tmp, "graph-cache-touch.ptx", NULL);
+  g_assert_true(g_file_set_contents(ptx, "// the fake runtime does not read PTX\n", -1, NULL));
+  return ptx;
+}
+
+static char *pipeline(guint cache) {
+  g_autofree char *ptx = ptx_path();
+  return g_strdup_printf(
+      "dagrun: 1\n"
+      "run: {graph_cache: %u}\n"
+      "params:\n"
+      "  seq: {type: int, default: 8, min: 4, max: %d}\n"
+      "kernels:\n"
+      "  touch:\n"
+      "    ptx: '%s'\n"
+      "    params:\n"
+      "      - {name: buf, type: f32*, access: readwrite}\n"
+      "      - {name: n, type: i64}\n"
+      "    grid: {over: n, block: 128}\n"
+      "buffers:\n"
+      "  x: {type: f32, count: %d, init: iota}\n"
+      "  y: {type: f32, count: %d, init: zeros}\n"
+      "  z: {type: f32, count: %d, init: zeros}\n"
+      "  s: {type: f32, count: 1, init: zeros}\n"
+      "nodes:\n"
+      "  sc: {op: kernel, kernel: scale_f32, args: {x: \"x[0:seq]\", alpha: 2.0, y: \"y[0:seq]\"}}\n"
+      "  t: {op: kernel, kernel: touch, args: {buf: \"z[0:seq]\", n: \"{seq}\"}}\n"
+      "  r: {op: kernel, kernel: reduce_sum_f32, args: {x: \"y[0:seq]\", y: s}}\n",
+      cache, MAXSEQ, ptx, MAXSEQ, MAXSEQ, MAXSEQ);
+}
+
+static guint count_calls(guint from, const char *name) {
+  const GArray *t = dr_fake_trace();
+  guint n = 0;
+  for (guint i = from; i < t->len; i++) n += strcmp(g_array_index(t, DrFakeCall, i).name, name) == 0;
+  return n;
+}
+
+static void start(void) {
+  dr_fake_reset();
+  dr_cuda_api_set(dr_fake_api_graph_nodes());
+  dr_fake_set_run_twins(TRUE);
+  dr_fake_set_replay_graphs(TRUE);
+}
+
+static void finish_clean(void) {
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  dr_fake_set_replay_graphs(FALSE);
+  dr_fake_set_run_twins(FALSE);
+  dr_fake_reset();
+  dr_cuda_api_set(dr_fake_api());
+}
+
+static DrRunner *runner(DrStreamPlan *plan, const DrPipeline *p) {
+  g_autoptr(GError) error = NULL;
+  DrRunSettings rs;
+  dr_run_settings_init(&rs, p);
+  rs.backend = DR_BACKEND_CUDA;
+  rs.mode = DR_MODE_GRAPH;
+  rs.iterations = 1;
+  rs.warmup = 0;
+  DrRunner *r = dr_runner_new(plan, &rs, &error);
+  g_assert_no_error(error);
+  return r;
+}
+
+typedef struct {
+  float y[MAXSEQ];
+  float s;
+} Out;
+
+static void read_out(DrRunner *r, Out *o) {
+  g_autoptr(GError) error = NULL;
+  memset(o, 0, sizeof *o);
+  g_assert_true(dr_runner_read_buffer(r, "y", o->y, sizeof o->y, &error));
+  g_assert_true(dr_runner_read_buffer(r, "s", &o->s, sizeof o->s, &error));
+  g_assert_no_error(error);
+}
+
+/* What a graph captured from the start at seq gives. */
+static void reference(gint64 seq, Out *o) {
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = pipeline(0);
+  g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
+  g_assert_no_error(error);
+  g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, seq);
+  g_assert_true(dr_pipeline_set_param(p, "seq", v, &error));
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_autoptr(DrRunner) r = runner(plan, p);
+  g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+  g_assert_no_error(error);
+  read_out(r, o);
+}
+
+static char *json_of(DrRunReport *rr) {
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_run_report_write_json(rr, json);
+  return g_string_free(g_steal_pointer(&json), FALSE);
+}
+
+typedef struct {
+  gint64 seq;
+  const char *how;    /* dr_runner_last_update */
+  const char *result; /* the report's graph_cache result */
+  guint variants;
+} Step;
+
+/* A cache of 2: every step's update, instantiations, report and bytes. */
+static void test_lru(void) {
+  const Step steps[] = {
+      {16, "re-instantiated", "miss", 2},  /* {8} -> {8, 16} */
+      {8, "cached", "hit", 2},             /* 8 back */
+      {16, "cached", "hit", 2},            /* 16 back */
+      {32, "re-instantiated", "evict", 2}, /* 8 least recently used: gone */
+      {16, "cached", "hit", 2},            /* 16 kept */
+      {8, "re-instantiated", "evict", 2},  /* 8 again: 32 goes */
+      {16, "cached", "hit", 2},
+  };
+  /* The references first: they run on the fake too. */
+  Out want[G_N_ELEMENTS(steps)];
+  start();
+  for (guint i = 0; i < G_N_ELEMENTS(steps); i++) reference(steps[i].seq, &want[i]);
+  finish_clean();
+  start();
+  g_autoptr(GError) error = NULL;
+  {
+    g_autofree char *text = pipeline(2);
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
+    g_assert_no_error(error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = runner(plan, p);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", steps[i].seq, &error));
+      guint from = dr_fake_trace()->len;
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      g_assert_cmpstr(dr_runner_last_update(r), ==, steps[i].how);
+      gboolean hit = strcmp(steps[i].result, "hit") == 0;
+      g_assert_cmpuint(count_calls(from, "cudaGraphInstantiate"), ==, hit ? 0 : 1);
+      /* A hit: sc's and r's one-node captures on the kept executable; a
+       * miss: the iteration (nothing is set on the one replaced). */
+      g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, hit ? 2 : 1);
+      g_assert_cmpuint(count_calls(from, "cudaGraphExecUpdate"), ==, 0);
+      g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, hit ? 2 : 0);
+      g_assert_cmpuint(count_calls(from, "cudaGraphLaunch"), ==, 1);
+      g_autofree char *json = json_of(rr);
+      g_autofree char *want_cache = g_strdup_printf("\"graph_cache\": {\"result\": \"%s\", \"variants\": %u}",
+                                                    steps[i].result, steps[i].variants);
+      if (strstr(json, want_cache) == NULL) g_printerr("%s\n", json);
+      g_assert_nonnull(strstr(json, want_cache));
+      g_assert_nonnull(strstr(json, "\"forced_by\": \"t\""));
+      g_autoptr(GString) text_report = g_string_new(NULL);
+      dr_run_report_write_text(rr, text_report);
+      g_autofree char *line = g_strdup_printf("forced by node 't'; graph cache %s, %u variants",
+                                              steps[i].result, steps[i].variants);
+      g_assert_nonnull(strstr(text_report->str, line));
+      Out got;
+      read_out(r, &got);
+      gsize bytes = (gsize)steps[i].seq * sizeof(float);
+      g_assert_cmpmem(got.y, bytes, want[i].y, bytes);
+      g_assert_cmpfloat(got.s, ==, want[i].s);
+    }
+  }
+  finish_clean();
+}
+
+/* Without the cache (the default): the one executable is updated or
+ * replaced, the report names the node and says nothing of a cache. */
+static void test_off(void) {
+  start();
+  g_autoptr(GError) error = NULL;
+  {
+    g_autofree char *text = pipeline(0);
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = runner(plan, p);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    const gint64 seqs[] = {16, 8, 16};
+    for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", seqs[i], &error));
+      guint from = dr_fake_trace()->len;
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      const char *how = dr_runner_last_update(r);
+      g_assert_true(strcmp(how, "updated") == 0 || strcmp(how, "re-instantiated") == 0);
+      g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), >=, 1);
+      g_autofree char *json = json_of(rr);
+      g_assert_nonnull(strstr(json, "\"forced_by\": \"t\""));
+      g_assert_null(strstr(json, "graph_cache"));
+    }
+  }
+  finish_clean();
+}
+
+/* A cache of 1 keeps only the executable in use: every forced change
+ * instantiates and evicts the one before. */
+static void test_one(void) {
+  start();
+  g_autoptr(GError) error = NULL;
+  {
+    g_autofree char *text = pipeline(1);
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = runner(plan, p);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    const gint64 seqs[] = {16, 8, 16};
+    for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", seqs[i], &error));
+      guint from = dr_fake_trace()->len;
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      g_assert_cmpstr(dr_runner_last_update(r), ==, "re-instantiated");
+      g_assert_cmpuint(count_calls(from, "cudaGraphInstantiate"), ==, 1);
+      g_assert_cmpuint(count_calls(from, "cudaGraphExecDestroy"), ==, 1);
+      g_autofree char *json = json_of(rr);
+      g_assert_nonnull(strstr(json, "\"graph_cache\": {\"result\": \"evict\", \"variants\": 1}"));
+    }
+  }
+  finish_clean();
+}
+
+/* A fault at every call of a miss and of a hit: the run fails with the
+ * runtime's error or succeeds; freeing the runner releases everything. */
+static void test_faults(void) {
+  for (int which = 0; which < 2; which++) {
+    guint64 total = 0;
+    for (guint64 fail_at = 0;; fail_at++) {
+      start();
+      g_autoptr(GError) error = NULL;
+      g_autofree char *text = pipeline(3);
+      g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
+      g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+      DrRunner *r = runner(plan, p);
+      g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      /* which 0: a miss (16 new); 1: a hit (back to 8 after 16). */
+      if (which == 1) {
+        g_assert_true(dr_runner_set_param(r, "seq", 16, &error));
+        g_autoptr(DrRunReport) second = dr_runner_run(r, &error);
+        g_assert_no_error(error);
+      }
+      g_assert_true(dr_runner_set_param(r, "seq", which == 1 ? 8 : 16, &error));
+      guint64 before = dr_fake_points();
+      if (fail_at > 0) dr_fake_arm(before + fail_at, DR_FAULT_LAUNCH);
+      DrRunReport *rr = dr_runner_run(r, &error);
+      if (fail_at == 0) {
+        g_assert_no_error(error);
+        g_assert_cmpstr(dr_runner_last_update(r), ==, which == 1 ? "cached" : "re-instantiated");
+        total = dr_fake_points() - before;
+      } else if (rr == NULL) {
+        g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
+      }
+      dr_run_report_free(rr);
+      g_clear_error(&error);
+      dr_fake_arm(0, DR_FAULT_LAUNCH);
+      dr_runner_free(r);
+      gint64 at = dr_fake_fault_index();
+      gboolean failed_release = at >= 0 && g_array_index(dr_fake_trace(), DrFakeCall, at).release;
+      g_assert_cmpstr(dr_fake_misuse(), ==, "");
+      g_assert_cmpuint(dr_fake_live_total(), ==, failed_release ? 1 : 0);
+      dr_fake_reset();
+      finish_clean();
+      if (fail_at >= total) break;
+    }
+    g_assert_cmpuint(total, >, 2);
+  }
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  dr_cuda_api_set(dr_fake_api());
+  g_test_add_func("/fault/graph-cache/lru", test_lru);
+  g_test_add_func("/fault/graph-cache/off", test_off);
+  g_test_add_func("/fault/graph-cache/one", test_one);
+  g_test_add_func("/fault/graph-cache/faults", test_faults);
+  return g_test_run();
+}
