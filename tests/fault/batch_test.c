@@ -175,7 +175,8 @@ static void test_streams(void) {
   guint per_stream[2] = {0, 0};
   for (guint i = 0; i < 6; i++) {
     g_autofree char *id = g_strdup_printf("up%u", i);
-    DrId v = GPOINTER_TO_UINT(g_hash_table_lookup(g->node_index, dr_graph_intern(g, id))) - 1;
+    DrId v = dr_graph_find_node(g, id);
+    g_assert_cmpuint(v, !=, DR_NONE);
     per_stream[plan->node_stream[v]]++;
   }
   g_assert_cmpuint(per_stream[0], ==, 4);
