@@ -77,7 +77,10 @@
 #
 # Usage: bash tests/gpu/run.sh
 # Environment: DIST (default dist), BUDGET_S (default 450: whole run under
-# 8 minutes), OUT (if set, the full log goes to $OUT/gpu.log).
+# 8 minutes), OUT (if set, the full log goes to $OUT/gpu.log), ONLY (an
+# extended regular expression: only the checks whose names match run; the
+# others are counted as not selected, neither passed nor failed: a short
+# device session's subset, e.g. ONLY='gpu/(loops|params)/').
 # Exit status: 0 when every check passed, 1 otherwise.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -105,10 +108,19 @@ fail() {
   [ -s "$tmp/out" ] && tail -n 15 "$tmp/out" | sed 's/^/    /'
 }
 over_budget() { [ $((SECONDS - start)) -ge "$BUDGET_S" ]; }
+not_selected=0
+# selected NAME: whether ONLY (if set) selects check NAME; counts it if not.
+selected() {
+  [ -z "${ONLY:-}" ] && return 0
+  [[ $1 =~ $ONLY ]] && return 0
+  not_selected=$((not_selected + 1))
+  return 1
+}
 # check NAME TIMEOUT_S CMD...: runs CMD with a timeout; passes on exit 0.
 check() {
   local name=$1 limit=$2; shift 2
   : >"$tmp/out"
+  selected "$name" || return 0
   if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
   local left=$((BUDGET_S - (SECONDS - start)))
   [ "$limit" -gt "$left" ] && limit=$((left < 10 ? 10 : left))
@@ -126,7 +138,8 @@ cat "$tmp/out"
 if [ ! -x "$DAGRUN" ]; then
   : >"$tmp/out"
   fail gpu/dagrun-binary "no $DAGRUN: run tools/build_dist.sh first"
-  echo "$passed passed, $failed failed"
+  [ -n "${ONLY:-}" ] && echo "ONLY='$ONLY': $not_selected checks not selected"
+echo "$passed passed, $failed failed"
   exit 1
 fi
 "$DAGRUN" --version 2>&1 | head -n 1
@@ -138,6 +151,7 @@ is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' 
 run_gtest() {
   local name=$1 bin=$2
   : >"$tmp/out"
+  selected "$name" || return 0
   if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
   timeout -k 5 180 "$bin" >"$tmp/out" 2>&1
   local rc=$?
@@ -585,6 +599,7 @@ done
 
 echo "== $((SECONDS - start)) s"
 [ $failed -gt 0 ] && printf 'failed: %s\n' "${failed_names[@]}"
+[ -n "${ONLY:-}" ] && echo "ONLY='$ONLY': $not_selected checks not selected"
 echo "$passed passed, $failed failed"
 rm -rf "$tmp"
 [ $failed -eq 0 ]
