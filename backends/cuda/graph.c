@@ -517,8 +517,7 @@ static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const 
   const DrCudaApi *api = dr_cuda_api();
   DrCudaGraphState *cg = &b->cuda_graph;
   DrCudaGraphCache *c = &cg->cache;
-  g_autoptr(GBytes) key = dr__cuda_graph_cache_key(c, b->graph, cg->node, b->launch.node_kcall);
-  DrCudaGraphVariant *hit = dr__cuda_graph_cache_take(c, key);
+  DrCudaGraphVariant *hit = dr__cuda_graph_cache_take(c, b->graph, b->launch.node_kcall);
   DrCudaGraphVariant *old = take_current(cg);
   dr__cuda_graph_variant_mark(old, nodes, n);
   if (hit != NULL) {

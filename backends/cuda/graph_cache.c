@@ -99,11 +99,17 @@ void dr__cuda_graph_variant_mark(DrCudaGraphVariant *v, const DrId *nodes, guint
   }
 }
 
-DrCudaGraphVariant *dr__cuda_graph_cache_take(DrCudaGraphCache *c, GBytes *key) {
-  g_return_val_if_fail(c != NULL && key != NULL, NULL);
+DrCudaGraphVariant *dr__cuda_graph_cache_take(DrCudaGraphCache *c, const DrGraph *g,
+                                              const guint32 *node_kcall) {
+  g_return_val_if_fail(c != NULL && g != NULL, NULL);
   for (guint i = 0; i < c->idle->len; i++) {
     DrCudaGraphVariant *v = g_ptr_array_index(c->idle, i);
-    if (v->key != NULL && g_bytes_equal(v->key, key)) return g_ptr_array_steal_index(c->idle, i);
+    if (v->key == NULL) continue;
+    /* The state now, keyed for this variant's executable: which nodes it
+     * can take in place is its own (cuBLAS may capture a gemm as one
+     * kernel node at one shape and as several at another). */
+    g_autoptr(GBytes) key = dr__cuda_graph_cache_key(c, g, v->node, node_kcall);
+    if (g_bytes_equal(v->key, key)) return g_ptr_array_steal_index(c->idle, i);
   }
   return NULL;
 }

@@ -93,9 +93,14 @@ GBytes *dr__cuda_graph_cache_key(const DrCudaGraphCache *c, const DrGraph *g, co
  * variant must set them when it is put back in use. */
 void dr__cuda_graph_cache_changed(DrCudaGraphCache *c, const DrId *nodes, guint32 n);
 
-/* The idle variant whose key equals `key`, taken out of the cache (the
- * caller owns it), or NULL. */
-DrCudaGraphVariant *dr__cuda_graph_cache_take(DrCudaGraphCache *c, GBytes *key);
+/* The idle variant whose key equals the key of `g` as it is now for that
+ * variant's own node map (dr__cuda_graph_cache_key), taken out of the
+ * cache (the caller owns it), or NULL. Each variant is keyed with its own
+ * map, not the one in use: what one executable can take in place another
+ * may not (on the H200, a gemm_f32 at m=64 could be set in place and at
+ * m=128 not), and a key made with another map never equals. */
+DrCudaGraphVariant *dr__cuda_graph_cache_take(DrCudaGraphCache *c, const DrGraph *g,
+                                              const guint32 *node_kcall);
 
 /* Keeps `v` (taken) as idle, stamped as used now; when that makes more
  * than cap - 1 idle variants (room for the one in use), destroys the least
