@@ -5,10 +5,12 @@
 
 #include <glib/gstdio.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda_api.h"
 #include "lib/load.h"
+#include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
 
 DrGraph *dr_fake_load_yaml(const char *name, const char *yaml) {
@@ -54,6 +56,50 @@ char *dr_fake_run_saved(const DrPlan *plan, const DrRunOptions *opts, gboolean r
   g_unlink(path);
   if (report != NULL) *report = g_steal_pointer(&r);
   return data;
+}
+
+DrPlan *dr_fake_plan(const DrGraph *g) {
+  g_autoptr(GError) error = NULL;
+  DrPlan *p = dr_plan_build(g, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(p);
+  return p;
+}
+
+char *dr_fake_run_printed(const DrPlan *plan, DrBackendKind backend, DrMode mode, DrTimingMode timing,
+                          gboolean verify, guint32 iterations, GError **error) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  g_assert_nonnull(out);
+  DrRunOptions o;
+  dr_run_options_init(&o, plan->graph);
+  o.backend = backend;
+  o.mode = mode;
+  o.node_timing = timing;
+  o.iterations = iterations;
+  o.warmup = 0;
+  o.verify = verify;
+  o.host_output = out;
+  DrReport *r = dr_run(plan, &o, error);
+  fclose(out);
+  if (r == NULL) {
+    free(buf);
+    return NULL;
+  }
+  if (verify) g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
+  dr_report_free(r);
+  char *s = g_strdup(buf);
+  free(buf);
+  return s;
+}
+
+char *dr_fake_host_printed(const DrPlan *plan, guint32 iterations) {
+  g_autoptr(GError) error = NULL;
+  char *s =
+      dr_fake_run_printed(plan, DR_BACKEND_HOST, DR_MODE_STREAMS, DR_TIMING_AUTO, FALSE, iterations, &error);
+  g_assert_no_error(error);
+  return s;
 }
 
 const DrFakeCall *dr_fake_faulted_call(void) {

@@ -37,6 +37,23 @@ DrRunOptions dr_fake_run_options(const DrGraph *g, DrMode mode, DrTimingMode tim
 char *dr_fake_run_saved(const DrPlan *plan, const DrRunOptions *opts, gboolean replay_graphs,
                         const char *path, gsize *len, DrReport **report);
 
+/* Plans `g` with the default options; it must plan. The caller owns the
+ * plan. */
+DrPlan *dr_fake_plan(const DrGraph *g);
+
+/* Runs `plan` on `backend` in `mode` with `timing`, `iterations` timed
+ * iterations and no warmup (with --verify when `verify`, which must then
+ * pass) and returns what its host nodes printed, for the caller to
+ * g_free; NULL when the run failed (*error set). Unlike
+ * dr_fake_run_saved, the fake is not reset: the caller sets it up. */
+char *dr_fake_run_printed(const DrPlan *plan, DrBackendKind backend, DrMode mode, DrTimingMode timing,
+                          gboolean verify, guint32 iterations, GError **error);
+
+/* What `plan`'s host nodes print on the host backend (streams mode,
+ * `iterations` iterations), the reference a fake CUDA run is compared
+ * with; the run must succeed. */
+char *dr_fake_host_printed(const DrPlan *plan, guint32 iterations);
+
 /* The call in the fake's trace that the armed fault failed, or NULL when
  * it has not fired. Borrowed: valid until the next call of the fake. */
 const DrFakeCall *dr_fake_faulted_call(void);

@@ -115,49 +115,6 @@ static const char self_copy[] =
 
 static DrGraph *load(const char *yaml) { return dr_fake_load_yaml("test.yaml", yaml); }
 
-static DrPlan *plan(const DrGraph *g) {
-  g_autoptr(GError) error = NULL;
-  DrPlan *p = dr_plan_build(g, NULL, &error);
-  g_assert_no_error(error);
-  return p;
-}
-
-/* Runs `p` on `backend` and returns what its host nodes printed (NULL when
- * the run failed, *error set). */
-static char *run_capture(const DrPlan *p, DrBackendKind backend, DrMode mode, DrTimingMode timing,
-                         gboolean verify, guint32 iterations, GError **error) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&buf, &len);
-  DrRunOptions o;
-  dr_run_options_init(&o, p->graph);
-  o.backend = backend;
-  o.mode = mode;
-  o.node_timing = timing;
-  o.iterations = iterations;
-  o.warmup = 0;
-  o.verify = verify;
-  o.host_output = out;
-  DrReport *r = dr_run(p, &o, error);
-  fclose(out);
-  if (r == NULL) {
-    free(buf);
-    return NULL;
-  }
-  if (verify) g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
-  dr_report_free(r);
-  char *s = g_strdup(buf);
-  free(buf);
-  return s;
-}
-
-static char *host_result(const DrPlan *p, guint32 iterations) {
-  g_autoptr(GError) error = NULL;
-  char *s = run_capture(p, DR_BACKEND_HOST, DR_MODE_STREAMS, DR_TIMING_AUTO, FALSE, iterations, &error);
-  g_assert_no_error(error);
-  return s;
-}
-
 /* The fake's streams in creation order (1-based serial -> device). */
 typedef struct {
   GArray *dev;     /* int, [serial - 1] */
@@ -237,10 +194,11 @@ static void fake_devices(int devices, gboolean peer) {
  * every call on a stream made with that stream's device selected. The
  * trace's facts in *f (the caller unrefs f->dev). */
 static void run_matches_host(const DrPlan *p, const ModeCase *mc, guint32 iterations, TraceFacts *f) {
-  g_autofree char *want = host_result(p, iterations);
+  g_autofree char *want = dr_fake_host_printed(p, iterations);
   dr_fake_reset();
   g_autoptr(GError) error = NULL;
-  g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, mc->mode, mc->timing, FALSE, iterations, &error);
+  g_autofree char *got =
+      dr_fake_run_printed(p, DR_BACKEND_CUDA, mc->mode, mc->timing, FALSE, iterations, &error);
   g_assert_no_error(error);
   g_assert_cmpstr(got, ==, want);
   assert_clean();
@@ -255,7 +213,7 @@ static void test_two_devices(gconstpointer data) {
   const ModeCase *mc = data;
   fake_devices(2, TRUE);
   g_autoptr(DrGraph) g = load(two_devices);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   const guint32 iterations = 3;
   TraceFacts f;
   run_matches_host(p, mc, iterations, &f);
@@ -359,10 +317,11 @@ static void test_peer_once(void) {
   dr_fake_set_peer_access(TRUE);
   dr_fake_set_run_twins(TRUE);
   g_autoptr(DrGraph) g = load(two_devices);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   dr_fake_reset();
   g_autoptr(GError) error = NULL;
-  g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, DR_MODE_STREAMS, DR_TIMING_AUTO, TRUE, 2, &error);
+  g_autofree char *got =
+      dr_fake_run_printed(p, DR_BACKEND_CUDA, DR_MODE_STREAMS, DR_TIMING_AUTO, TRUE, 2, &error);
   g_assert_no_error(error);
   assert_clean();
   g_assert_cmpuint(count_calls("cudaDeviceEnablePeerAccess", cudaSuccess), ==, 2);
@@ -376,7 +335,7 @@ static void test_staged(gconstpointer data) {
   const ModeCase *mc = data;
   fake_devices(2, FALSE);
   g_autoptr(DrGraph) g = load(two_devices);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   TraceFacts f;
   run_matches_host(p, mc, 2, &f);
   g_array_unref(f.dev);
@@ -394,7 +353,7 @@ static void test_four_devices(gconstpointer data) {
   const ModeCase *mc = data;
   fake_devices(4, TRUE);
   g_autoptr(DrGraph) g = load(four_devices);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   TraceFacts f;
   run_matches_host(p, mc, 2, &f);
   g_array_unref(f.dev);
@@ -410,7 +369,7 @@ static void test_self_copy(gconstpointer data) {
   const ModeCase *mc = data;
   fake_devices(1, TRUE);
   g_autoptr(DrGraph) g = load(self_copy);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   g_assert_true(dr_graph_copy_is_peer(g, dr_graph_find_node(g, "p"), NULL, NULL));
   g_assert_false(dr_graph_copy_is_peer(g, dr_graph_find_node(g, "down"), NULL, NULL));
   TraceFacts f;
@@ -427,7 +386,7 @@ static void test_self_copy(gconstpointer data) {
   g_assert_cmpuint(count_calls("cudaSetDevice", cudaSuccess), ==, 1);
   dr_fake_reset();
   g_autoptr(GError) error = NULL;
-  g_autofree char *verified = run_capture(p, DR_BACKEND_CUDA, mc->mode, mc->timing, TRUE, 2, &error);
+  g_autofree char *verified = dr_fake_run_printed(p, DR_BACKEND_CUDA, mc->mode, mc->timing, TRUE, 2, &error);
   g_assert_no_error(error);
   assert_clean();
   dr_fake_reset();
@@ -437,10 +396,11 @@ static void test_self_copy(gconstpointer data) {
 static void test_missing_device(void) {
   dr_fake_set_devices(2);
   g_autoptr(DrGraph) g = load(four_devices);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   dr_fake_reset();
   g_autoptr(GError) error = NULL;
-  g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, DR_MODE_STREAMS, DR_TIMING_AUTO, FALSE, 1, &error);
+  g_autofree char *got =
+      dr_fake_run_printed(p, DR_BACKEND_CUDA, DR_MODE_STREAMS, DR_TIMING_AUTO, FALSE, 1, &error);
   g_assert_null(got);
   g_assert_nonnull(error);
   g_assert_cmpint(dr_error_exit_code(error), ==, 69);
@@ -467,10 +427,11 @@ static void test_collective_refused(void) {
   dr__load_set_ranks(0, 2, 0);
   g_autoptr(DrGraph) g = load(yaml);
   dr__load_set_ranks(0, 1, 0);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   dr_fake_reset();
   g_autoptr(GError) error = NULL;
-  g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, DR_MODE_STREAMS, DR_TIMING_AUTO, FALSE, 1, &error);
+  g_autofree char *got =
+      dr_fake_run_printed(p, DR_BACKEND_CUDA, DR_MODE_STREAMS, DR_TIMING_AUTO, FALSE, 1, &error);
   g_assert_null(got);
   g_assert_cmpint(dr_error_exit_code(error), ==, 69);
   g_assert_nonnull(strstr(error->message, "node 'sync'"));
@@ -489,7 +450,7 @@ static void test_plan_probe(void) {
   for (int can = 0; can < 2; can++) {
     dr_fake_set_peer_access(can);
     dr_fake_reset();
-    g_autoptr(DrPlan) p = plan(g);
+    g_autoptr(DrPlan) p = dr_fake_plan(g);
     g_assert_cmpstr(dr_plan_peer_path(p, p01), ==, "unknown");
     dr_run_probe_peers(p, DR_BACKEND_HOST);
     g_assert_null(p->peer_path);
@@ -530,10 +491,11 @@ static void test_sweep(gconstpointer data) {
   dr_fake_set_run_twins(FALSE);
   dr_fake_set_replay_graphs(FALSE);
   g_autoptr(DrGraph) g = load(sc->yaml);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   dr_fake_reset();
   g_autoptr(GError) base_error = NULL;
-  g_autofree char *base = run_capture(p, DR_BACKEND_CUDA, sc->mode, sc->timing, FALSE, 2, &base_error);
+  g_autofree char *base =
+      dr_fake_run_printed(p, DR_BACKEND_CUDA, sc->mode, sc->timing, FALSE, 2, &base_error);
   g_assert_no_error(base_error);
   assert_clean();
   guint64 points = dr_fake_points();
@@ -565,7 +527,7 @@ static void test_sweep(gconstpointer data) {
       dr_fake_reset();
       dr_fake_arm(at, (DrFault)k);
       g_autoptr(GError) error = NULL;
-      g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, sc->mode, sc->timing, FALSE, 2, &error);
+      g_autofree char *got = dr_fake_run_printed(p, DR_BACKEND_CUDA, sc->mode, sc->timing, FALSE, 2, &error);
       const DrFakeCall *c = dr_fake_faulted_call();
       g_autoptr(GString) live = g_string_new(NULL);
       dr_fake_describe_live(live);

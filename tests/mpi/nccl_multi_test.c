@@ -38,6 +38,7 @@
 #include "report/report.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
 #include "tests/mpi/fake_nccl.h"
 
 /* Every collective kind of a single process over D devices: per device a
@@ -110,49 +111,6 @@ static DrGraph *load_file(const char *path) {
   g_assert_no_error(error);
   g_assert_nonnull(g);
   return g;
-}
-
-static DrPlan *plan(const DrGraph *g) {
-  g_autoptr(GError) error = NULL;
-  DrPlan *p = dr_plan_build(g, NULL, &error);
-  g_assert_no_error(error);
-  return p;
-}
-
-/* Runs `p` on `backend` and returns what its host nodes printed (NULL when
- * the run failed, *error set). */
-static char *run_capture(const DrPlan *p, DrBackendKind backend, DrMode mode, DrTimingMode timing,
-                         gboolean verify, guint32 iterations, GError **error) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&buf, &len);
-  DrRunOptions o;
-  dr_run_options_init(&o, p->graph);
-  o.backend = backend;
-  o.mode = mode;
-  o.node_timing = timing;
-  o.iterations = iterations;
-  o.warmup = 0;
-  o.verify = verify;
-  o.host_output = out;
-  DrReport *r = dr_run(p, &o, error);
-  fclose(out);
-  if (r == NULL) {
-    free(buf);
-    return NULL;
-  }
-  if (verify) g_assert_cmpint(r->verified, ==, DR_VERIFIED_PASS);
-  dr_report_free(r);
-  char *s = g_strdup(buf);
-  free(buf);
-  return s;
-}
-
-static char *host_result(const DrPlan *p, guint32 iterations) {
-  g_autoptr(GError) error = NULL;
-  char *s = run_capture(p, DR_BACKEND_HOST, DR_MODE_STREAMS, DR_TIMING_AUTO, FALSE, iterations, &error);
-  g_assert_no_error(error);
-  return s;
 }
 
 /* The fakes, fresh, with `devices` devices; the CUDA table `cuda`. */
@@ -261,12 +219,13 @@ static void test_collectives(gconstpointer data) {
   int D = tc->devices;
   g_autofree char *yaml = coll_yaml(D);
   g_autoptr(DrGraph) g = load(yaml);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   const guint32 iterations = 3;
-  g_autofree char *want = host_result(p, iterations);
+  g_autofree char *want = dr_fake_host_printed(p, iterations);
   fakes_on(D, dr_fake_api_graph_nodes());
   g_autoptr(GError) error = NULL;
-  g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, tc->mode, tc->timing, FALSE, iterations, &error);
+  g_autofree char *got =
+      dr_fake_run_printed(p, DR_BACKEND_CUDA, tc->mode, tc->timing, FALSE, iterations, &error);
   g_assert_no_error(error);
   g_assert_cmpstr(got, ==, want);
   assert_clean();
@@ -317,10 +276,10 @@ static void test_verify(gconstpointer data) {
   const Case *tc = data;
   g_autofree char *yaml = coll_yaml(tc->devices);
   g_autoptr(DrGraph) g = load(yaml);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   fakes_on(tc->devices, dr_fake_api_graph_nodes());
   g_autoptr(GError) error = NULL;
-  g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, tc->mode, tc->timing, TRUE, 2, &error);
+  g_autofree char *got = dr_fake_run_printed(p, DR_BACKEND_CUDA, tc->mode, tc->timing, TRUE, 2, &error);
   g_assert_no_error(error);
   g_assert_nonnull(got);
   assert_clean();
@@ -333,7 +292,7 @@ static void test_verify(gconstpointer data) {
 static void run_example(const char *name, const char *save, int D, DrMode mode) {
   g_autofree char *path = g_build_filename("graphs", name, NULL);
   g_autoptr(DrGraph) g = load_file(path);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   g_autofree char *dir = g_dir_make_tmp("drnccl-XXXXXX", NULL);
   g_autofree char *want = NULL, *got = NULL;
   gsize want_len = 0, got_len = 0;
@@ -398,8 +357,8 @@ static DrNcclResult mutant_allreduce(const void *s, void *d, size_t n, int t, in
 static void test_sensitive(void) {
   g_autofree char *yaml = coll_yaml(2);
   g_autoptr(DrGraph) g = load(yaml);
-  g_autoptr(DrPlan) p = plan(g);
-  g_autofree char *want = host_result(p, 1);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
+  g_autofree char *want = dr_fake_host_printed(p, 1);
   mutant = *dr_fake_nccl_api();
   mutant.ncclCommInitAll = mutant_init_all;
   mutant.ncclAllReduce = mutant_allreduce;
@@ -407,7 +366,8 @@ static void test_sensitive(void) {
     fakes_on(2, dr_fake_api_graph_nodes());
     dr_nccl_api_set(&mutant);
     g_autoptr(GError) error = NULL;
-    g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, DR_MODE_STREAMS, DR_TIMING_AUTO, FALSE, 1, &error);
+    g_autofree char *got =
+        dr_fake_run_printed(p, DR_BACKEND_CUDA, DR_MODE_STREAMS, DR_TIMING_AUTO, FALSE, 1, &error);
     if (mutation == 1) {
       /* device 1's call dropped: the group is incomplete (NCCL would hang) */
       g_assert_null(got);
@@ -456,7 +416,7 @@ static void test_async_error(gconstpointer data) {
   int D = tc->devices;
   g_autofree char *yaml = coll_yaml(D);
   g_autoptr(DrGraph) g = load(yaml);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   hanging = *dr_fake_api_graph_nodes();
   hanging.cudaEventQuery = hang_query;
   hanging.cudaEventSynchronize = hang_event_sync;
@@ -473,7 +433,7 @@ static void test_async_error(gconstpointer data) {
     dr_fake_nccl.async_late = a == 1 ? 5 : 0;
     blocking_while_hung = queries_while_hung = 0;
     g_autoptr(GError) error = NULL;
-    g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, tc->mode, tc->timing, FALSE, 3, &error);
+    g_autofree char *got = dr_fake_run_printed(p, DR_BACKEND_CUDA, tc->mode, tc->timing, FALSE, 3, &error);
     g_assert_null(got);
     g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
     g_assert_cmpint(dr_error_exit_code(error), ==, 70);
@@ -502,11 +462,11 @@ static void test_nccl_faults(gconstpointer data) {
   int D = tc->devices;
   g_autofree char *yaml = coll_yaml(D);
   g_autoptr(DrGraph) g = load(yaml);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   fakes_on(D, dr_fake_api_graph_nodes());
   {
     g_autoptr(GError) error = NULL;
-    g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, tc->mode, tc->timing, TRUE, 2, &error);
+    g_autofree char *got = dr_fake_run_printed(p, DR_BACKEND_CUDA, tc->mode, tc->timing, TRUE, 2, &error);
     g_assert_no_error(error);
     g_assert_nonnull(got);
   }
@@ -517,7 +477,7 @@ static void test_nccl_faults(gconstpointer data) {
     fakes_on(D, dr_fake_api_graph_nodes());
     dr_fake_nccl.fail_at = k;
     g_autoptr(GError) error = NULL;
-    g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, tc->mode, tc->timing, TRUE, 2, &error);
+    g_autofree char *got = dr_fake_run_printed(p, DR_BACKEND_CUDA, tc->mode, tc->timing, TRUE, 2, &error);
     if (got != NULL)
       g_error("failing NCCL call %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " went unnoticed", k, total);
     g_assert_error(error, DR_ERROR, DR_ERROR_RUNTIME);
@@ -558,13 +518,13 @@ static void test_cuda_faults(gconstpointer data) {
   int D = tc->devices;
   g_autofree char *yaml = coll_yaml(D);
   g_autoptr(DrGraph) g = load(yaml);
-  g_autoptr(DrPlan) p = plan(g);
+  g_autoptr(DrPlan) p = dr_fake_plan(g);
   fakes_on(D, dr_fake_api());
   dr_fake_set_run_twins(FALSE);
   dr_fake_set_move_data(FALSE);
   {
     g_autoptr(GError) error = NULL;
-    g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, tc->mode, tc->timing, FALSE, 2, &error);
+    g_autofree char *got = dr_fake_run_printed(p, DR_BACKEND_CUDA, tc->mode, tc->timing, FALSE, 2, &error);
     g_assert_no_error(error);
     g_assert_nonnull(got);
   }
@@ -592,7 +552,7 @@ static void test_cuda_faults(gconstpointer data) {
       dr_fake_set_move_data(FALSE);
       dr_fake_arm(at, kinds[k]);
       g_autoptr(GError) error = NULL;
-      g_autofree char *got = run_capture(p, DR_BACKEND_CUDA, tc->mode, tc->timing, FALSE, 2, &error);
+      g_autofree char *got = dr_fake_run_printed(p, DR_BACKEND_CUDA, tc->mode, tc->timing, FALSE, 2, &error);
       gint64 fi = dr_fake_fault_index();
       const DrFakeCall *c = fi >= 0 ? &g_array_index(dr_fake_trace(), DrFakeCall, fi) : NULL;
       g_autoptr(GString) live = g_string_new(NULL);
