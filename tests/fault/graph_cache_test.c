@@ -20,6 +20,8 @@
 #include "backends/cuda_api.h"
 #include "include/dagrun/dagrun.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
+#include "tests/fault/fake_runner.h"
 
 #define MAXSEQ 64
 
@@ -59,42 +61,6 @@ static char *pipeline(guint cache) {
       cache, MAXSEQ, ptx, MAXSEQ, MAXSEQ, MAXSEQ);
 }
 
-static guint count_calls(guint from, const char *name) {
-  const GArray *t = dr_fake_trace();
-  guint n = 0;
-  for (guint i = from; i < t->len; i++) n += strcmp(g_array_index(t, DrFakeCall, i).name, name) == 0;
-  return n;
-}
-
-static void start(void) {
-  dr_fake_reset();
-  dr_cuda_api_set(dr_fake_api_graph_nodes());
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
-}
-
-static void finish_clean(void) {
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
-  dr_fake_set_replay_graphs(FALSE);
-  dr_fake_set_run_twins(FALSE);
-  dr_fake_reset();
-  dr_cuda_api_set(dr_fake_api());
-}
-
-static DrRunner *runner(DrStreamPlan *plan, const DrPipeline *p) {
-  g_autoptr(GError) error = NULL;
-  DrRunSettings rs;
-  dr_run_settings_init(&rs, p);
-  rs.backend = DR_BACKEND_CUDA;
-  rs.mode = DR_MODE_GRAPH;
-  rs.iterations = 1;
-  rs.warmup = 0;
-  DrRunner *r = dr_runner_new(plan, &rs, &error);
-  g_assert_no_error(error);
-  return r;
-}
-
 typedef struct {
   float y[MAXSEQ];
   float s;
@@ -117,7 +83,7 @@ static void reference(gint64 seq, Out *o) {
   g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, seq);
   g_assert_true(dr_pipeline_set_param(p, "seq", v, &error));
   g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-  g_autoptr(DrRunner) r = runner(plan, p);
+  g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
   g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
   g_assert_no_error(error);
   read_out(r, o);
@@ -149,17 +115,17 @@ static void test_lru(void) {
   };
   /* The references first: they run on the fake too. */
   Out want[G_N_ELEMENTS(steps)];
-  start();
+  dr_fake_runner_start();
   for (guint i = 0; i < G_N_ELEMENTS(steps); i++) reference(steps[i].seq, &want[i]);
-  finish_clean();
-  start();
+  dr_fake_runner_finish();
+  dr_fake_runner_start();
   g_autoptr(GError) error = NULL;
   {
     g_autofree char *text = pipeline(2);
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
     g_assert_no_error(error);
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = runner(plan, p);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
     g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
     g_assert_no_error(error);
     for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
@@ -169,13 +135,13 @@ static void test_lru(void) {
       g_assert_no_error(error);
       g_assert_cmpstr(dr_runner_last_update(r), ==, steps[i].how);
       gboolean hit = strcmp(steps[i].result, "hit") == 0;
-      g_assert_cmpuint(count_calls(from, "cudaGraphInstantiate"), ==, hit ? 0 : 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, hit ? 0 : 1);
       /* A hit: sc's and r's one-node captures on the kept executable; a
        * miss: the iteration (nothing is set on the one replaced). */
-      g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, hit ? 2 : 1);
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecUpdate"), ==, 0);
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, hit ? 2 : 0);
-      g_assert_cmpuint(count_calls(from, "cudaGraphLaunch"), ==, 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, hit ? 2 : 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, hit ? 2 : 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphLaunch"), ==, 1);
       g_autofree char *json = json_of(rr);
       g_autofree char *want_cache = g_strdup_printf("\"graph_cache\": {\"result\": \"%s\", \"variants\": %u}",
                                                     steps[i].result, steps[i].variants);
@@ -194,19 +160,19 @@ static void test_lru(void) {
       g_assert_cmpfloat(got.s, ==, want[i].s);
     }
   }
-  finish_clean();
+  dr_fake_runner_finish();
 }
 
 /* Without the cache (the default): the one executable is updated or
  * replaced, the report names the node and says nothing of a cache. */
 static void test_off(void) {
-  start();
+  dr_fake_runner_start();
   g_autoptr(GError) error = NULL;
   {
     g_autofree char *text = pipeline(0);
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = runner(plan, p);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
     g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
     const gint64 seqs[] = {16, 8, 16};
     for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
@@ -216,25 +182,25 @@ static void test_off(void) {
       g_assert_no_error(error);
       const char *how = dr_runner_last_update(r);
       g_assert_true(strcmp(how, "updated") == 0 || strcmp(how, "re-instantiated") == 0);
-      g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), >=, 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), >=, 1);
       g_autofree char *json = json_of(rr);
       g_assert_nonnull(strstr(json, "\"forced_by\": \"t\""));
       g_assert_null(strstr(json, "graph_cache"));
     }
   }
-  finish_clean();
+  dr_fake_runner_finish();
 }
 
 /* A cache of 1 keeps only the executable in use: every forced change
  * instantiates and evicts the one before. */
 static void test_one(void) {
-  start();
+  dr_fake_runner_start();
   g_autoptr(GError) error = NULL;
   {
     g_autofree char *text = pipeline(1);
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = runner(plan, p);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
     g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
     const gint64 seqs[] = {16, 8, 16};
     for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
@@ -243,13 +209,13 @@ static void test_one(void) {
       g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
       g_assert_no_error(error);
       g_assert_cmpstr(dr_runner_last_update(r), ==, "re-instantiated");
-      g_assert_cmpuint(count_calls(from, "cudaGraphInstantiate"), ==, 1);
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecDestroy"), ==, 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecDestroy"), ==, 1);
       g_autofree char *json = json_of(rr);
       g_assert_nonnull(strstr(json, "\"graph_cache\": {\"result\": \"evict\", \"variants\": 1}"));
     }
   }
-  finish_clean();
+  dr_fake_runner_finish();
 }
 
 /* A fault at every call of a miss and of a hit: the run fails with the
@@ -258,12 +224,12 @@ static void test_faults(void) {
   for (int which = 0; which < 2; which++) {
     guint64 total = 0;
     for (guint64 fail_at = 0;; fail_at++) {
-      start();
+      dr_fake_runner_start();
       g_autoptr(GError) error = NULL;
       g_autofree char *text = pipeline(3);
       g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
       g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-      DrRunner *r = runner(plan, p);
+      DrRunner *r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
       g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
       g_assert_no_error(error);
       /* which 0: a miss (16 new); 1: a hit (back to 8 after 16). */
@@ -292,7 +258,7 @@ static void test_faults(void) {
       g_assert_cmpstr(dr_fake_misuse(), ==, "");
       g_assert_cmpuint(dr_fake_live_total(), ==, failed_release ? 1 : 0);
       dr_fake_reset();
-      finish_clean();
+      dr_fake_runner_finish();
       if (fail_at >= total) break;
     }
     g_assert_cmpuint(total, >, 2);

@@ -16,6 +16,8 @@
 #include "backends/cuda_api.h"
 #include "include/dagrun/dagrun.h"
 #include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
+#include "tests/fault/fake_runner.h"
 
 /* y += x (x all 1) n times, then a scale into z: y's bytes count the
  * trips of every run so far. */
@@ -34,29 +36,6 @@ static const char *yaml =
     "    nodes:\n"
     "      acc: {op: kernel, kernel: axpy_f32, args: {alpha: 1.0, x: x, y: y}}\n"
     "  out: {op: kernel, kernel: scale_f32, args: {x: y, alpha: 2.0, y: z}}\n";
-
-static guint count_calls(guint from, const char *name) {
-  const GArray *t = dr_fake_trace();
-  guint n = 0;
-  for (guint i = from; i < t->len; i++) n += strcmp(g_array_index(t, DrFakeCall, i).name, name) == 0;
-  return n;
-}
-
-static void start(void) {
-  dr_fake_reset();
-  dr_cuda_api_set(dr_fake_api_graph_nodes());
-  dr_fake_set_run_twins(TRUE);
-  dr_fake_set_replay_graphs(TRUE);
-}
-
-static void finish_clean(void) {
-  g_assert_cmpstr(dr_fake_misuse(), ==, "");
-  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
-  dr_fake_set_replay_graphs(FALSE);
-  dr_fake_set_run_twins(FALSE);
-  dr_fake_reset();
-  dr_cuda_api_set(dr_fake_api());
-}
 
 static DrRunner *runner(DrStreamPlan *plan, const DrPipeline *p, DrMode mode, guint iterations) {
   g_autoptr(GError) error = NULL;
@@ -92,7 +71,7 @@ static void read_y(DrRunner *r, float *y) {
  * captured, updated or instantiated again, and the only call before the
  * launch is the limit's copy. */
 static void check_runner(DrMode mode) {
-  start();
+  dr_fake_runner_start();
   g_autoptr(GError) error = NULL;
   {
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("count.yaml", yaml, -1, &error);
@@ -119,14 +98,14 @@ static void check_runner(DrMode mode) {
       g_assert_no_error(error);
       assert_trips(rr, (guint64)ns[i]);
       total += (double)ns[i] * iters;
-      g_assert_cmpuint(count_calls(from, "cudaStreamBeginCapture"), ==, 0);
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecUpdate"), ==, 0);
-      g_assert_cmpuint(count_calls(from, "cudaGraphInstantiate"), ==, 0);
-      g_assert_cmpuint(count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 0);
-      copies_changed = count_calls(from, "cudaMemcpyAsync");
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 0);
+      copies_changed = dr_fake_count_calls(from, "cudaMemcpyAsync");
       if (mode == DR_MODE_GRAPH) {
         g_assert_cmpstr(dr_runner_last_update(r), ==, "updated-nodes");
-        g_assert_cmpuint(count_calls(from, "cudaGraphLaunch"), ==, iters);
+        g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphLaunch"), ==, iters);
       } else {
         g_assert_cmpstr(dr_runner_last_update(r), ==, "rebound");
       }
@@ -140,9 +119,10 @@ static void check_runner(DrMode mode) {
     g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
     g_assert_no_error(error);
     g_assert_cmpstr(dr_runner_last_update(r), ==, "none");
-    if (mode == DR_MODE_GRAPH) g_assert_cmpuint(count_calls(from, "cudaMemcpyAsync") + 1, ==, copies_changed);
+    if (mode == DR_MODE_GRAPH)
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaMemcpyAsync") + 1, ==, copies_changed);
   }
-  finish_clean();
+  dr_fake_runner_finish();
 }
 
 static void test_graph_runner(void) { check_runner(DR_MODE_GRAPH); }
@@ -155,7 +135,7 @@ static void test_against_fixed(void) {
   for (guint i = 0; i < G_N_ELEMENTS(ns); i++) {
     float got[16], want[16];
     g_autoptr(GError) error = NULL;
-    start();
+    dr_fake_runner_start();
     {
       g_autoptr(DrPipeline) p = dr_pipeline_load_string("count.yaml", yaml, -1, &error);
       g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, ns[i]);
@@ -168,14 +148,14 @@ static void test_against_fixed(void) {
       assert_trips(rr, (guint64)ns[i]);
       read_y(r, got);
     }
-    finish_clean();
+    dr_fake_runner_finish();
     g_autofree char *fixed_count = g_strdup_printf("repeat: %" G_GINT64_FORMAT "\n", ns[i]);
     g_autofree char *fixed = g_strdup(yaml);
     char *at = strstr(fixed, "repeat: \"{n}\"\n");
     g_assert_nonnull(at);
     g_autofree char *text =
         g_strdup_printf("%.*s%s%s", (int)(at - fixed), fixed, fixed_count, at + strlen("repeat: \"{n}\"\n"));
-    start();
+    dr_fake_runner_start();
     {
       g_autoptr(DrPipeline) f = dr_pipeline_load_string("fixed.yaml", text, -1, &error);
       g_assert_no_error(error);
@@ -188,7 +168,7 @@ static void test_against_fixed(void) {
                         "fill_f32 axpy_f32 axpy_f32 axpy_f32 axpy_f32 axpy_f32 scale_f32");
       read_y(r, want);
     }
-    finish_clean();
+    dr_fake_runner_finish();
     g_assert_cmpmem(got, sizeof got, want, sizeof want);
     /* And the host backend's. */
     {
@@ -214,7 +194,7 @@ static void test_against_fixed(void) {
 static void test_faults(void) {
   guint64 total = 0;
   for (guint64 fail_at = 0;; fail_at++) {
-    start();
+    dr_fake_runner_start();
     g_autoptr(GError) error = NULL;
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("count.yaml", yaml, -1, &error);
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
@@ -240,7 +220,7 @@ static void test_faults(void) {
     g_assert_cmpstr(dr_fake_misuse(), ==, "");
     g_assert_cmpuint(dr_fake_live_total(), ==, failed_release ? 1 : 0);
     dr_fake_reset();
-    finish_clean();
+    dr_fake_runner_finish();
     if (fail_at >= total) break;
   }
   g_assert_cmpuint(total, >, 2);
