@@ -24,6 +24,17 @@ void dr_fake_runner_finish(void) {
   dr_cuda_api_set(dr_fake_api());
 }
 
+void dr_fake_runner_free_faulted(DrRunner *r) {
+  dr_fake_arm(0, DR_FAULT_LAUNCH);
+  dr_runner_free(r);
+  gint64 at = dr_fake_fault_index();
+  gboolean failed_release = at >= 0 && g_array_index(dr_fake_trace(), DrFakeCall, at).release;
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  g_assert_cmpuint(dr_fake_live_total(), ==, failed_release ? 1 : 0);
+  dr_fake_reset();
+  dr_fake_runner_finish();
+}
+
 DrRunner *dr_fake_cuda_runner(DrStreamPlan *plan, const DrPipeline *p, DrMode mode) {
   g_autoptr(GError) error = NULL;
   DrRunSettings rs;

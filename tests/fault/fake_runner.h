@@ -17,6 +17,12 @@ void dr_fake_runner_start(void);
  * reset, the plain table (dr_fake_api) installed. */
 void dr_fake_runner_finish(void);
 
+/* Ends a fault-sweep step: disarms the fault, frees runner `r`, asserts
+ * the fake saw no misuse and nothing is live but the one object whose
+ * release the fault failed (if it hit a release), then resets the fake
+ * and calls dr_fake_runner_finish. */
+void dr_fake_runner_free_faulted(DrRunner *r);
+
 /* A runner of `plan` (of pipeline `p`) on the CUDA backend in `mode`, one
  * iteration, no warmup; it must be made. The caller frees it. */
 DrRunner *dr_fake_cuda_runner(DrStreamPlan *plan, const DrPipeline *p, DrMode mode);
