@@ -232,6 +232,11 @@ static gboolean execute(DrBackend *b, guint32 stream, DrId id, guint32 iteration
 }
 
 static void random_delay(DrBackend *b, DrId id, guint32 iteration) {
+  if (b->opts.delay_node_id != NULL) {
+    if (strcmp(dr_graph_node(b->graph, id)->id, b->opts.delay_node_id) == 0)
+      g_usleep(b->opts.delay_max_us ? b->opts.delay_max_us : 200);
+    return;
+  }
   if (b->opts.delay_seed == 0) return;
   guint64 s = b->opts.delay_seed ^ ((guint64)id * G_GUINT64_CONSTANT(0x9E3779B97F4A7C15)) ^
               ((guint64)iteration << 32);

@@ -48,7 +48,13 @@ typedef struct {
    * missing waits under --verify. */
   guint64 delay_seed;
   guint32 delay_max_us; /* 0: 200 */
-  gint32 device;        /* CUDA device ordinal */
+  /* Host backend: when non-NULL, only the node of this id (a body node by
+   * its path, e.g. "solve/step") sleeps, exactly delay_max_us µs before
+   * each of its runs, and delay_seed is not read. A dropped wait u -> v is
+   * then exposed on every run: delay u, and v, no longer ordered after it,
+   * runs first (tests/backends/multi_device_test.c). */
+  const char *delay_node_id;
+  gint32 device; /* CUDA device ordinal */
   /* How to time every node (see DR_TIMING_LIST, include/dagrun/types.h). Events cost ~3-3.6 µs of
    * GPU time per node in both modes, measured on an H200 by
    * tests/backends/backends_gpu_test.c (a 500-node chain of small kernels
