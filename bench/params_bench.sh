@@ -11,6 +11,11 @@
 #              length captures the iteration again (cudaGraphExecUpdate):
 #              one graph per shape, PyTorch's way
 #   eager      --mode=streams: the launches bound again per length
+#   cached     --mode=graph with run.graph_cache: 32 (a copy of the
+#              pipeline with that key), the 32 lengths swept twice in one
+#              process: the first pass as `graph`, the second finds each
+#              shape's executable in the cache (the report's graph cache
+#              hit/miss); its table row covers the second pass only
 # Node timing is off (--timing=off): the step is the makespan. Prints one
 # markdown table (to stdout and $OUT/params_bench.md): per way the median
 # step over the sweep, the median host time of a length change and its
@@ -34,16 +39,22 @@ mkdir -p "$OUT"
 yaml=$here/pipelines/params_decoder_bench.yaml
 seqs=$here/pipelines/params_seqs32.params
 [ -x "$DAGRUN" ] || { echo "params_bench.sh: no $DAGRUN (tools/build_dist.sh)" >&2; exit 1; }
+# The cached way's pipeline (run.graph_cache: 32) and its sweep, twice.
+sed 's/^run: {/run: {graph_cache: 32, /' "$yaml" >"$OUT/params_decoder_cached.yaml"
+grep -q 'graph_cache: 32' "$OUT/params_decoder_cached.yaml" || { echo "params_bench.sh: no run: line to add graph_cache to" >&2; exit 1; }
+cat "$seqs" "$seqs" >"$OUT/params_seqs64.params"
 rc=0
 for round in $(seq 1 "$ROUNDS"); do
-  for way in graph recapture eager; do
+  for way in graph recapture eager cached; do
+    y=$yaml s=$seqs
     case $way in
       graph) env=(); mode=graph ;;
       recapture) env=(DAGRUN_GRAPH_UPDATE=capture); mode=graph ;;
       eager) env=(); mode=streams ;;
+      cached) env=(); mode=graph y=$OUT/params_decoder_cached.yaml s=$OUT/params_seqs64.params ;;
     esac
     if ! env "${env[@]}" "$DAGRUN" --backend=cuda --mode=$mode --timing=off --format=json \
-      --params-from="$seqs" "$yaml" >"$OUT/params_bench.$way.$round.jsonl" 2>"$OUT/params_bench.$way.$round.err"; then
+      --params-from="$s" "$y" >"$OUT/params_bench.$way.$round.jsonl" 2>"$OUT/params_bench.$way.$round.err"; then
       echo "params_bench.sh: $way round $round failed:" >&2
       sed 's/^/  /' "$OUT/params_bench.$way.$round.err" >&2
       rc=1
@@ -55,7 +66,8 @@ import json, statistics, sys, collections
 out, rounds = sys.argv[1], int(sys.argv[2])
 print("| way | step median (ms) | step range over lengths (ms) | change median (us) | change / step | how (count) |")
 print("|---|---|---|---|---|---|")
-for way in ("graph", "recapture", "eager"):
+forced = collections.Counter()
+for way in ("graph", "recapture", "eager", "cached"):
     steps, changes, ratios, how = [], [], [], collections.Counter()
     for r in range(1, rounds + 1):
         try:
@@ -63,6 +75,8 @@ for way in ("graph", "recapture", "eager"):
         except OSError:
             continue
         for i, line in enumerate(l for l in lines if l.strip()):
+            if way == "cached" and i < 32:
+                continue  # the first pass fills the cache; the row is the second
             rep = json.loads(line)
             step = rep["makespan_us"]
             steps.append(step)
@@ -71,6 +85,10 @@ for way in ("graph", "recapture", "eager"):
                 changes.append(u["us"])
                 ratios.append(u["us"] / step)
                 how[u["how"]] += 1
+                if u.get("graph_cache"):
+                    how["cache " + u["graph_cache"]["result"]] += 1
+                if way == "graph" and u.get("forced_by"):
+                    forced[u["forced_by"]] += 1
     if not steps:
         print(f"| {way} | - | - | - | - | no runs |")
         continue
@@ -78,5 +96,9 @@ for way in ("graph", "recapture", "eager"):
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     print(f"| {way} | {med(steps)/1000:.3f} | {min(steps)/1000:.3f}-{max(steps)/1000:.3f} | "
           f"{med(changes):.1f} | {100*med(ratios):.2f}% | {hows} |")
+if forced:
+    print()
+    print("graph way, the node that forced each capture: " +
+          ", ".join(f"{k} {v}" for k, v in forced.most_common()))
 PY
 exit $rc

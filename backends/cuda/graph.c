@@ -298,6 +298,8 @@ static gboolean graph_prepare(DrBackend *b, GError **error) {
     dr__cuda_graph_cache_init(&cg->cache, b->graph, cg->node != NULL ? b->graph->run.graph_cache : 0);
     if (cg->cache.cap > 0)
       cg->cache.key = dr__cuda_graph_cache_key(&cg->cache, b->graph, cg->node, b->launch.node_kcall);
+    g_debug("graph cache: set up with room for %u, node map %s, key of %" G_GSIZE_FORMAT " bytes",
+            cg->cache.cap, cg->node ? "kept" : "none", cg->cache.key ? g_bytes_get_size(cg->cache.key) : 0);
     return TRUE;
   }
   if (b->cuda_graph.uncapturable == DR_NONE || !b->opts.graph_fallback) {
@@ -414,6 +416,16 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   DrKLaunch l = ln->kcalls[k].call.launch;
   l.stream = origin;
   l.pdl = 0; /* alone in its capture: no kernel before it (the edge is the executable's) */
+  /* A gemm's cuBLAS handle is bound to its node's stream; moved to origin
+   * here, before the capture, so that cublasSetStream and
+   * cublasSetWorkspace are not made inside it. The next launch on the
+   * node's stream binds it back (dr__kblas_handle). */
+  char blas_err[DR_KERR_SIZE] = {0};
+  if ((ln->kcalls[k].call.def->flags & DR_KFLAG_BLAS) && l.blas != NULL &&
+      dr_kblas_bind(l.blas, origin, blas_err) != 0) {
+    g_debug("graph update: node '%s': %s", dr_graph_node(b->graph, v)->id, blas_err);
+    return FALSE;
+  }
   cudaGraph_t one = NULL;
   if (api->cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
     (void)api->cudaGetLastError();
@@ -424,10 +436,16 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   cudaGraphNode_t node = NULL;
   size_t n = 1;
   struct cudaKernelNodeParams params;
+  cudaError_t got = cudaErrorUnknown, set = cudaErrorUnknown;
   gboolean ok = launched == 0 && ended == cudaSuccess && one != NULL &&
                 api->cudaGraphGetNodes(one, &node, &n) == cudaSuccess && n == 1 &&
-                api->cudaGraphKernelNodeGetParams(node, &params) == cudaSuccess &&
-                api->cudaGraphExecKernelNodeSetParams(cg->exec, cg->node[v], &params) == cudaSuccess;
+                (got = api->cudaGraphKernelNodeGetParams(node, &params)) == cudaSuccess &&
+                (set = api->cudaGraphExecKernelNodeSetParams(cg->exec, cg->node[v], &params)) == cudaSuccess;
+  if (!ok)
+    g_debug(
+        "graph update: node '%s' not set in place: launch %d, end of capture %d, %zu node%s in it, "
+        "get %d, set %d",
+        dr_graph_node(b->graph, v)->id, launched, (int)ended, n, n == 1 ? "" : "s", (int)got, (int)set);
   /* The template graph follows (not needed to run; kept true). */
   if (ok && api->cudaGraphKernelNodeSetParams) (void)api->cudaGraphKernelNodeSetParams(cg->node[v], &params);
   if (one) (void)api->cudaGraphDestroy(one);
@@ -517,6 +535,7 @@ static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const 
   const DrCudaApi *api = dr_cuda_api();
   DrCudaGraphState *cg = &b->cuda_graph;
   DrCudaGraphCache *c = &cg->cache;
+  g_debug("graph cache: %u idle, the one in use keyed: %s", c->idle->len, c->key ? "yes" : "no");
   DrCudaGraphVariant *hit = dr__cuda_graph_cache_take(c, b->graph, b->launch.node_kcall);
   DrCudaGraphVariant *old = take_current(cg);
   dr__cuda_graph_variant_mark(old, nodes, n);

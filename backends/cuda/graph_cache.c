@@ -99,6 +99,29 @@ void dr__cuda_graph_variant_mark(DrCudaGraphVariant *v, const DrId *nodes, guint
   }
 }
 
+/* G_MESSAGES_DEBUG=dagrun: why idle variant v did not match the state
+ * now (`key`): both keys' sizes, the first byte that differs and the
+ * nodes the key covers under v's node map. */
+static void debug_miss(const DrCudaGraphCache *c, const DrGraph *g, const DrCudaGraphVariant *v, GBytes *key,
+                       const guint32 *node_kcall) {
+  gsize na = 0, nb = 0, d = 0;
+  const guint8 *a = g_bytes_get_data(v->key, &na), *b = g_bytes_get_data(key, &nb);
+  while (d < na && d < nb && a[d] == b[d]) d++;
+  g_autoptr(GString) nodes = g_string_new(NULL);
+  for (DrId u = 0; u < c->n_nodes; u++)
+    if (c->varying[u] && !in_place(g, u, v->node, node_kcall))
+      g_string_append_printf(nodes, " %s", dr_graph_node(g, u)->id);
+  guint64 was = 0, now = 0;
+  gsize w = d < 4 ? 0 : 4 + (d - 4) / 8 * 8; /* the 8-byte field holding byte d (after the node id) */
+  if (w + 8 <= na) memcpy(&was, a + w, 8);
+  if (w + 8 <= nb) memcpy(&now, b + w, 8);
+  g_debug("graph cache: an idle variant's key (%" G_GSIZE_FORMAT
+          " bytes) differs from now's (%" G_GSIZE_FORMAT " bytes) at byte %" G_GSIZE_FORMAT
+          " (the field at %" G_GSIZE_FORMAT ": %" G_GUINT64_FORMAT " then, %" G_GUINT64_FORMAT
+          " now); nodes keyed now:%s",
+          na, nb, d, w, was, now, nodes->str);
+}
+
 DrCudaGraphVariant *dr__cuda_graph_cache_take(DrCudaGraphCache *c, const DrGraph *g,
                                               const guint32 *node_kcall) {
   g_return_val_if_fail(c != NULL && g != NULL, NULL);
@@ -110,6 +133,7 @@ DrCudaGraphVariant *dr__cuda_graph_cache_take(DrCudaGraphCache *c, const DrGraph
      * kernel node at one shape and as several at another). */
     g_autoptr(GBytes) key = dr__cuda_graph_cache_key(c, g, v->node, node_kcall);
     if (g_bytes_equal(v->key, key)) return g_ptr_array_steal_index(c->idle, i);
+    debug_miss(c, g, v, key, node_kcall);
   }
   return NULL;
 }

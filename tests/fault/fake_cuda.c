@@ -1240,6 +1240,8 @@ static unsigned long long clock_ns;
 /* Kernel launches since the reset, and those that asked for PDL; which
  * did, in launch order ('1' PDL, '0' not). */
 static guint pdl_launches, kernel_launches;
+static const char *split_kernel; /* dr_fake_set_split */
+static guint64 split_count;
 static GString *pdl_pattern;
 /* Kernels a replay ran (their host twin) and those it skipped because
  * their guard word (DrKLaunch.guard) was 0, as the device would. */
@@ -1310,6 +1312,12 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
   }
   FakeNode *node = capture_node(l->stream, cudaGraphNodeTypeKernel);
   if (node) set_launch(node, def, l);
+  /* Like cuBLAS at some shapes (a split-K reduction after the product):
+   * a second kernel node after the first, so the launch is no one node of
+   * the graph. It does nothing on a replay; the first node does the work. */
+  if (node && split_kernel && strcmp(def->name, split_kernel) == 0 && def->n_params > 0 &&
+      l->counts[0] >= split_count)
+    (void)capture_node(l->stream, cudaGraphNodeTypeKernel);
   /* A self-stamping built-in raises its stamp to its end (atomicMax). */
   if (l->stamp != NULL && !fake.dry && fake.capture_stream == NULL) {
     unsigned long long *slot = l->stamp;
@@ -1855,6 +1863,10 @@ const DrCudaApi *dr_fake_api_batch(void) {
 
 const char *dr_fake_batch_sizes(void) { return batch_sizes ? batch_sizes->str : ""; }
 void dr_fake_set_batch_refused(gboolean refused) { batch_refused = refused; }
+void dr_fake_set_split(const char *kernel, guint64 count) {
+  split_kernel = kernel;
+  split_count = count;
+}
 
 const DrCudaApi *dr_fake_api_graph_nodes(void) {
   static DrCudaApi api;

@@ -240,6 +240,12 @@ const DrCudaApi *dr_fake_api_batch(void);
 const char *dr_fake_batch_sizes(void);
 void dr_fake_set_batch_refused(gboolean refused);
 
+/* A captured launch of built-in `kernel` (NULL: none, the default) whose
+ * first parameter spans at least `count` elements adds a second kernel
+ * node after its own, as cuBLAS's gemm does at some shapes (a split-K
+ * reduction): that launch is then no one node that can be set in place. */
+void dr_fake_set_split(const char *kernel, guint64 count);
+
 /* Whether cudaProfilerStart was called and cudaProfilerStop not since. */
 gboolean dr_fake_profiling(void);
 

@@ -163,6 +163,59 @@ static void test_lru(void) {
   dr_fake_runner_finish();
 }
 
+/* The GPU's case (tests/gpu/run.sh, gpu/params/graph-cache): a launch
+ * that is one node at one shape and two at another, like cuBLAS's gemm.
+ * Here sc captures as two nodes from seq 16 on, so the executable of 16
+ * cannot take sc in place while the one of 8 can; the sweep of the GPU
+ * check, cache of 2, hits where a value comes back. */
+static void test_split(void) {
+  const Step steps[] = {
+      {16, "re-instantiated", "miss", 2}, /* {8} -> {8, 16}; t forces it */
+      {8, "cached", "hit", 2},            /* sc cannot be set on 16's: forced by sc */
+      {16, "cached", "hit", 2},
+      {32, "re-instantiated", "evict", 2},
+      {16, "cached", "hit", 2},
+      {8, "re-instantiated", "evict", 2},
+  };
+  Out want[G_N_ELEMENTS(steps)];
+  dr_fake_runner_start();
+  for (guint i = 0; i < G_N_ELEMENTS(steps); i++) reference(steps[i].seq, &want[i]);
+  dr_fake_runner_finish();
+  dr_fake_runner_start();
+  dr_fake_set_split("scale_f32", 16);
+  g_autoptr(GError) error = NULL;
+  {
+    g_autofree char *text = pipeline(2);
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
+    g_assert_no_error(error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", steps[i].seq, &error));
+      guint from = dr_fake_trace()->len;
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      g_autofree char *json = json_of(rr);
+      g_autofree char *want_cache = g_strdup_printf("\"graph_cache\": {\"result\": \"%s\", \"variants\": %u}",
+                                                    steps[i].result, steps[i].variants);
+      if (strstr(json, want_cache) == NULL || g_getenv("SHOWJ")) g_printerr("step %u: %s\n", i, json);
+      g_assert_nonnull(strstr(json, want_cache));
+      g_assert_cmpstr(dr_runner_last_update(r), ==, steps[i].how);
+      gboolean hit = strcmp(steps[i].result, "hit") == 0;
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, hit ? 0 : 1);
+      Out got;
+      read_out(r, &got);
+      gsize bytes = (gsize)steps[i].seq * sizeof(float);
+      g_assert_cmpmem(got.y, bytes, want[i].y, bytes);
+      g_assert_cmpfloat(got.s, ==, want[i].s);
+    }
+  }
+  dr_fake_set_split(NULL, 0);
+  dr_fake_runner_finish();
+}
+
 /* Without the cache (the default): the one executable is updated or
  * replaced, the report names the node and says nothing of a cache. */
 static void test_off(void) {
@@ -262,6 +315,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   dr_cuda_api_set(dr_fake_api());
   g_test_add_func("/fault/graph-cache/lru", test_lru);
+  g_test_add_func("/fault/graph-cache/split", test_split);
   g_test_add_func("/fault/graph-cache/off", test_off);
   g_test_add_func("/fault/graph-cache/one", test_one);
   g_test_add_func("/fault/graph-cache/faults", test_faults);
