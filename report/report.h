@@ -64,6 +64,11 @@ typedef struct {
   const char *id; /* borrowed from the graph */
   guint64 trips_min, trips_max, trips_sum;
   guint32 samples; /* timed iterations counted */
+  /* Over the loop's trips that have spans (DrTripSpan, every timed
+   * iteration; dr_report_summarise): how many, and their durations'
+   * median, min and max in µs (NAN: none). */
+  guint64 trip_spans;
+  double trip_us_median, trip_us_min, trip_us_max;
 } DrLoopReport;
 /* One trip of a loop's body in one timed iteration, as the backend timed
  * it (the trace draws it under its loop node, the timeline shades it in

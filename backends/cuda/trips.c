@@ -12,10 +12,10 @@
  * a trip's time is its loop node's start plus its stamps' distance from
  * the base, which puts every trip inside the node whatever the timing
  * mode (the node's start is when it became ready, before the base).
- * Costs two stamp launches per stamped trip (eagerly ~4 µs of host time
- * each, BENCHMARKS.md §4) and one copy of the words per timed iteration,
- * after iter_end (timing.c). This file does not decide what a trip runs
- * (loops.c). */
+ * Costs two stamp launches per stamped trip (BENCHMARKS.md §4 measured
+ * 4.2 µs per node when node stamps were launches) and one copy of the
+ * words per timed iteration, after iter_end (timing.c). This file does
+ * not decide what a trip runs (loops.c). */
 #include "backends/cuda/trips.h"
 
 #include <string.h>

@@ -125,6 +125,20 @@ static void test_repeat(void) {
   g_assert_nonnull(strstr(trace->str, "\"args\": {\"iteration\": 2, \"loop\": \"solve\", \"trip\": 4}"));
   g_assert_nonnull(strstr(trace->str, "\"trips\": {\"solve\": 5}"));
   g_assert_null(strstr(trace->str, "trips_without_span"));
+  /* The JSON run report: the trips' durations over their 15 spans. */
+  g_autoptr(GString) json = g_string_new(NULL);
+  dr_report_write_json(x.r, json);
+  g_assert_true(
+      g_regex_match_simple("\"id\": \"solve\", [^}]*\"trip_spans\": 15, \"trip_us_median\": [0-9.]+, "
+                           "\"trip_us_min\": [0-9.]+, \"trip_us_max\": [0-9.]+}",
+                           json->str, 0, 0));
+  const DrLoopReport *lr = &g_array_index(x.r->loops, DrLoopReport, 0);
+  g_assert_cmpfloat(lr->trip_us_min, <=, lr->trip_us_median);
+  g_assert_cmpfloat(lr->trip_us_median, <=, lr->trip_us_max);
+  for (guint i = 0; i < x.r->nodes->len; i++) {
+    const DrNodeReport *nr = &g_array_index(x.r->nodes, DrNodeReport, i);
+    if (nr->node == solve) g_assert_cmpfloat(lr->trip_us_max, <=, nr->duration_max_us);
+  }
   /* The timeline: trips 1 and 3 shaded in the loop's bar. */
   g_autoptr(GString) svg = g_string_new(NULL);
   dr_timeline_write_svg(x.r, x.plan, svg);
