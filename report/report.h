@@ -321,6 +321,9 @@ void dr_report_write_json(const DrReport *report, GString *out);
  * tracks ("C" events, one sample per distinct start or end time):
  * "concurrency" {"nodes": N running} and, when the plan has copies, "copy
  * bandwidth" {"GB/s": the sum over running copies of bytes / duration}.
+ * Each trip span (trip_spans) is an "X" event "LOOP trip" (cat "trip",
+ * args iteration, loop, trip) on its loop node's track, and a loop node's
+ * event carries its loops' "trips" (and "trips_without_span") counts.
  * Nodes that were not timed are left out. */
 void dr_trace_write(const DrReport *report, GString *out);
 
@@ -338,8 +341,10 @@ void dr_trace_write(const DrReport *report, GString *out);
  * whose tooltip is "N nodes (OP ×K, ...), stream S, ...; ids: A, B, ...";
  * untimed nodes get no bar, only a tooltip: their own "ID (not timed),
  * stream S" or one per lane, "N nodes (not timed), stream S; ids: ...".
- * Every node is named in exactly one tooltip. `plan` must be the plan the
- * report was made from. */
+ * Every node is named in exactly one tooltip. A loop node's bar shades
+ * its odd trips of the drawn iteration (rects of class "trip") and its
+ * tooltip ends "; N trips in this iteration" (", M of them not drawn").
+ * `plan` must be the plan the report was made from. */
 void dr_timeline_write_svg(const DrReport *report, const DrPlan *plan, GString *out);
 /* The timeline's scale limits: at most about DR_TIMELINE_ELEMENT_BUDGET
  * bars (bars narrower than a pixel, or than the width that keeps within

@@ -233,17 +233,15 @@ static void draw_run(Layout *lay, const GArray *lane, guint first, guint last, g
     xml_text(out, nr->id);
     dr__num_appendf(out,
                     " (%s), stream %u, start %.1f \xc2\xb5s, duration %.1f \xc2\xb5s; over all iterations: "
-                    "median %.1f, min %.1f, max %.1f \xc2\xb5s</title>",
+                    "median %.1f, min %.1f, max %.1f \xc2\xb5s",
                     dr_op_name(nr->op), nr->stream, a->t0, a->t1 - a->t0, nr->duration_us,
                     nr->duration_min_us, nr->duration_max_us);
     const DrTripCount *tc = lay->trip_count ? lay->trip_count[nr->node] : NULL;
     if (tc != NULL) {
-      /* The title is already closed: reopen it by rewriting its end. */
-      g_string_truncate(out, out->len - strlen("</title>"));
       dr__num_appendf(out, "; %" G_GUINT64_FORMAT " trips in this iteration", tc->trips);
       if (tc->dropped) dr__num_appendf(out, ", %" G_GUINT64_FORMAT " of them not drawn", tc->dropped);
-      g_string_append(out, "</title>");
     }
+    g_string_append(out, "</title>");
     double x = LEFT + a->t0 * lay->scale, w = MAX((a->t1 - a->t0) * lay->scale, 1.0);
     /* A bar too narrow for an outline: the critical path's is black. */
     gboolean crit = lay->critical[nr->node], thin = w < 4;
@@ -255,7 +253,7 @@ static void draw_run(Layout *lay, const GArray *lane, guint first, guint last, g
       g_string_append(out, " stroke=\"#000\" stroke-width=\"1.5\"/>");
     else
       g_string_append(out, " stroke=\"#222\" stroke-width=\"0.4\"/>");
-    if (lay->trip_first != NULL) trip_shades(lay, nr->node, y, out);
+    if (lay->trip_first != NULL && !thin) trip_shades(lay, nr->node, y, out);
     if (w >= (double)strlen(nr->id) * CHAR_W + 6) {
       dr__num_appendf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"white\">", x + w / 2,
                       y + BAR_H / 2.0 + 4);
