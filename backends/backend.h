@@ -32,6 +32,10 @@ typedef struct {
   double *start_us; /* [n_nodes] */
   double *end_us;   /* [n_nodes] */
   double makespan_us;
+  /* NULL, or where the backend adds the iteration's loop trips (report.h,
+   * dr_trip_log_add), µs from the iteration's start like the nodes: set
+   * when the graph has loops and its nodes are timed. */
+  DrTripLog *trips;
 } DrIterTiming;
 
 typedef struct {

@@ -75,6 +75,15 @@ struct DrBackend {
   guint32 n_bodies;
   gboolean borrowed_bases;
   _Atomic guint64 *trips;
+  /* Trip spans (DrIterTiming.trips): the log of the timed iteration in
+   * progress (NULL: not timed) and that iteration's start, set by the
+   * top-level backend's run_iteration and handed by each loop node to its
+   * bodies with the top-level node it runs under and its depth (0: the
+   * top-level backend; a body of a top-level loop 1). */
+  DrTripLog *trip_log;
+  gint64 trip_t0_ns;
+  DrId trip_top;
+  guint32 trip_depth;
   /* The collectives across the ranks of an MPI job, NULL in a single
    * process (backends/mpi_coll.h). */
   DrRankColls *rank_colls;
@@ -118,6 +127,28 @@ static gboolean host_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming
 /* Element 0 of condition buffer `cond`: non-zero is true. */
 static gboolean cond_true(const DrBackend *b, DrId cond) { return ((const gint32 *)b->bases[cond])[0] != 0; }
 
+/* Hands b's trip log down to `body`, a body of b's loop node `id`. */
+static void hand_down(DrBackend *b, DrId id, DrBackend *body) {
+  body->trip_log = b->trip_log;
+  body->trip_t0_ns = b->trip_t0_ns;
+  body->trip_top = b->trip_depth == 0 ? id : b->trip_top;
+  body->trip_depth = b->trip_depth + 1;
+}
+
+/* The body's trip `trip` of loop `l` (node `id` of b's graph): one run of
+ * the body's plan, its span logged when the iteration is timed. */
+static gboolean run_trip(DrBackend *b, DrId id, const DrLoop *l, DrBackend *body, guint64 trip, guint32 seed,
+                         GError **error) {
+  hand_down(b, id, body);
+  DrId top = body->trip_top;
+  gint64 t_start = now_ns();
+  if (!host_run_iteration(body, seed, NULL, error)) return FALSE;
+  if (b->trip_log != NULL)
+    dr_trip_log_add(b->trip_log, l->id, top, b->trip_depth, trip, (double)(t_start - b->trip_t0_ns) / 1000.0,
+                    (double)(now_ns() - b->trip_t0_ns) / 1000.0);
+  return TRUE;
+}
+
 /* Runs loop node `id` of the outer iteration `iteration`: its body's trips
  * one after another, each a whole run of the body's plan on the body's
  * workers (the loop node's worker waits), the condition read after each
@@ -133,19 +164,21 @@ static gboolean run_loop(DrBackend *b, DrId id, guint32 iteration, GError **erro
   switch (l->kind) {
     case DR_LOOP_REPEAT:
       for (; trips < l->count; trips++)
-        if (!host_run_iteration(body, TRIP_SEED(), NULL, error)) return FALSE;
+        if (!run_trip(b, id, l, body, trips, TRIP_SEED(), error)) return FALSE;
       break;
     case DR_LOOP_WHILE:
       do {
-        if (!host_run_iteration(body, TRIP_SEED(), NULL, error)) return FALSE;
+        if (!run_trip(b, id, l, body, trips, TRIP_SEED(), error)) return FALSE;
         trips++;
       } while (cond_true(b, l->cond));
       break;
     case DR_LOOP_IF:
+      /* The else body is no trip (the report counts 0): it has no span. */
       if (cond_true(b, l->cond)) {
-        if (!host_run_iteration(body, TRIP_SEED(), NULL, error)) return FALSE;
+        if (!run_trip(b, id, l, body, 0, TRIP_SEED(), error)) return FALSE;
         trips = 1;
-      } else if (other != NULL && !host_run_iteration(other, TRIP_SEED(), NULL, error)) {
+      } else if (other != NULL &&
+                 (hand_down(b, id, other), !host_run_iteration(other, TRIP_SEED(), NULL, error))) {
         return FALSE;
       }
       break;
@@ -479,6 +512,10 @@ static gboolean host_run_iteration(DrBackend *b, guint32 iteration, DrIterTiming
   b->iteration = iteration;
   b->n_finished = 0;
   b->t0_ns = now_ns();
+  if (b->trip_depth == 0) {
+    b->trip_log = timing ? timing->trips : NULL;
+    b->trip_t0_ns = b->t0_ns;
+  }
   b->epoch++;
   pthread_cond_broadcast(&b->cond);
   while (b->n_finished < b->n_threads) pthread_cond_wait(&b->cond, &b->mu);

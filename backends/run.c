@@ -165,6 +165,16 @@ static void count_trips(const DrBackendOps *ops, const DrBackend *b, const DrGra
   }
 }
 
+/* Moves the trips the backend logged in the timed iteration `done` into
+ * `report` (its arrays made on first use). */
+static void take_trips(DrTripLog *trips, guint32 done, DrReport *report) {
+  if (report->trip_spans == NULL) {
+    report->trip_spans = g_array_new(FALSE, FALSE, sizeof(DrTripSpan));
+    report->trip_counts = g_array_new(FALSE, FALSE, sizeof(DrTripCount));
+  }
+  dr_trip_log_take(trips, done, report->trip_spans, report->trip_counts);
+}
+
 /* Why the run ran in mode `ran` (owned): the host's note, who forced it,
  * or auto's rule (ir/mode.h), and a graph-mode fallback to streams. */
 static char *mode_reason(const DrBackendOps *ops, const DrGraph *g, const DrRunOptions *opts,
@@ -198,6 +208,10 @@ static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGr
    * backend gets the next iteration launched while the one before runs
    * (up to max_in_flight); a stop request stops the launching, and what is
    * in flight is finished (and counted: it ran whole). */
+  /* Loop trips are timed with the nodes (DrIterTiming.trips). */
+  g_autoptr(DrTripLog) trips = report != NULL && dr_graph_n_loops(g) > 0 && opts->node_timing != DR_TIMING_OFF
+                                   ? dr_trip_log_new()
+                                   : NULL;
   gboolean pipelined = ops->launch_iteration != NULL;
   guint32 depth = pipelined ? MAX(ops->max_in_flight(b), 1) : 1;
   guint32 launched = 0, finished = 0;
@@ -211,11 +225,12 @@ static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGr
     }
     if (!more && finished == launched) break; /* nothing left in flight */
     guint32 i = finished;
-    DrIterTiming t = {NULL, NULL, NAN};
+    DrIterTiming t = {NULL, NULL, NAN, NULL};
     gboolean timed = report != NULL && i >= opts->warmup;
     if (timed) {
       t.start_us = report->sample_start + (gsize)(i - opts->warmup) * n;
       t.end_us = report->sample_end + (gsize)(i - opts->warmup) * n;
+      t.trips = trips;
     }
     if (pipelined) {
       ok = ops->finish_iteration(b, i, timed ? &t : NULL, error);
@@ -225,6 +240,7 @@ static gboolean run_iterations(const DrBackendOps *ops, DrBackend *b, const DrGr
     }
     finished++;
     if (ok && timed) {
+      if (trips != NULL) take_trips(trips, done, report);
       report->iter_makespan_us[done++] = t.makespan_us;
       count_trips(ops, b, g, report);
     }

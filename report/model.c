@@ -24,6 +24,8 @@ void dr_report_free(DrReport *r) {
   if (r->critical_nodes) g_array_unref(r->critical_nodes);
   g_free(r->mem_delta);
   if (r->loops) g_array_unref(r->loops);
+  if (r->trip_spans) g_array_unref(r->trip_spans);
+  if (r->trip_counts) g_array_unref(r->trip_counts);
   if (r->summary) g_array_unref(r->summary);
   if (r->summary_names) g_string_chunk_free(r->summary_names);
   if (r->params) {

@@ -64,7 +64,61 @@ typedef struct {
   const char *id; /* borrowed from the graph */
   guint64 trips_min, trips_max, trips_sum;
   guint32 samples; /* timed iterations counted */
+  /* Over the loop's trips that have spans (DrTripSpan, every timed
+   * iteration; dr_report_summarise): how many, and their durations'
+   * median, min and max in µs (NAN: none). */
+  guint64 trip_spans;
+  double trip_us_median, trip_us_min, trip_us_max;
 } DrLoopReport;
+/* One trip of a loop's body in one timed iteration, as the backend timed
+ * it (the trace draws it under its loop node, the timeline shades it in
+ * the node's bar): µs from the iteration's start, like the node samples.
+ * Loops nested in a body have trips too, `depth` deep (0: a trip of a
+ * top-level loop), each under the trip of the loop around it. */
+typedef struct {
+  guint32 iteration; /* timed iteration */
+  DrId node;         /* the top-level (loop) node it runs under */
+  guint32 depth;
+  const char *loop; /* the loop's scoped id, borrowed from the graph ("solve", "solve/inner") */
+  guint64 trip;     /* 0-based, within its run of the loop */
+  double start_us, end_us;
+} DrTripSpan;
+
+/* Per timed iteration and loop (nested ones too) that made trips: how many
+ * it made in all (over every run of a nested loop) and how many of them
+ * have no span (DR_TRIP_SPANS_KEEP). */
+typedef struct {
+  guint32 iteration;
+  DrId node;        /* the top-level node */
+  const char *loop; /* borrowed from the graph */
+  guint64 trips, dropped;
+} DrTripCount;
+
+/* The bound on trip spans: per loop and timed iteration, the first
+ * DR_TRIP_SPANS_KEEP trips and the last DR_TRIP_SPANS_KEEP (counted over
+ * every run of a nested loop in the iteration) keep their spans; those in
+ * between are only counted (DrTripCount.dropped), so a 10^6-trip loop
+ * costs 2 x DR_TRIP_SPANS_KEEP spans per iteration. */
+#define DR_TRIP_SPANS_KEEP 32u
+
+/* A trip log: what a backend fills with one iteration's trips under that
+ * bound (trips.c), safe to add to from several threads. dr_trip_log_add
+ * appends the next trip of `loop` (the key is the id pointer) in the
+ * iteration; dr_trip_log_skip counts `n` trips of it that have no times
+ * (a device ring that kept only the bound's trips: the trips between).
+ * dr_trip_log_take appends the iteration's spans (per loop, outer loops
+ * first, else in the order of their first logged trip; each loop's in
+ * trip order) to `spans` and its counts to `counts`
+ * as `iteration`, then empties the log. */
+typedef struct DrTripLog DrTripLog;
+DrTripLog *dr_trip_log_new(void);
+void dr_trip_log_free(DrTripLog *log);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DrTripLog, dr_trip_log_free)
+void dr_trip_log_add(DrTripLog *log, const char *loop, DrId node, guint32 depth, guint64 trip,
+                     double start_us, double end_us);
+void dr_trip_log_skip(DrTripLog *log, const char *loop, DrId node, guint32 depth, guint64 n);
+void dr_trip_log_take(DrTripLog *log, guint32 iteration, GArray *spans, GArray *counts);
+
 /* One row of the summary by kernel/op (summary.c), like nsys stats'
  * cuda_gpu_kern_sum: the nodes of one op and name (a kernel's name, a
  * host node's function ("callback" for a C API one), a copy's direction
@@ -160,6 +214,11 @@ typedef struct {
   /* DrLoopReport per loop of the graph, in graph->loops order; NULL when
    * the graph has none or the backend does not count trips. */
   GArray *loops;
+
+  /* Trip spans (DrTripSpan) and counts (DrTripCount) of every timed
+   * iteration, in iteration order; NULL when the graph has no loops, the
+   * nodes were not timed or the backend does not time trips. */
+  GArray *trip_spans, *trip_counts;
 
   /* The summary by kernel/op (DrOpSummary), rows in the order their first
    * node appears in plan order; writers sort a copy (dr_report_summary). */
@@ -262,6 +321,9 @@ void dr_report_write_json(const DrReport *report, GString *out);
  * tracks ("C" events, one sample per distinct start or end time):
  * "concurrency" {"nodes": N running} and, when the plan has copies, "copy
  * bandwidth" {"GB/s": the sum over running copies of bytes / duration}.
+ * Each trip span (trip_spans) is an "X" event "LOOP trip" (cat "trip",
+ * args iteration, loop, trip) on its loop node's track, and a loop node's
+ * event carries its loops' "trips" (and "trips_without_span") counts.
  * Nodes that were not timed are left out. */
 void dr_trace_write(const DrReport *report, GString *out);
 
@@ -279,8 +341,10 @@ void dr_trace_write(const DrReport *report, GString *out);
  * whose tooltip is "N nodes (OP ×K, ...), stream S, ...; ids: A, B, ...";
  * untimed nodes get no bar, only a tooltip: their own "ID (not timed),
  * stream S" or one per lane, "N nodes (not timed), stream S; ids: ...".
- * Every node is named in exactly one tooltip. `plan` must be the plan the
- * report was made from. */
+ * Every node is named in exactly one tooltip. A loop node's bar shades
+ * its odd trips of the drawn iteration (rects of class "trip") and its
+ * tooltip ends "; N trips in this iteration" (", M of them not drawn").
+ * `plan` must be the plan the report was made from. */
 void dr_timeline_write_svg(const DrReport *report, const DrPlan *plan, GString *out);
 /* The timeline's scale limits: at most about DR_TIMELINE_ELEMENT_BUDGET
  * bars (bars narrower than a pixel, or than the width that keeps within

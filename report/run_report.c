@@ -59,7 +59,8 @@ static double us_per_trip(const DrReport *r, const DrLoopReport *lr, double mean
 
 /* "loops": one object per loop of the top-level graph (DrLoopReport): its
  * id, its trips per timed iteration (min, max, mean) and its time per
- * trip; the loop is also the one node it is in "nodes". */
+ * trip, and when its trips were timed, their spans' count and median,
+ * min and max duration; the loop is also the one node it is in "nodes". */
 static void write_loops_json(const DrReport *r, DrJsonWriter *w) {
   dr__json_key(w, "loops");
   dr__json_begin_array(w);
@@ -73,6 +74,12 @@ static void write_loops_json(const DrReport *r, DrJsonWriter *w) {
     dr__json_member_uint(w, "trips_max", lr->trips_max);
     dr__json_member_double(w, "trips_mean", mean, 3);
     dr__json_member_double(w, "us_per_trip", us_per_trip(r, lr, mean), 3);
+    if (lr->trip_spans > 0) {
+      dr__json_member_uint(w, "trip_spans", lr->trip_spans);
+      dr__json_member_double(w, "trip_us_median", lr->trip_us_median, 3);
+      dr__json_member_double(w, "trip_us_min", lr->trip_us_min, 3);
+      dr__json_member_double(w, "trip_us_max", lr->trip_us_max, 3);
+    }
     dr__json_end_object(w);
   }
   dr__json_end_array(w);

@@ -129,6 +129,21 @@ static void report_critical_path(DrReport *r, const DrPlan *plan) {
   r->overlap_critical = span ? best / r->makespan_us : NAN;
 }
 
+/* Each top-level loop's trip durations over its spans. */
+static void loop_trip_stats(DrReport *r) {
+  for (guint i = 0; r->loops != NULL && i < r->loops->len; i++) {
+    DrLoopReport *lr = &g_array_index(r->loops, DrLoopReport, i);
+    g_autoptr(GArray) d = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint k = 0; r->trip_spans != NULL && k < r->trip_spans->len; k++) {
+      const DrTripSpan *sp = &g_array_index(r->trip_spans, DrTripSpan, k);
+      double us = sp->end_us - sp->start_us;
+      if (sp->node == lr->node && sp->depth == 0) g_array_append_val(d, us);
+    }
+    lr->trip_spans = d->len;
+    stats((const double *)d->data, d->len, &lr->trip_us_median, &lr->trip_us_min, &lr->trip_us_max);
+  }
+}
+
 void dr_report_summarise(DrReport *r, const DrPlan *plan) {
   const DrGraph *g = plan->graph;
   guint32 n = r->n_graph_nodes, it = r->iterations;
@@ -164,6 +179,7 @@ void dr_report_summarise(DrReport *r, const DrPlan *plan) {
   }
   report_critical_path(r, plan);
   dr__report_summarise_ops(r, plan);
+  loop_trip_stats(r);
 }
 
 DrReport *dr_report_new(const DrPlan *plan, guint32 iterations, guint32 warmup) {

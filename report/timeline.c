@@ -16,7 +16,9 @@
  * readable; an id is written on its bar only when it fits, and every node
  * has a <title> tooltip. With too many waits to draw them all, a node's
  * bar carries its own waits' arrows hidden, shown while the pointer is on
- * it (CSS :hover; up to DR_TIMELINE_HOVER_WAITS_MAX arrows in all). Everything is
+ * it (CSS :hover; up to DR_TIMELINE_HOVER_WAITS_MAX arrows in all). A loop
+ * node's bar shades every other trip of the drawn iteration (the trips
+ * the backend timed, DrTripSpan) and its tooltip counts them. Everything is
  * escaped, so any node id makes valid XML, and every number is written in
  * the C locale (num.h), so coordinates parse whatever the process's
  * locale. This file draws only: the report is built by backends/run.c. */
@@ -158,6 +160,12 @@ typedef struct {
   const guint32 *in_first, *in_flow;
   const DrNodeReport *const *info;
   guint32 hover_left;
+  /* The drawn iteration's trips of top-level loops: node v's are spans
+   * trip_span[trip_first[v] .. trip_first[v + 1]), in trip order, and its
+   * loop's count trip_count[v] (NULL: none). */
+  const guint32 *trip_first;
+  const DrTripSpan *const *trip_span;
+  const DrTripCount *const *trip_count;
 } Layout;
 
 /* The runs of a lane: a bar at least min_px wide stands alone; narrower
@@ -198,6 +206,21 @@ static guint64 count_elements(Layout *lay, const GArray *lanes) {
 static guint32 arrow(const Layout *lay, const DrNodeReport *const *info, DrId u, DrId v, const char *cls,
                      GString *out);
 
+/* A loop node's trips inside its bar: every other trip shaded lighter, so
+ * each trip boundary shows (trips the bound left out are a gap with the
+ * bar's own colour). */
+static void trip_shades(const Layout *lay, DrId v, double y, GString *out) {
+  for (guint32 k = lay->trip_first[v]; k < lay->trip_first[v + 1]; k++) {
+    const DrTripSpan *sp = lay->trip_span[k];
+    if (sp->trip % 2 == 0) continue;
+    double x0 = LEFT + sp->start_us * lay->scale, x1 = LEFT + sp->end_us * lay->scale;
+    dr__num_appendf(out,
+                    "<rect class=\"trip\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
+                    "fill=\"#fff\" fill-opacity=\"0.35\"/>",
+                    x0, y + 2, MAX(x1 - x0, 0.5), BAR_H - 4);
+  }
+}
+
 /* Draws one run: a single node's bar with its tooltip and, when it fits,
  * its id; or a merged run as one bar whose tooltip lists its nodes. */
 static void draw_run(Layout *lay, const GArray *lane, guint first, guint last, guint32 s, GString *out) {
@@ -210,9 +233,15 @@ static void draw_run(Layout *lay, const GArray *lane, guint first, guint last, g
     xml_text(out, nr->id);
     dr__num_appendf(out,
                     " (%s), stream %u, start %.1f \xc2\xb5s, duration %.1f \xc2\xb5s; over all iterations: "
-                    "median %.1f, min %.1f, max %.1f \xc2\xb5s</title>",
+                    "median %.1f, min %.1f, max %.1f \xc2\xb5s",
                     dr_op_name(nr->op), nr->stream, a->t0, a->t1 - a->t0, nr->duration_us,
                     nr->duration_min_us, nr->duration_max_us);
+    const DrTripCount *tc = lay->trip_count ? lay->trip_count[nr->node] : NULL;
+    if (tc != NULL) {
+      dr__num_appendf(out, "; %" G_GUINT64_FORMAT " trips in this iteration", tc->trips);
+      if (tc->dropped) dr__num_appendf(out, ", %" G_GUINT64_FORMAT " of them not drawn", tc->dropped);
+    }
+    g_string_append(out, "</title>");
     double x = LEFT + a->t0 * lay->scale, w = MAX((a->t1 - a->t0) * lay->scale, 1.0);
     /* A bar too narrow for an outline: the critical path's is black. */
     gboolean crit = lay->critical[nr->node], thin = w < 4;
@@ -224,6 +253,7 @@ static void draw_run(Layout *lay, const GArray *lane, guint first, guint last, g
       g_string_append(out, " stroke=\"#000\" stroke-width=\"1.5\"/>");
     else
       g_string_append(out, " stroke=\"#222\" stroke-width=\"0.4\"/>");
+    if (lay->trip_first != NULL && !thin) trip_shades(lay, nr->node, y, out);
     if (w >= (double)strlen(nr->id) * CHAR_W + 6) {
       dr__num_appendf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"white\">", x + w / 2,
                       y + BAR_H / 2.0 + 4);
@@ -483,6 +513,33 @@ void dr_timeline_write_svg(const DrReport *r, const DrPlan *plan, GString *out) 
     lay.in_flow = in_flow;
     lay.info = info;
     lay.hover_left = DR_TIMELINE_HOVER_WAITS_MAX;
+  }
+  /* The drawn iteration's top-level trips by node (a counting sort). */
+  g_autofree guint32 *trip_first = NULL;
+  g_autofree const DrTripSpan **trip_span = NULL;
+  g_autofree const DrTripCount **trip_count = NULL;
+  if (it >= 0 && r->trip_spans != NULL) {
+    trip_first = g_new0(guint32, n + 1);
+    trip_span = g_new0(const DrTripSpan *, MAX(r->trip_spans->len, 1));
+    trip_count = g_new0(const DrTripCount *, MAX(n, 1));
+    for (guint i = 0; i < r->trip_counts->len; i++) {
+      const DrTripCount *c = &g_array_index(r->trip_counts, DrTripCount, i);
+      if (c->iteration == it && c->node < n && info[c->node] && strcmp(c->loop, info[c->node]->id) == 0)
+        trip_count[c->node] = c;
+    }
+    for (guint i = 0; i < r->trip_spans->len; i++) {
+      const DrTripSpan *sp = &g_array_index(r->trip_spans, DrTripSpan, i);
+      if (sp->iteration == it && sp->depth == 0 && sp->node < n) trip_first[sp->node + 1]++;
+    }
+    for (guint32 v = 0; v < n; v++) trip_first[v + 1] += trip_first[v];
+    g_autofree guint32 *fill = g_memdup2(trip_first, sizeof(guint32) * (n + 1));
+    for (guint i = 0; i < r->trip_spans->len; i++) {
+      const DrTripSpan *sp = &g_array_index(r->trip_spans, DrTripSpan, i);
+      if (sp->iteration == it && sp->depth == 0 && sp->node < n) trip_span[fill[sp->node]++] = sp;
+    }
+    lay.trip_first = trip_first;
+    lay.trip_span = trip_span;
+    lay.trip_count = trip_count;
   }
   for (guint32 s = 0; s < lanes->len; s++) draw_lane(&lay, g_array_index(lanes, GArray *, s), s, out);
   for (guint32 s = 0; s < lanes->len; s++) g_array_unref(g_array_index(lanes, GArray *, s));

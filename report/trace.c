@@ -3,6 +3,8 @@
  * device (and rank, in an MPI job) and a track per plan stream with its
  * priority, one complete ("X") event per timed node and
  * iteration (ts and dur in µs, iterations laid out one after another),
+ * a complete event per loop trip the backend timed (report.h's
+ * DrTripSpan: on its loop node's track, nested inside the node's event),
  * a flow ("s"/"f" pair) per planned wait and iteration, and two counter
  * tracks ("C" events): "concurrency", the number of nodes running, and
  * "copy bandwidth", the GB/s of the copies running. The format's
@@ -104,6 +106,48 @@ static void counters(DrJsonWriter *w, guint32 pid, const DrReport *r, const DrNo
   }
 }
 
+/* One trip of a loop as a complete event on its top-level loop node's
+ * track: inside the node's event, and a nested loop's inside the trip of
+ * the loop around it, so viewers nest them by time. */
+static void trip(DrJsonWriter *w, const DrTripSpan *sp, guint32 pid, guint32 tid, double base) {
+  g_autofree char *name = g_strdup_printf("%s trip", sp->loop);
+  dr__json_begin_object(w);
+  dr__json_member_string(w, "name", name);
+  dr__json_member_string(w, "cat", "trip");
+  dr__json_member_string(w, "ph", "X");
+  dr__json_member_uint(w, "pid", pid);
+  dr__json_member_uint(w, "tid", tid);
+  dr__json_member_double(w, "ts", base + sp->start_us, 3);
+  dr__json_member_double(w, "dur", MAX(sp->end_us - sp->start_us, 0.0), 3);
+  dr__json_key(w, "args");
+  dr__json_begin_object(w);
+  dr__json_member_uint(w, "iteration", sp->iteration);
+  dr__json_member_string(w, "loop", sp->loop);
+  dr__json_member_uint(w, "trip", sp->trip);
+  dr__json_end_object(w);
+  dr__json_end_object(w);
+}
+
+/* A loop node's args: the trips of each loop under it in the iteration
+ * ("trips": {LOOP: N}) and, when the bound left some without a span,
+ * how many ("trips_without_span": {LOOP: N}); counts [first, end). */
+static void trip_counts(DrJsonWriter *w, const DrReport *r, guint first, guint end, DrId node) {
+  for (int pass = 0; pass < 2; pass++) {
+    gboolean open = FALSE;
+    for (guint i = first; i < end; i++) {
+      const DrTripCount *c = &g_array_index(r->trip_counts, DrTripCount, i);
+      if (c->node != node || (pass == 1 && c->dropped == 0)) continue;
+      if (!open) {
+        dr__json_key(w, pass == 0 ? "trips" : "trips_without_span");
+        dr__json_begin_object(w);
+        open = TRUE;
+      }
+      dr__json_member_uint(w, c->loop, pass == 0 ? c->trips : c->dropped);
+    }
+    if (open) dr__json_end_object(w);
+  }
+}
+
 void dr_trace_write(const DrReport *r, GString *out) {
   DrJsonWriter w;
   dr__json_init(&w, out, NULL);
@@ -176,8 +220,14 @@ void dr_trace_write(const DrReport *r, GString *out) {
   }
   guint64 flow_id = 1;
   g_autoptr(GArray) ticks = g_array_new(FALSE, FALSE, sizeof(Tick));
+  /* Trip spans and counts are in iteration order: [first, end) of each. */
+  guint n_spans = r->trip_spans ? r->trip_spans->len : 0, n_counts = r->trip_counts ? r->trip_counts->len : 0;
+  guint s_end = 0, c_first = 0, c_end = 0;
   for (guint32 it = 0; it < r->iterations; it++) {
     double base = r->iter_start_us[it];
+    for (c_first = c_end;
+         c_end < n_counts && g_array_index(r->trip_counts, DrTripCount, c_end).iteration == it;)
+      c_end++;
     const double *st = r->sample_start + (gsize)it * n, *en = r->sample_end + (gsize)it * n;
     for (guint32 id = 0; id < n; id++) {
       if (info[id] == NULL || isnan(st[id]) || isnan(en[id])) continue;
@@ -192,8 +242,14 @@ void dr_trace_write(const DrReport *r, GString *out) {
       dr__json_key(&w, "args");
       dr__json_begin_object(&w);
       dr__json_member_uint(&w, "iteration", it);
+      if (info[id]->op == DR_OP_NOOP) trip_counts(&w, r, c_first, c_end, id);
       dr__json_end_object(&w);
       dr__json_end_object(&w);
+    }
+    for (; s_end < n_spans && g_array_index(r->trip_spans, DrTripSpan, s_end).iteration == it; s_end++) {
+      const DrTripSpan *sp = &g_array_index(r->trip_spans, DrTripSpan, s_end);
+      if (sp->node < n && info[sp->node] != NULL)
+        trip(&w, sp, pid_of[stream_of[sp->node]], stream_of[sp->node], base);
     }
     counters(&w, pid0 + 1, r, info, st, en, base, ticks);
     dr__trace_memory_counter(&w, r, st, en, base);

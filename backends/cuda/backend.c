@@ -36,6 +36,7 @@ static void cuda_close(DrBackend *b) {
   if (b->profiling) (void)api->cudaProfilerStop();
   if (b->caller.in) (void)api->cudaEventDestroy(b->caller.in);
   if (b->caller.out) (void)api->cudaEventDestroy(b->caller.out);
+  dr__cuda_trips_close(&b->trips);
   dr__cuda_threads_free(b->threads); /* idle between iterations: joins at once */
   dr__cuda_batch_free(b->batch);
   dr__cuda_profile_close(&b->profile);
@@ -89,6 +90,9 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
   return dr__cuda_memory_setup(&b->memory, &b->streams, error) &&
          dr__cuda_loops_setup(&b->loops, b->plan, b->mode == &dr__cuda_graph_mode,
                               b->opts.warmup + b->opts.iterations, error) &&
+         dr__cuda_trips_setup(&b->trips, &b->timing, b->plan, b->streams.n_devices, b->streams.origin,
+                              error) &&
+         (b->loops.trip_stamps = b->trips.on ? &b->trips : NULL, TRUE) &&
          dr__cuda_nccl_open(&b->nccl, b->plan, &b->streams, error) &&
          dr__cuda_launch_setup(&b->launch, &b->streams, &b->memory, b->opts.host_output, error) &&
          b->mode->prepare(b, error);
@@ -125,6 +129,8 @@ static gboolean cuda_launch_iteration(DrBackend *b, guint32 iteration, gboolean 
       !dr__cuda_device_loop_limit(&b->loops, b->streams.origin, b->opts.warmup + b->opts.iterations, error))
     return FALSE;
   nvtxRangeId_t range = dr__cuda_profile_iteration_begin(&b->profile, iteration, iteration < b->opts.warmup);
+  /* Trip stamps where the host issues the loops (streams mode). */
+  dr__cuda_trips_begin(&b->trips, k, timed && b->mode == &dr__cuda_streams_mode);
   gboolean ok = dr__cuda_timing_begin(&b->timing, k, b->streams.origin, error) && b->mode->issue(b, error) &&
                 dr__cuda_timing_end(&b->timing, k, b->streams.origin, timed, error);
   dr__cuda_profile_iteration_end(&b->profile, range);
@@ -168,6 +174,7 @@ static gboolean cuda_finish_iteration(DrBackend *b, guint32 iteration, DrIterTim
   if (timing == NULL) return TRUE;
   if (launched && !dr__cuda_timing_read(&b->timing, k, b->streams.prev_on_stream, timing, error))
     return FALSE;
+  if (launched) dr__cuda_trips_read(&b->trips, k, timing);
   if (dl) {
     /* The trip's end stamp less the one before (stamps[0]: the start). */
     const guint64 *st = b->loops.dl_host + 1;
@@ -259,6 +266,7 @@ static gboolean cuda_run_on_stream(DrBackend *b, guint32 iteration, void *stream
   /* Slot 0's stamps and events serve untimed iterations (nothing reads
    * them), like a warmup. */
   b->slot = 0;
+  dr__cuda_trips_begin(&b->trips, 0, FALSE);
   nvtxRangeId_t range = dr__cuda_profile_iteration_begin(&b->profile, iteration, TRUE);
   gboolean ok = DR_CUDA(site, cudaEventRecord, b->caller.in, user) &&
                 DR_CUDA(site, cudaStreamWaitEvent, origin, b->caller.in, 0) && b->mode->issue(b, error) &&

@@ -34,6 +34,7 @@
 #include "backends/cuda/streams.h"
 #include "backends/cuda/threads.h"
 #include "backends/cuda/timing.h"
+#include "backends/cuda/trips.h"
 
 G_BEGIN_DECLS
 
@@ -78,6 +79,7 @@ struct DrBackend {
   DrCudaGraphState cuda_graph;
   DrCudaProfile profile;
   DrCudaLoops loops; /* loops.c: host-driven loops */
+  DrCudaTrips trips; /* trips.c: their trip stamps */
   DrCudaNccl nccl;
   /* Streams mode's issue threads (threads.c), NULL: the calling thread
    * issues every step. Made by streams mode's prepare (issue.c). */

@@ -321,6 +321,16 @@ static gboolean issue_body(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaAp
   return TRUE;
 }
 
+/* Trip `trip` of `loop`: its body between its trip stamps (trips.h). */
+static gboolean issue_trip(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrLoop *loop,
+                           const DrGraph *body, guint64 trip, cudaStream_t st, GError **error) {
+  gint32 pos = -1;
+  if (l->trip_stamps == NULL) return issue_body(l, m, api, body, st, error);
+  return dr__cuda_trips_trip_begin(l->trip_stamps, loop, trip, st, &pos, error) &&
+         issue_body(l, m, api, body, st, error) &&
+         dr__cuda_trips_trip_end(l->trip_stamps, loop, pos, st, error);
+}
+
 /* Issues loop `v` of `g`; *trips: the trips its body made. */
 static gboolean issue_loop(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
                            DrId v, cudaStream_t st, guint64 *trips, GError **error) {
@@ -330,17 +340,18 @@ static gboolean issue_loop(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaAp
   switch (loop->kind) {
     case DR_LOOP_REPEAT:
       for (; *trips < loop->count; (*trips)++)
-        if (!issue_body(l, m, api, loop->body, st, error)) return FALSE;
+        if (!issue_trip(l, m, api, loop, loop->body, *trips, st, error)) return FALSE;
       return TRUE;
     case DR_LOOP_WHILE:
       for (; again; (*trips)++)
-        if (!issue_body(l, m, api, loop->body, st, error) || !read_cond(l, m, loop, st, &again, error))
+        if (!issue_trip(l, m, api, loop, loop->body, *trips, st, error) ||
+            !read_cond(l, m, loop, st, &again, error))
           return FALSE;
       return TRUE;
     case DR_LOOP_IF:
       if (!read_cond(l, m, loop, st, &again, error)) return FALSE;
       *trips = again ? 1 : 0;
-      if (again) return issue_body(l, m, api, loop->body, st, error);
+      if (again) return issue_trip(l, m, api, loop, loop->body, 0, st, error);
       return loop->else_body == NULL || issue_body(l, m, api, loop->else_body, st, error);
     case DR_N_LOOP_KINDS:
       break;
@@ -357,7 +368,9 @@ gboolean dr__cuda_loop_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCuda
     return dr__cuda_cond_issue(l, m, api, l->plan, v, st, error);
   }
   guint64 trips = 0;
-  gboolean ok = issue_loop(l, m, api, g, v, st, &trips, error);
+  gboolean ok =
+      (l->trip_stamps == NULL || dr__cuda_trips_loop(l->trip_stamps, dr_graph_node_loop(g, v), st, error)) &&
+      issue_loop(l, m, api, g, v, st, &trips, error);
   if (l->trips != NULL) l->trips[dr_graph_node(g, v)->loop - 1] = trips;
   return ok;
 }

@@ -5,6 +5,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/memory.h"
+#include "backends/cuda/trips.h"
 #include "ir/loops.h"
 
 G_BEGIN_DECLS
@@ -44,6 +45,9 @@ typedef struct {
    * reduction borrows its scratch with cudaMallocAsync, which a conditional
    * body cannot hold (memory nodes). Freed at close. */
   GHashTable *scratch;
+  /* Borrowed, NULL: no trip stamps; the backend's trip stamps
+   * (trips.h), set at setup when they are on. */
+  DrCudaTrips *trip_stamps;
 } DrCudaLoops;
 
 /* At open, before any CUDA call: what this build cannot run. Graph mode

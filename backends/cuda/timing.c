@@ -189,6 +189,10 @@ gboolean dr__cuda_timing_end(const DrCudaTiming *t, guint32 k, cudaStream_t orig
       !DR_CUDA(site, cudaMemcpyAsync, t->stamps_host + (gsize)k * (t->n_nodes + 1), t->stamps,
                sizeof(unsigned long long) * (t->n_nodes + 1), cudaMemcpyDeviceToHost, origin))
     return FALSE;
+  if (timed && t->extra_bytes && *t->extra_on &&
+      !DR_CUDA(site, cudaMemcpyAsync, (char *)t->extra_host + (gsize)k * t->extra_bytes, t->extra_dev,
+               t->extra_bytes, cudaMemcpyDeviceToHost, origin))
+    return FALSE;
   return DR_CUDA(site, cudaEventRecord, t->iter_done[k], origin);
 }
 

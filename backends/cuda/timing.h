@@ -62,6 +62,14 @@ typedef struct {
   cudaEvent_t *stamp_ready;    /* [n_nodes], no timing */
   cudaEvent_t *stamp_join;     /* [n_streams], no timing */
   gboolean *side_used;         /* [n_streams] */
+  /* Another part's device words copied back with each timed iteration
+   * (trips.c's trip stamps): while *extra_on, extra_bytes from extra_dev
+   * into extra_host + k * extra_bytes, after iter_end; none when
+   * extra_bytes is 0. */
+  const void *extra_dev;
+  void *extra_host;
+  gsize extra_bytes;
+  const gboolean *extra_on;
 } DrCudaTiming;
 
 /* What the mode asks of timing at open. */
@@ -92,7 +100,8 @@ gboolean dr__cuda_timing_begin(const DrCudaTiming *t, guint32 k, cudaStream_t or
 
 /* Slot `k`'s iteration ends on `origin`: iter_end, then (`timed`, stamps)
  * one copy of every stamp into the slot's pinned copy, outside the
- * measured makespan and after the join, then iter_done. */
+ * measured makespan and after the join, and (`timed`) the extra words'
+ * copy, then iter_done. */
 gboolean dr__cuda_timing_end(const DrCudaTiming *t, guint32 k, cudaStream_t origin, gboolean timed,
                              GError **error);
 

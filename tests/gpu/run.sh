@@ -46,6 +46,12 @@
 #                                   iterations
 #   gpu/loops/repeat/{streams,graph}   nested repeat loops: the host
 #                                   backend's bytes exactly
+#   gpu/loops/trips/{stamps,events}  streams mode's trip spans in --trace
+#                                   (tests/gpu/loops/trip_spans.py) for
+#                                   cond.yaml, repeat.yaml and the Jacobi
+#                                   solver (489 trips: the bound): every
+#                                   loop's trips as events inside its node,
+#                                   in order, as many as the host backend's
 #   gpu/params/counted/{sweep,verify}  tests/gpu/params/counted.yaml: a
 #                                   loop count from a parameter in graph
 #                                   mode over steps.txt: every run's trips
@@ -341,6 +347,21 @@ for mode in streams graph; do
   check "gpu/loops/repeat/$mode" 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
     loop_bytes $gpu_dir/loops/repeat.yaml out host streams $tmp/r_host.bin &&
     loop_bytes $gpu_dir/loops/repeat.yaml out cuda $mode $tmp/r_cuda.bin && same_f32 $tmp/r_host.bin $tmp/r_cuda.bin 0"
+done
+
+# Trip spans (#17 item 6, backends/cuda/trips.c): streams mode's trace has
+# each loop's trips inside its node, as many per loop as the host
+# backend's trace of the same run; with either timing mode.
+for timing in stamps events; do
+  check "gpu/loops/trips/$timing" 180 bash -c "set -e -o pipefail
+    for y in $gpu_dir/loops/cond.yaml $gpu_dir/loops/repeat.yaml; do
+      $DAGRUN --backend=host --iterations=2 --warmup=1 --trace=$tmp/tr_host.json \$y >/dev/null
+      $DAGRUN --backend=cuda --mode=streams --timing=$timing --iterations=2 --warmup=1 --trace=$tmp/tr_cuda.json \$y >/dev/null
+      python3 $gpu_dir/loops/trip_spans.py $tmp/tr_cuda.json $tmp/tr_host.json | tail -n 3
+    done
+    $DAGRUN --backend=host --iterations=1 --warmup=0 --trace=$tmp/trj_host.json $golden_dir/good_jacobi.yaml >/dev/null
+    $DAGRUN --backend=cuda --mode=streams --timing=$timing --iterations=1 --warmup=0 --trace=$tmp/trj_cuda.json $golden_dir/good_jacobi.yaml >/dev/null
+    python3 $gpu_dir/loops/trip_spans.py $tmp/trj_cuda.json $tmp/trj_host.json"
 done
 
 # device_loop.yaml: run.device_loop, 2 warmups + 20 iterations as the trips

@@ -1,0 +1,302 @@
+/* trips_test.c: the trip spans of the CUDA backend's host-driven loops
+ * (backends/cuda/trips.c) on the fake CUDA table, whose stamp kernel
+ * writes a clock that advances 1 µs per stamp: in streams mode a repeat:
+ * 5, a while that stops after a data-dependent number of trips (the host
+ * backend's count) and a nested loop give exactly their trips as spans, in
+ * order, not overlapping, inside the loop node's span (a nested trip
+ * inside its outer trip), over iterations in flight in both timing slots;
+ * the bound keeps the first and last DR_TRIP_SPANS_KEEP trips of a repeat
+ * (stamping none in between) and of a while (a ring); no trip stamp is
+ * launched when timing is off or in graph mode, whose trips have no spans;
+ * a fault at every call of a run with trip stamps releases everything. */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "backends/cuda_api.h"
+#include "backends/run.h"
+#include "ir/plan.h"
+#include "report/report.h"
+#include "scheduler/planner.h"
+#include "tests/fault/fake_cuda.h"
+#include "tests/fault/fake_run.h"
+
+#define HEAD                                                           \
+  "dagrun: 1\nbuffers:\n  x: {type: f32, count: 16, init: iota}\n"     \
+  "  y: {type: f32, count: 16}\n  go: {type: i32, count: 1}\nnodes:\n" \
+  "  pre: {op: kernel, kernel: fill_f32, args: {y: y, value: 1.0}}\n"  \
+  "  one: {op: kernel, kernel: fill_f32, args: {y: \"x[0:1]\", value: 5.0}}\n"
+
+#define REPEAT5                                              \
+  HEAD "  solve:\n    op: loop\n    repeat: 5\n    nodes:\n" \
+       "      a: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 1.0, y: y}}\n"
+
+/* x[0] = 5 halves each trip until it is at most `tol`. */
+static char *while_yaml(const char *tol) {
+  return g_strdup_printf(HEAD
+                         "  solve:\n    op: loop\n    while: go\n    nodes:\n"
+                         "      half: {op: kernel, kernel: scale_f32, args: {x: \"x[0:1]\", alpha: 0.5, y: "
+                         "\"x[0:1]\"}}\n"
+                         "      check: {op: kernel, kernel: set_while_gt_f32, args: {x: \"x[0:1]\", tol: %s, "
+                         "cond: go}}\n",
+                         tol);
+}
+
+#define NESTED                                                                      \
+  HEAD "  outer:\n    op: loop\n    repeat: 3\n    nodes:\n"                        \
+       "      a: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 1.0, y: y}}\n" \
+       "      inner:\n        op: loop\n        repeat: 4\n        nodes:\n"        \
+       "          b: {op: kernel, kernel: scale_f32, args: {x: y, alpha: 1.0, y: x}}\n"
+
+/* Runs `yaml` on the fake CUDA backend (twins running) in `mode` with
+ * `timing`, 1 warmup and `iterations` timed; the run must succeed and
+ * leave nothing live. *stamps: the stamp kernels launched. */
+static DrReport *run(const char *yaml, DrMode mode, DrTimingMode timing, guint32 iterations, DrGraph **g,
+                     DrPlan **plan, guint *stamps) {
+  *g = dr_fake_load_yaml("t.yaml", yaml);
+  *plan = dr_fake_plan(*g);
+  DrRunOptions opts = dr_fake_run_options(*g, mode, timing, 1, iterations);
+  g_autoptr(GError) error = NULL;
+  dr_fake_reset();
+  dr_fake_set_run_twins(TRUE);
+  dr_fake_set_replay_graphs(TRUE);
+  DrReport *r = dr_run(*plan, &opts, &error);
+  dr_fake_set_run_twins(FALSE);
+  dr_fake_set_replay_graphs(FALSE);
+  g_assert_no_error(error);
+  if (stamps) *stamps = dr_fake_count_calls(0, "stamp_launch");
+  g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  g_assert_cmpstr(dr_fake_misuse(), ==, "");
+  return r;
+}
+
+static DrId node_id(const DrGraph *g, const char *id) {
+  for (DrId v = 0; v < dr_graph_n_nodes(g); v++)
+    if (strcmp(dr_graph_node(g, v)->id, id) == 0) return v;
+  g_assert_not_reached();
+}
+
+/* The spans of `loop` in timed iteration `it`. */
+static GPtrArray *spans_of(const DrReport *r, guint32 it, const char *loop) {
+  GPtrArray *out = g_ptr_array_new();
+  for (guint i = 0; r->trip_spans && i < r->trip_spans->len; i++) {
+    const DrTripSpan *sp = &g_array_index(r->trip_spans, DrTripSpan, i);
+    if (sp->iteration == it && strcmp(sp->loop, loop) == 0) g_ptr_array_add(out, (gpointer)sp);
+  }
+  return out;
+}
+
+static const DrTripCount *count_of(const DrReport *r, guint32 it, const char *loop) {
+  for (guint i = 0; r->trip_counts && i < r->trip_counts->len; i++) {
+    const DrTripCount *c = &g_array_index(r->trip_counts, DrTripCount, i);
+    if (c->iteration == it && strcmp(c->loop, loop) == 0) return c;
+  }
+  return NULL;
+}
+
+/* Spans [from, to) of `s` are trips `first`.. in order, each after the
+ * one before, of positive length, within [lo, hi]. */
+static void assert_serial(GPtrArray *s, guint from, guint to, guint64 first, double lo, double hi) {
+  double prev_end = lo;
+  for (guint k = from; k < to; k++) {
+    const DrTripSpan *sp = g_ptr_array_index(s, k);
+    g_assert_cmpuint(sp->trip, ==, first + (k - from));
+    g_assert_cmpfloat(sp->start_us, >=, prev_end);
+    g_assert_cmpfloat(sp->end_us, >, sp->start_us);
+    prev_end = sp->end_us;
+  }
+  g_assert_cmpfloat(prev_end, <=, hi);
+}
+
+/* The loop node's span in timed iteration `it`. */
+#define NODE_START(r, it, v) ((r)->sample_start[(gsize)(it) * (r)->n_graph_nodes + (v)])
+#define NODE_END(r, it, v) ((r)->sample_end[(gsize)(it) * (r)->n_graph_nodes + (v)])
+
+static void test_repeat(void) {
+  DrGraph *g;
+  DrPlan *plan;
+  guint stamps = 0;
+  /* 3 timed iterations: both timing slots, each slot used twice. */
+  DrReport *r = run(REPEAT5, DR_MODE_STREAMS, DR_TIMING_STAMPS, 3, &g, &plan, NULL);
+  DrId solve = node_id(g, "solve");
+  g_assert_nonnull(r->trip_spans);
+  g_assert_cmpuint(r->trip_spans->len, ==, 15);
+  for (guint32 it = 0; it < 3; it++) {
+    g_autoptr(GPtrArray) s = spans_of(r, it, "solve");
+    g_assert_cmpuint(s->len, ==, 5);
+    assert_serial(s, 0, 5, 0, NODE_START(r, it, solve), NODE_END(r, it, solve));
+    g_assert_cmpuint(count_of(r, it, "solve")->trips, ==, 5);
+    g_assert_cmpuint(count_of(r, it, "solve")->dropped, ==, 0);
+  }
+  dr_report_free(r);
+  dr_plan_free(plan);
+  dr_graph_free(g);
+  /* Timing off: no stamp launched, no spans; events: the trips are
+   * stamped all the same (2 per trip and 1 per loop, per timed
+   * iteration). */
+  r = run(REPEAT5, DR_MODE_STREAMS, DR_TIMING_OFF, 3, &g, &plan, &stamps);
+  g_assert_cmpuint(stamps, ==, 0);
+  g_assert_null(r->trip_spans);
+  dr_report_free(r);
+  dr_plan_free(plan);
+  dr_graph_free(g);
+  r = run(REPEAT5, DR_MODE_STREAMS, DR_TIMING_EVENTS, 3, &g, &plan, &stamps);
+  g_assert_cmpuint(stamps, ==, 3 * (2 * 5 + 1));
+  g_assert_cmpuint(r->trip_spans->len, ==, 15);
+  dr_report_free(r);
+  dr_plan_free(plan);
+  dr_graph_free(g);
+}
+
+/* The trips of a while are the host backend's: 5 / 2^n <= 0.01 at n = 9. */
+static void test_while(void) {
+  DrGraph *g;
+  DrPlan *plan;
+  g_autofree char *yaml = while_yaml("0.01");
+  DrReport *r = run(yaml, DR_MODE_STREAMS, DR_TIMING_STAMPS, 2, &g, &plan, NULL);
+  DrId solve = node_id(g, "solve");
+  for (guint32 it = 0; it < 2; it++) {
+    g_autoptr(GPtrArray) s = spans_of(r, it, "solve");
+    g_assert_cmpuint(s->len, ==, 9);
+    assert_serial(s, 0, 9, 0, NODE_START(r, it, solve), NODE_END(r, it, solve));
+  }
+  dr_report_free(r);
+  dr_plan_free(plan);
+  dr_graph_free(g);
+}
+
+static void test_nested(void) {
+  DrGraph *g;
+  DrPlan *plan;
+  DrReport *r = run(NESTED, DR_MODE_STREAMS, DR_TIMING_STAMPS, 2, &g, &plan, NULL);
+  DrId outer = node_id(g, "outer");
+  for (guint32 it = 0; it < 2; it++) {
+    g_autoptr(GPtrArray) o = spans_of(r, it, "outer");
+    g_autoptr(GPtrArray) in = spans_of(r, it, "outer/inner");
+    g_assert_cmpuint(o->len, ==, 3);
+    g_assert_cmpuint(in->len, ==, 12);
+    assert_serial(o, 0, 3, 0, NODE_START(r, it, outer), NODE_END(r, it, outer));
+    for (guint k = 0; k < 3; k++) {
+      const DrTripSpan *os = g_ptr_array_index(o, k);
+      assert_serial(in, 4 * k, 4 * k + 4, 0, os->start_us, os->end_us);
+      g_assert_cmpuint(((const DrTripSpan *)g_ptr_array_index(in, 4 * k))->depth, ==, 1);
+      g_assert_cmpuint(((const DrTripSpan *)g_ptr_array_index(in, 4 * k))->node, ==, outer);
+    }
+  }
+  dr_report_free(r);
+  dr_plan_free(plan);
+  dr_graph_free(g);
+}
+
+/* The bound: a repeat: 100 stamps only the trips it keeps; a while of
+ * unknown length keeps the latest in a ring. */
+static void test_bound(void) {
+  const guint K = DR_TRIP_SPANS_KEEP;
+  DrGraph *g;
+  DrPlan *plan;
+  guint stamps = 0;
+  DrReport *r = run(HEAD
+                    "  solve:\n    op: loop\n    repeat: 100\n    nodes:\n"
+                    "      a: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 1.0, y: y}}\n",
+                    DR_MODE_STREAMS, DR_TIMING_EVENTS, 1, &g, &plan, &stamps);
+  g_autoptr(GPtrArray) s = spans_of(r, 0, "solve");
+  g_assert_cmpuint(s->len, ==, 2 * K);
+  /* The fake's events say nothing of its stamp clock: the spans are
+   * checked against each other only. */
+  assert_serial(s, 0, K, 0, ((const DrTripSpan *)g_ptr_array_index(s, 0))->start_us, INFINITY);
+  assert_serial(s, K, 2 * K, 100 - K, ((const DrTripSpan *)g_ptr_array_index(s, K - 1))->end_us, INFINITY);
+  g_assert_cmpuint(count_of(r, 0, "solve")->trips, ==, 100);
+  g_assert_cmpuint(count_of(r, 0, "solve")->dropped, ==, 100 - 2 * K);
+  g_assert_cmpuint(stamps, ==, 2 * 2 * K + 1);
+  dr_report_free(r);
+  dr_plan_free(plan);
+  dr_graph_free(g);
+  /* 5 / 2^n <= 1e-30 first at n = 102 (f32 halves exactly), the trips the
+   * report counts. */
+  g_autofree char *yaml = while_yaml("1.0e-30");
+  r = run(yaml, DR_MODE_STREAMS, DR_TIMING_STAMPS, 2, &g, &plan, NULL);
+  DrId solve = node_id(g, "solve");
+  for (guint32 it = 0; it < 2; it++) {
+    g_autoptr(GPtrArray) w = spans_of(r, it, "solve");
+    const DrTripCount *c = count_of(r, it, "solve");
+    g_assert_cmpuint(c->trips, ==, 102);
+    g_assert_cmpuint(g_array_index(r->loops, DrLoopReport, 0).trips_max, ==, 102);
+    g_assert_cmpuint(w->len, ==, 2 * K);
+    g_assert_cmpuint(c->dropped, ==, 102 - 2 * K);
+    assert_serial(w, 0, K, 0, NODE_START(r, it, solve), NODE_END(r, it, solve));
+    assert_serial(w, K, 2 * K, 102 - K, ((const DrTripSpan *)g_ptr_array_index(w, K - 1))->end_us,
+                  NODE_END(r, it, solve));
+  }
+  dr_report_free(r);
+  dr_plan_free(plan);
+  dr_graph_free(g);
+}
+
+/* Graph mode: the trips run inside the graph (conditional nodes, or a
+ * repeat's unrolled copies): no trip stamps, no spans, the run's report
+ * still counts the trips. */
+static void test_graph_mode(void) {
+  DrGraph *g;
+  DrPlan *plan;
+  guint stamps = 0;
+  g_autofree char *yaml = while_yaml("0.01");
+  DrReport *r = run(yaml, DR_MODE_GRAPH, DR_TIMING_OFF, 2, &g, &plan, &stamps);
+  g_assert_cmpuint(stamps, ==, 0);
+  g_assert_null(r->trip_spans);
+  dr_report_free(r);
+  dr_plan_free(plan);
+  dr_graph_free(g);
+  r = run(REPEAT5, DR_MODE_GRAPH, DR_TIMING_STAMPS, 2, &g, &plan, NULL);
+  g_assert_nonnull(r->trip_spans);
+  g_assert_cmpuint(r->trip_spans->len, ==, 0);
+  dr_report_free(r);
+  dr_plan_free(plan);
+  dr_graph_free(g);
+}
+
+/* A fault at every call of a streams-mode run of NESTED with `timing`:
+ * the run fails cleanly (an error, nothing live) until the fault point
+ * lies in the releases of its close, which ignores them (the fake then
+ * keeps the object whose release it refused). Returns that point. */
+static guint64 sweep(DrTimingMode timing) {
+  g_autoptr(DrGraph) g = dr_fake_load_yaml("t.yaml", NESTED);
+  g_autoptr(DrPlan) plan = dr_fake_plan(g);
+  DrRunOptions opts = dr_fake_run_options(g, DR_MODE_STREAMS, timing, 1, 2);
+  guint64 p = 1;
+  for (;; p++) {
+    g_autoptr(GError) error = NULL;
+    dr_fake_reset();
+    dr_fake_set_move_data(FALSE);
+    dr_fake_arm(p, (p % 2) ? DR_FAULT_INVALID : DR_FAULT_ILLEGAL);
+    DrReport *r = dr_run(plan, &opts, &error);
+    dr_fake_set_move_data(TRUE);
+    if (r != NULL) {
+      const DrFakeCall *c = dr_fake_faulted_call();
+      g_assert_true(c == NULL || c->release);
+      dr_report_free(r);
+      return p;
+    }
+    g_assert_nonnull(error);
+    g_assert_cmpuint(dr_fake_live_total(), ==, 0);
+  }
+}
+
+/* The sweep with stamps covers every trip stamp: per timed iteration 1
+ * (outer's base) + 2 x 3 (outer's trips) + 2 x 12 (inner's), 2 timed
+ * iterations, beyond what the same run makes without timing. */
+static void test_faults(void) {
+  guint64 off = sweep(DR_TIMING_OFF), on = sweep(DR_TIMING_STAMPS);
+  g_assert_cmpuint(on, >=, off + 2 * (1 + 2 * 3 + 2 * 12));
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  dr_cuda_api_set(dr_fake_api_graph_nodes());
+  g_test_add_func("/fault/trips/repeat", test_repeat);
+  g_test_add_func("/fault/trips/while", test_while);
+  g_test_add_func("/fault/trips/nested", test_nested);
+  g_test_add_func("/fault/trips/bound", test_bound);
+  g_test_add_func("/fault/trips/graph-mode", test_graph_mode);
+  g_test_add_func("/fault/trips/faults", test_faults);
+  return g_test_run();
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""trip_spans.py TRACE [REFERENCE]: checks a dagrun --trace's loop trips.
+
+For tests/gpu/run.sh (gpu/loops/trips/...). In TRACE, every loop node's
+event ("X", args "trips": {LOOP: N}) has, per loop LOOP under it, exactly
+N - trips_without_span[LOOP] trip events ("cat": "trip", args loop LOOP
+and the node's iteration) on its track; a top-level loop's trips (LOOP is
+the node's name) are trips 0.. in order (the bound's gap aside: the first
+32 then the last 32), each inside the node's event and after the one
+before. With REFERENCE (the host backend's trace of the same run), each
+loop node's "trips" per iteration are the reference's. Prints one line per
+loop node and iteration; exits 1 on the first failure.
+"""
+import json
+import sys
+
+TOL_US = 1.0  # event and %globaltimer clocks read apart by a stamp launch
+
+
+def load(path):
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    nodes, trips = [], []
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        (trips if e.get("cat") == "trip" else nodes).append(e)
+    return nodes, trips
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def check(path):
+    nodes, trips = load(path)
+    by_key = {}
+    for t in trips:
+        a = t["args"]
+        by_key.setdefault((a["iteration"], a["loop"], t["tid"]), []).append(t)
+    counts = {}
+    loops = 0
+    for n in nodes:
+        a = n.get("args", {})
+        if "trips" not in a:
+            continue
+        it, name = a["iteration"], n["name"]
+        counts[(it, name)] = a["trips"]
+        lo, hi = n["ts"], n["ts"] + n["dur"]
+        for loop, total in a["trips"].items():
+            dropped = a.get("trips_without_span", {}).get(loop, 0)
+            spans = by_key.get((it, loop, n["tid"]), [])
+            if len(spans) != total - dropped:
+                fail("%s iteration %d: %d trip events of %s, want %d - %d" %
+                     (name, it, len(spans), loop, total, dropped))
+            for s in spans:
+                if s["ts"] < lo - TOL_US or s["ts"] + s["dur"] > hi + TOL_US:
+                    fail("%s trip %d outside %s [%.3f, %.3f]" % (loop, s["args"]["trip"], name, lo, hi))
+            if loop != name:
+                continue
+            want = list(range(total)) if dropped == 0 else \
+                list(range(32)) + list(range(total - 32, total))
+            got = [s["args"]["trip"] for s in sorted(spans, key=lambda s: s["ts"])]
+            if got != want:
+                fail("%s iteration %d: trips %s, want %s" % (name, it, got[:8], want[:8]))
+            prev = lo - TOL_US
+            for s in sorted(spans, key=lambda s: s["ts"]):
+                if s["ts"] < prev - 0.001:
+                    fail("%s trip %d starts before the one before ends" % (loop, s["args"]["trip"]))
+                prev = s["ts"] + s["dur"]
+        loops += 1
+        print("%s iteration %d: %s" % (name, it, json.dumps(a["trips"], sort_keys=True)))
+    if loops == 0:
+        fail("no loop node with trips in " + path)
+    return counts
+
+
+def main():
+    counts = check(sys.argv[1])
+    if len(sys.argv) > 2:
+        ref = check(sys.argv[2])
+        if counts != ref:
+            fail("trips %s, the reference's %s" % (counts, ref))
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
