@@ -46,6 +46,17 @@
 #                                   iterations
 #   gpu/loops/repeat/{streams,graph}   nested repeat loops: the host
 #                                   backend's bytes exactly
+#   gpu/loops/jacobi-user/{streams,graph}  tests/gpu/loops/jacobi_user.yaml:
+#                                   a Jacobi solver whose sweep is a user
+#                                   kernel (NVRTC) in a while body, --verify
+#                                   (its host twin), the host's trips and
+#                                   solution (1e-5), the exact solution
+#                                   (2e-3)
+#   gpu/loops/gemm/{streams,graph}  tests/gpu/loops/gemm.yaml: gemm in a
+#                                   repeat body (graph: captured unrolled)
+#                                   and a while body (graph: cuBLAS captured
+#                                   into the WHILE body), --verify, the
+#                                   host's trips and bytes (1e-4)
 #   gpu/params/counted/{sweep,verify}  tests/gpu/params/counted.yaml: a
 #                                   loop count from a parameter in graph
 #                                   mode over steps.txt: every run's trips
@@ -341,6 +352,32 @@ for mode in streams graph; do
   check "gpu/loops/repeat/$mode" 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
     loop_bytes $gpu_dir/loops/repeat.yaml out host streams $tmp/r_host.bin &&
     loop_bytes $gpu_dir/loops/repeat.yaml out cuda $mode $tmp/r_cuda.bin && same_f32 $tmp/r_host.bin $tmp/r_cuda.bin 0"
+done
+# jacobi_user.yaml: the sweep is a user kernel (NVRTC) with a host twin
+# (dist/examples/): its paths are relative to the file, so the copy gets
+# absolute ones. The host's trips and solution, and the exact solution
+# u[i] = 0.005 * i * (31 - i) (a converged Jacobi is within 2e-3 of it).
+exact_poisson() {
+  python3 -c 'import struct,sys
+a=open(sys.argv[1],"rb").read(); u=struct.unpack("%df"%(len(a)//4),a); n=len(u)
+d=max(abs(u[i]-0.005*i*(n-1-i)) for i in range(n)); print("max |u - exact|", d); sys.exit(0 if d<=2e-3 else 1)' "$1"
+}
+gpu_root=$(cd "$gpu_dir/../.." && pwd)
+sed "s|\.\./\.\./\.\./|$gpu_root/|g" "$gpu_dir/loops/jacobi_user.yaml" >"$tmp/jacobi_user.yaml"
+for mode in streams graph; do
+  check "gpu/loops/jacobi-user/$mode" 180 bash -c "$(declare -f loop_bytes same_f32 exact_poisson); tmp=$tmp DAGRUN=$DAGRUN
+    loop_bytes $tmp/jacobi_user.yaml u host streams $tmp/ju_host.bin | grep 'loop solve' >$tmp/jut_host &&
+    loop_bytes $tmp/jacobi_user.yaml u cuda $mode $tmp/ju_cuda.bin | grep 'loop solve' >$tmp/jut_cuda &&
+    cat $tmp/jut_host $tmp/jut_cuda && [ \"\$(cut -d, -f1 $tmp/jut_host)\" = \"\$(cut -d, -f1 $tmp/jut_cuda)\" ] &&
+    same_f32 $tmp/ju_host.bin $tmp/ju_cuda.bin 1e-5 && exact_poisson $tmp/ju_cuda.bin"
+done
+# gemm.yaml: gemm in a repeat body and in a while body (graph mode: the
+# WHILE body holds cuBLAS's capture): the host's trips per loop and bytes.
+for mode in streams graph; do
+  check "gpu/loops/gemm/$mode" 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
+    loop_bytes $gpu_dir/loops/gemm.yaml out host streams $tmp/gm_host.bin | grep '^loop' | cut -d, -f1 >$tmp/gmt_host &&
+    loop_bytes $gpu_dir/loops/gemm.yaml out cuda $mode $tmp/gm_cuda.bin | grep '^loop' | cut -d, -f1 >$tmp/gmt_cuda &&
+    cat $tmp/gmt_cuda && diff $tmp/gmt_host $tmp/gmt_cuda && same_f32 $tmp/gm_host.bin $tmp/gm_cuda.bin 1e-4"
 done
 
 # device_loop.yaml: run.device_loop, 2 warmups + 20 iterations as the trips
