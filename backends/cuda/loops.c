@@ -107,7 +107,8 @@ static gboolean device_loop_setup(DrCudaLoops *l, guint32 iterations, GError **e
 static gboolean body_scratch(DrCudaLoops *l, const DrGraph *g, gboolean in_body, GError **error) {
   for (DrId v = 0; v < dr_graph_n_nodes(g); v++) {
     const DrNode *n = dr_graph_node(g, v);
-    if (in_body && n->op == DR_OP_KERNEL) {
+    /* A user kernel's def is its host twin's: the device runs its own code. */
+    if (in_body && n->op == DR_OP_KERNEL && dr_graph_kernel(g, n->kernel)->origin != DR_KERNEL_USER) {
       const DrKernelDef *def = dr__kernel_def_of(g, v);
       if (def != NULL && def->scratch_bytes) {
         void *scratch = NULL;

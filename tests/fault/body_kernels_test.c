@@ -14,18 +14,22 @@
  *  - a failed launch inside a body names the body node;
  *  - a cuBLAS that captured a node a conditional body cannot hold is
  *    refused naming the gemm node, before the instantiation;
+ *  - a kernel registered through the C library runs in a body (its
+ *    launch through the table, the fake running its host twin);
  *  - a fault at every call of graph mode's run releases everything. */
 #include <glib/gstdio.h>
 #include <string.h>
 
 #include "backends/cuda_api.h"
 #include "backends/run.h"
+#include "include/dagrun/dagrun.h"
 #include "ir/loops.h"
 #include "ir/plan.h"
 #include "report/report.h"
 #include "scheduler/planner.h"
 #include "tests/fault/fake_cuda.h"
 #include "tests/fault/fake_run.h"
+#include "tests/fault/fake_runner.h"
 
 static char *tmp_path(const char *name) {
   const char *tmp = g_getenv("TEST_TMPDIR");
@@ -325,6 +329,79 @@ static void test_faults(void) {
   for (int k = 0; k < 2; k++) g_free(yamls[k]);
 }
 
+/* A kernel registered through the C library: y = x + a. Its launcher is
+ * never called on the fake (the table's kernel_launch runs the twin). */
+static int offset_host(const DrKLaunch *l, char *err) {
+  const float *x = l->args[0].ptr;
+  float *y = l->args[1].ptr;
+  for (uint64_t i = 0; i < l->counts[1]; i++) y[i] = x[i] + (float)l->args[2].f;
+  return 0;
+}
+
+static int offset_launch(const DrKLaunch *l) {
+  (void)l;
+  return (int)cudaErrorNoDevice;
+}
+
+static const DrKParam offset_params[] = {
+    {.name = "x", .type = DR_ELEM_F32, .is_pointer = 1, .access = DR_ACCESS_READ},
+    {.name = "y", .type = DR_ELEM_F32, .is_pointer = 1, .access = DR_ACCESS_WRITE},
+    {.name = "a", .type = DR_ELEM_F32, .optional = 1, .def = 1.0},
+};
+
+static const DrKernelDef offset_def = {.name = "offset_f32",
+                                       .params = offset_params,
+                                       .n_params = 3,
+                                       .grid_over = 1,
+                                       .block = 256,
+                                       .launch = offset_launch,
+                                       .host = offset_host};
+
+/* y += 2 five times in a repeat body (a C library kernel), through the
+ * public API: y is 10 after one run, in streams mode (what auto picks:
+ * the kernel is not capturable) and forced graph mode (captured
+ * unrolled on the fake), the kernel launched 5 times on one stream. */
+static void test_api_kernel(gconstpointer data) {
+  DrMode mode = GPOINTER_TO_INT(data) ? DR_MODE_GRAPH : DR_MODE_STREAMS;
+  dr_fake_runner_start();
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DrPipeline) p = dr_pipeline_new("api-body");
+    g_assert_true(dr_pipeline_register_kernel(p, &offset_def, &error));
+    g_assert_true(dr_pipeline_add_buffer(p, "y", DR_ELEM_F32, 16, DR_WHERE_DEVICE, &error));
+    g_assert_true(dr_pipeline_buffer_init_zeros(p, "y", &error));
+    g_autoptr(DrPipeline) body = dr_pipeline_new_body(p, "l");
+    DrNamedArg args[] = {DR_NAMED_SLICE("x", "y", 0, 16), DR_NAMED_SLICE("y", "y", 0, 16),
+                         DR_NAMED_FLOAT("a", 2.0)};
+    g_assert_true(dr_pipeline_add_kernel_node(body, "inc", "offset_f32", args, 3, &error));
+    g_assert_true(dr_pipeline_add_repeat(p, "l", 5, body, &error));
+    g_assert_no_error(error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_assert_no_error(error);
+    DrRunner *r = dr_fake_cuda_runner(plan, p, mode);
+    g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    float y[16];
+    g_assert_true(dr_runner_read_buffer(r, "y", y, sizeof y, &error));
+    for (int e = 0; e < 16; e++) g_assert_cmpfloat(y[e], ==, 10.0f);
+    const GArray *trace = dr_fake_trace();
+    guint launches = 0, stream = 0;
+    for (guint i = 0; i < trace->len; i++) {
+      const DrFakeCall *c = &g_array_index(trace, DrFakeCall, i);
+      if (strcmp(c->name, "kernel_launch") != 0 || strcmp(c->what, "offset_f32") != 0) continue;
+      if (launches++ == 0) stream = c->stream;
+      g_assert_cmpuint(c->stream, ==, stream);
+    }
+    g_assert_cmpuint(launches, ==, 5);
+    if (mode == DR_MODE_GRAPH) /* the iteration's stamps (timing auto) around it */
+      g_assert_cmpstr(dr_fake_graph_shape(FALSE), ==,
+                      "stamp offset_f32 offset_f32 offset_f32 offset_f32 offset_f32 stamp");
+    dr_runner_free(r);
+  }
+  dr_fake_runner_finish();
+  dr_cuda_api_set(dr_fake_api_graph_nodes());
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   dr_cuda_api_set(dr_fake_api_graph_nodes());
@@ -337,5 +414,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/fault/body-kernels/failed-launch/graph", GINT_TO_POINTER(1), test_failed_launch);
   g_test_add_func("/fault/body-kernels/blas-capture", test_blas_capture);
   g_test_add_func("/fault/body-kernels/faults", test_faults);
+  g_test_add_data_func("/fault/body-kernels/api/streams", GINT_TO_POINTER(0), test_api_kernel);
+  g_test_add_data_func("/fault/body-kernels/api/graph", GINT_TO_POINTER(1), test_api_kernel);
   return g_test_run();
 }
