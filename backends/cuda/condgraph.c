@@ -275,7 +275,10 @@ static gboolean check_blas_capture(const Build *bd, const GArray *deps, const GA
     size_t n = 0;
     if (!DR_CUDA(site, cudaGraphNodeGetDependencies, node, NULL, NULL, &n)) return FALSE;
     g_autofree cudaGraphNode_t *up = g_new0(cudaGraphNode_t, MAX(n, 1));
-    if (n > 0 && !DR_CUDA(site, cudaGraphNodeGetDependencies, node, up, NULL, &n)) return FALSE;
+    /* Edge data asked for: without it a programmatic edge (a launch with
+     * programmatic dependent launch) makes the query fail as lossy. */
+    g_autofree cudaGraphEdgeData *edges = g_new0(cudaGraphEdgeData, MAX(n, 1));
+    if (n > 0 && !DR_CUDA(site, cudaGraphNodeGetDependencies, node, up, edges, &n)) return FALSE;
     for (size_t i = 0; i < n; i++) {
       guint before = seen->len;
       add_unique(seen, &up[i], 1);
