@@ -197,7 +197,7 @@ for f in "${examples[@]}"; do
   n=$(basename "$f" .yaml)
   want=$(sed -n 's/.*devices: *\[\([^]]*\)\].*/\1/p' "$f" | head -1 | tr ',' '\n' | grep -c .)
   if [ "${want:-0}" -gt "${n_gpus:-1}" ]; then
-    pass "gpu/example/$n (skipped: needs $want GPUs, this machine has ${n_gpus:-0})"
+    selected "gpu/example/$n" && pass "gpu/example/$n (skipped: needs $want GPUs, this machine has ${n_gpus:-0})"
     continue
   fi
   fits+=("$f")
@@ -270,6 +270,7 @@ check gpu/port20/device-vars 60 bash -c "
 memory_check() {
   local name=$1; shift
   : >"$tmp/out"
+  selected "$name" || return 0
   if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
   if ! timeout -k 5 90 "$DAGRUN" --backend=cuda --format=json --iterations=3 --warmup=1 "$@" \
       >"$tmp/mem.json" 2>"$tmp/out"; then
@@ -432,7 +433,8 @@ for i, (r, w) in enumerate(zip(rs, want)):
 # cudaGraphDebugDotPrint writes a digraph with one node per captured
 # operation; the pipeline's kernel nodes appear in it as kernel nodes.
 name=gpu/dot-cuda-graph/pipeline
-if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"
+if ! selected "$name"; then :
+elif over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"
 elif timeout -k 5 60 "$DAGRUN" --backend=cuda --mode=graph --iterations=1 --warmup=0 \
     --dot-cuda-graph="$tmp/cuda_graph.dot" --dot="$tmp/run.dot" "$graphs_dir/pipeline.yaml" >"$tmp/out" 2>&1 &&
     grep -q '^digraph' "$tmp/cuda_graph.dot" && grep -qi 'kernel' "$tmp/cuda_graph.dot" &&
@@ -457,6 +459,7 @@ spin_chain=$tmp/spin_chain.yaml
 for mode in streams graph; do
   name=gpu/timing/spin-chain/$mode
   : >"$tmp/out"
+  selected "$name" || continue
   if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; continue; fi
   if ! timeout -k 5 60 "$DAGRUN" --backend=cuda --format=json --mode=$mode --iterations=5 \
       --warmup=1 "$spin_chain" >"$tmp/report.json" 2>"$tmp/out"; then
@@ -505,6 +508,7 @@ ncu_check() {
   while [ $# -gt 0 ] && [ "$1" != -- ]; do ncu_args+=("$1"); shift; done
   shift
   : >"$tmp/out"
+  selected "$name" || return 0
   if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
   if [ -z "$NCU" ] || [ ! -x "$NCU" ]; then fail "$name" "ncu (Nsight Compute) not found; set NCU=/path/to/ncu"; return; fi
   rm -f "$tmp/ncu.csv"
@@ -552,6 +556,7 @@ ncu_check gpu/ncu/capture-range 8 "" --profile-from-start off -- --iterations=2 
 expect_fault() {
   local name=$1 pattern=$2 file=$3 mode=${4:-streams}
   : >"$tmp/out"
+  selected "$name" || return 0
   if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
   timeout -k 5 60 "$DAGRUN" --backend=cuda --mode="$mode" "$file" >"$tmp/out" 2>&1
   local rc=$?
@@ -601,7 +606,7 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
   done
 else
   : >"$tmp/out"
-  fail gpu/sanitize "compute-sanitizer not found"
+  selected gpu/sanitize && fail gpu/sanitize "compute-sanitizer not found"
 fi
 
 # ---- eager copy batches (#18.2, backends/cuda/batch.h) ----
