@@ -160,6 +160,23 @@ static void test_gemm(gconstpointer data) {
     g_assert_cmpstr(dr_fake_graph_shape(FALSE), ==,
                     "gemm_f32 scale_f32 gemm_f32 scale_f32 memset while{gemm_f32 memcpy reduce_sum_f32 "
                     "set_while_gt_f32 cond} memcpy");
+    /* Forced to 3 copies per trip, the gemm cannot take a guard: copies 2
+     * and 3 each in an IF node (never kernel guards, which the fake would
+     * call a misuse on a gemm), the same bytes and trips. */
+    g_setenv("DAGRUN_WHILE_UNROLL", "3", TRUE);
+    dr_fake_set_blas(TRUE, 0);
+    g_autoptr(DrReport) r3 = NULL;
+    gsize len3 = 0;
+    g_autofree char *got3 = dr_fake_run_saved(plan, &opts, TRUE, path, &len3, &r3);
+    dr_fake_set_blas(FALSE, 0);
+    g_unsetenv("DAGRUN_WHILE_UNROLL");
+    const char *copy = "gemm_f32 memcpy reduce_sum_f32 set_while_gt_f32";
+    g_autofree char *want3 = g_strdup_printf(
+        "gemm_f32 scale_f32 gemm_f32 scale_f32 memset while{%s cond if{%s} cond if{%s} cond} memcpy", copy,
+        copy, copy);
+    g_assert_cmpstr(dr_fake_graph_shape(FALSE), ==, want3);
+    g_assert_cmpmem(got3, len3, want, want_len);
+    g_assert_cmpuint(trips_of(r3, 1), ==, trips);
   }
 }
 
