@@ -327,7 +327,7 @@ gpu_dir=tests/gpu
 [ -d "$DIST/tests/gpu" ] && gpu_dir=$DIST/tests/gpu
 # The Jacobi solver that stops at convergence (a while loop): the same
 # trips and solution as the host backend (tests/loops checks the host
-# against a CPU reference), in streams mode; graph mode refuses while (69).
+# against a CPU reference), in streams mode.
 check gpu/loops/jacobi/streams 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
   loop_bytes $golden_dir/good_jacobi.yaml u host streams $tmp/u_host.bin | grep 'loop solve' >$tmp/trips_host &&
   loop_bytes $golden_dir/good_jacobi.yaml u cuda streams $tmp/u_cuda.bin | grep 'loop solve' >$tmp/trips_cuda &&
