@@ -15,6 +15,7 @@
 #include <glib.h>
 
 #include "ir/graph.h"
+#include "kernels/blas.h"
 #include "kernels/registry.h"
 
 G_BEGIN_DECLS
@@ -166,6 +167,14 @@ typedef struct {
   cudaError_t (*cudaMemcpyBatchAsync)(void *const *dsts, const void *const *srcs, const size_t *sizes,
                                       size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs,
                                       size_t n_attrs, cudaStream_t stream);
+  /* The cuBLAS contexts of the gemm built-ins (kernels/blas.h), optional:
+   * NULL makes the backend call kernels/blas.c itself (the real cuBLAS). A
+   * table that fakes the runtime gives its own, so that gemm nodes run
+   * without cuBLAS (tests/fault/fake_cuda.h). */
+  DrKBlas *(*blas_new)(void *workspace, uint64_t workspace_bytes, char *err);
+  int (*blas_bind)(DrKBlas *blas, void *stream, char *err);
+  void (*blas_free)(DrKBlas *blas);
+  const char *(*blas_last_error)(const DrKBlas *blas);
 } DrCudaApi;
 
 /* The table in use (the real runtime unless a shim was set). */

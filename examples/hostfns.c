@@ -10,8 +10,12 @@
  *  - dr_example_axpb_twin, the host twin of graphs/gpu/kernels/axpb.cu's
  *    axpb_f32 (kernel.h's DrKernelDef.host ABI): y = a*x + b, so that
  *    pipeline runs and verifies on the host backend without a GPU.
+ *  - dr_example_jacobi_twin, the host twin of
+ *    graphs/gpu/kernels/jacobi_sweep.cu's jacobi_sweep_f32 (one Jacobi
+ *    sweep, tests/gpu/loops/jacobi_user.yaml: a user kernel in a loop
+ *    body), the same float arithmetic in the same order.
  *
- * Neither calls CUDA (a host function runs on CUDA's callback thread on
+ * None calls CUDA (a host function runs on CUDA's callback thread on
  * the CUDA backend, where that is forbidden), nor GLib: plain C. */
 #include <dagrun/hostfn.h>
 #include <dagrun/kernel.h>
@@ -43,5 +47,24 @@ int dr_example_axpb_twin(const DrKLaunch *l, char *err) {
   float *y = l->args[1].ptr;
   float a = (float)l->args[3].f, b = (float)l->args[4].f;
   for (int64_t i = 0; i < n; i++) y[i] = a * x[i] + b;
+  return 0;
+}
+
+/* host twin of jacobi_sweep_f32(u: f32* read, f: f32* read, un: f32* write,
+ * dd: f32* write, n: i64). */
+int dr_example_jacobi_twin(const DrKLaunch *l, char *err) {
+  int64_t n = l->args[4].i;
+  for (int k = 0; k < 4; k++)
+    if (n < 0 || (uint64_t)n > l->counts[k]) {
+      snprintf(err, DR_KERR_SIZE, "n is %lld, more than a buffer's elements", (long long)n);
+      return -1;
+    }
+  const float *u = l->args[0].ptr, *f = l->args[1].ptr;
+  float *un = l->args[2].ptr, *dd = l->args[3].ptr;
+  for (int64_t i = 0; i < n; i++) {
+    float v = i == 0 || i == n - 1 ? 0.0f : 0.5f * ((u[i - 1] + u[i + 1]) + f[i]);
+    un[i] = v;
+    dd[i] = v - u[i];
+  }
   return 0;
 }

@@ -88,7 +88,7 @@ static DrBackend *cuda_open(const DrPlan *plan, const DrRunOptions *opts, GError
 
 static gboolean cuda_setup(DrBackend *b, GError **error) {
   return dr__cuda_memory_setup(&b->memory, &b->streams, error) &&
-         dr__cuda_loops_setup(&b->loops, b->plan, b->mode == &dr__cuda_graph_mode,
+         dr__cuda_loops_setup(&b->loops, b->plan, &b->launch, b->mode == &dr__cuda_graph_mode,
                               b->opts.warmup + b->opts.iterations, error) &&
          dr__cuda_trips_setup(&b->trips, &b->timing, b->plan, b->streams.n_devices, b->streams.origin,
                               error) &&

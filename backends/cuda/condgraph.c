@@ -46,7 +46,13 @@
  *
  * What CUDA allows in a body (kernel, memset, device memcpy, empty,
  * child and conditional nodes; one context) is what ir/loops.c's rules
- * let through, checked at --check. Per-node timing inside a body is not
+ * let through, checked at --check. A gemm's capture is cuBLAS's choice
+ * (its kernels, and memsets, on the context's workspace set at setup, so
+ * no allocation): it is checked after its capture by walking the nodes
+ * it added, and anything else is an error naming the gemm node
+ * (check_blas_capture). A user kernel is one cudaLaunchKernel: one kernel
+ * node. Neither reads a guard word, so a while body holding one is
+ * guarded by IF nodes (one copy per trip by default). Per-node timing inside a body is not
  * taken (no event nodes; the loop node's own stamps time the whole loop).
  * This file owns no CUDA handle that outlives the capture: the graph
  * owns the nodes, their bodies and the handles; loops.c owns the stream
@@ -152,15 +158,15 @@ static gboolean node_work(const Build *bd, gconstpointer what, cudaStream_t s, G
   void *const *bases = bd->m->bases;
   switch (n->op) {
     case DR_OP_KERNEL: {
-      DrKernelCall *call = dr__cuda_loops_call(bd->l, r->g, r->v, bases, error);
-      if (call == NULL) return FALSE;
-      call->launch.stream = s;
-      call->launch.pdl = 0; /* alone in its capture */
-      call->launch.guard = bd->guard;
-      call->launch.guard_runs =
+      /* Alone in its capture: no early launch. A guard only in a
+       * kernel-guarded copy, whose kernels are all guardable built-ins. */
+      DrKLaunch how;
+      memset(&how, 0, sizeof how);
+      how.guard = bd->guard;
+      how.guard_runs =
           bd->guard && r->g == bd->guard_body && r->v == bd->guard_writer ? bd->guard_runs : NULL;
-      int rc = bd->api->kernel_launch(call->def, &call->launch);
-      return rc == 0 || dr__cuda_check((cudaError_t)rc, call->def->name, site, error);
+      return dr__cuda_loops_kernel(bd->l, bd->m, bd->api, r->g, r->v, s, dr__cuda_loops_body_blas(bd->l, n),
+                                   &how, error);
     }
     case DR_OP_COPY: {
       const DrAccess *src, *dst;
@@ -206,6 +212,80 @@ static gboolean count_work(const Build *bd, gconstpointer what, cudaStream_t s, 
   int rc = bd->api->count_launch(c->handle, c->counter, c->limit, c->stamps, s);
   return rc == 0 ||
          dr__cuda_check((cudaError_t)rc, "the counter kernel", DR_SITE_SETUP("a counted loop"), error);
+}
+
+/* What a node of CUDA type `t` is, when a conditional body cannot hold
+ * it (CUDA's rules: kernel, memset, memcpy, empty, child graph and
+ * conditional nodes only), else NULL. */
+static const char *forbidden_in_body(enum cudaGraphNodeType t) {
+  switch (t) {
+    case cudaGraphNodeTypeKernel:
+    case cudaGraphNodeTypeMemset:
+    case cudaGraphNodeTypeMemcpy:
+    case cudaGraphNodeTypeEmpty:
+    case cudaGraphNodeTypeGraph:
+    case cudaGraphNodeTypeConditional:
+      return NULL;
+    case cudaGraphNodeTypeHost:
+      return "a host node";
+    case cudaGraphNodeTypeWaitEvent:
+    case cudaGraphNodeTypeEventRecord:
+      return "an event node";
+    case cudaGraphNodeTypeMemAlloc:
+    case cudaGraphNodeTypeMemFree:
+      return "a memory allocation node (stream-ordered cudaMallocAsync or cudaFreeAsync)";
+    default:
+      return "a node of a kind (external semaphore, batch memory operation)";
+  }
+}
+
+/* A gemm's work is cuBLAS's choice (kernels, and memsets of its output or
+ * workspace, on the stream it is bound to): checks that its capture
+ * `exits` (its last nodes), walked back to the nodes it was captured after
+ * (`deps`), holds only what a conditional body may, so that a breach is
+ * said here naming the node instead of by the instantiation. Nothing
+ * without the table's node queries. */
+static gboolean check_blas_capture(const Build *bd, const GArray *deps, const GArray *exits,
+                                   const char *node_id) {
+  const DrCudaApi *api = bd->api;
+  if (api->cudaGraphNodeGetType == NULL || api->cudaGraphNodeGetDependencies == NULL) return TRUE;
+  GError **error = bd->error;
+  DrCudaSite site = DR_SITE_NODE(node_id, -1);
+  g_autoptr(GArray) seen = nodes_new();
+  g_autoptr(GArray) todo = nodes_new();
+  add_unique(seen, nodes_data(deps), deps->len);
+  for (guint i = 0; i < exits->len; i++) {
+    guint before = seen->len;
+    add_unique(seen, &g_array_index(exits, cudaGraphNode_t, i), 1);
+    if (seen->len > before) g_array_append_val(todo, g_array_index(exits, cudaGraphNode_t, i));
+  }
+  while (todo->len > 0) {
+    cudaGraphNode_t node = g_array_index(todo, cudaGraphNode_t, todo->len - 1);
+    g_array_set_size(todo, todo->len - 1);
+    enum cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+    if (!DR_CUDA(site, cudaGraphNodeGetType, node, &type)) return FALSE;
+    const char *what = forbidden_in_body(type);
+    if (what != NULL) {
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME,
+                  "node '%s': cuBLAS captured %s for this gemm, which a CUDA conditional body cannot hold "
+                  "(kernels, memsets, device copies); hoist the gemm out of the loop or use --mode=streams",
+                  node_id, what);
+      return FALSE;
+    }
+    size_t n = 0;
+    if (!DR_CUDA(site, cudaGraphNodeGetDependencies, node, NULL, NULL, &n)) return FALSE;
+    g_autofree cudaGraphNode_t *up = g_new0(cudaGraphNode_t, MAX(n, 1));
+    /* Edge data asked for: without it a programmatic edge (a launch with
+     * programmatic dependent launch) makes the query fail as lossy. */
+    g_autofree cudaGraphEdgeData *edges = g_new0(cudaGraphEdgeData, MAX(n, 1));
+    if (n > 0 && !DR_CUDA(site, cudaGraphNodeGetDependencies, node, up, edges, &n)) return FALSE;
+    for (size_t i = 0; i < n; i++) {
+      guint before = seen->len;
+      add_unique(seen, &up[i], 1);
+      if (seen->len > before) g_array_append_val(todo, up[i]);
+    }
+  }
+  return TRUE;
 }
 
 /* ---- bodies -------------------------------------------------------------- */
@@ -267,7 +347,8 @@ static gboolean build_body(const Build *bd, const DrPlan *plan, cudaGraph_t grap
       add_unique(out[v], nodes_data(deps), deps->len);
     } else {
       NodeRef r = {g, v};
-      ok = capture_one(bd, graph, deps, node_work, &r, node->id, out[v]);
+      ok = capture_one(bd, graph, deps, node_work, &r, node->id, out[v]) &&
+           (!dr__cuda_is_gemm(g, v) || check_blas_capture(bd, deps, out[v], node->id));
     }
   }
   if (ok) {

@@ -33,7 +33,7 @@ static gboolean issue_work(DrBackend *b, const DrCudaApi *api, DrId v, guint32 k
   const DrNode *n = dr_graph_node(b->graph, v);
   switch (n->op) {
     case DR_OP_KERNEL: /* built-ins take the bound path */
-      return dr__user_kernel_launch(&b->launch, b->memory.bases, v, st, site, error);
+      return dr__user_kernel_launch(&b->launch, b->graph, b->memory.bases, v, st, site, error);
     case DR_OP_COPY:
       return dr__cuda_memory_copy(&b->memory, v, st, capturing, site, error);
     case DR_OP_MEMSET:

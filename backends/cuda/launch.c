@@ -14,6 +14,9 @@
 
 #include "backends/cuda/launch.h"
 
+#include "backends/cuda/loops.h"
+#include "ir/loops.h"
+
 const DrKernelDef *dr__cuda_kernel_def(const DrGraph *g, DrId id) {
   const DrKernelDecl *decl = dr_graph_kernel(g, dr_graph_node(g, id)->kernel);
   if (decl->api_def != NULL) return decl->api_def; /* registered through the C API */
@@ -41,27 +44,63 @@ void dr__cuda_launch_open(DrCudaLaunch *l, const DrPlan *plan) {
   for (guint32 i = 0; i < l->n_nodes; i++) l->node_kcall[i] = DR_NONE;
 }
 
-/* Per-node scratch and the node's stream's cuBLAS context, made before the
- * timed region and before any capture. */
-static gboolean kernel_resources(DrCudaLaunch *l, const DrCudaStreams *s, DrId id, GError **error) {
-  const DrKernelDef *def = dr__cuda_kernel_def(l->graph, id);
-  if (def == NULL) return TRUE;
-  guint32 k = l->plan->node_stream[id];
-  DrCudaSite site = DR_SITE_NODE(dr_graph_node(l->graph, id)->id, k);
-  /* On the node's device: its scratch, and its stream's cuBLAS context. */
-  if (!dr__cuda_streams_use(s, k, error)) return FALSE;
-  if (def->scratch_bytes && !DR_CUDA(site, cudaMalloc, &l->scratch[id], def->scratch_bytes)) return FALSE;
-  if (!(def->flags & DR_KFLAG_BLAS) || l->blas[k] != NULL) return TRUE;
-  if (l->blas_ws[k] == NULL && !DR_CUDA(site, cudaMalloc, &l->blas_ws[k], DR_KBLAS_DEFAULT_WORKSPACE))
-    return FALSE;
+DrKBlas *dr__cuda_blas_new(void *ws, guint64 bytes, char *err) {
+  const DrCudaApi *api = dr_cuda_api();
+  return api->blas_new ? api->blas_new(ws, bytes, err) : dr_kblas_new_with_workspace(ws, bytes, err);
+}
+
+int dr__cuda_blas_bind(DrKBlas *blas, cudaStream_t stream, char *err) {
+  const DrCudaApi *api = dr_cuda_api();
+  return api->blas_bind ? api->blas_bind(blas, stream, err) : dr_kblas_bind(blas, stream, err);
+}
+
+void dr__cuda_blas_free(DrKBlas *blas) {
+  const DrCudaApi *api = dr_cuda_api();
+  if (api->blas_free)
+    api->blas_free(blas);
+  else
+    dr_kblas_free(blas);
+}
+
+const char *dr__cuda_blas_last_error(const DrKBlas *blas) {
+  const DrCudaApi *api = dr_cuda_api();
+  return api->blas_last_error ? api->blas_last_error(blas) : dr_kblas_last_error(blas);
+}
+
+gboolean dr__cuda_blas_make(DrKBlas **blas, void **ws, cudaStream_t stream, DrCudaSite site, GError **error) {
+  if (*blas != NULL) return TRUE;
+  if (*ws == NULL && !DR_CUDA(site, cudaMalloc, ws, DR_KBLAS_DEFAULT_WORKSPACE)) return FALSE;
   char err[256] = {0};
-  l->blas[k] = dr_kblas_new_with_workspace(l->blas_ws[k], DR_KBLAS_DEFAULT_WORKSPACE, err);
-  if (l->blas[k] == NULL || dr_kblas_bind(l->blas[k], s->stream[k], err) != 0) {
-    g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %u): cuBLAS: %s",
-                dr_graph_node(l->graph, id)->id, k, err);
+  *blas = dr__cuda_blas_new(*ws, DR_KBLAS_DEFAULT_WORKSPACE, err);
+  if (*blas == NULL || dr__cuda_blas_bind(*blas, stream, err) != 0) {
+    if (site.stream >= 0)
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s' (stream %" G_GINT64_FORMAT "): cuBLAS: %s",
+                  site.node, site.stream, err);
+    else
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': cuBLAS: %s", site.node, err);
     return FALSE;
   }
   return TRUE;
+}
+
+/* Per-node scratch and the node's stream's cuBLAS context, made before the
+ * timed region and before any capture. A loop node's stream gets a cuBLAS
+ * context too when its body (nested ones included) holds a gemm: streams
+ * mode, and graph mode's unrolled repeat, issue the body there. */
+static gboolean kernel_resources(DrCudaLaunch *l, const DrCudaStreams *s, DrId id, GError **error) {
+  const DrNode *n = dr_graph_node(l->graph, id);
+  const DrKernelDef *def = n->op == DR_OP_KERNEL ? dr__cuda_kernel_def(l->graph, id) : NULL;
+  const DrLoop *loop = n->loop ? dr_graph_node_loop(l->graph, id) : NULL;
+  gboolean blas =
+      def != NULL ? (def->flags & DR_KFLAG_BLAS) != 0 : loop != NULL && dr__cuda_loop_has_blas(loop);
+  if (def == NULL && !blas) return TRUE;
+  guint32 k = l->plan->node_stream[id];
+  DrCudaSite site = DR_SITE_NODE(n->id, k);
+  /* On the node's device: its scratch, and its stream's cuBLAS context. */
+  if (!dr__cuda_streams_use(s, k, error)) return FALSE;
+  if (def != NULL && def->scratch_bytes && !DR_CUDA(site, cudaMalloc, &l->scratch[id], def->scratch_bytes))
+    return FALSE;
+  return !blas || dr__cuda_blas_make(&l->blas[k], &l->blas_ws[k], s->stream[k], site, error);
 }
 
 gboolean dr__cuda_launch_setup(DrCudaLaunch *l, const DrCudaStreams *s, const DrCudaMemory *m,
@@ -70,7 +109,7 @@ gboolean dr__cuda_launch_setup(DrCudaLaunch *l, const DrCudaStreams *s, const Dr
   for (DrId i = 0; i < l->n_nodes; i++) {
     const DrNode *n = dr_graph_node(g, i);
     if (n->op == DR_OP_HOST) dr__host_call_bind(g, i, m->bases, host_output, &l->hcalls[i]);
-    if (n->op == DR_OP_KERNEL && !kernel_resources(l, s, i, error)) return FALSE;
+    if ((n->op == DR_OP_KERNEL || n->loop) && !kernel_resources(l, s, i, error)) return FALSE;
   }
   g_free(l->host_fns);
   l->host_fns = g_new(guint32, MAX(l->n_nodes, 1));
@@ -181,7 +220,7 @@ gboolean dr__cuda_launch_probe(const DrCudaLaunch *l, const DrCudaMemory *m, GEr
 
 gboolean dr__cuda_launch_failed(const DrBoundKernel *k, int rc, DrCudaSite site, GError **error) {
   const DrKLaunch *l = &k->call.launch;
-  const char *blas_err = l->blas ? dr_kblas_last_error(l->blas) : "";
+  const char *blas_err = l->blas ? dr__cuda_blas_last_error(l->blas) : "";
   g_autofree char *what =
       g_strdup_printf("kernel launch (%s%s%s)", k->call.def->name, blas_err[0] ? ": " : "", blas_err);
   return dr__cuda_check((cudaError_t)rc, what, site, error);
@@ -222,7 +261,8 @@ gboolean dr__cuda_launch_host(DrCudaLaunch *l, DrId id, cudaStream_t st, DrCudaS
 void dr__cuda_launch_close(DrCudaLaunch *l) {
   const DrCudaApi *api = dr_cuda_api();
   if (l->blas)
-    for (guint32 k = 0; k < l->n_streams; k++) dr_kblas_free(l->blas[k]);
+    for (guint32 k = 0; k < l->n_streams; k++)
+      if (l->blas[k]) dr__cuda_blas_free(l->blas[k]);
   /* After the handles that use them. */
   if (l->blas_ws)
     for (guint32 k = 0; k < l->n_streams; k++)

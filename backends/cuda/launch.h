@@ -82,9 +82,11 @@ void dr__cuda_launch_open(DrCudaLaunch *l, const DrPlan *plan);
 
 /* Before the timed region and before any capture: binds each host node to
  * `m`'s pointers (writing to `host_output`), makes each built-in's scratch
- * and its stream's cuBLAS context (on `s`'s streams), and loads every user
- * kernel a node uses for `s`'s device. Fails as DR_CUDA does, with cuBLAS's
- * message, or as user kernel loading does (user_kernels.c). */
+ * and its stream's cuBLAS context (on `s`'s streams; also the stream of
+ * each loop node whose body holds a gemm, as the body's trips are issued
+ * there), and loads every user kernel a node or a body node uses for
+ * `s`'s device. Fails as DR_CUDA does, with cuBLAS's message, or as user
+ * kernel loading does (user_kernels.c). */
 gboolean dr__cuda_launch_setup(DrCudaLaunch *l, const DrCudaStreams *s, const DrCudaMemory *m,
                                FILE *host_output, GError **error);
 
@@ -131,21 +133,37 @@ void dr__cuda_launch_rebind_hosts(DrCudaLaunch *l, const DrCudaMemory *m);
 /* Enqueues host node `id`'s function on `st` (cudaLaunchHostFunc). */
 gboolean dr__cuda_launch_host(DrCudaLaunch *l, DrId id, cudaStream_t st, DrCudaSite site, GError **error);
 
+/* kernels/blas.h's calls through the table's blas_* entries where it has
+ * them (a fake runtime's), else kernels/blas.c's own. */
+DrKBlas *dr__cuda_blas_new(void *ws, guint64 bytes, char *err);
+int dr__cuda_blas_bind(DrKBlas *blas, cudaStream_t stream, char *err);
+void dr__cuda_blas_free(DrKBlas *blas);
+const char *dr__cuda_blas_last_error(const DrKBlas *blas);
+
+/* Makes *blas, a cuBLAS context over the workspace *ws (cudaMalloc'd
+ * here when NULL, DR_KBLAS_DEFAULT_WORKSPACE bytes), bound to `stream`,
+ * unless *blas is already made; the caller owns both (dr_kblas_free, then
+ * cudaFree). Before any capture, on the current device. Fails as DR_CUDA
+ * does, or with cuBLAS's message naming `site`'s node. */
+gboolean dr__cuda_blas_make(DrKBlas **blas, void **ws, cudaStream_t stream, DrCudaSite site, GError **error);
+
 /* Releases cuBLAS contexts, their workspaces, scratch and user kernels. */
 void dr__cuda_launch_close(DrCudaLaunch *l);
 
 /* ---- user kernels (user_kernels.c) ------------------------------------ */
 
-/* Loads every user kernel a node uses (NVRTC for `source:`, through the
- * cache) into l->user_lib/user_fn, for device `device`'s compute
- * capability. */
+/* Loads every user kernel a node uses, loop bodies' nodes included
+ * (NVRTC for `source:`, through the cache), into l->user_lib/user_fn, for
+ * device `device`'s compute capability. */
 gboolean dr__user_kernels_load(DrCudaLaunch *l, int device, GError **error);
 /* Unloads them (NULL-safe fields). */
 void dr__user_kernels_release(DrCudaLaunch *l);
-/* Launches user kernel node `id` on `st` with its arguments bound now
- * against `bases` (cudaLaunchKernel). */
-gboolean dr__user_kernel_launch(const DrCudaLaunch *l, void *const *bases, DrId id, cudaStream_t st,
-                                DrCudaSite site, GError **error);
+/* Launches user kernel node `id` of `g` (the plan's graph, or one of its
+ * loop bodies: the kernel ids are the same) on `st` with its arguments
+ * bound now against `bases` (cudaLaunchKernel); in a capture, one kernel
+ * node. Fails as DR_CUDA does, at `site`, naming the kernel. */
+gboolean dr__user_kernel_launch(const DrCudaLaunch *l, const DrGraph *g, void *const *bases, DrId id,
+                                cudaStream_t st, DrCudaSite site, GError **error);
 
 /* FALSE with DR_ERROR_RUNTIME naming the node and its message when a
  * host function with declared arguments failed (returned nonzero on

@@ -12,30 +12,37 @@
  * when the value changes, so a new count needs no capture); every other
  * loop becomes CUDA conditional
  * nodes, built by condgraph.c, and this file owns what those need beyond
- * the graph: the body stream and the device trip counters, read back
- * after the run. run.device_loop is refused at open (not built).
+ * the graph: the body stream, the device trip counters, read back after
+ * the run, and the cuBLAS contexts of the bodies' gemms. A body kernel is
+ * launched as at the top level: a built-in bound again at each issue
+ * (dr__cuda_loops_call), a gemm with the cuBLAS context of the stream it
+ * goes on (host-driven and unrolled: the loop node's plan stream's, which
+ * launch.c makes when the body holds a gemm; a conditional body: one per
+ * gemm node, bound to the body stream), a user kernel through
+ * user_kernels.c (loaded for the bodies' nodes too).
  * docs/format.md says what a trip costs. */
 #include "backends/cuda/loops.h"
 
 #include "backends/cuda/launch.h"
 #include "ir/loops.h"
 
-/* The first body node (recursively) this build cannot launch, or NULL. */
-static const DrNode *unsupported(const DrGraph *body) {
-  for (DrId i = 0; i < dr_graph_n_nodes(body); i++) {
-    const DrNode *n = dr_graph_node(body, i);
-    if (n->op == DR_OP_KERNEL) {
-      const DrKernelDecl *decl = dr_graph_kernel(body, n->kernel);
-      const DrKernelDef *def = dr__cuda_kernel_def(body, i);
-      if (decl->api_def != NULL || def == NULL || (def->flags & DR_KFLAG_BLAS)) return n;
-    }
-    const DrLoop *l = n->loop ? dr_graph_node_loop(body, i) : NULL;
-    if (l == NULL) continue;
-    const DrNode *bad = unsupported(l->body);
-    if (bad == NULL && l->else_body) bad = unsupported(l->else_body);
-    if (bad) return bad;
+gboolean dr__cuda_is_gemm(const DrGraph *g, DrId v) {
+  const DrNode *n = dr_graph_node(g, v);
+  if (n->op != DR_OP_KERNEL || dr_graph_kernel(g, n->kernel)->origin == DR_KERNEL_USER) return FALSE;
+  const DrKernelDef *def = dr__kernel_def_of(g, v);
+  return def != NULL && (def->flags & DR_KFLAG_BLAS) != 0;
+}
+
+static gboolean body_has_blas(const DrGraph *body) {
+  for (DrId i = 0; body != NULL && i < dr_graph_n_nodes(body); i++) {
+    const DrLoop *l = dr_graph_node(body, i)->loop ? dr_graph_node_loop(body, i) : NULL;
+    if (dr__cuda_is_gemm(body, i) || (l != NULL && dr__cuda_loop_has_blas(l))) return TRUE;
   }
-  return NULL;
+  return FALSE;
+}
+
+gboolean dr__cuda_loop_has_blas(const DrLoop *loop) {
+  return body_has_blas(loop->body) || body_has_blas(loop->else_body);
 }
 
 /* The first while or if at or under `g`'s loops, or NULL. */
@@ -73,18 +80,6 @@ gboolean dr__cuda_loops_check(const DrPlan *plan, DrMode mode, GError **error) {
         run->device_loop_loc.file, run->device_loop_loc.line, run->device_loop_loc.col);
     return FALSE;
   }
-  for (guint i = 0; i < dr_graph_n_loops(g); i++) {
-    const DrLoop *l = dr_graph_loop(g, i);
-    const DrNode *bad = unsupported(l->body);
-    if (bad == NULL && l->else_body) bad = unsupported(l->else_body);
-    if (bad != NULL) {
-      g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
-                  "%s:%u:%u: node '%s': gemm, user kernels and kernels registered through the C library do "
-                  "not run inside a loop body on the CUDA backend yet (--backend=host runs them)",
-                  bad->loc.file, bad->loc.line, bad->loc.col, bad->id);
-      return FALSE;
-    }
-  }
   const DrLoop *c = mode == DR_MODE_GRAPH && !can_build_conditionals(dr_cuda_api()) ? conditional(g) : NULL;
   if (c != NULL) {
     g_set_error(error, DR_ERROR, DR_ERROR_UNAVAILABLE,
@@ -112,7 +107,8 @@ static gboolean device_loop_setup(DrCudaLoops *l, guint32 iterations, GError **e
 static gboolean body_scratch(DrCudaLoops *l, const DrGraph *g, gboolean in_body, GError **error) {
   for (DrId v = 0; v < dr_graph_n_nodes(g); v++) {
     const DrNode *n = dr_graph_node(g, v);
-    if (in_body && n->op == DR_OP_KERNEL) {
+    /* A user kernel's def is its host twin's: the device runs its own code. */
+    if (in_body && n->op == DR_OP_KERNEL && dr_graph_kernel(g, n->kernel)->origin != DR_KERNEL_USER) {
       const DrKernelDef *def = dr__kernel_def_of(g, v);
       if (def != NULL && def->scratch_bytes) {
         void *scratch = NULL;
@@ -129,11 +125,38 @@ static gboolean body_scratch(DrCudaLoops *l, const DrGraph *g, gboolean in_body,
   return TRUE;
 }
 
-gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph_mode, guint32 iterations,
-                              GError **error) {
+/* Graph mode: a cuBLAS context bound to the body stream for every gemm
+ * node of `g` (a body of a loop built as conditional nodes, and the bodies
+ * nested in it), over a workspace of its own: the nodes of a body graph
+ * may run side by side, and a workspace must not be shared by two calls
+ * at once (blas.h). Made here, before any capture. */
+static gboolean body_blas(DrCudaLoops *l, const DrGraph *g, GError **error) {
+  for (DrId v = 0; g != NULL && v < dr_graph_n_nodes(g); v++) {
+    const DrNode *n = dr_graph_node(g, v);
+    const DrLoop *loop = n->loop ? dr_graph_node_loop(g, v) : NULL;
+    if (loop != NULL && (!body_blas(l, loop->body, error) || !body_blas(l, loop->else_body, error)))
+      return FALSE;
+    if (!dr__cuda_is_gemm(g, v)) continue;
+    if (l->blas == NULL) {
+      l->blas = g_hash_table_new(NULL, NULL);
+      l->blas_ws = g_ptr_array_new();
+    }
+    DrKBlas *blas = NULL;
+    void *ws = NULL;
+    gboolean ok = dr__cuda_blas_make(&blas, &ws, l->body_stream, DR_SITE_NODE(n->id, -1), error);
+    if (ws != NULL) g_ptr_array_add(l->blas_ws, ws);
+    if (blas != NULL) g_hash_table_insert(l->blas, (gpointer)n, blas);
+    if (!ok) return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, const DrCudaLaunch *launch,
+                              gboolean graph_mode, guint32 iterations, GError **error) {
   const DrGraph *g = plan->graph;
   guint n = dr_graph_n_loops(g);
   l->plan = plan;
+  l->launch = launch;
   if (graph_mode && g->run.device_loop && !device_loop_setup(l, iterations, error)) return FALSE;
   if (n == 0) return TRUE;
   if (!body_scratch(l, g, FALSE, error)) return FALSE;
@@ -152,6 +175,12 @@ gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph
       !DR_CUDA(DR_SITE_SETUP("the stream loop bodies are captured on"), cudaStreamCreateWithPriority,
                &l->body_stream, cudaStreamNonBlocking, 0))
     return FALSE;
+  for (guint i = 0; i < n; i++) {
+    const DrLoop *loop = dr_graph_loop(g, i);
+    if (needs_conditional(loop) &&
+        (!body_blas(l, loop->body, error) || !body_blas(l, loop->else_body, error)))
+      return FALSE;
+  }
   /* Each loop's limit (a repeat's count, read by a counted WHILE's
    * counter kernel), written here; a count from a parameter again when it
    * changes (dr__cuda_loops_write_counts). */
@@ -222,6 +251,17 @@ gboolean dr__cuda_device_loop_read(DrCudaLoops *l, cudaStream_t origin, guint32 
 
 void dr__cuda_loops_close(DrCudaLoops *l) {
   const DrCudaApi *api = dr_cuda_api();
+  if (l->blas != NULL) {
+    GHashTableIter it;
+    gpointer blas;
+    g_hash_table_iter_init(&it, l->blas);
+    while (g_hash_table_iter_next(&it, NULL, &blas)) dr__cuda_blas_free(blas);
+    g_clear_pointer(&l->blas, g_hash_table_unref);
+  }
+  /* After the contexts that use them, which go before their stream. */
+  for (guint i = 0; l->blas_ws != NULL && i < l->blas_ws->len; i++)
+    (void)api->cudaFree(g_ptr_array_index(l->blas_ws, i));
+  g_clear_pointer(&l->blas_ws, g_ptr_array_unref);
   if (l->cond_host != NULL) (void)api->cudaFreeHost(l->cond_host);
   if (l->counters_host != NULL) (void)api->cudaFreeHost(l->counters_host);
   if (l->counters != NULL) (void)api->cudaFree(l->counters);
@@ -263,6 +303,40 @@ DrKernelCall *dr__cuda_loops_call(DrCudaLoops *l, const DrGraph *g, DrId v, void
   return call;
 }
 
+gboolean dr__cuda_loops_kernel(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
+                               DrId v, cudaStream_t st, DrKBlas *blas, const DrKLaunch *how, GError **error) {
+  const DrNode *n = dr_graph_node(g, v);
+  DrCudaSite site = DR_SITE_NODE(n->id, -1);
+  if (dr_graph_kernel(g, n->kernel)->origin == DR_KERNEL_USER)
+    return dr__user_kernel_launch(l->launch, g, m->bases, v, st, site, error);
+  DrKernelCall *call = dr__cuda_loops_call(l, g, v, m->bases, error);
+  if (call == NULL) return FALSE;
+  call->launch.stream = st;
+  if (how != NULL) {
+    call->launch.pdl = how->pdl;
+    call->launch.guard = how->guard;
+    call->launch.guard_runs = how->guard_runs;
+  }
+  if (call->def->flags & DR_KFLAG_BLAS) {
+    call->launch.blas = blas;
+    if (blas == NULL) {
+      /* launch.c and body_blas make one for every gemm a body can hold */
+      g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': no cuBLAS context for its stream", n->id);
+      return FALSE;
+    }
+  }
+  int rc = api->kernel_launch(call->def, &call->launch);
+  if (G_LIKELY(rc == 0)) return TRUE;
+  const char *blas_err = call->launch.blas ? dr__cuda_blas_last_error(call->launch.blas) : "";
+  g_autofree char *what =
+      g_strdup_printf("kernel launch (%s%s%s)", call->def->name, blas_err[0] ? ": " : "", blas_err);
+  return dr__cuda_check((cudaError_t)rc, what, site, error);
+}
+
+DrKBlas *dr__cuda_loops_body_blas(const DrCudaLoops *l, const DrNode *n) {
+  return l->blas != NULL ? g_hash_table_lookup(l->blas, n) : NULL;
+}
+
 /* Element 0 of condition `cond`, read back on `st`. */
 static gboolean read_cond(DrCudaLoops *l, const DrCudaMemory *m, const DrLoop *loop, cudaStream_t st,
                           gboolean *out, GError **error) {
@@ -276,22 +350,19 @@ static gboolean read_cond(DrCudaLoops *l, const DrCudaMemory *m, const DrLoop *l
 }
 
 static gboolean issue_loop(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
-                           DrId v, cudaStream_t st, guint64 *trips, GError **error);
+                           DrId v, cudaStream_t st, DrKBlas *blas, guint64 *trips, GError **error);
 
+/* One trip of `body` on `st`, in file order; `blas`: the cuBLAS context
+ * bound to `st` (the launch part's for the loop node's stream). */
 static gboolean issue_body(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *body,
-                           cudaStream_t st, GError **error) {
+                           cudaStream_t st, DrKBlas *blas, GError **error) {
   for (DrId i = 0; i < dr_graph_n_nodes(body); i++) {
     const DrNode *n = dr_graph_node(body, i);
     DrCudaSite site = DR_SITE_NODE(n->id, -1);
     switch (n->op) {
-      case DR_OP_KERNEL: {
-        DrKernelCall *call = dr__cuda_loops_call(l, body, i, m->bases, error);
-        if (call == NULL) return FALSE;
-        call->launch.stream = st;
-        int rc = api->kernel_launch(call->def, &call->launch);
-        if (rc != 0 && !dr__cuda_check((cudaError_t)rc, call->def->name, site, error)) return FALSE;
+      case DR_OP_KERNEL:
+        if (!dr__cuda_loops_kernel(l, m, api, body, i, st, blas, NULL, error)) return FALSE;
         break;
-      }
       case DR_OP_COPY: {
         const DrAccess *src, *dst;
         dr__copy_accesses(body, n, &src, &dst);
@@ -311,7 +382,7 @@ static gboolean issue_body(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaAp
       case DR_OP_NOOP:
         if (n->loop) {
           guint64 trips;
-          if (!issue_loop(l, m, api, body, i, st, &trips, error)) return FALSE;
+          if (!issue_loop(l, m, api, body, i, st, blas, &trips, error)) return FALSE;
         }
         break;
       default: /* the body rules (ir/loops.c) leave nothing else */
@@ -323,36 +394,36 @@ static gboolean issue_body(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaAp
 
 /* Trip `trip` of `loop`: its body between its trip stamps (trips.h). */
 static gboolean issue_trip(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrLoop *loop,
-                           const DrGraph *body, guint64 trip, cudaStream_t st, GError **error) {
+                           const DrGraph *body, guint64 trip, cudaStream_t st, DrKBlas *blas, GError **error) {
   gint32 pos = -1;
-  if (l->trip_stamps == NULL) return issue_body(l, m, api, body, st, error);
+  if (l->trip_stamps == NULL) return issue_body(l, m, api, body, st, blas, error);
   return dr__cuda_trips_trip_begin(l->trip_stamps, loop, trip, st, &pos, error) &&
-         issue_body(l, m, api, body, st, error) &&
+         issue_body(l, m, api, body, st, blas, error) &&
          dr__cuda_trips_trip_end(l->trip_stamps, loop, pos, st, error);
 }
 
 /* Issues loop `v` of `g`; *trips: the trips its body made. */
 static gboolean issue_loop(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
-                           DrId v, cudaStream_t st, guint64 *trips, GError **error) {
+                           DrId v, cudaStream_t st, DrKBlas *blas, guint64 *trips, GError **error) {
   const DrLoop *loop = dr_graph_node_loop(g, v);
   gboolean again = TRUE;
   *trips = 0;
   switch (loop->kind) {
     case DR_LOOP_REPEAT:
       for (; *trips < loop->count; (*trips)++)
-        if (!issue_trip(l, m, api, loop, loop->body, *trips, st, error)) return FALSE;
+        if (!issue_trip(l, m, api, loop, loop->body, *trips, st, blas, error)) return FALSE;
       return TRUE;
     case DR_LOOP_WHILE:
       for (; again; (*trips)++)
-        if (!issue_trip(l, m, api, loop, loop->body, *trips, st, error) ||
+        if (!issue_trip(l, m, api, loop, loop->body, *trips, st, blas, error) ||
             !read_cond(l, m, loop, st, &again, error))
           return FALSE;
       return TRUE;
     case DR_LOOP_IF:
       if (!read_cond(l, m, loop, st, &again, error)) return FALSE;
       *trips = again ? 1 : 0;
-      if (again) return issue_trip(l, m, api, loop, loop->body, 0, st, error);
-      return loop->else_body == NULL || issue_body(l, m, api, loop->else_body, st, error);
+      if (again) return issue_trip(l, m, api, loop, loop->body, 0, st, blas, error);
+      return loop->else_body == NULL || issue_body(l, m, api, loop->else_body, st, blas, error);
     case DR_N_LOOP_KINDS:
       break;
   }
@@ -368,9 +439,10 @@ gboolean dr__cuda_loop_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCuda
     return dr__cuda_cond_issue(l, m, api, l->plan, v, st, error);
   }
   guint64 trips = 0;
+  DrKBlas *blas = l->launch != NULL ? l->launch->blas[l->plan->node_stream[v]] : NULL;
   gboolean ok =
       (l->trip_stamps == NULL || dr__cuda_trips_loop(l->trip_stamps, dr_graph_node_loop(g, v), st, error)) &&
-      issue_loop(l, m, api, g, v, st, &trips, error);
+      issue_loop(l, m, api, g, v, st, blas, &trips, error);
   if (l->trips != NULL) l->trips[dr_graph_node(g, v)->loop - 1] = trips;
   return ok;
 }

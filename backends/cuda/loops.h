@@ -4,6 +4,7 @@
 #define DAGRUN_BACKENDS_CUDA_LOOPS_H
 
 #include "backends/backend.h"
+#include "backends/cuda/launch.h"
 #include "backends/cuda/memory.h"
 #include "backends/cuda/trips.h"
 #include "ir/loops.h"
@@ -48,26 +49,55 @@ typedef struct {
   /* Borrowed, NULL: no trip stamps; the backend's trip stamps
    * (trips.h), set at setup when they are on. */
   DrCudaTrips *trip_stamps;
+  /* Graph mode: const DrNode * -> DrKBlas * of each gemm node of a body
+   * built as conditional nodes, bound to body_stream, and their
+   * workspaces (cudaMalloc'd), made at setup (body_blas in loops.c). */
+  GHashTable *blas;
+  GPtrArray *blas_ws;
+  /* Borrowed: the launch part, for user kernels in bodies and the cuBLAS
+   * context of a loop node's stream. */
+  const DrCudaLaunch *launch;
 } DrCudaLoops;
 
 /* At open, before any CUDA call: what this build cannot run. Graph mode
  * captures a `repeat:` loop without a while or if inside unrolled (no
  * condition between the copies) and builds every other loop as CUDA
- * conditional nodes (condgraph.c), refusing them only when the runtime
- * table lacks the entries (a CUDA before 12.4), and refuses
- * run.device_loop (not built); every mode refuses gemm, user kernels and
- * kernels registered through the C library inside a body (they need
- * per-node resources the launch part binds to top-level nodes only).
- * FALSE with DR_ERROR_UNAVAILABLE naming the node (the key). */
+ * conditional nodes (condgraph.c), refusing them and run.device_loop only
+ * when the runtime table lacks the entries (a CUDA before 12.4). Every
+ * kernel a body may hold runs in every mode: built-ins, gemm (a cuBLAS
+ * context per loop stream, or per body gemm node in graph mode), user
+ * kernels and kernels registered through the C library. FALSE with
+ * DR_ERROR_UNAVAILABLE naming the loop (the key). */
 gboolean dr__cuda_loops_check(const DrPlan *plan, DrMode mode, GError **error);
 
 /* Setup: the pinned word a condition is read back into and the trip
  * counts, when the graph has loops; in graph mode (`graph_mode`) also
- * the body stream and the device counters (a counted WHILE's limit
- * written), and with run.device_loop what it needs for `iterations`
- * (warmups included) trips. */
-gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, gboolean graph_mode, guint32 iterations,
-                              GError **error);
+ * the body stream, the device counters (a counted WHILE's limit
+ * written) and a cuBLAS context for each gemm node of a body built as
+ * conditional nodes, and with run.device_loop what it needs for
+ * `iterations` (warmups included) trips. `launch` (borrowed, set up
+ * after this) launches the bodies' user kernels. */
+gboolean dr__cuda_loops_setup(DrCudaLoops *l, const DrPlan *plan, const DrCudaLaunch *launch,
+                              gboolean graph_mode, guint32 iterations, GError **error);
+
+/* Whether node `v` of `g` is a gemm (a built-in or C library kernel with
+ * DR_KFLAG_BLAS: a cuBLAS call), and whether `loop`'s bodies (nested ones
+ * too) hold one. */
+gboolean dr__cuda_is_gemm(const DrGraph *g, DrId v);
+gboolean dr__cuda_loop_has_blas(const DrLoop *loop);
+
+/* Enqueues body kernel node `v` of body `g` on `st`: a user kernel
+ * through user_kernels.c, a built-in bound now against `m`'s bases
+ * (dr__cuda_loops_call) with `blas` as its cuBLAS context (a gemm; it must
+ * be bound to `st`) and, when `how` is not NULL, its pdl, guard and
+ * guard_runs. Fails as DR_CUDA does, naming the node (and cuBLAS's
+ * message). */
+gboolean dr__cuda_loops_kernel(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
+                               DrId v, cudaStream_t st, DrKBlas *blas, const DrKLaunch *how, GError **error);
+
+/* Graph mode: the cuBLAS context (bound to body_stream) of body gemm node
+ * `n`, or NULL. */
+DrKBlas *dr__cuda_loops_body_blas(const DrCudaLoops *l, const DrNode *n);
 
 /* run.device_loop, in graph.c's capture of the iteration: begin starts
  * the capture around it on the loop's own stream (the counter's reset,
@@ -140,8 +170,8 @@ gboolean dr__cuda_cond_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCuda
 gboolean dr__cuda_loop_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
                              DrId v, cudaStream_t st, GError **error);
 
-/* Releases the pinned word, the counters and the body stream (NULL-safe
- * fields). */
+/* Releases the pinned word, the counters, the bodies' cuBLAS contexts
+ * and their workspaces, and the body stream (NULL-safe fields). */
 void dr__cuda_loops_close(DrCudaLoops *l);
 
 G_END_DECLS

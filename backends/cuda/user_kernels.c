@@ -20,6 +20,7 @@
 
 #include "backends/cuda/launch.h"
 #include "backends/nvrtc_cache.h"
+#include "ir/loops.h"
 
 /* Compiles `src` (`len` bytes) to a cubin for sm_<cc>, through the NVRTC
  * cache; a kernel with a name expression gets its lowered name in
@@ -92,27 +93,38 @@ static gboolean load_kernel(DrCudaLaunch *l, DrId k, int cc, GError **error) {
   return TRUE;
 }
 
-gboolean dr__user_kernels_load(DrCudaLaunch *l, int device, GError **error) {
-  const DrGraph *g = l->graph;
-  l->n_kernels = g->kernels->len;
-  l->user_lib = g_new0(cudaLibrary_t, MAX(l->n_kernels, 1));
-  l->user_fn = g_new0(cudaKernel_t, MAX(l->n_kernels, 1));
-  int cc = 0;
-  for (DrId i = 0; i < l->n_nodes; i++) {
+/* Loads the user kernels the nodes of `g` use, and those of its loop
+ * bodies (nested ones too: a body's kernel ids are the top-level graph's,
+ * ir/loops.h), that are not loaded yet; *cc: the device's compute
+ * capability, asked on first need (0: not yet). */
+static gboolean load_used(DrCudaLaunch *l, const DrGraph *g, int device, int *cc, GError **error) {
+  for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
     const DrNode *n = dr_graph_node(g, i);
+    const DrLoop *loop = n->loop ? dr_graph_node_loop(g, i) : NULL;
+    if (loop != NULL && (!load_used(l, loop->body, device, cc, error) ||
+                         (loop->else_body != NULL && !load_used(l, loop->else_body, device, cc, error))))
+      return FALSE;
     if (n->op != DR_OP_KERNEL || dr_graph_kernel(g, n->kernel)->origin != DR_KERNEL_USER) continue;
     if (l->user_fn[n->kernel]) continue;
-    if (cc == 0) {
+    if (*cc == 0) {
       int major = 0, minor = 0;
       DrCudaSite site = DR_SITE_SETUP("compute capability");
       if (!DR_CUDA(site, cudaDeviceGetAttribute, &major, cudaDevAttrComputeCapabilityMajor, device) ||
           !DR_CUDA(site, cudaDeviceGetAttribute, &minor, cudaDevAttrComputeCapabilityMinor, device))
         return FALSE;
-      cc = major * 10 + minor;
+      *cc = major * 10 + minor;
     }
-    if (!load_kernel(l, n->kernel, cc, error)) return FALSE;
+    if (!load_kernel(l, n->kernel, *cc, error)) return FALSE;
   }
   return TRUE;
+}
+
+gboolean dr__user_kernels_load(DrCudaLaunch *l, int device, GError **error) {
+  l->n_kernels = l->graph->kernels->len;
+  l->user_lib = g_new0(cudaLibrary_t, MAX(l->n_kernels, 1));
+  l->user_fn = g_new0(cudaKernel_t, MAX(l->n_kernels, 1));
+  int cc = 0;
+  return load_used(l, l->graph, device, &cc, error);
 }
 
 void dr__user_kernels_release(DrCudaLaunch *l) {
@@ -199,9 +211,8 @@ static dim3 extents(guint32 first, const guint32 *ext) {
   return d;
 }
 
-gboolean dr__user_kernel_launch(const DrCudaLaunch *l, void *const *bases, DrId id, cudaStream_t st,
-                                DrCudaSite site, GError **error) {
-  const DrGraph *g = l->graph;
+gboolean dr__user_kernel_launch(const DrCudaLaunch *l, const DrGraph *g, void *const *bases, DrId id,
+                                cudaStream_t st, DrCudaSite site, GError **error) {
   const DrNode *n = dr_graph_node(g, id);
   const DrKernelDecl *decl = dr_graph_kernel(g, n->kernel);
   ArgSlot slots[64];

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ir/graph.h"
+#include "kernels/blas.h"
 
 typedef struct {
   DrFakeKind kind;
@@ -24,6 +25,7 @@ typedef struct {
   guint64 graph_peak;   /* graphs and execs: the most captured bytes live at once */
   int device;           /* streams, events, device memory: the device current at creation */
   gboolean freed;       /* stream-ordered memory: freed inside its capture (the graph's now) */
+  gconstpointer bound;  /* cuBLAS contexts: the stream bound */
 } Obj;
 
 /* A node of a captured graph (the graph-node model, fake_cuda.h): what a
@@ -1163,6 +1165,9 @@ static cudaError_t fake_cudaLibraryUnload(cudaLibrary_t lib) {
                      gate);
 }
 
+/* cudaLaunchKernel calls that succeeded since the reset. */
+static guint user_launches;
+
 static cudaError_t fake_cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shared,
                                          cudaStream_t stream) {
   GATE("cudaLaunchKernel", stream, FALSE, FALSE);
@@ -1172,6 +1177,9 @@ static cudaError_t fake_cudaLaunchKernel(const void *func, dim3 grid, dim3 block
   }
   if (!stream_ok("cudaLaunchKernel", stream) || !stream_here("cudaLaunchKernel", stream))
     return finish(cudaErrorInvalidResourceHandle);
+  user_launches++;
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeKernel);
+  if (n) n->ctl = 5; /* a user kernel: "user" in the shape, nothing in a replay */
   return cudaSuccess;
 }
 
@@ -1247,6 +1255,10 @@ static GString *pdl_pattern;
  * their guard word (DrKLaunch.guard) was 0, as the device would. */
 static guint kernels_run, guard_skips;
 static gboolean ignore_guards;
+/* dr_fake_set_blas: the fake's cuBLAS contexts (settings a reset keeps),
+ * and what a gemm's launch also captures (0: nothing more). */
+static gboolean fake_blas_on;
+static enum cudaGraphNodeType blas_extra;
 
 /* Whether a guarded launch `l` does nothing now (its guard word is 0):
  * what a built-in with DR_KFLAG_GUARD does on the device. */
@@ -1285,6 +1297,21 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
   }
   if (def->scratch_bytes && !mem_ok("kernel_launch scratch", l->scratch, def->scratch_bytes))
     return finish(cudaErrorInvalidValue);
+  if (def->flags & DR_KFLAG_BLAS) {
+    /* A gemm launches on the stream its context is bound to: a context
+     * bound elsewhere would be rebound here, racing its other stream. */
+    Obj *b = fake_blas_on ? obj_find(l->blas, DR_FAKE_BLAS) : NULL;
+    if (fake_blas_on && b == NULL) {
+      misuse("kernel_launch %s: %p is not a live cuBLAS context", def->name, (void *)l->blas);
+      return finish(cudaErrorInvalidValue);
+    }
+    if (b != NULL && b->bound != l->stream) {
+      misuse("kernel_launch %s: on stream %p with a cuBLAS context bound to %p", def->name, (void *)l->stream,
+             b->bound);
+      return finish(cudaErrorInvalidValue);
+    }
+    if (blas_extra != 0) (void)capture_node(l->stream, blas_extra);
+  }
   kernel_launches++;
   pdl_launches += l->pdl != 0;
   if (pdl_pattern == NULL) pdl_pattern = g_string_new(NULL);
@@ -1716,6 +1743,7 @@ static void shape_of(const GPtrArray *nodes, gboolean in_body) {
         name = n->ctl == 1   ? (n->cond ? "cond" : "cond1")
                : n->ctl == 2 ? "count"
                : n->ctl == 4 ? n->lib
+               : n->ctl == 5 ? "user"
                : n->def      ? n->def->name
                              : "stamp";
         break;
@@ -1835,6 +1863,52 @@ static void replay_nodes(const GPtrArray *nodes) {
   }
 }
 
+/* ---- cuBLAS contexts ------------------------------------------------------------- */
+
+/* With dr_fake_set_blas(TRUE) a context is a fake object over the
+ * caller's workspace (checked); otherwise the real kernels/blas.c's,
+ * which needs cuBLAS and a device (so a test without the setting sees the
+ * failure the machine would give). No fault point: cuBLAS calls are not
+ * the runtime's. */
+static DrKBlas *fake_blas_new(void *ws, uint64_t bytes, char *err) {
+  objects_init();
+  if (!fake_blas_on) return dr_kblas_new_with_workspace(ws, bytes, err);
+  if (!mem_ok("cuBLAS workspace", ws, bytes)) {
+    g_strlcpy(err, "the workspace is not device memory", 256);
+    return NULL;
+  }
+  return obj_new(DR_FAKE_BLAS, 0);
+}
+
+static int fake_blas_bind(DrKBlas *blas, void *stream, char *err) {
+  Obj *b = obj_find(blas, DR_FAKE_BLAS);
+  if (b == NULL) return dr_kblas_bind(blas, stream, err);
+  if (!stream_ok("cublasSetStream", stream)) {
+    g_strlcpy(err, "not a live stream", 256);
+    return -1;
+  }
+  b->bound = stream;
+  return 0;
+}
+
+static void fake_blas_free(DrKBlas *blas) {
+  if (obj_find(blas, DR_FAKE_BLAS) == NULL)
+    dr_kblas_free(blas);
+  else
+    obj_release(blas);
+}
+
+static const char *fake_blas_last_error(const DrKBlas *blas) {
+  return obj_find(blas, DR_FAKE_BLAS) ? "" : dr_kblas_last_error(blas);
+}
+
+void dr_fake_set_blas(gboolean on, enum cudaGraphNodeType extra) {
+  fake_blas_on = on;
+  blas_extra = extra;
+}
+
+guint dr_fake_user_launches(void) { return user_launches; }
+
 /* ---- the table and the controls ---------------------------------------------------- */
 
 static const DrCudaApi fake_api = {
@@ -1844,6 +1918,10 @@ static const DrCudaApi fake_api = {
         .cudaGetErrorName = fake_cudaGetErrorName,
     .cudaGetErrorString = fake_cudaGetErrorString,
     .kernel_launch = fake_kernel_launch,
+    .blas_new = fake_blas_new,
+    .blas_bind = fake_blas_bind,
+    .blas_free = fake_blas_free,
+    .blas_last_error = fake_blas_last_error,
     .stamp_launch = fake_stamp_launch,
     .cudaEventQuery = fake_cudaEventQuery,
     .cudaGraphExecUpdate = fake_cudaGraphExecUpdate,
@@ -1904,7 +1982,7 @@ const char *dr_fake_pdl_pattern(void) { return pdl_pattern ? pdl_pattern->str : 
 unsigned long long dr_fake_instantiate_flags(void) { return fake_instantiate_flags; }
 
 void dr_fake_reset(void) {
-  pdl_launches = kernel_launches = kernels_run = guard_skips = 0;
+  pdl_launches = kernel_launches = kernels_run = guard_skips = user_launches = 0;
   if (pdl_pattern) g_string_truncate(pdl_pattern, 0);
   if (batch_sizes) g_string_truncate(batch_sizes, 0);
   fake_instantiate_flags = 0;

@@ -45,7 +45,8 @@ G_BEGIN_DECLS
   X(EVENT, "events")              \
   X(GRAPH, "graphs")              \
   X(GRAPH_EXEC, "graph execs")    \
-  X(LIBRARY, "libraries")
+  X(LIBRARY, "libraries")         \
+  X(BLAS, "cuBLAS contexts")
 
 typedef enum {
 #define DR_X(e, s) DR_FAKE_##e,
@@ -245,6 +246,22 @@ void dr_fake_set_batch_refused(gboolean refused);
  * node after its own, as cuBLAS's gemm does at some shapes (a split-K
  * reduction): that launch is then no one node that can be set in place. */
 void dr_fake_set_split(const char *kernel, guint64 count);
+
+/* cuBLAS (the table's blas_* entries). With dr_fake_set_blas(TRUE, 0) (a
+ * setting a reset keeps; default off) a gemm's cuBLAS context is a fake
+ * object (live kind "cuBLAS contexts") over the backend's workspace, which
+ * must be live device memory, and a gemm's launch (a kernel_launch with
+ * DR_KFLAG_BLAS, one kernel node in a capture, its host twin run as any
+ * built-in's) checks that its context is live and bound to the launch's
+ * stream (a misuse otherwise). `extra` (non-zero) makes each gemm launch
+ * in a capture also add a node of that type after its kernel, as a cuBLAS
+ * that captured more than kernels would. Off, the entries call the real
+ * kernels/blas.c (no cuBLAS on the machine: the backend's setup fails). */
+void dr_fake_set_blas(gboolean on, enum cudaGraphNodeType extra);
+
+/* Successful cudaLaunchKernel calls (user kernels) since the reset; in a
+ * capture each is a kernel node named "user" in dr_fake_graph_shape. */
+guint dr_fake_user_launches(void);
 
 /* Whether cudaProfilerStart was called and cudaProfilerStop not since. */
 gboolean dr_fake_profiling(void);

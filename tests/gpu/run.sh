@@ -52,6 +52,17 @@
 #                                   solver (489 trips: the bound): every
 #                                   loop's trips as events inside its node,
 #                                   in order, as many as the host backend's
+#   gpu/loops/jacobi-user/{streams,graph}  tests/gpu/loops/jacobi_user.yaml:
+#                                   a Jacobi solver whose sweep is a user
+#                                   kernel (NVRTC) in a while body, --verify
+#                                   (its host twin), the host's trips and
+#                                   solution (1e-5), the exact solution
+#                                   (2e-3)
+#   gpu/loops/gemm/{streams,graph}  tests/gpu/loops/gemm.yaml: gemm in a
+#                                   repeat body (graph: captured unrolled)
+#                                   and a while body (graph: cuBLAS captured
+#                                   into the WHILE body), --verify, the
+#                                   host's trips and bytes (1e-4)
 #   gpu/params/counted/{sweep,verify}  tests/gpu/params/counted.yaml: a
 #                                   loop count from a parameter in graph
 #                                   mode over steps.txt: every run's trips
@@ -192,7 +203,7 @@ for f in "${examples[@]}"; do
   n=$(basename "$f" .yaml)
   want=$(sed -n 's/.*devices: *\[\([^]]*\)\].*/\1/p' "$f" | head -1 | tr ',' '\n' | grep -c .)
   if [ "${want:-0}" -gt "${n_gpus:-1}" ]; then
-    pass "gpu/example/$n (skipped: needs $want GPUs, this machine has ${n_gpus:-0})"
+    selected "gpu/example/$n" && pass "gpu/example/$n (skipped: needs $want GPUs, this machine has ${n_gpus:-0})"
     continue
   fi
   fits+=("$f")
@@ -265,6 +276,7 @@ check gpu/port20/device-vars 60 bash -c "
 memory_check() {
   local name=$1; shift
   : >"$tmp/out"
+  selected "$name" || return 0
   if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
   if ! timeout -k 5 90 "$DAGRUN" --backend=cuda --format=json --iterations=3 --warmup=1 "$@" \
       >"$tmp/mem.json" 2>"$tmp/out"; then
@@ -321,7 +333,7 @@ gpu_dir=tests/gpu
 [ -d "$DIST/tests/gpu" ] && gpu_dir=$DIST/tests/gpu
 # The Jacobi solver that stops at convergence (a while loop): the same
 # trips and solution as the host backend (tests/loops checks the host
-# against a CPU reference), in streams mode; graph mode refuses while (69).
+# against a CPU reference), in streams mode.
 check gpu/loops/jacobi/streams 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
   loop_bytes $golden_dir/good_jacobi.yaml u host streams $tmp/u_host.bin | grep 'loop solve' >$tmp/trips_host &&
   loop_bytes $golden_dir/good_jacobi.yaml u cuda streams $tmp/u_cuda.bin | grep 'loop solve' >$tmp/trips_cuda &&
@@ -347,6 +359,32 @@ for mode in streams graph; do
   check "gpu/loops/repeat/$mode" 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
     loop_bytes $gpu_dir/loops/repeat.yaml out host streams $tmp/r_host.bin &&
     loop_bytes $gpu_dir/loops/repeat.yaml out cuda $mode $tmp/r_cuda.bin && same_f32 $tmp/r_host.bin $tmp/r_cuda.bin 0"
+done
+# jacobi_user.yaml: the sweep is a user kernel (NVRTC) with a host twin
+# (dist/examples/): its paths are relative to the file, so the copy gets
+# absolute ones. The host's trips and solution, and the exact solution
+# u[i] = 0.005 * i * (31 - i) (a converged Jacobi is within 2e-3 of it).
+exact_poisson() {
+  python3 -c 'import struct,sys
+a=open(sys.argv[1],"rb").read(); u=struct.unpack("%df"%(len(a)//4),a); n=len(u)
+d=max(abs(u[i]-0.005*i*(n-1-i)) for i in range(n)); print("max |u - exact|", d); sys.exit(0 if d<=2e-3 else 1)' "$1"
+}
+gpu_root=$(cd "$gpu_dir/../.." && pwd)
+sed "s|\.\./\.\./\.\./|$gpu_root/|g" "$gpu_dir/loops/jacobi_user.yaml" >"$tmp/jacobi_user.yaml"
+for mode in streams graph; do
+  check "gpu/loops/jacobi-user/$mode" 180 bash -c "$(declare -f loop_bytes same_f32 exact_poisson); tmp=$tmp DAGRUN=$DAGRUN
+    loop_bytes $tmp/jacobi_user.yaml u host streams $tmp/ju_host.bin | grep 'loop solve' >$tmp/jut_host &&
+    loop_bytes $tmp/jacobi_user.yaml u cuda $mode $tmp/ju_cuda.bin | grep 'loop solve' >$tmp/jut_cuda &&
+    cat $tmp/jut_host $tmp/jut_cuda && [ \"\$(cut -d, -f1 $tmp/jut_host)\" = \"\$(cut -d, -f1 $tmp/jut_cuda)\" ] &&
+    same_f32 $tmp/ju_host.bin $tmp/ju_cuda.bin 1e-5 && exact_poisson $tmp/ju_cuda.bin"
+done
+# gemm.yaml: gemm in a repeat body and in a while body (graph mode: the
+# WHILE body holds cuBLAS's capture): the host's trips per loop and bytes.
+for mode in streams graph; do
+  check "gpu/loops/gemm/$mode" 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
+    loop_bytes $gpu_dir/loops/gemm.yaml out host streams $tmp/gm_host.bin | grep '^loop' | cut -d, -f1 >$tmp/gmt_host &&
+    loop_bytes $gpu_dir/loops/gemm.yaml out cuda $mode $tmp/gm_cuda.bin | grep '^loop' | cut -d, -f1 >$tmp/gmt_cuda &&
+    cat $tmp/gmt_cuda && diff $tmp/gmt_host $tmp/gmt_cuda && same_f32 $tmp/gm_host.bin $tmp/gm_cuda.bin 1e-4"
 done
 
 # Trip spans (#17 item 6, backends/cuda/trips.c): streams mode's trace has
@@ -416,7 +454,8 @@ for i, (r, w) in enumerate(zip(rs, want)):
 # cudaGraphDebugDotPrint writes a digraph with one node per captured
 # operation; the pipeline's kernel nodes appear in it as kernel nodes.
 name=gpu/dot-cuda-graph/pipeline
-if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"
+if ! selected "$name"; then :
+elif over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"
 elif timeout -k 5 60 "$DAGRUN" --backend=cuda --mode=graph --iterations=1 --warmup=0 \
     --dot-cuda-graph="$tmp/cuda_graph.dot" --dot="$tmp/run.dot" "$graphs_dir/pipeline.yaml" >"$tmp/out" 2>&1 &&
     grep -q '^digraph' "$tmp/cuda_graph.dot" && grep -qi 'kernel' "$tmp/cuda_graph.dot" &&
@@ -441,6 +480,7 @@ spin_chain=$tmp/spin_chain.yaml
 for mode in streams graph; do
   name=gpu/timing/spin-chain/$mode
   : >"$tmp/out"
+  selected "$name" || continue
   if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; continue; fi
   if ! timeout -k 5 60 "$DAGRUN" --backend=cuda --format=json --mode=$mode --iterations=5 \
       --warmup=1 "$spin_chain" >"$tmp/report.json" 2>"$tmp/out"; then
@@ -489,6 +529,7 @@ ncu_check() {
   while [ $# -gt 0 ] && [ "$1" != -- ]; do ncu_args+=("$1"); shift; done
   shift
   : >"$tmp/out"
+  selected "$name" || return 0
   if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
   if [ -z "$NCU" ] || [ ! -x "$NCU" ]; then fail "$name" "ncu (Nsight Compute) not found; set NCU=/path/to/ncu"; return; fi
   rm -f "$tmp/ncu.csv"
@@ -536,6 +577,7 @@ ncu_check gpu/ncu/capture-range 8 "" --profile-from-start off -- --iterations=2 
 expect_fault() {
   local name=$1 pattern=$2 file=$3 mode=${4:-streams}
   : >"$tmp/out"
+  selected "$name" || return 0
   if over_budget; then fail "$name" "skipped: over the ${BUDGET_S}s budget"; return; fi
   timeout -k 5 60 "$DAGRUN" --backend=cuda --mode="$mode" "$file" >"$tmp/out" 2>&1
   local rc=$?
@@ -585,7 +627,7 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
   done
 else
   : >"$tmp/out"
-  fail gpu/sanitize "compute-sanitizer not found"
+  selected gpu/sanitize && fail gpu/sanitize "compute-sanitizer not found"
 fi
 
 # ---- eager copy batches (#18.2, backends/cuda/batch.h) ----

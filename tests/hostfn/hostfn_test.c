@@ -6,7 +6,9 @@
  *    reads its output verifies under seeded delays, and the same pipeline
  *    with the output declared `read` is caught by --verify;
  *  - the iteration count, the user data and a failing function (exit 70);
- *  - a user kernel's host twin runs and verifies on the host backend;
+ *  - a user kernel's host twin runs and verifies on the host backend, also
+ *    in a loop body (tests/gpu/loops/jacobi_user.yaml, against the exact
+ *    solution);
  *  - what --check reports (exit 65) for a missing library, a file that is
  *    not one, a missing symbol, a missing twin function;
  *  - dr_pipeline_add_host_fn: hazards without dr_pipeline_node_after, and
@@ -14,6 +16,7 @@
  * Runs in tests/hostfn of the runfiles tree, where libdr_test_hostfn.so
  * lies beside the YAML files. */
 #include <glib.h>
+#include <math.h>
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -180,6 +183,46 @@ static void test_twin(void) {
   if (rc != 0) g_printerr("%s%s", out->str, err->str);
   g_assert_cmpint(rc, ==, 0);
   g_assert_nonnull(strstr(out->str, "verify: passed"));
+}
+
+/* tests/gpu/loops/jacobi_user.yaml on the host backend: a user kernel
+ * (the Jacobi sweep) in a while body runs through its host twin
+ * (examples/hostfns.c) every trip, verifies under seeded delays, and the
+ * loop stops at convergence within 2e-3 of the exact solution
+ * u[i] = 0.005 * i * (31 - i) (the CPU reference of the GPU check
+ * gpu/loops/jacobi-user, which compares the device with this). */
+static void test_twin_in_loop(void) {
+  g_autofree char *root = g_canonicalize_filename("../..", NULL);
+  g_autofree char *yaml = NULL;
+  g_assert_true(g_file_get_contents("../../tests/gpu/loops/jacobi_user.yaml", &yaml, NULL, NULL));
+  g_autofree char *save = g_build_filename(g_get_tmp_dir(), "jacobi_user_u.bin", NULL);
+  g_autofree char *prefix = g_strconcat(root, "/", NULL);
+  g_auto(GStrv) parts = g_strsplit(yaml, "../../../", -1);
+  g_autofree char *abs = g_strjoinv(prefix, parts);
+  g_autofree char *with_u = g_strdup_printf(", save: '%s'}\n  un:", save);
+  g_auto(GStrv) at_u = g_strsplit(abs, "}\n  un:", 2);
+  g_assert_cmpuint(g_strv_length(at_u), ==, 2);
+  g_autofree char *text = g_strjoinv(with_u, at_u);
+  g_autofree char *path = g_build_filename(g_get_tmp_dir(), "jacobi_user.yaml", NULL);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  g_autoptr(GString) out = g_string_new(NULL), err = g_string_new(NULL);
+  int rc = cli(out, err, "--backend=host", "--verify", "--delay-seed=7", path, NULL);
+  if (rc != 0) g_printerr("%s%s", out->str, err->str);
+  g_assert_cmpint(rc, ==, 0);
+  g_assert_nonnull(strstr(out->str, "verify: passed"));
+  g_assert_nonnull(strstr(out->str, "loop solve: "));
+  g_autofree char *bytes = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(save, &bytes, &len, NULL));
+  g_assert_cmpuint(len, ==, 32 * sizeof(float));
+  const float *u = (const float *)(const void *)bytes;
+  double worst = 0;
+  for (int i = 0; i < 32; i++) worst = MAX(worst, fabs(u[i] - 0.005 * i * (31 - i)));
+  g_test_message("max |u - exact| %g", worst);
+  g_assert_cmpfloat(worst, <=, 2e-3);
+  g_assert_cmpfloat(u[15], >, 1.0); /* not the zeros it started from */
+  g_unlink(save);
+  g_unlink(path);
 }
 
 /* `dagrun --check` on `yaml` (write_tmp'd to check.yaml) exits 65 with
@@ -361,6 +404,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hostfn/run/failure", test_fail);
   g_test_add_func("/hostfn/run/iteration", test_iteration);
   g_test_add_func("/hostfn/twin/run", test_twin);
+  g_test_add_func("/hostfn/twin/in-loop", test_twin_in_loop);
   g_test_add_func("/hostfn/check/errors", test_check_errors);
   g_test_add_func("/hostfn/yaml/round-trip", test_round_trip);
   g_test_add_func("/hostfn/api/hazards", test_api);
