@@ -2,6 +2,9 @@
  * table pointer, and the one error check every CUDA call goes through. */
 #include "backends/cuda_api.h"
 
+#include <cuda.h>
+#include <string.h>
+
 /* stamp.cu */
 extern int dr__stamp_launch(unsigned long long *slot, cudaStream_t stream);
 /* loopctl.cu */
@@ -11,6 +14,41 @@ extern int dr__count_launch(cudaGraphConditionalHandle handle, guint64 *counter,
                             guint64 *stamps, cudaStream_t stream);
 
 static int real_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) { return def->launch(l); }
+
+/* DrCudaApi.kernel_node_copy: the driver's calls, found once through the
+ * runtime (CUDA 12's ABI of them: CUDA_KERNEL_NODE_PARAMS v2, which names
+ * the function by CUfunction or CUkernel, any module's). */
+typedef CUresult (*KernelNodeGet)(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *params);
+typedef CUresult (*ExecKernelNodeSet)(CUgraphExec exec, CUgraphNode node,
+                                      const CUDA_KERNEL_NODE_PARAMS *params);
+
+static gpointer find_driver_calls(gpointer unused) {
+  (void)unused;
+  static gpointer calls[2];
+  enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &calls[0], 12000, cudaEnableDefault,
+                                       &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess ||
+      cudaGetDriverEntryPointByVersion("cuGraphExecKernelNodeSetParams", &calls[1], 12000, cudaEnableDefault,
+                                       &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return NULL;
+  }
+  return calls;
+}
+
+static cudaError_t real_kernel_node_copy(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNode_t from) {
+  static GOnce once = G_ONCE_INIT;
+  gpointer *calls = g_once(&once, find_driver_calls, NULL);
+  if (calls == NULL) return cudaErrorNotSupported;
+  CUDA_KERNEL_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  if (((KernelNodeGet)calls[0])((CUgraphNode)from, &p) != CUDA_SUCCESS) return cudaErrorInvalidValue;
+  return ((ExecKernelNodeSet)calls[1])((CUgraphExec)exec, (CUgraphNode)node, &p) == CUDA_SUCCESS
+             ? cudaSuccess
+             : cudaErrorInvalidValue;
+}
 
 /* cudaDeviceSynchronize and cudaGetLastError take no arguments; the table
  * keeps them like the rest. */
@@ -29,6 +67,7 @@ static const DrCudaApi real_api = {
     .cudaGraphNodeGetDependencies = cudaGraphNodeGetDependencies,
     .cudaGraphNodeGetType = cudaGraphNodeGetType,
     .cudaGraphKernelNodeGetParams = cudaGraphKernelNodeGetParams,
+    .kernel_node_copy = real_kernel_node_copy,
     .cudaGraphKernelNodeSetParams = cudaGraphKernelNodeSetParams,
     .cudaGraphExecKernelNodeSetParams = cudaGraphExecKernelNodeSetParams,
     .cudaGraphDebugDotPrint = cudaGraphDebugDotPrint,

@@ -108,6 +108,13 @@ typedef struct {
                                               const struct cudaKernelNodeParams *params);
   cudaError_t (*cudaGraphExecKernelNodeSetParams)(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                   const struct cudaKernelNodeParams *params);
+  /* Sets kernel node `node` of `exec` to the launch of kernel node `from`
+   * (of another graph) through the driver (cuGraphKernelNodeGetParams,
+   * cuGraphExecKernelNodeSetParams), which takes kernels this runtime did
+   * not register: cuBLAS's, whose nodes cudaGraphKernelNodeGetParams
+   * refuses (cudaErrorInvalidDeviceFunction, seen on the H200). Optional:
+   * NULL, such a node takes the whole-graph path. */
+  cudaError_t (*kernel_node_copy)(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNode_t from);
   /* External memory (dr_runner_bind_buffer), optional too: without
    * cudaPointerGetAttributes a bound pointer is not checked; without the
    * memcpy/memset entries a bound buffer's copy or memset node takes the

@@ -418,11 +418,10 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   l.pdl = 0; /* alone in its capture: no kernel before it (the edge is the executable's) */
   /* A gemm's cuBLAS handle is bound to its node's stream; moved to origin
    * here, before the capture, so that cublasSetStream and
-   * cublasSetWorkspace are not made inside it. The next launch on the
-   * node's stream binds it back (dr__kblas_handle). */
+   * cublasSetWorkspace are not made inside it, and back after it. */
   char blas_err[DR_KERR_SIZE] = {0};
   if ((ln->kcalls[k].call.def->flags & DR_KFLAG_BLAS) && l.blas != NULL &&
-      dr_kblas_bind(l.blas, origin, blas_err) != 0) {
+      dr__cuda_blas_bind(l.blas, origin, blas_err) != 0) {
     g_debug("graph update: node '%s': %s", dr_graph_node(b->graph, v)->id, blas_err);
     return FALSE;
   }
@@ -433,21 +432,35 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   }
   int launched = api->kernel_launch(ln->kcalls[k].call.def, &l);
   cudaError_t ended = api->cudaStreamEndCapture(origin, &one);
+  /* The handle back on its node's stream, where the next capture of the
+   * iteration launches it. */
+  if ((ln->kcalls[k].call.def->flags & DR_KFLAG_BLAS) && l.blas != NULL &&
+      dr__cuda_blas_bind(l.blas, ln->kcalls[k].call.launch.stream, blas_err) != 0) {
+    g_debug("graph update: node '%s': %s", dr_graph_node(b->graph, v)->id, blas_err);
+    launched = -1;
+  }
   cudaGraphNode_t node = NULL;
   size_t n = 1;
   struct cudaKernelNodeParams params;
   cudaError_t got = cudaErrorUnknown, set = cudaErrorUnknown;
-  gboolean ok = launched == 0 && ended == cudaSuccess && one != NULL &&
-                api->cudaGraphGetNodes(one, &node, &n) == cudaSuccess && n == 1 &&
-                (got = api->cudaGraphKernelNodeGetParams(node, &params)) == cudaSuccess &&
+  gboolean one_node = launched == 0 && ended == cudaSuccess && one != NULL &&
+                      api->cudaGraphGetNodes(one, &node, &n) == cudaSuccess && n == 1;
+  gboolean ok = one_node && (got = api->cudaGraphKernelNodeGetParams(node, &params)) == cudaSuccess &&
                 (set = api->cudaGraphExecKernelNodeSetParams(cg->exec, cg->node[v], &params)) == cudaSuccess;
+  /* The template graph follows (not needed to run; kept true). */
+  if (ok && api->cudaGraphKernelNodeSetParams) (void)api->cudaGraphKernelNodeSetParams(cg->node[v], &params);
+  /* A kernel of another module (cuBLAS's gemm): the runtime cannot name
+   * its function; the driver sets it (the template keeps the launch it
+   * was captured with: only the executable runs). */
+  if (one_node && !ok && got != cudaSuccess && api->kernel_node_copy) {
+    (void)api->cudaGetLastError();
+    ok = (set = api->kernel_node_copy(cg->exec, cg->node[v], node)) == cudaSuccess;
+  }
   if (!ok)
     g_debug(
         "graph update: node '%s' not set in place: launch %d, end of capture %d, %zu node%s in it, "
         "get %d, set %d",
         dr_graph_node(b->graph, v)->id, launched, (int)ended, n, n == 1 ? "" : "s", (int)got, (int)set);
-  /* The template graph follows (not needed to run; kept true). */
-  if (ok && api->cudaGraphKernelNodeSetParams) (void)api->cudaGraphKernelNodeSetParams(cg->node[v], &params);
   if (one) (void)api->cudaGraphDestroy(one);
   if (!ok) (void)api->cudaGetLastError();
   return ok;

@@ -1456,6 +1456,9 @@ static cudaError_t fake_cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struc
   FakeNode *n = (FakeNode *)node;
   if (!node_ok("cudaGraphKernelNodeGetParams", node) || n->type != cudaGraphNodeTypeKernel || n->def == NULL)
     return finish(cudaErrorInvalidValue);
+  /* As the runtime on the H200: a kernel of cuBLAS's own module is no
+   * function it can name. */
+  if (n->def->flags & DR_KFLAG_BLAS) return finish(cudaErrorInvalidDeviceFunction);
   memset(p, 0, sizeof *p);
   p->func = (void *)n->def;
   p->kernelParams = (void **)(void *)n;
@@ -1479,6 +1482,23 @@ static cudaError_t fake_cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, c
   if (n == NULL || n->type != cudaGraphNodeTypeKernel || from == NULL || from->def != n->def) {
     misuse("cudaGraphExecKernelNodeSetParams: node %p is not a kernel node of %p's graph", (void *)node,
            (void *)exec);
+    return finish(cudaErrorInvalidValue);
+  }
+  set_launch(n, from->def, &from->l);
+  fake.exec_node_sets++;
+  return cudaSuccess;
+}
+
+/* DrCudaApi.kernel_node_copy, the driver's way: any kernel node's launch,
+ * its function included, onto a kernel node of the executable. */
+static cudaError_t fake_kernel_node_copy(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                         cudaGraphNode_t from_node) {
+  GATE("kernel_node_copy", exec, FALSE, FALSE);
+  FakeNode *n = exec_node(obj_find(exec, DR_FAKE_GRAPH_EXEC), node), *from = (FakeNode *)from_node;
+  if (n == NULL || n->type != cudaGraphNodeTypeKernel || !node_ok("kernel_node_copy", from_node) ||
+      from->type != cudaGraphNodeTypeKernel || from->def == NULL) {
+    misuse("kernel_node_copy: node %p is not a kernel node of %p's graph, or %p no kernel node", (void *)node,
+           (void *)exec, (void *)from_node);
     return finish(cudaErrorInvalidValue);
   }
   set_launch(n, from->def, &from->l);
@@ -1956,6 +1976,7 @@ const DrCudaApi *dr_fake_api_graph_nodes(void) {
   api.cudaGraphKernelNodeGetParams = fake_cudaGraphKernelNodeGetParams;
   api.cudaGraphKernelNodeSetParams = fake_cudaGraphKernelNodeSetParams;
   api.cudaGraphExecKernelNodeSetParams = fake_cudaGraphExecKernelNodeSetParams;
+  api.kernel_node_copy = fake_kernel_node_copy;
   api.cudaGraphExecMemcpyNodeSetParams1D = fake_cudaGraphExecMemcpyNodeSetParams1D;
   api.cudaGraphMemsetNodeGetParams = fake_cudaGraphMemsetNodeGetParams;
   api.cudaGraphExecMemsetNodeSetParams = fake_cudaGraphExecMemsetNodeSetParams;

@@ -216,6 +216,64 @@ static void test_split(void) {
   dr_fake_runner_finish();
 }
 
+/* A gemm sized by seq is set in place: its one-node capture's kernel is
+ * cuBLAS's, which the runtime cannot name (cudaGraphKernelNodeGetParams
+ * refuses it, as on the H200), so the driver's copy sets it
+ * (kernel_node_copy): no capture of the iteration, no instantiation. */
+static void test_gemm_in_place(void) {
+  const char *text =
+      "dagrun: 1\n"
+      "params:\n"
+      "  seq: {type: int, default: 4, min: 1, max: 16}\n"
+      "buffers:\n"
+      "  x: {type: f32, count: 64, init: iota}\n"
+      "  w: {type: f32, count: 16, init: iota}\n"
+      "  y: {type: f32, count: 64, init: zeros}\n"
+      "nodes:\n"
+      "  mm: {op: kernel, kernel: gemm_f32, args: {a: \"x[0:seq*4]\", b: w, c: \"y[0:seq*4]\", m: \"{seq}\", "
+      "n: 4, "
+      "k: 4}}\n";
+  const gint64 seqs[] = {16, 4, 9};
+  float want[G_N_ELEMENTS(seqs)][64];
+  dr_fake_runner_start();
+  dr_fake_set_blas(TRUE, 0);
+  g_autoptr(GError) error = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("gemm.yaml", text, -1, &error);
+    g_assert_no_error(error);
+    g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, seqs[i]);
+    g_assert_true(dr_pipeline_set_param(p, "seq", v, &error));
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_true(dr_runner_read_buffer(r, "y", want[i], sizeof want[i], &error));
+  }
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("gemm.yaml", text, -1, &error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", seqs[i], &error));
+      guint from = dr_fake_trace()->len;
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      g_assert_cmpstr(dr_runner_last_update(r), ==, "updated-nodes");
+      g_assert_cmpuint(dr_fake_count_calls(from, "kernel_node_copy"), ==, 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
+      float got[64];
+      g_assert_true(dr_runner_read_buffer(r, "y", got, sizeof got, &error));
+      gsize bytes = (gsize)seqs[i] * 4 * sizeof(float);
+      g_assert_cmpmem(got, bytes, want[i], bytes);
+    }
+  }
+  dr_fake_set_blas(FALSE, 0);
+  dr_fake_runner_finish();
+}
+
 /* Without the cache (the default): the one executable is updated or
  * replaced, the report names the node and says nothing of a cache. */
 static void test_off(void) {
@@ -316,6 +374,7 @@ int main(int argc, char **argv) {
   dr_cuda_api_set(dr_fake_api());
   g_test_add_func("/fault/graph-cache/lru", test_lru);
   g_test_add_func("/fault/graph-cache/split", test_split);
+  g_test_add_func("/fault/graph-cache/gemm-in-place", test_gemm_in_place);
   g_test_add_func("/fault/graph-cache/off", test_off);
   g_test_add_func("/fault/graph-cache/one", test_one);
   g_test_add_func("/fault/graph-cache/faults", test_faults);

@@ -351,8 +351,8 @@ check gpu/loops/jacobi/graph 120 bash -c "$(declare -f loop_bytes same_f32); tmp
 # backend's bytes exactly and its trips per loop, in both modes.
 for mode in streams graph; do
   check "gpu/loops/cond/$mode" 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
-    loop_bytes $gpu_dir/loops/cond.yaml out host streams $tmp/c_host.bin | grep '^loop' | cut -d, -f1 >$tmp/ct_host &&
-    loop_bytes $gpu_dir/loops/cond.yaml out cuda $mode $tmp/c_cuda.bin | grep '^loop' | cut -d, -f1 >$tmp/ct_cuda &&
+    loop_bytes $gpu_dir/loops/cond.yaml out host streams $tmp/c_host.bin | grep '^loop ' | cut -d, -f1 >$tmp/ct_host &&
+    loop_bytes $gpu_dir/loops/cond.yaml out cuda $mode $tmp/c_cuda.bin | grep '^loop ' | cut -d, -f1 >$tmp/ct_cuda &&
     cat $tmp/ct_cuda && diff $tmp/ct_host $tmp/ct_cuda && same_f32 $tmp/c_host.bin $tmp/c_cuda.bin 0"
 done
 for mode in streams graph; do
@@ -382,8 +382,8 @@ done
 # WHILE body holds cuBLAS's capture): the host's trips per loop and bytes.
 for mode in streams graph; do
   check "gpu/loops/gemm/$mode" 120 bash -c "$(declare -f loop_bytes same_f32); tmp=$tmp DAGRUN=$DAGRUN
-    loop_bytes $gpu_dir/loops/gemm.yaml out host streams $tmp/gm_host.bin | grep '^loop' | cut -d, -f1 >$tmp/gmt_host &&
-    loop_bytes $gpu_dir/loops/gemm.yaml out cuda $mode $tmp/gm_cuda.bin | grep '^loop' | cut -d, -f1 >$tmp/gmt_cuda &&
+    loop_bytes $gpu_dir/loops/gemm.yaml out host streams $tmp/gm_host.bin | grep '^loop ' | cut -d, -f1 >$tmp/gmt_host &&
+    loop_bytes $gpu_dir/loops/gemm.yaml out cuda $mode $tmp/gm_cuda.bin | grep '^loop ' | cut -d, -f1 >$tmp/gmt_cuda &&
     cat $tmp/gmt_cuda && diff $tmp/gmt_host $tmp/gmt_cuda && same_f32 $tmp/gm_host.bin $tmp/gm_cuda.bin 1e-4"
 done
 
@@ -409,8 +409,8 @@ for mode in streams graph; do
   check "gpu/loops/device-loop/$mode" 120 bash -c "tmp=$tmp
     sed \"s|^\\(  out: *{.*\\)}\\s*\$|\\1, save: '$tmp/dl_host.bin'}|\" $gpu_dir/loops/device_loop.yaml >$tmp/dl_h.yaml &&
     sed \"s|^\\(  out: *{.*\\)}\\s*\$|\\1, save: '$tmp/dl_cuda.bin'}|\" $gpu_dir/loops/device_loop.yaml >$tmp/dl_c.yaml &&
-    $DAGRUN --backend=host $tmp/dl_h.yaml | grep '^loop' | cut -d, -f1 >$tmp/dlt_host &&
-    $DAGRUN --backend=cuda --mode=$mode $tmp/dl_c.yaml | grep '^loop' | cut -d, -f1 >$tmp/dlt_cuda &&
+    $DAGRUN --backend=host $tmp/dl_h.yaml | grep '^loop ' | cut -d, -f1 >$tmp/dlt_host &&
+    $DAGRUN --backend=cuda --mode=$mode $tmp/dl_c.yaml | grep '^loop ' | cut -d, -f1 >$tmp/dlt_cuda &&
     diff $tmp/dlt_host $tmp/dlt_cuda && cmp $tmp/dl_host.bin $tmp/dl_cuda.bin &&
     $DAGRUN --backend=cuda --mode=$mode --format=json $tmp/dl_c.yaml | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"iterations\"]==20 and d[\"makespan_us\"]>0, d[\"iterations\"]; print(\"makespan_us\", d[\"makespan_us\"])'"
 done
