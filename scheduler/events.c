@@ -134,14 +134,15 @@ static inline void slot_unref(Clocks *c, guint32 slot) {
 
 /* Per node: its place in its stream (1-based), its successors on other
  * streams not yet issued, and the slot of its clock (NO_SLOT while its
- * stream had waited on nothing). One record, so a predecessor costs one
- * cache miss. */
+ * stream had waited on nothing). */
 typedef struct {
   guint32 spos, pending, slot;
 } NodeClock;
 
-static inline __attribute__((always_inline)) void plan_events(const DrPlanCtx *ctx, DrPlan *plan,
-                                                              gboolean narrow) {
+/* FALSE, half done, when `narrow` and a stream turns out to hold more
+ * than NARROW_MAX nodes (streams' n_nodes said otherwise). */
+static inline __attribute__((always_inline)) gboolean plan_events(const DrPlanCtx *ctx, DrPlan *plan,
+                                                                  gboolean narrow) {
   guint32 n = ctx->n, S = MAX(plan->streams->len, 1);
   gsize esize = narrow ? sizeof(gint16) : sizeof(guint32);
   void **rows = g_new0(void *, S); /* clock of each stream, NULL until it waits */
@@ -158,12 +159,23 @@ static inline __attribute__((always_inline)) void plan_events(const DrPlanCtx *c
   memset(plan->needs_event, 0, (gsize)MAX(n, 1) * sizeof(gboolean));
   g_array_set_size(plan->waits, 0);
 
-  for (guint32 i = 0; i < n; i++) {
+  guint32 i = 0;
+  for (; i < n; i++) {
     DrPlanStep *step = dr_plan_step(plan, i);
     DrId v = step->node;
     guint32 s = step->stream;
+    /* Issue order visits nodes, their edges and records all over memory:
+     * fetch a later step's ahead (its offsets 16 steps ahead, then its
+     * edges and record 8 steps ahead, when those offsets have arrived). */
+    if (i + 16 < n) __builtin_prefetch(&ctx->pred_off[dr_plan_step(plan, i + 16)->node]);
+    if (i + 8 < n) {
+      DrId w = dr_plan_step(plan, i + 8)->node;
+      __builtin_prefetch(&ctx->edges[DR__PRED_BEGIN(ctx, w)]);
+      __builtin_prefetch(&nc[w]);
+    }
     void *mine = rows[s];
     guint32 place = ++count[s];
+    if (narrow && place > NARROW_MAX) break;
     nc[v].spos = place;
     nc[v].slot = NO_SLOT;
     if (mine != NULL) clock_set(mine, s, place, narrow);
@@ -223,6 +235,7 @@ static inline __attribute__((always_inline)) void plan_events(const DrPlanCtx *c
     }
   }
 
+  gboolean done = i == n;
   g_array_unref(preds);
   g_free(clocks.slab);
   g_free(clocks.refs);
@@ -232,16 +245,12 @@ static inline __attribute__((always_inline)) void plan_events(const DrPlanCtx *c
   g_free(count);
   for (guint32 t = 0; t < S; t++) g_free(rows[t]);
   g_free(rows);
+  return done;
 }
 
 void dr__plan_events(const DrPlanCtx *ctx, DrPlan *plan) {
-  /* The longest stream, counted from the steps themselves. */
-  guint32 S = MAX(plan->streams->len, 1), longest = 0;
-  guint32 *len = g_new0(guint32, S);
-  for (guint32 i = 0; i < plan->steps->len; i++) longest = MAX(longest, ++len[dr_plan_step(plan, i)->stream]);
-  g_free(len);
-  if (longest <= NARROW_MAX)
-    plan_events(ctx, plan, TRUE);
-  else
-    plan_events(ctx, plan, FALSE);
+  guint32 longest = 0;
+  for (guint32 s = 0; s < plan->streams->len; s++)
+    longest = MAX(longest, g_array_index(plan->streams, DrStream, s).n_nodes);
+  if (longest > NARROW_MAX || !plan_events(ctx, plan, TRUE)) plan_events(ctx, plan, FALSE);
 }
