@@ -68,10 +68,15 @@ gboolean dr__plan_order(DrPlanCtx *ctx, double *critical_path_us, GError **error
   guint32 len = 0, issued = 0;
   double critical = 0;
   double *est = g_new0(double, MAX(n, 1));
-  /* The priorities, read once in node order: reading them from the nodes
-   * as they become ready missed the cache on almost every node. */
-  guint8 *prio = g_new(guint8, MAX(n, 1));
-  for (DrId v = 0; v < n; v++) prio[v] = (guint8)dr_graph_node(ctx->graph, v)->priority;
+  /* The priorities, read once in node order (reading them from the nodes
+   * as they become ready missed the cache on almost every node): cost.c
+   * has usually read them already. */
+  guint8 *prio = ctx->node_prio;
+  ctx->node_prio = NULL;
+  if (prio == NULL) {
+    prio = g_new(guint8, MAX(n, 1));
+    for (DrId v = 0; v < n; v++) prio[v] = (guint8)dr_graph_node(ctx->graph, v)->priority;
+  }
   ctx->order = g_new(guint32, MAX(n, 1));
   ctx->pos = g_new(guint32, MAX(n, 1));
   for (DrId v = 0; v < n; v++) {
