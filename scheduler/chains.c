@@ -478,9 +478,13 @@ static gboolean give_slot(Greedy *g, DrId p) {
     g->untracked = TRUE;
     return FALSE;
   }
-  /* The free slot given most recently: the fewest prefix masks to redo. */
+  /* The free slot given most recently: the fewest prefix masks to redo.
+   * first[] grows with k, so the first prefix holding a free slot is
+   * found by a binary search rather than a walk down recent[]. */
+  Mask free_slots = ~g->used;
   guint32 k = 0;
-  while (g->used >> g->recent[k] & 1) k++;
+  for (guint32 step = N_SLOTS / 2; step > 0; step /= 2)
+    if ((g->first[k + step] & free_slots) == 0) k += step;
   s = g->recent[k];
   g->used |= (Mask)1 << s;
   g->owner[s] = p;
@@ -490,7 +494,8 @@ static gboolean give_slot(Greedy *g, DrId p) {
   g->recent[0] = s;
   g->given[0] = ++g->n_given;
   g->slot_time[s] = g->n_given;
-  for (guint32 j = 0; j <= k; j++) g->first[j + 1] = g->first[j] | (Mask)1 << g->recent[j];
+  /* recent[0 .. k] moved down one behind s: so did their prefixes. */
+  for (guint32 j = k + 1; j > 0; j--) g->first[j] = g->first[j - 1] | (Mask)1 << s;
   return TRUE;
 }
 
