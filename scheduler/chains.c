@@ -735,23 +735,15 @@ guint32 dr__plan_chains(DrPlanCtx *ctx, GArray *antichain) {
   guint32 n = ctx->n;
   guint8 *required = g_new0(guint8, MAX(n, 1));
   ctx->n_classes = dr__plan_n_classes(g);
-  /* The classes: cost.c's, made in its walk over the nodes, if it did. */
-  if (ctx->node_class == NULL) {
-    ctx->node_class = g_new(guint8, MAX(n, 1));
-    for (DrId v = 0; v < n; v++) ctx->node_class[v] = (guint8)dr__plan_class(g, v);
-  } else {
-    /* Moved: made before the issue order's arrays, it sat below them in
-     * the heap and kept their space from the chain cover (+6 bytes per
-     * node of peak RSS on the 1M-node program, planner_bench). */
-    guint8 *early = ctx->node_class;
-    ctx->node_class = g_memdup2(early, MAX(n, 1));
-    g_free(early);
-  }
+  ctx->node_class = g_new(guint8, MAX(n, 1));
   ctx->class_chains = g_new0(guint32, ctx->n_classes);
   guint32 *class_size = g_new0(guint32, ctx->n_classes);
   guint32 n_present = 0;
   gboolean only_comm = TRUE;
-  for (DrId v = 0; v < n; v++) class_size[ctx->node_class[v]]++;
+  for (DrId v = 0; v < n; v++) {
+    ctx->node_class[v] = (guint8)dr__plan_class(g, v);
+    class_size[ctx->node_class[v]]++;
+  }
   for (guint32 c = 0; c < ctx->n_classes; c++)
     if (class_size[c] > 0) {
       n_present++;

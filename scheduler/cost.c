@@ -126,19 +126,16 @@ void dr__plan_costs(DrPlanCtx *ctx, const double *durations) {
   const DrGraph *g = ctx->graph;
   guint8 *kind = g_new(guint8, MAX(g->kernels->len, 1));
   for (DrId k = 0; k < g->kernels->len; k++) kind[k] = (guint8)kernel_kind(g, k);
-  /* The classes and priorities too, in the same walk over the nodes. */
-  gboolean facts = ctx->node_class == NULL;
-  if (facts) {
+  /* The priorities too, for the issue order, in the same walk over the
+   * nodes (first call only: the order pass frees them). */
+  gboolean prios = ctx->order == NULL;
+  if (prios) {
     g_free(ctx->node_prio);
-    ctx->node_class = g_new(guint8, MAX(ctx->n, 1));
     ctx->node_prio = g_new(guint8, MAX(ctx->n, 1));
   }
   for (DrId v = 0; v < ctx->n; v++) {
     const DrNode *node = dr_graph_node(g, v);
-    if (facts) {
-      ctx->node_class[v] = (guint8)dr__plan_class(g, v);
-      ctx->node_prio[v] = (guint8)node->priority;
-    }
+    if (prios) ctx->node_prio[v] = (guint8)node->priority;
     if (durations != NULL && !isnan(durations[v]))
       ctx->dur[v] = durations[v];
     else

@@ -32,10 +32,11 @@ typedef struct {
    * memory.c numbers the lifetimes without a second walk over every
    * node. The planner owns it. */
   GArray *pool_nodes;
-  /* cost.c, on its first call, for the passes after it: a byte per node
-   * read from the nodes in the same walk (each walk over a million
-   * 120-byte nodes costs more than the byte itself). NULL when not made. */
-  guint8 *node_prio; /* [n] DrPriority, for order.c (which frees it) */
+  /* cost.c, on its first call (before the order), for order.c, which
+   * frees it: a byte per node read in the same walk over the nodes (each
+   * walk over a million 120-byte nodes costs more than the byte itself).
+   * NULL when not made. */
+  guint8 *node_prio; /* [n] DrPriority */
   /* order.c */
   guint32 *order; /* [n] the issue order: node ids, topological */
   guint32 *pos;   /* [n] position of each node in `order` */
@@ -43,7 +44,7 @@ typedef struct {
   guint32 *chain; /* [n] chain of each node (a chain never mixes classes) */
   guint32 n_chains;
   guint32 n_classes;     /* dr__plan_n_classes */
-  guint8 *node_class;    /* [n] dr__plan_class of each node (a byte: see below); cost.c may make it */
+  guint8 *node_class;    /* [n] dr__plan_class of each node (a byte: see below) */
   guint32 *class_chains; /* [n_classes] chains per class */
   /* cap.c */
   guint32 *chain_stream; /* [n_chains] stream of each chain (before renumbering) */
@@ -78,8 +79,7 @@ typedef struct {
 
 /* cost.c: fills ctx->dur from the cost model, except where `durations`
  * (when not NULL) has a measured value (not NAN), and ctx->pool_nodes
- * when it is not NULL; when ctx->node_class is NULL, also node_class and
- * node_prio. */
+ * when it is not NULL; before the issue order exists, also node_prio. */
 void dr__plan_costs(DrPlanCtx *ctx, const double *durations);
 /* cost.c: the cost model's estimate for one node, µs. */
 double dr__node_cost_us(const DrGraph *graph, DrId node);
