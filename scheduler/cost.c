@@ -4,8 +4,10 @@
  * the durations in; the planner opens no file). Not a simulator: the numbers
  * only rank merges when the stream cap binds and order the issue timeline.
  *
- * Requires: a graph. Provides: ctx->dur in µs, and ctx->pool_nodes (the
- * alloc and free nodes, for memory.c) when the planner asked for them.
+ * Requires: a graph. Provides: ctx->dur in µs, ctx->pool_nodes (the
+ * alloc and free nodes, for memory.c) when the planner asked for them,
+ * and, on a call before the issue order exists, ctx->node_prio (read in
+ * the same walk over the nodes; order.c takes and frees it).
  *
  * Model (GPU-NOTES.md, H200): copies move bytes at 55 GB/s plus 2 µs;
  * kernels touch their accessed bytes at 3 TB/s plus 3 µs, except `spin`
