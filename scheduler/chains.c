@@ -61,7 +61,10 @@
  * random programs (width ~123, 3.3M edges): the greedy start in about
  * 0.55 s and the certificate's search in 0.05 s on a shared 2-core
  * machine, where budgeted merges and the Dinic phases for the 15 paths
- * they left took 5.4 s (BENCHMARKS.md §1).
+ * they left took 5.4 s (BENCHMARKS.md §1). Later (scratch timers, a
+ * quieter machine, 2026-12-01 22:00 UTC): the whole cover in 0.13 s at
+ * width 32, 0.25 s at width 1000 and 0.26 s on the program (greedy
+ * start 0.19 s, certificate 0.03 s, decomposition 0.05 s).
  * Memory: about 45 bytes per node and 4 per edge, plus 25 per node while
  * the greedy start runs (8 more per node if Dinic's phases run).
  * Iterative throughout. */
@@ -420,11 +423,12 @@ typedef struct {
   guint32 *asof;    /* [n] the assignment count bits[] was last checked at */
   guint8 *slot_of;  /* [n] the slot a node was given (check owner[]) */
   DrId owner[N_SLOTS];
-  Mask used;               /* slots with an owner */
-  guint32 n_given;         /* assignments so far */
-  guint8 recent[N_SLOTS];  /* the slots, most recently given first */
-  guint32 given[N_SLOTS];  /* the assignment count each of those was given at */
-  Mask first[N_SLOTS + 1]; /* first[k]: the slots recent[0 .. k) */
+  Mask used;                  /* slots with an owner */
+  guint32 n_given;            /* assignments so far */
+  guint8 recent[N_SLOTS];     /* the slots, most recently given first */
+  guint32 given[N_SLOTS];     /* the assignment count each of those was given at */
+  guint32 slot_time[N_SLOTS]; /* the assignment count each slot was last given at */
+  Mask first[N_SLOTS + 1];    /* first[k]: the slots recent[0 .. k) */
   guint32 flow, lo;
   gint64 forced;
   guint64 failed_work, merge_work, anc_work, anc_tries, anc_hits;
@@ -455,6 +459,14 @@ static inline Mask known_ends(Greedy *g, DrId p) {
   return b;
 }
 
+/* Whether tracked end s (a current slot) is among p's ancestors: one bit
+ * of known_ends(g, p), without the search over every slot given since
+ * p's mask was checked (a bit is stale exactly when its slot was given
+ * after that). */
+static inline gboolean has_known_end(const Greedy *g, DrId p, guint32 s) {
+  return (g->bits[p] >> s & 1) && g->slot_time[s] <= g->asof[p];
+}
+
 /* Gives p (an end that node order[i] passed over) a slot; FALSE when all
  * are taken by current ends. */
 static gboolean give_slot(Greedy *g, DrId p) {
@@ -469,9 +481,13 @@ static gboolean give_slot(Greedy *g, DrId p) {
     g->untracked = TRUE;
     return FALSE;
   }
-  /* The free slot given most recently: the fewest prefix masks to redo. */
+  /* The free slot given most recently: the fewest prefix masks to redo.
+   * first[] grows with k, so the first prefix holding a free slot is
+   * found by a binary search rather than a walk down recent[]. */
+  Mask free_slots = ~g->used;
   guint32 k = 0;
-  while (g->used >> g->recent[k] & 1) k++;
+  for (guint32 step = N_SLOTS / 2; step > 0; step /= 2)
+    if ((g->first[k + step] & free_slots) == 0) k += step;
   s = g->recent[k];
   g->used |= (Mask)1 << s;
   g->owner[s] = p;
@@ -480,7 +496,9 @@ static gboolean give_slot(Greedy *g, DrId p) {
   memmove(g->given + 1, g->given, k * sizeof(guint32));
   g->recent[0] = s;
   g->given[0] = ++g->n_given;
-  for (guint32 j = 0; j <= k; j++) g->first[j + 1] = g->first[j] | (Mask)1 << g->recent[j];
+  g->slot_time[s] = g->n_given;
+  /* recent[0 .. k] moved down one behind s: so did their prefixes. */
+  for (guint32 j = k + 1; j > 0; j--) g->first[j] = g->first[j - 1] | (Mask)1 << s;
   return TRUE;
 }
 
@@ -511,7 +529,7 @@ static gboolean jump_to_known_end(Greedy *g, DrId v, Mask ends, guint64 *spent) 
       guint32 next = NO_EDGE;
       for (guint32 e = DR__PRED_BEGIN(c, y); e < DR__PRED_END(c, y) && next == NO_EDGE; e++) {
         DrId p = c->edges[e].from;
-        if (p == q || (known_ends(g, p) >> s & 1)) next = e;
+        if (p == q || has_known_end(g, p, s)) next = e;
       }
       if (next == NO_EDGE) return FALSE; /* cannot happen: bits are exact */
       f->queue[len++] = next;

@@ -4,8 +4,10 @@
  * the durations in; the planner opens no file). Not a simulator: the numbers
  * only rank merges when the stream cap binds and order the issue timeline.
  *
- * Requires: a graph. Provides: ctx->dur in µs, and ctx->pool_nodes (the
- * alloc and free nodes, for memory.c) when the planner asked for them.
+ * Requires: a graph. Provides: ctx->dur in µs, ctx->pool_nodes (the
+ * alloc and free nodes, for memory.c) when the planner asked for them,
+ * and, on a call before the issue order exists, ctx->node_prio (read in
+ * the same walk over the nodes; order.c takes and frees it).
  *
  * Model (GPU-NOTES.md, H200): copies move bytes at 55 GB/s plus 2 µs;
  * kernels touch their accessed bytes at 3 TB/s plus 3 µs, except `spin`
@@ -55,8 +57,19 @@ static gint64 int_arg(const DrGraph *g, const DrNode *node, const char *name) {
   return -1;
 }
 
-double dr__node_cost_us(const DrGraph *g, DrId id) {
-  const DrNode *node = dr_graph_node(g, id);
+/* What the cost model makes of a kernel: its name decides. */
+typedef enum { KERNEL_PLAIN, KERNEL_SPIN, KERNEL_GEMM } KernelKind;
+
+static KernelKind kernel_kind(const DrGraph *g, DrId kernel) {
+  const char *name = kernel < g->kernels->len ? dr_graph_kernel(g, kernel)->name : "";
+  if (strcmp(name, "spin") == 0) return KERNEL_SPIN;
+  if (g_str_has_prefix(name, "gemm")) return KERNEL_GEMM;
+  return KERNEL_PLAIN;
+}
+
+/* The estimate for `node`; `kind` is its kernel's kind when it is a
+ * kernel (ignored otherwise). */
+static double node_cost(const DrGraph *g, const DrNode *node, KernelKind kind) {
   switch (node->op) {
     case DR_OP_COPY:
       /* The source slice: a copy's read access. */
@@ -65,12 +78,11 @@ double dr__node_cost_us(const DrGraph *g, DrId id) {
     case DR_OP_MEMSET:
       return (double)access_bytes(g, node, TRUE) / MEM_BYTES_PER_US + COPY_FIXED_US;
     case DR_OP_KERNEL: {
-      const char *name = node->kernel < g->kernels->len ? dr_graph_kernel(g, node->kernel)->name : "";
-      if (strcmp(name, "spin") == 0) {
+      if (kind == KERNEL_SPIN) {
         gint64 ns = int_arg(g, node, "ns");
         return ns > 0 ? (double)ns / 1e3 : KERNEL_FIXED_US;
       }
-      if (g_str_has_prefix(name, "gemm")) {
+      if (kind == KERNEL_GEMM) {
         gint64 m = int_arg(g, node, "m"), nn = int_arg(g, node, "n"), k = int_arg(g, node, "k");
         if (m > 0 && nn > 0 && k > 0)
           return 2.0 * (double)m * (double)nn * (double)k / FLOPS_PER_US + KERNEL_FIXED_US;
@@ -102,19 +114,43 @@ double dr__node_cost_us(const DrGraph *g, DrId id) {
   return 0.0;
 }
 
+double dr__node_cost_us(const DrGraph *g, DrId id) {
+  const DrNode *node = dr_graph_node(g, id);
+  return node_cost(g, node, node->op == DR_OP_KERNEL ? kernel_kind(g, node->kernel) : KERNEL_PLAIN);
+}
+
 void dr__plan_costs(DrPlanCtx *ctx, const double *durations) {
   ctx->dur = g_new(double, MAX(ctx->n, 1));
   /* The planner makes the durations again after the chain cover
    * (planner.c): the pool nodes are collected on the first call only. */
   gboolean collect = ctx->pool_nodes != NULL && ctx->pool_nodes->len == 0;
+  /* Each kernel's kind once, not a name comparison per node. */
+  const DrGraph *g = ctx->graph;
+  guint8 *kind = g_new(guint8, MAX(g->kernels->len, 1));
+  for (DrId k = 0; k < g->kernels->len; k++) kind[k] = (guint8)kernel_kind(g, k);
+  /* The priorities too, for the issue order, in the same walk over the
+   * nodes (first call only: the order pass frees them). */
+  gboolean prios = ctx->order == NULL;
+  if (prios) {
+    g_free(ctx->node_prio);
+    ctx->node_prio = g_new(guint8, MAX(ctx->n, 1));
+  }
   for (DrId v = 0; v < ctx->n; v++) {
-    ctx->dur[v] = durations != NULL && !isnan(durations[v]) ? durations[v] : dr__node_cost_us(ctx->graph, v);
+    const DrNode *node = dr_graph_node(g, v);
+    if (prios) ctx->node_prio[v] = (guint8)node->priority;
+    if (durations != NULL && !isnan(durations[v]))
+      ctx->dur[v] = durations[v];
+    else
+      ctx->dur[v] = node_cost(g, node,
+                              node->op == DR_OP_KERNEL && node->kernel < g->kernels->len
+                                  ? (KernelKind)kind[node->kernel]
+                                  : KERNEL_PLAIN);
     /* Here, while the node is in the cache: a walk of its own over a
      * million nodes would cost the memory figures more than their flow. */
-    const DrNode *node = dr_graph_node(ctx->graph, v);
     if (collect && (node->op == DR_OP_ALLOC || node->op == DR_OP_FREE)) {
       DrPlanPoolNode p = {v, node->buffer, node->op == DR_OP_ALLOC};
       g_array_append_val(ctx->pool_nodes, p);
     }
   }
+  g_free(kind);
 }

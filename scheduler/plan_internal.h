@@ -32,6 +32,11 @@ typedef struct {
    * memory.c numbers the lifetimes without a second walk over every
    * node. The planner owns it. */
   GArray *pool_nodes;
+  /* cost.c, on its first call (before the order), for order.c, which
+   * frees it: a byte per node read in the same walk over the nodes (each
+   * walk over a million 120-byte nodes costs more than the byte itself).
+   * NULL when not made. */
+  guint8 *node_prio; /* [n] DrPriority */
   /* order.c */
   guint32 *order; /* [n] the issue order: node ids, topological */
   guint32 *pos;   /* [n] position of each node in `order` */
@@ -74,7 +79,7 @@ typedef struct {
 
 /* cost.c: fills ctx->dur from the cost model, except where `durations`
  * (when not NULL) has a measured value (not NAN), and ctx->pool_nodes
- * when it is not NULL. */
+ * when it is not NULL; before the issue order exists, also node_prio. */
 void dr__plan_costs(DrPlanCtx *ctx, const double *durations);
 /* cost.c: the cost model's estimate for one node, µs. */
 double dr__node_cost_us(const DrGraph *graph, DrId node);

@@ -67,6 +67,7 @@ void dr__plan_ctx_clear(DrPlanCtx *ctx) {
   g_free(ctx->pos);
   g_free(ctx->chain);
   g_free(ctx->node_class);
+  g_free(ctx->node_prio);
   g_free(ctx->class_chains);
   g_free(ctx->chain_stream);
   if (ctx->pool_nodes != NULL) g_array_unref(ctx->pool_nodes);

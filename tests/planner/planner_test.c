@@ -283,6 +283,58 @@ static void test_random_small(gconstpointer data) {
                stats.waits_checked, stats.binding);
 }
 
+/* The waits that events.c's vector clocks give, recomputed the plain way:
+ * a full 32-bit clock row per stream and a full copy per node, joined
+ * entry by entry (events.c narrows clocks to 16 bits and shares copies
+ * between a stream's nodes; the waits must be the same, in the same
+ * order). O(V * S) memory: for tests only. */
+static void check_waits_reference(const DrGraph *g, const DrPlan *plan) {
+  guint32 n = g->nodes->len, m = g->edges->len, S = MAX(plan->streams->len, 1);
+  guint32 *pred_off = g_new0(guint32, n + 1);
+  for (guint32 e = 0; e < m; e++) pred_off[dr_graph_edge(g, e)->to + 1]++;
+  for (guint32 v = 0; v < n; v++) pred_off[v + 1] += pred_off[v];
+  guint32 *rows = g_new0(guint32, (gsize)S * S), *snap = g_new0(guint32, (gsize)n * S);
+  guint32 *count = g_new0(guint32, S), *place = g_new0(guint32, MAX(n, 1));
+  GArray *preds = g_array_new(FALSE, FALSE, sizeof(guint32)); /* steps, descending */
+  guint32 checked = 0;
+  for (guint32 i = 0; i < plan->steps->len; i++) {
+    const DrPlanStep *step = &g_array_index(plan->steps, DrPlanStep, i);
+    DrId v = step->node;
+    guint32 s = step->stream, *row = rows + (gsize)s * S;
+    place[v] = ++count[s];
+    row[s] = place[v];
+    g_array_set_size(preds, 0);
+    for (guint32 e = pred_off[v]; e < pred_off[v + 1]; e++) {
+      DrId u = dr_graph_edge(g, e)->from;
+      if (plan->node_stream[u] == s) continue;
+      guint32 k = preds->len, su = plan->node_step[u];
+      g_array_set_size(preds, k + 1);
+      for (; k > 0 && g_array_index(preds, guint32, k - 1) < su; k--)
+        g_array_index(preds, guint32, k) = g_array_index(preds, guint32, k - 1);
+      g_array_index(preds, guint32, k) = su;
+    }
+    guint32 w = step->wait_first;
+    for (guint32 k = 0; k < preds->len; k++) {
+      DrId u = g_array_index(plan->steps, DrPlanStep, g_array_index(preds, guint32, k)).node;
+      if (row[plan->node_stream[u]] >= place[u]) continue;
+      g_assert_cmpuint(w, <, step->wait_first + step->wait_count);
+      g_assert_cmpuint(g_array_index(plan->waits, DrId, w), ==, u);
+      w++;
+      for (guint32 x = 0; x < S; x++) row[x] = MAX(row[x], snap[(gsize)u * S + x]);
+    }
+    g_assert_cmpuint(w, ==, step->wait_first + step->wait_count);
+    checked += step->wait_count;
+    memcpy(snap + (gsize)v * S, row, S * sizeof(guint32));
+  }
+  g_assert_cmpuint(checked, ==, plan->waits->len);
+  g_array_unref(preds);
+  g_free(place);
+  g_free(count);
+  g_free(snap);
+  g_free(rows);
+  g_free(pred_off);
+}
+
 /* Larger DAGs: no exact reference, but the certificate must hold: an
  * antichain (pairwise unreachable, checked by BFS) as large as the number
  * of streams, and dr_plan_check. */
@@ -299,6 +351,7 @@ static void test_random_large(void) {
     g_assert_true(dr_plan_check(plan, &error));
     g_assert_cmpuint(plan->streams->len, ==, plan->width);
     g_assert_cmpuint(plan->antichain->len, ==, plan->width);
+    check_waits_reference(g, plan);
     guint32 n = g->nodes->len;
     /* Successor lists for the BFS. */
     GPtrArray *succ = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
@@ -818,6 +871,38 @@ static void test_dot_renders(void) {
   g_rmdir(home);
 }
 
+/* Streams longer than 16-bit clocks hold (events.c switches to 32-bit):
+ * three chains of 40,000 nodes, a_i -> b_i -> c_i every fourth i and the
+ * edge a_i -> c_i that those imply. The waits are the reference's: one
+ * per a_i -> b_i and b_i -> c_i, none for a_i -> c_i, also past place
+ * 32767 (where a 16-bit clock would wrap and drop or add waits). */
+static void test_events_long_streams(void) {
+  const guint32 len = 40000;
+  g_autoptr(DrGraph) g = new_graph("long");
+  for (guint32 c = 0; c < 3; c++)
+    for (guint32 i = 0; i < len; i++)
+      add_node(g, DR_OP_KERNEL, DR_PRIORITY_NORMAL, c == 0 ? "a%u" : c == 1 ? "b%u" : "c%u", i);
+  for (guint32 c = 0; c < 3; c++)
+    for (guint32 i = 1; i < len; i++)
+      dr_graph_add_edge(g, c * len + i - 1, c * len + i, DR_EDGE_RAW, DR_NONE);
+  for (guint32 i = 0; i < len; i += 4) {
+    dr_graph_add_edge(g, i, len + i, DR_EDGE_RAW, DR_NONE);
+    dr_graph_add_edge(g, len + i, 2 * len + i, DR_EDGE_RAW, DR_NONE);
+    dr_graph_add_edge(g, i, 2 * len + i, DR_EDGE_RAW, DR_NONE);
+  }
+  dr_graph_sort_edges(g);
+  DrPlanOptions opts = {64, NULL};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPlan) plan = dr_plan_build(g, &opts, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan->width, ==, 3);
+  g_assert_cmpuint(plan->streams->len, ==, 3);
+  for (guint32 s = 0; s < 3; s++)
+    g_assert_cmpuint(g_array_index(plan->streams, DrStream, s).n_nodes, ==, len);
+  g_assert_cmpuint(plan->waits->len, ==, 2 * (len / 4));
+  check_waits_reference(g, plan);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
@@ -832,6 +917,7 @@ int main(int argc, char **argv) {
     g_test_add_data_func(path, &goldens[i], test_golden);
   }
   g_test_add_func("/planner/diamond", test_diamond_exact);
+  g_test_add_func("/planner/events/long-streams", test_events_long_streams);
   g_test_add_func("/planner/order/interleaves", test_order_interleaves);
   g_test_add_func("/planner/cap/binds", test_cap_binds_six);
   g_test_add_func("/planner/cap/sources", test_cap_sources);
