@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/api_internal.h"
+#include "backends/cuda/threads.h"
 #include "lib/settings.h"
 #include "scheduler/predict.h"
 
@@ -59,15 +60,23 @@ DrStreamPlan *dr_pipeline_plan(DrPipeline *pipeline, const DrPlanSettings *setti
   if (profiled != NULL) {
     /* #18.4: what the plan should take, against what the profile took. */
     DrPlanPrediction *pr = g_new0(DrPlanPrediction, 1);
-    DrPredictCosts costs;
-    dr_predict_costs_default(&costs, mode == DR_MODE_GRAPH);
-    dr_plan_predict(plan, profiled, &costs, pr);
-    pr->mode = mode;
     if (!dr_profile_makespan(settings->profile_path, &pr->measured_us, &pr->profile_mode, error)) {
       g_free(pr);
       dr_plan_free(plan);
       return NULL;
     }
+    DrPredictCosts costs;
+    dr_predict_costs_default(&costs, mode == DR_MODE_GRAPH);
+    /* A graph-mode profile's durations run from stamp to stamp along each
+     * stream, each node's cost in the replay included: not added again
+     * (a chain of 2000 tiny kernels was predicted at 1.76x, BENCHMARKS.md
+     * §12). */
+    if (mode == DR_MODE_GRAPH && pr->profile_mode && strcmp(pr->profile_mode, "graph") == 0)
+      costs.graph_node_us = 0;
+    /* Eager runs issue from the threads the CUDA backend picks. */
+    costs.issue_threads = dr__cuda_threads_count(plan, pipeline->graph->run.issue_threads);
+    dr_plan_predict(plan, profiled, &costs, pr);
+    pr->mode = mode;
     plan->prediction = pr;
   }
   DrStreamPlan *sp = g_new0(DrStreamPlan, 1);

@@ -4,11 +4,12 @@
  * One pass over the steps in plan order per figure, with one host clock
  * (eager issue is one thread in plan order: every step's waits, its
  * launch and its completion record advance it), each stream's ready time,
- * each node's finish, and one ready time per copy direction. What it does
- * not model: the hardware queue count (the cap already keeps eager streams
- * within it), stamps and timing events, several issue threads, and
- * kernels that share SMs (each node takes its measured time whatever runs
- * beside it). O(V + waits) per figure; no allocation but three arrays. */
+ * each node's finish, and one ready time per copy direction. Several issue
+ * threads (DrPredictCosts.issue_threads) each have their own host clock.
+ * What it does not model: the hardware queue count (the cap already keeps
+ * eager streams within it), stamps and timing events, and kernels that
+ * share SMs (each node takes its measured time whatever runs beside it).
+ * O(V + waits) per figure; no allocation but four arrays. */
 #include "scheduler/predict.h"
 
 #include <math.h>
@@ -48,7 +49,11 @@ static double simulate(const DrPlan *plan, const double *dur, const DrPredictCos
   guint32 n = dr_graph_n_nodes(g);
   g_autofree double *finish = g_new0(double, MAX(n, 1));
   g_autofree double *ready = g_new0(double, MAX(plan->streams->len, 1));
-  double host = 0, engine[3] = {0, 0, 0}, end = 0;
+  /* Per issue thread: its host clock; per node: when its thread issued it. */
+  guint32 threads = MAX(c->issue_threads, 1);
+  g_autofree double *hosts = g_new0(double, threads);
+  g_autofree double *issued = g_new0(double, MAX(n, 1));
+  double engine[3] = {0, 0, 0}, end = 0;
   const DrPlanStep *steps = (const DrPlanStep *)(void *)plan->steps->data;
   for (guint32 i = 0; i < plan->steps->len; i++) {
     const DrPlanStep *st = &steps[i];
@@ -61,11 +66,19 @@ static double simulate(const DrPlan *plan, const double *dur, const DrPredictCos
       start = MAX(start, f);
     }
     if (!c->graph) {
-      if (what & WAITS) host += c->wait_us * st->wait_count;
+      double *host = &hosts[st->stream % threads];
+      /* A wait on a node of another thread blocks until it is issued. */
+      if (threads > 1 && (what & (LAUNCH | WAITS)))
+        for (guint32 w = st->wait_first; w < st->wait_first + st->wait_count; w++) {
+          DrId u = dr_plan_wait(plan, w);
+          if (plan->node_stream[u] % threads != st->stream % threads) *host = MAX(*host, issued[u]);
+        }
+      if (what & WAITS) *host += c->wait_us * st->wait_count;
       if ((what & LAUNCH) && node->op != DR_OP_NOOP)
-        host += node->op == DR_OP_HOST ? c->host_node_us : c->launch_us;
-      if (what & (LAUNCH | WAITS)) start = MAX(start, host);
-      if ((what & WAITS) && plan->needs_event[v]) host += c->record_us;
+        *host += node->op == DR_OP_HOST ? c->host_node_us : c->launch_us;
+      if (what & (LAUNCH | WAITS)) start = MAX(start, *host);
+      if ((what & WAITS) && plan->needs_event[v]) *host += c->record_us;
+      issued[v] = *host;
     } else if ((what & LAUNCH) && node->op != DR_OP_NOOP) {
       d += c->graph_node_us;
     }

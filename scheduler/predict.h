@@ -17,6 +17,11 @@ typedef struct {
   double record_us;     /* eager: host time of a cudaEventRecord */
   double edge_us;       /* device time of one cross-stream edge (either mode) */
   double graph_node_us; /* graph: device time each node adds in a replay */
+  /* eager: host threads issuing (stream k on thread k mod N, each with its
+   * own clock; a wait on another thread's node also waits, on the host,
+   * until that thread has issued it; backends/cuda/threads.h); 0 or 1:
+   * one. */
+  guint32 issue_threads;
 } DrPredictCosts;
 
 void dr_predict_costs_default(DrPredictCosts *c, gboolean graph);

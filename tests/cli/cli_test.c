@@ -199,7 +199,8 @@ static char *write_profile(const char *name, const char *mode, double makespan, 
  * over the plan's streams, exactly: three independent memsets of 10, 20
  * and 30 us on one stream (max_streams 1) issued eagerly at 4 us a launch
  * end at 4 + 60 = 64 us (critical path 30: the cap costs 30, launches 4);
- * in graph mode each node adds 0.6 us: 61.8. Two device-to-host copies of
+ * in graph mode each node adds 0.6 us: 61.8 (60 from a graph-mode profile,
+ * whose durations hold it). Two device-to-host copies of
  * 5 us on two streams share one copy engine: launched at 4 and 8 us, the
  * second starts when the first ends (9) and ends at 14, 1 us later than
  * without the engine (transfers 1.0). */
@@ -248,6 +249,36 @@ static void test_prediction(void) {
   g_assert_no_error(error);
   g_assert_true(dr_stream_plan_predicted(gp, &predicted, NULL));
   g_assert_cmpfloat_with_epsilon(predicted, 61.8, 1e-9);
+  /* A graph-mode profile's durations hold each node's cost already. */
+  g_autofree char *gprof = write_profile("predict_graph.json", "graph", 61, ids, us, 3);
+  DrPlanSettings gg = {.max_streams = 1, .profile_path = gprof, .mode_set = TRUE, .mode = DR_MODE_GRAPH};
+  g_autoptr(DrStreamPlan) ggp = dr_pipeline_plan(p, &gg, &error);
+  g_assert_no_error(error);
+  g_assert_true(dr_stream_plan_predicted(ggp, &predicted, NULL));
+  g_assert_cmpfloat_with_epsilon(predicted, 60.0, 1e-9);
+  g_remove(gprof);
+
+  /* Two issue threads (run.issue_threads: 2), one per stream: the two
+   * 10 us memsets launch together at 4 us and end at 14, where one thread
+   * launches the second at 8 (ends at 18). */
+  static const char two[] =
+      "dagrun: 1\nrun: {issue_threads: %u}\nbuffers: {a: {type: f32, count: 64}, b: {type: f32, count: 64}}\n"
+      "nodes:\n  x: {op: memset, dst: a, value: 1}\n  y: {op: memset, dst: b, value: 2}\n";
+  const char *tids[] = {"x", "y"};
+  const double tus[] = {10, 10};
+  g_autofree char *tprof = write_profile("threads.json", "streams", 14, tids, tus, 2);
+  for (guint t = 1; t <= 2; t++) {
+    g_autofree char *y = g_strdup_printf(two, t);
+    g_autoptr(DrPipeline) tp = dr_pipeline_load_string("threads.yaml", y, -1, &error);
+    g_assert_no_error(error);
+    DrPlanSettings ts = {.max_streams = 2, .profile_path = tprof, .mode_set = TRUE, .mode = DR_MODE_STREAMS};
+    g_autoptr(DrStreamPlan) tsp = dr_pipeline_plan(tp, &ts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(dr_stream_plan_n_streams(tsp), ==, 2);
+    g_assert_true(dr_stream_plan_predicted(tsp, &predicted, NULL));
+    g_assert_cmpfloat_with_epsilon(predicted, t == 1 ? 18.0 : 14.0, 1e-9);
+  }
+  g_remove(tprof);
 
   static const char copies[] =
       "dagrun: 1\nbuffers:\n  a: {type: f32, count: 64, init: zeros}\n  b: {type: f32, count: 64, init: "
