@@ -220,7 +220,7 @@ static inline void prefetch_ahead(const DrPlanCtx *ctx, guint32 i) {
   if (i + 16 < ctx->n) __builtin_prefetch(&ctx->pred_off[ctx->order[i + 16]]);
   if (i + 8 < ctx->n) {
     DrId w = ctx->order[i + 8];
-    __builtin_prefetch(&ctx->edges[DR__PRED_BEGIN(ctx, w)]);
+    if (ctx->edges != NULL) __builtin_prefetch(&ctx->edges[DR__PRED_BEGIN(ctx, w)]); /* NULL: no edges */
     __builtin_prefetch(&ctx->chain[w]);
   }
 }

@@ -170,7 +170,7 @@ static inline __attribute__((always_inline)) gboolean plan_events(const DrPlanCt
     if (i + 16 < n) __builtin_prefetch(&ctx->pred_off[dr_plan_step(plan, i + 16)->node]);
     if (i + 8 < n) {
       DrId w = dr_plan_step(plan, i + 8)->node;
-      __builtin_prefetch(&ctx->edges[DR__PRED_BEGIN(ctx, w)]);
+      if (ctx->edges != NULL) __builtin_prefetch(&ctx->edges[DR__PRED_BEGIN(ctx, w)]); /* NULL: no edges */
       __builtin_prefetch(&nc[w]);
     }
     void *mine = rows[s];
