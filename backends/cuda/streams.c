@@ -273,9 +273,15 @@ gboolean dr__cuda_streams_open(DrCudaStreams *s, const DrPlan *plan, int device,
   const DrCudaDevice *d = &s->devices[0];
   g_autofree char *dev = g_strdup_printf("device %d", s->devices[0].ordinal);
   DrCudaSite site = DR_SITE_SETUP(dev);
+  /* One plan stream on the first device, eagerly: it is origin too, so an
+   * iteration needs no fork and no join (two event hops, about 8 us on
+   * the H200 for a one-node allreduce on its communication stream:
+   * BENCHMARKS.md §15); consecutive iterations are ordered by the stream. */
+  s->origin_is_stream0 = !keep_fork_join && s->n_streams == 1 && s->stream_device[0] == 0;
   if (!open_device(&s->devices[0], error) ||
-      !DR_CUDA(site, cudaStreamCreateWithPriority, &s->origin, cudaStreamNonBlocking,
-               map_priority(DR_PRIORITY_NORMAL, d->prio_least, d->prio_greatest)))
+      (!s->origin_is_stream0 &&
+       !DR_CUDA(site, cudaStreamCreateWithPriority, &s->origin, cudaStreamNonBlocking,
+                map_priority(DR_PRIORITY_NORMAL, d->prio_least, d->prio_greatest))))
     return FALSE;
   for (guint32 k = 0; k < s->n_streams; k++) {
     DrCudaSite ss = {NULL, k, NULL};
@@ -284,6 +290,10 @@ gboolean dr__cuda_streams_open(DrCudaStreams *s, const DrPlan *plan, int device,
                  dr__cuda_streams_priority(s, k)) ||
         !DR_CUDA(ss, cudaEventCreateWithFlags, &s->join[k], cudaEventDisableTiming))
       return FALSE;
+  }
+  if (s->origin_is_stream0) {
+    s->origin = s->stream[0];
+    s->needs_fork[0] = s->needs_join[0] = FALSE;
   }
   if (!dr__cuda_streams_use_device(s, 0, error) ||
       !DR_CUDA(site, cudaEventCreateWithFlags, &s->fork, cudaEventDisableTiming))
@@ -311,7 +321,7 @@ void dr__cuda_streams_close(DrCudaStreams *s) {
   if (s->stream)
     for (guint32 k = 0; k < s->n_streams; k++)
       if (s->stream[k]) (void)api->cudaStreamDestroy(s->stream[k]);
-  if (s->origin) (void)api->cudaStreamDestroy(s->origin);
+  if (s->origin && !s->origin_is_stream0) (void)api->cudaStreamDestroy(s->origin);
   for (guint32 d = 1; s->devices && d < s->n_devices; d++)
     if (s->devices[d].setup) (void)api->cudaStreamDestroy(s->devices[d].setup);
   g_free(s->peer);
@@ -326,6 +336,7 @@ void dr__cuda_streams_close(DrCudaStreams *s) {
 
 gboolean dr__cuda_streams_fork(const DrCudaStreams *s, GError **error) {
   DrCudaSite site = DR_SITE_SETUP("iteration fork");
+  if (s->origin_is_stream0) return TRUE; /* the stream orders it */
   /* Fork: the iteration's start happens before every stream's first node
    * (directly, or through the node it waits on: needs_fork). */
   if (!DR_CUDA(site, cudaEventRecord, s->fork, s->origin)) return FALSE;

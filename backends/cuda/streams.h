@@ -48,6 +48,9 @@ typedef struct {
   guint32 n_devices;
   guint32 *stream_device; /* [n_streams]: index into devices */
   cudaStream_t origin;    /* fork/join point on devices[0]; never the legacy stream */
+  /* Streams mode with one plan stream on devices[0]: origin is that
+   * stream (no fork, no join), made and destroyed as stream[0]. */
+  gboolean origin_is_stream0;
   cudaStream_t *stream;   /* [n_streams] */
   cudaEvent_t fork;       /* no timing: origin -> every stream */
   cudaEvent_t *join;      /* [n_streams], no timing: every stream -> origin */

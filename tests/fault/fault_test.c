@@ -402,7 +402,11 @@ static void check_blames(Sweep *w) {
   }
   for (guint i = 0; i < w->blames->len; i++) {
     const Blame *b = &g_array_index(w->blames, Blame, i);
-    if (b->node == DR_NONE && is_stream_work(b->call) && b->stream &&
+    /* Streams mode with one plan stream: that stream is origin too
+     * (backends/cuda/streams.h), where setup work runs. */
+    const DrPlan *run_plan = s->run_of[b->point] == 1 && s->serial ? s->serial : s->plan;
+    gboolean setup_there = s->opts.mode == DR_MODE_STREAMS && dr_plan_n_streams(run_plan) == 1;
+    if (b->node == DR_NONE && is_stream_work(b->call) && b->stream && !setup_there &&
         g_hash_table_contains(plan_streams, GUINT_TO_POINTER(b->stream)))
       problem(w, b->point, "%s on a plan stream not blamed on a node", b->call);
     if (b->aside && g_hash_table_contains(plan_streams, GUINT_TO_POINTER(b->stream)))
