@@ -394,7 +394,8 @@ static gboolean issue_body(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaAp
 
 /* Trip `trip` of `loop`: its body between its trip stamps (trips.h). */
 static gboolean issue_trip(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrLoop *loop,
-                           const DrGraph *body, guint64 trip, cudaStream_t st, DrKBlas *blas, GError **error) {
+                           const DrGraph *body, guint64 trip, cudaStream_t st, DrKBlas *blas,
+                           GError **error) {
   gint32 pos = -1;
   if (l->trip_stamps == NULL) return issue_body(l, m, api, body, st, blas, error);
   return dr__cuda_trips_trip_begin(l->trip_stamps, loop, trip, st, &pos, error) &&
