@@ -17,6 +17,9 @@ static void log_line(const char *domain, GLogLevelFlags level, const char *messa
 
 int main(int argc, char **argv) {
   g_log_set_handler("dagrun", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, log_line, NULL);
+  /* Debug lines (G_MESSAGES_DEBUG=all) to stderr too: GLib's default writes
+   * them to stdout, into --format=json's reports. */
+  g_log_writer_default_set_use_stderr(TRUE);
   g_autoptr(GString) out = g_string_new(NULL);
   g_autoptr(GString) err = g_string_new(NULL);
   /* Under mpirun, join the job before anything else: the pipeline's
