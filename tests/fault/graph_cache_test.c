@@ -102,6 +102,73 @@ typedef struct {
   guint variants;
 } Step;
 
+/* What test_lru checks of each step beyond sweep's: the calls a hit or a
+ * miss makes, and the node that forced it in both reports. */
+static void lru_step(const Step *st, DrRunReport *rr, guint from) {
+  gboolean hit = strcmp(st->result, "hit") == 0;
+  /* A hit: sc's and r's one-node captures on the kept executable; a
+   * miss: the iteration (nothing is set on the one replaced). */
+  g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, hit ? 2 : 1);
+  g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
+  g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, hit ? 2 : 0);
+  g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphLaunch"), ==, 1);
+  g_autofree char *json = json_of(rr);
+  g_assert_nonnull(strstr(json, "\"forced_by\": \"t\""));
+  g_autoptr(GString) text_report = g_string_new(NULL);
+  dr_run_report_write_text(rr, text_report);
+  g_autofree char *line =
+      g_strdup_printf("forced by node 't'; graph cache %s, %u variants", st->result, st->variants);
+  g_assert_nonnull(strstr(text_report->str, line));
+}
+
+/* Runs `steps` [n] on a cache of 2 after one run at the default, with
+ * `split` (or NULL) captured as two nodes from seq 16 on
+ * (dr_fake_set_split). Each step is checked: its update, whether it
+ * instantiated, the JSON report's cache result, and the bytes of a graph
+ * captured at that value (computed first, on the fake too); `more`, when
+ * given, checks more of it. */
+static void sweep(const Step *steps, guint n, const char *split,
+                  void (*more)(const Step *st, DrRunReport *rr, guint from)) {
+  g_autofree Out *want = g_new(Out, n);
+  dr_fake_runner_start();
+  for (guint i = 0; i < n; i++) reference(steps[i].seq, &want[i]);
+  dr_fake_runner_finish();
+  dr_fake_runner_start();
+  dr_fake_set_split(split, 16);
+  g_autoptr(GError) error = NULL;
+  {
+    g_autofree char *text = pipeline(2);
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
+    g_assert_no_error(error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    for (guint i = 0; i < n; i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", steps[i].seq, &error));
+      guint from = dr_fake_trace()->len;
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      g_assert_cmpstr(dr_runner_last_update(r), ==, steps[i].how);
+      gboolean hit = strcmp(steps[i].result, "hit") == 0;
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, hit ? 0 : 1);
+      g_autofree char *json = json_of(rr);
+      g_autofree char *want_cache = g_strdup_printf("\"graph_cache\": {\"result\": \"%s\", \"variants\": %u}",
+                                                    steps[i].result, steps[i].variants);
+      if (strstr(json, want_cache) == NULL) g_printerr("step %u: %s\n", i, json);
+      g_assert_nonnull(strstr(json, want_cache));
+      if (more) more(&steps[i], rr, from);
+      Out got;
+      read_out(r, &got);
+      gsize bytes = (gsize)steps[i].seq * sizeof(float);
+      g_assert_cmpmem(got.y, bytes, want[i].y, bytes);
+      g_assert_cmpfloat(got.s, ==, want[i].s);
+    }
+  }
+  dr_fake_set_split(NULL, 0);
+  dr_fake_runner_finish();
+}
+
 /* A cache of 2: every step's update, instantiations, report and bytes. */
 static void test_lru(void) {
   const Step steps[] = {
@@ -113,54 +180,7 @@ static void test_lru(void) {
       {8, "re-instantiated", "evict", 2},  /* 8 again: 32 goes */
       {16, "cached", "hit", 2},
   };
-  /* The references first: they run on the fake too. */
-  Out want[G_N_ELEMENTS(steps)];
-  dr_fake_runner_start();
-  for (guint i = 0; i < G_N_ELEMENTS(steps); i++) reference(steps[i].seq, &want[i]);
-  dr_fake_runner_finish();
-  dr_fake_runner_start();
-  g_autoptr(GError) error = NULL;
-  {
-    g_autofree char *text = pipeline(2);
-    g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
-    g_assert_no_error(error);
-    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
-    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
-    g_assert_no_error(error);
-    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
-      g_assert_true(dr_runner_set_param(r, "seq", steps[i].seq, &error));
-      guint from = dr_fake_trace()->len;
-      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
-      g_assert_no_error(error);
-      g_assert_cmpstr(dr_runner_last_update(r), ==, steps[i].how);
-      gboolean hit = strcmp(steps[i].result, "hit") == 0;
-      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, hit ? 0 : 1);
-      /* A hit: sc's and r's one-node captures on the kept executable; a
-       * miss: the iteration (nothing is set on the one replaced). */
-      g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, hit ? 2 : 1);
-      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
-      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, hit ? 2 : 0);
-      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphLaunch"), ==, 1);
-      g_autofree char *json = json_of(rr);
-      g_autofree char *want_cache = g_strdup_printf("\"graph_cache\": {\"result\": \"%s\", \"variants\": %u}",
-                                                    steps[i].result, steps[i].variants);
-      if (strstr(json, want_cache) == NULL) g_printerr("%s\n", json);
-      g_assert_nonnull(strstr(json, want_cache));
-      g_assert_nonnull(strstr(json, "\"forced_by\": \"t\""));
-      g_autoptr(GString) text_report = g_string_new(NULL);
-      dr_run_report_write_text(rr, text_report);
-      g_autofree char *line = g_strdup_printf("forced by node 't'; graph cache %s, %u variants",
-                                              steps[i].result, steps[i].variants);
-      g_assert_nonnull(strstr(text_report->str, line));
-      Out got;
-      read_out(r, &got);
-      gsize bytes = (gsize)steps[i].seq * sizeof(float);
-      g_assert_cmpmem(got.y, bytes, want[i].y, bytes);
-      g_assert_cmpfloat(got.s, ==, want[i].s);
-    }
-  }
-  dr_fake_runner_finish();
+  sweep(steps, G_N_ELEMENTS(steps), NULL, lru_step);
 }
 
 /* The GPU's case (tests/gpu/run.sh, gpu/params/graph-cache): a launch
@@ -177,43 +197,7 @@ static void test_split(void) {
       {16, "cached", "hit", 2},
       {8, "re-instantiated", "evict", 2},
   };
-  Out want[G_N_ELEMENTS(steps)];
-  dr_fake_runner_start();
-  for (guint i = 0; i < G_N_ELEMENTS(steps); i++) reference(steps[i].seq, &want[i]);
-  dr_fake_runner_finish();
-  dr_fake_runner_start();
-  dr_fake_set_split("scale_f32", 16);
-  g_autoptr(GError) error = NULL;
-  {
-    g_autofree char *text = pipeline(2);
-    g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
-    g_assert_no_error(error);
-    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
-    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
-    g_assert_no_error(error);
-    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
-      g_assert_true(dr_runner_set_param(r, "seq", steps[i].seq, &error));
-      guint from = dr_fake_trace()->len;
-      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
-      g_assert_no_error(error);
-      g_autofree char *json = json_of(rr);
-      g_autofree char *want_cache = g_strdup_printf("\"graph_cache\": {\"result\": \"%s\", \"variants\": %u}",
-                                                    steps[i].result, steps[i].variants);
-      if (strstr(json, want_cache) == NULL || g_getenv("SHOWJ")) g_printerr("step %u: %s\n", i, json);
-      g_assert_nonnull(strstr(json, want_cache));
-      g_assert_cmpstr(dr_runner_last_update(r), ==, steps[i].how);
-      gboolean hit = strcmp(steps[i].result, "hit") == 0;
-      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, hit ? 0 : 1);
-      Out got;
-      read_out(r, &got);
-      gsize bytes = (gsize)steps[i].seq * sizeof(float);
-      g_assert_cmpmem(got.y, bytes, want[i].y, bytes);
-      g_assert_cmpfloat(got.s, ==, want[i].s);
-    }
-  }
-  dr_fake_set_split(NULL, 0);
-  dr_fake_runner_finish();
+  sweep(steps, G_N_ELEMENTS(steps), "scale_f32", NULL);
 }
 
 /* A gemm sized by seq is set in place: its one-node capture's kernel is
