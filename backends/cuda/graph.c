@@ -298,8 +298,6 @@ static gboolean graph_prepare(DrBackend *b, GError **error) {
     dr__cuda_graph_cache_init(&cg->cache, b->graph, cg->node != NULL ? b->graph->run.graph_cache : 0);
     if (cg->cache.cap > 0)
       cg->cache.key = dr__cuda_graph_cache_key(&cg->cache, b->graph, cg->node, b->launch.node_kcall);
-    g_debug("graph cache: set up with room for %u, node map %s, key of %" G_GSIZE_FORMAT " bytes",
-            cg->cache.cap, cg->node ? "kept" : "none", cg->cache.key ? g_bytes_get_size(cg->cache.key) : 0);
     return TRUE;
   }
   if (b->cuda_graph.uncapturable == DR_NONE || !b->opts.graph_fallback) {
@@ -392,6 +390,18 @@ static void *node_slice_ptr(const DrBackend *b, DrId v, const DrAccess *a) {
   return base ? (char *)base + a->begin * dr_elem_size(buf->type) : NULL;
 }
 
+/* Binds kernel call k's cuBLAS handle, if it is a gemm's, to `stream`;
+ * FALSE (with a debug line naming node v) when cuBLAS refuses. */
+static gboolean bind_blas(const DrBackend *b, DrId v, guint32 k, cudaStream_t stream) {
+  const DrBoundKernel *kc = &b->launch.kcalls[k];
+  char err[DR_KERR_SIZE] = {0};
+  if (!(kc->call.def->flags & DR_KFLAG_BLAS) || kc->call.launch.blas == NULL ||
+      dr__cuda_blas_bind(kc->call.launch.blas, stream, err) == 0)
+    return TRUE;
+  g_debug("graph update: node '%s': %s", dr_graph_node(b->graph, v)->id, err);
+  return FALSE;
+}
+
 /* Sets node v's parameters on the executable from a one-node capture of
  * its launch (bound, with the new arguments) on origin. FALSE when that
  * does not work out; the caller then updates the whole graph. */
@@ -419,12 +429,7 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   /* A gemm's cuBLAS handle is bound to its node's stream; moved to origin
    * here, before the capture, so that cublasSetStream and
    * cublasSetWorkspace are not made inside it, and back after it. */
-  char blas_err[DR_KERR_SIZE] = {0};
-  if ((ln->kcalls[k].call.def->flags & DR_KFLAG_BLAS) && l.blas != NULL &&
-      dr__cuda_blas_bind(l.blas, origin, blas_err) != 0) {
-    g_debug("graph update: node '%s': %s", dr_graph_node(b->graph, v)->id, blas_err);
-    return FALSE;
-  }
+  if (!bind_blas(b, v, k, origin)) return FALSE;
   cudaGraph_t one = NULL;
   if (api->cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
     (void)api->cudaGetLastError();
@@ -434,11 +439,7 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   cudaError_t ended = api->cudaStreamEndCapture(origin, &one);
   /* The handle back on its node's stream, where the next capture of the
    * iteration launches it. */
-  if ((ln->kcalls[k].call.def->flags & DR_KFLAG_BLAS) && l.blas != NULL &&
-      dr__cuda_blas_bind(l.blas, ln->kcalls[k].call.launch.stream, blas_err) != 0) {
-    g_debug("graph update: node '%s': %s", dr_graph_node(b->graph, v)->id, blas_err);
-    launched = -1;
-  }
+  if (!bind_blas(b, v, k, ln->kcalls[k].call.launch.stream)) launched = -1;
   cudaGraphNode_t node = NULL;
   size_t n = 1;
   struct cudaKernelNodeParams params;
@@ -548,7 +549,6 @@ static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const 
   const DrCudaApi *api = dr_cuda_api();
   DrCudaGraphState *cg = &b->cuda_graph;
   DrCudaGraphCache *c = &cg->cache;
-  g_debug("graph cache: %u idle, the one in use keyed: %s", c->idle->len, c->key ? "yes" : "no");
   DrCudaGraphVariant *hit = dr__cuda_graph_cache_take(c, b->graph, b->launch.node_kcall);
   DrCudaGraphVariant *old = take_current(cg);
   dr__cuda_graph_variant_mark(old, nodes, n);

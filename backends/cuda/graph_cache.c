@@ -48,12 +48,19 @@ static gboolean in_place(const DrGraph *g, DrId v, const cudaGraphNode_t *map, c
   return n->op == DR_OP_COPY || n->op == DR_OP_MEMSET;
 }
 
+/* Whether node v's values are in a key made under node map `map`: it
+ * varies and cannot be set in place there. */
+static gboolean keyed(const DrCudaGraphCache *c, const DrGraph *g, DrId v, const cudaGraphNode_t *map,
+                      const guint32 *node_kcall) {
+  return c->varying[v] && !in_place(g, v, map, node_kcall);
+}
+
 GBytes *dr__cuda_graph_cache_key(const DrCudaGraphCache *c, const DrGraph *g, const cudaGraphNode_t *map,
                                  const guint32 *node_kcall) {
   g_return_val_if_fail(c != NULL && g != NULL, NULL);
   GByteArray *k = g_byte_array_new();
   for (DrId v = 0; v < c->n_nodes; v++) {
-    if (!c->varying[v] || in_place(g, v, map, node_kcall)) continue;
+    if (!keyed(c, g, v, map, node_kcall)) continue;
     const DrNode *n = dr_graph_node(g, v);
     g_byte_array_append(k, (const guint8 *)&v, sizeof v);
     for (guint32 a = 0; a < n->access_count; a++) {
@@ -109,8 +116,7 @@ static void debug_miss(const DrCudaGraphCache *c, const DrGraph *g, const DrCuda
   while (d < na && d < nb && a[d] == b[d]) d++;
   g_autoptr(GString) nodes = g_string_new(NULL);
   for (DrId u = 0; u < c->n_nodes; u++)
-    if (c->varying[u] && !in_place(g, u, v->node, node_kcall))
-      g_string_append_printf(nodes, " %s", dr_graph_node(g, u)->id);
+    if (keyed(c, g, u, v->node, node_kcall)) g_string_append_printf(nodes, " %s", dr_graph_node(g, u)->id);
   guint64 was = 0, now = 0;
   gsize w = d < 4 ? 0 : 4 + (d - 4) / 8 * 8; /* the 8-byte field holding byte d (after the node id) */
   if (w + 8 <= na) memcpy(&was, a + w, 8);
