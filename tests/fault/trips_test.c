@@ -18,6 +18,7 @@
 #include "ir/plan.h"
 #include "report/report.h"
 #include "scheduler/planner.h"
+#include "tests/support/trip_spans.h"
 #include "tests/fault/fake_cuda.h"
 #include "tests/fault/fake_run.h"
 
@@ -76,24 +77,6 @@ static DrId node_id(const DrGraph *g, const char *id) {
   g_assert_not_reached();
 }
 
-/* The spans of `loop` in timed iteration `it`. */
-static GPtrArray *spans_of(const DrReport *r, guint32 it, const char *loop) {
-  GPtrArray *out = g_ptr_array_new();
-  for (guint i = 0; r->trip_spans && i < r->trip_spans->len; i++) {
-    const DrTripSpan *sp = &g_array_index(r->trip_spans, DrTripSpan, i);
-    if (sp->iteration == it && strcmp(sp->loop, loop) == 0) g_ptr_array_add(out, (gpointer)sp);
-  }
-  return out;
-}
-
-static const DrTripCount *count_of(const DrReport *r, guint32 it, const char *loop) {
-  for (guint i = 0; r->trip_counts && i < r->trip_counts->len; i++) {
-    const DrTripCount *c = &g_array_index(r->trip_counts, DrTripCount, i);
-    if (c->iteration == it && strcmp(c->loop, loop) == 0) return c;
-  }
-  return NULL;
-}
-
 /* Spans [from, to) of `s` are trips `first`.. in order, each after the
  * one before, of positive length, within [lo, hi]. */
 static void assert_serial(GPtrArray *s, guint from, guint to, guint64 first, double lo, double hi) {
@@ -122,11 +105,11 @@ static void test_repeat(void) {
   g_assert_nonnull(r->trip_spans);
   g_assert_cmpuint(r->trip_spans->len, ==, 15);
   for (guint32 it = 0; it < 3; it++) {
-    g_autoptr(GPtrArray) s = spans_of(r, it, "solve");
+    g_autoptr(GPtrArray) s = dr_test_trip_spans(r, it, "solve");
     g_assert_cmpuint(s->len, ==, 5);
     assert_serial(s, 0, 5, 0, NODE_START(r, it, solve), NODE_END(r, it, solve));
-    g_assert_cmpuint(count_of(r, it, "solve")->trips, ==, 5);
-    g_assert_cmpuint(count_of(r, it, "solve")->dropped, ==, 0);
+    g_assert_cmpuint(dr_test_trip_count(r, it, "solve")->trips, ==, 5);
+    g_assert_cmpuint(dr_test_trip_count(r, it, "solve")->dropped, ==, 0);
   }
   dr_report_free(r);
   dr_plan_free(plan);
@@ -156,7 +139,7 @@ static void test_while(void) {
   DrReport *r = run(yaml, DR_MODE_STREAMS, DR_TIMING_STAMPS, 2, &g, &plan, NULL);
   DrId solve = node_id(g, "solve");
   for (guint32 it = 0; it < 2; it++) {
-    g_autoptr(GPtrArray) s = spans_of(r, it, "solve");
+    g_autoptr(GPtrArray) s = dr_test_trip_spans(r, it, "solve");
     g_assert_cmpuint(s->len, ==, 9);
     assert_serial(s, 0, 9, 0, NODE_START(r, it, solve), NODE_END(r, it, solve));
   }
@@ -171,8 +154,8 @@ static void test_nested(void) {
   DrReport *r = run(NESTED, DR_MODE_STREAMS, DR_TIMING_STAMPS, 2, &g, &plan, NULL);
   DrId outer = node_id(g, "outer");
   for (guint32 it = 0; it < 2; it++) {
-    g_autoptr(GPtrArray) o = spans_of(r, it, "outer");
-    g_autoptr(GPtrArray) in = spans_of(r, it, "outer/inner");
+    g_autoptr(GPtrArray) o = dr_test_trip_spans(r, it, "outer");
+    g_autoptr(GPtrArray) in = dr_test_trip_spans(r, it, "outer/inner");
     g_assert_cmpuint(o->len, ==, 3);
     g_assert_cmpuint(in->len, ==, 12);
     assert_serial(o, 0, 3, 0, NODE_START(r, it, outer), NODE_END(r, it, outer));
@@ -199,14 +182,14 @@ static void test_bound(void) {
                     "  solve:\n    op: loop\n    repeat: 100\n    nodes:\n"
                     "      a: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 1.0, y: y}}\n",
                     DR_MODE_STREAMS, DR_TIMING_EVENTS, 1, &g, &plan, &stamps);
-  g_autoptr(GPtrArray) s = spans_of(r, 0, "solve");
+  g_autoptr(GPtrArray) s = dr_test_trip_spans(r, 0, "solve");
   g_assert_cmpuint(s->len, ==, 2 * K);
   /* The fake's events say nothing of its stamp clock: the spans are
    * checked against each other only. */
   assert_serial(s, 0, K, 0, ((const DrTripSpan *)g_ptr_array_index(s, 0))->start_us, INFINITY);
   assert_serial(s, K, 2 * K, 100 - K, ((const DrTripSpan *)g_ptr_array_index(s, K - 1))->end_us, INFINITY);
-  g_assert_cmpuint(count_of(r, 0, "solve")->trips, ==, 100);
-  g_assert_cmpuint(count_of(r, 0, "solve")->dropped, ==, 100 - 2 * K);
+  g_assert_cmpuint(dr_test_trip_count(r, 0, "solve")->trips, ==, 100);
+  g_assert_cmpuint(dr_test_trip_count(r, 0, "solve")->dropped, ==, 100 - 2 * K);
   g_assert_cmpuint(stamps, ==, 2 * 2 * K + 1);
   dr_report_free(r);
   dr_plan_free(plan);
@@ -217,8 +200,8 @@ static void test_bound(void) {
   r = run(yaml, DR_MODE_STREAMS, DR_TIMING_STAMPS, 2, &g, &plan, NULL);
   DrId solve = node_id(g, "solve");
   for (guint32 it = 0; it < 2; it++) {
-    g_autoptr(GPtrArray) w = spans_of(r, it, "solve");
-    const DrTripCount *c = count_of(r, it, "solve");
+    g_autoptr(GPtrArray) w = dr_test_trip_spans(r, it, "solve");
+    const DrTripCount *c = dr_test_trip_count(r, it, "solve");
     g_assert_cmpuint(c->trips, ==, 102);
     g_assert_cmpuint(g_array_index(r->loops, DrLoopReport, 0).trips_max, ==, 102);
     g_assert_cmpuint(w->len, ==, 2 * K);

@@ -15,6 +15,7 @@
 #include "lib/load.h"
 #include "report/report.h"
 #include "scheduler/planner.h"
+#include "tests/support/trip_spans.h"
 
 typedef struct {
   DrGraph *g;
@@ -51,24 +52,6 @@ static void run_free(Run *x) {
   "dagrun: 1\nname: t\nbuffers:\n  x: {type: f32, count: 16, init: iota}\n" \
   "  y: {type: f32, count: 16}\n  go: {type: i32, count: 1}\nnodes:\n"      \
   "  pre: {op: kernel, kernel: fill_f32, args: {y: y, value: 1.0}}\n"
-
-/* The spans of `loop` in timed iteration `it`, in the report's order. */
-static GPtrArray *spans_of(const DrReport *r, guint32 it, const char *loop) {
-  GPtrArray *out = g_ptr_array_new();
-  for (guint i = 0; r->trip_spans && i < r->trip_spans->len; i++) {
-    const DrTripSpan *sp = &g_array_index(r->trip_spans, DrTripSpan, i);
-    if (sp->iteration == it && strcmp(sp->loop, loop) == 0) g_ptr_array_add(out, (gpointer)sp);
-  }
-  return out;
-}
-
-static const DrTripCount *count_of(const DrReport *r, guint32 it, const char *loop) {
-  for (guint i = 0; r->trip_counts && i < r->trip_counts->len; i++) {
-    const DrTripCount *c = &g_array_index(r->trip_counts, DrTripCount, i);
-    if (c->iteration == it && strcmp(c->loop, loop) == 0) return c;
-  }
-  return NULL;
-}
 
 /* Spans `s` are trips `first`.. in order, one after another, within
  * [lo, hi], all under top-level node `node` at `depth`. */
@@ -109,11 +92,11 @@ static void test_repeat(void) {
   g_assert_nonnull(x.r->trip_spans);
   g_assert_cmpuint(x.r->trip_spans->len, ==, 15);
   for (guint32 it = 0; it < 3; it++) {
-    g_autoptr(GPtrArray) s = spans_of(x.r, it, "solve");
+    g_autoptr(GPtrArray) s = dr_test_trip_spans(x.r, it, "solve");
     g_assert_cmpuint(s->len, ==, 5);
     assert_serial(s, 0, x.r->sample_start[(gsize)it * n + solve], x.r->sample_end[(gsize)it * n + solve],
                   solve, 0);
-    const DrTripCount *c = count_of(x.r, it, "solve");
+    const DrTripCount *c = dr_test_trip_count(x.r, it, "solve");
     g_assert_nonnull(c);
     g_assert_cmpuint(c->trips, ==, 5);
     g_assert_cmpuint(c->dropped, ==, 0);
@@ -158,11 +141,11 @@ static void test_while(void) {
   DrId solve = node_id(x.g, "solve");
   guint32 n = x.r->n_graph_nodes;
   for (guint32 it = 0; it < 2; it++) {
-    g_autoptr(GPtrArray) s = spans_of(x.r, it, "solve");
+    g_autoptr(GPtrArray) s = dr_test_trip_spans(x.r, it, "solve");
     g_assert_cmpuint(s->len, ==, 7);
     assert_serial(s, 0, x.r->sample_start[(gsize)it * n + solve], x.r->sample_end[(gsize)it * n + solve],
                   solve, 0);
-    g_assert_cmpuint(count_of(x.r, it, "solve")->trips, ==, 7);
+    g_assert_cmpuint(dr_test_trip_count(x.r, it, "solve")->trips, ==, 7);
   }
   run_free(&x);
 }
@@ -177,8 +160,8 @@ static void test_nested(void) {
                    "          b: {op: kernel, kernel: scale_f32, args: {x: y, alpha: 1.0, y: x}}\n",
                    1, DR_TIMING_AUTO);
   DrId outer = node_id(x.g, "outer");
-  g_autoptr(GPtrArray) o = spans_of(x.r, 0, "outer");
-  g_autoptr(GPtrArray) in = spans_of(x.r, 0, "outer/inner");
+  g_autoptr(GPtrArray) o = dr_test_trip_spans(x.r, 0, "outer");
+  g_autoptr(GPtrArray) in = dr_test_trip_spans(x.r, 0, "outer/inner");
   g_assert_cmpuint(o->len, ==, 3);
   g_assert_cmpuint(in->len, ==, 12);
   assert_serial(o, 0, x.r->sample_start[outer], x.r->sample_end[outer], outer, 0);
@@ -188,7 +171,7 @@ static void test_nested(void) {
     for (guint j = 0; j < 4; j++) g_ptr_array_add(run, g_ptr_array_index(in, 4 * k + j));
     assert_serial(run, 0, os->start_us, os->end_us, outer, 1);
   }
-  g_assert_cmpuint(count_of(x.r, 0, "outer/inner")->trips, ==, 12);
+  g_assert_cmpuint(dr_test_trip_count(x.r, 0, "outer/inner")->trips, ==, 12);
   g_autoptr(GString) trace = g_string_new(NULL);
   dr_trace_write(x.r, trace);
   g_assert_cmpuint(count_substr(trace->str, "\"name\": \"outer/inner trip\""), ==, 12);
@@ -204,7 +187,7 @@ static void test_bound(void) {
                    "      a: {op: kernel, kernel: scale_f32, args: {x: x, alpha: 1.0, y: y}}\n",
                    1, DR_TIMING_AUTO);
   DrId solve = node_id(x.g, "solve");
-  g_autoptr(GPtrArray) s = spans_of(x.r, 0, "solve");
+  g_autoptr(GPtrArray) s = dr_test_trip_spans(x.r, 0, "solve");
   g_assert_cmpuint(s->len, ==, 2 * DR_TRIP_SPANS_KEEP);
   g_autoptr(GPtrArray) head = g_ptr_array_new(), tail = g_ptr_array_new();
   for (guint k = 0; k < s->len; k++)
@@ -213,7 +196,7 @@ static void test_bound(void) {
   assert_serial(tail, 100 - DR_TRIP_SPANS_KEEP,
                 ((const DrTripSpan *)g_ptr_array_index(head, head->len - 1))->end_us, x.r->sample_end[solve],
                 solve, 0);
-  g_assert_cmpuint(count_of(x.r, 0, "solve")->dropped, ==, 100 - 2 * DR_TRIP_SPANS_KEEP);
+  g_assert_cmpuint(dr_test_trip_count(x.r, 0, "solve")->dropped, ==, 100 - 2 * DR_TRIP_SPANS_KEEP);
   g_autoptr(GString) trace = g_string_new(NULL);
   dr_trace_write(x.r, trace);
   g_assert_nonnull(strstr(trace->str, "\"trips_without_span\": {\"solve\": 36}"));
