@@ -50,6 +50,18 @@ static cudaError_t real_kernel_node_copy(cudaGraphExec_t exec, cudaGraphNode_t n
              : cudaErrorInvalidValue;
 }
 
+static cudaError_t real_kernel_node_params(const DrKernelDef *def, const DrKLaunch *l,
+                                           struct cudaKernelNodeParams *p, DrKDescribed *store) {
+  if (dr__k_describe(def, l, store) != 0) return cudaErrorNotSupported;
+  memset(p, 0, sizeof *p);
+  p->func = store->func;
+  p->gridDim = (dim3){store->grid[0], store->grid[1], store->grid[2]};
+  p->blockDim = (dim3){store->block[0], store->block[1], store->block[2]};
+  p->sharedMemBytes = store->shared;
+  p->kernelParams = store->params;
+  return cudaSuccess;
+}
+
 /* cudaDeviceSynchronize and cudaGetLastError take no arguments; the table
  * keeps them like the rest. */
 static const DrCudaApi real_api = {
@@ -68,6 +80,7 @@ static const DrCudaApi real_api = {
     .cudaGraphNodeGetType = cudaGraphNodeGetType,
     .cudaGraphKernelNodeGetParams = cudaGraphKernelNodeGetParams,
     .kernel_node_copy = real_kernel_node_copy,
+    .kernel_node_params = real_kernel_node_params,
     .cudaGraphKernelNodeSetParams = cudaGraphKernelNodeSetParams,
     .cudaGraphExecKernelNodeSetParams = cudaGraphExecKernelNodeSetParams,
     .cudaGraphDebugDotPrint = cudaGraphDebugDotPrint,

@@ -115,6 +115,14 @@ typedef struct {
    * refuses (cudaErrorInvalidDeviceFunction, seen on the H200). Optional:
    * NULL, such a node takes the whole-graph path. */
   cudaError_t (*kernel_node_copy)(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNode_t from);
+  /* Fills *params (its arguments in *store) with the one kernel launch
+   * built-in `def` would make for `l`, making no CUDA call
+   * (dr__k_describe), so that graph mode sets a node without capturing
+   * its launch. cudaErrorNotSupported: this built-in's launcher cannot
+   * be described (several launches, cuBLAS). Optional: NULL, every node
+   * set goes through a one-node capture. */
+  cudaError_t (*kernel_node_params)(const DrKernelDef *def, const DrKLaunch *l,
+                                    struct cudaKernelNodeParams *params, DrKDescribed *store);
   /* External memory (dr_runner_bind_buffer), optional too: without
    * cudaPointerGetAttributes a bound pointer is not checked; without the
    * memcpy/memset entries a bound buffer's copy or memset node takes the

@@ -37,6 +37,31 @@ int dr_kernel_param_index(const DrKernelDef *def, const char *name);
 void dr_kernel_default_shape(const DrKernelDef *def, const uint64_t *counts, const DrKValue *args,
                              unsigned grid[3], unsigned block[3]);
 
+/* A built-in's launch described instead of made (dr__k_describe): the
+ * kernel's function (its host stub, as cudaLaunchKernel takes it), the
+ * launch shape, and its arguments, each at params[i] inside `store`. */
+typedef struct {
+  void *func;
+  unsigned grid[3], block[3];
+  unsigned shared;
+  unsigned n_params;
+  void *params[32];
+#ifdef __cplusplus
+  alignas(16) unsigned char store[512];
+#else
+  _Alignas(16) unsigned char store[512];
+#endif
+} DrKDescribed;
+
+/* Describes into *out the one kernel launch that built-in `def`'s
+ * launcher would make for `l`, making no CUDA call, so that a graph's
+ * kernel node can be set to it (cudaGraphExecKernelNodeSetParams)
+ * without a capture. Only launchers that make exactly one launch and
+ * nothing else are described (the elementwise, row, condition and spin
+ * kernels; not the reductions, the checksum or cuBLAS's gemm). Returns
+ * 0, or -1: this launcher cannot be described (or refused `l`). */
+int dr__k_describe(const DrKernelDef *def, const DrKLaunch *l, DrKDescribed *out);
+
 /* Writes the registry to `out` for `dagrun --kernels`: each kernel's name,
  * summary, launch shape and parameters (`x: f32* read`, `alpha: f32`,
  * `eps: f32 = 1e-05`), one per line. */

@@ -15,6 +15,10 @@
 
 G_BEGIN_DECLS
 
+/* The most graph nodes one built-in's launch may make and still be set
+ * in place node by node (a gemm's split-K product and reduction: 2). */
+#define DR_GRAPH_CHAIN_MAX 8
+
 typedef struct {
   cudaGraph_t graph;    /* the captured iteration */
   cudaGraphExec_t exec; /* its executable */
@@ -24,6 +28,13 @@ typedef struct {
    * no capture queries, or after a whole-graph update (the executable's
    * nodes are then no longer `graph`'s). See dr__cuda_graph_update. */
   cudaGraphNode_t *node;
+  /* With `node`: for each v whose launch made a chain of graph nodes
+   * (graph.c, note_node), GUINT_TO_POINTER(v) -> its nodes in launch
+   * order, NULL-terminated (node[v] is the last); NULL when there is none. */
+  GHashTable *chain;
+  /* run.graph_cache: the values the executable's nodes hold, where known
+   * (dr__cuda_graph_cache_hold). */
+  GHashTable *held;
   /* [graph accesses], kept with the last capture that made a node map:
    * the base address of each access's buffer when its node was captured.
    * For a stream-ordered buffer that is the graph's own allocation of the
@@ -37,6 +48,12 @@ typedef struct {
   /* The node that forced the last change to capture the iteration again
    * (it could not be set in place), or NULL: none did. */
   const char *forced_by;
+  /* Where the last args_changed spent its time, for its debug line
+   * (G_MESSAGES_DEBUG=all): per phase of the per-node sets, in µs. */
+  struct {
+    gint64 bind, capture, get, set;
+    guint32 nodes;
+  } spent;
 } DrCudaGraphState;
 
 /* Makes the executable run the graph's current arguments (a library user

@@ -48,11 +48,46 @@ static gboolean in_place(const DrGraph *g, DrId v, const cudaGraphNode_t *map, c
   return n->op == DR_OP_COPY || n->op == DR_OP_MEMSET;
 }
 
+/* Whether node v is a library call (cuBLAS's gemm): set in place only
+ * through a one-node capture of the library's launch, ~10-20 µs of host
+ * time a node on the H200, so with the cache each of its shapes gets an
+ * executable of its own instead. */
+static gboolean library_call(const DrGraph *g, DrId v) {
+  if (dr_graph_node(g, v)->op != DR_OP_KERNEL) return FALSE;
+  const DrKernelDef *def = dr__kernel_def_of(g, v);
+  return def != NULL && (def->flags & DR_KFLAG_BLAS) != 0;
+}
+
 /* Whether node v's values are in a key made under node map `map`: it
- * varies and cannot be set in place there. */
+ * varies and cannot be set in place there, or is a library call. */
 static gboolean keyed(const DrCudaGraphCache *c, const DrGraph *g, DrId v, const cudaGraphNode_t *map,
                       const guint32 *node_kcall) {
-  return c->varying[v] && !in_place(g, v, map, node_kcall);
+  return c->varying[v] && (!in_place(g, v, map, node_kcall) || library_call(g, v));
+}
+
+gboolean dr__cuda_graph_cache_keys(const DrCudaGraphCache *c, const DrGraph *g, DrId v,
+                                   const cudaGraphNode_t *map, const guint32 *node_kcall) {
+  g_return_val_if_fail(c != NULL && g != NULL && v < c->n_nodes, FALSE);
+  return c->cap > 0 && keyed(c, g, v, map, node_kcall);
+}
+
+/* Appends node v's values (each access's [begin, end), each argument's
+ * value, the memset value) to `k`. */
+static void append_values(GByteArray *k, const DrGraph *g, DrId v) {
+  const DrNode *n = dr_graph_node(g, v);
+  for (guint32 a = 0; a < n->access_count; a++) {
+    const DrAccess *acc = dr_graph_access(g, n->access_first + a);
+    guint64 be[2] = {acc->begin, acc->end};
+    g_byte_array_append(k, (const guint8 *)be, sizeof be);
+  }
+  for (guint32 a = 0; a < n->arg_count; a++) {
+    const DrArg *arg = dr_graph_arg(g, n->arg_first + a);
+    gint64 bits = 0;
+    if (arg->kind == DR_ARG_INT) bits = arg->v.i;
+    if (arg->kind == DR_ARG_FLOAT) memcpy(&bits, &arg->v.f, sizeof bits);
+    g_byte_array_append(k, (const guint8 *)&bits, sizeof bits);
+  }
+  g_byte_array_append(k, &n->memset_value, 1);
 }
 
 GBytes *dr__cuda_graph_cache_key(const DrCudaGraphCache *c, const DrGraph *g, const cudaGraphNode_t *map,
@@ -61,23 +96,37 @@ GBytes *dr__cuda_graph_cache_key(const DrCudaGraphCache *c, const DrGraph *g, co
   GByteArray *k = g_byte_array_new();
   for (DrId v = 0; v < c->n_nodes; v++) {
     if (!keyed(c, g, v, map, node_kcall)) continue;
-    const DrNode *n = dr_graph_node(g, v);
     g_byte_array_append(k, (const guint8 *)&v, sizeof v);
-    for (guint32 a = 0; a < n->access_count; a++) {
-      const DrAccess *acc = dr_graph_access(g, n->access_first + a);
-      guint64 be[2] = {acc->begin, acc->end};
-      g_byte_array_append(k, (const guint8 *)be, sizeof be);
-    }
-    for (guint32 a = 0; a < n->arg_count; a++) {
-      const DrArg *arg = dr_graph_arg(g, n->arg_first + a);
-      gint64 bits = 0;
-      if (arg->kind == DR_ARG_INT) bits = arg->v.i;
-      if (arg->kind == DR_ARG_FLOAT) memcpy(&bits, &arg->v.f, sizeof bits);
-      g_byte_array_append(k, (const guint8 *)&bits, sizeof bits);
-    }
-    g_byte_array_append(k, &n->memset_value, 1);
+    append_values(k, g, v);
   }
   return g_byte_array_free_to_bytes(k);
+}
+
+GBytes *dr__cuda_graph_node_values(const DrGraph *g, DrId v) {
+  g_return_val_if_fail(g != NULL && v < dr_graph_n_nodes(g), NULL);
+  GByteArray *k = g_byte_array_new();
+  append_values(k, g, v);
+  return g_byte_array_free_to_bytes(k);
+}
+
+void dr__cuda_graph_cache_hold(const DrCudaGraphCache *c, GHashTable **held, const DrGraph *g, DrId v) {
+  g_return_if_fail(c != NULL && held != NULL && g != NULL);
+  if (c->cap == 0) return;
+  if (*held == NULL) *held = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_bytes_unref);
+  if (v != DR_NONE) {
+    g_hash_table_insert(*held, GUINT_TO_POINTER(v), dr__cuda_graph_node_values(g, v));
+    return;
+  }
+  g_hash_table_remove_all(*held);
+  for (DrId u = 0; u < c->n_nodes; u++)
+    if (c->varying[u]) g_hash_table_insert(*held, GUINT_TO_POINTER(u), dr__cuda_graph_node_values(g, u));
+}
+
+gboolean dr__cuda_graph_cache_holds(GHashTable *held, const DrGraph *g, DrId v) {
+  GBytes *was = held ? g_hash_table_lookup(held, GUINT_TO_POINTER(v)) : NULL;
+  if (was == NULL) return FALSE;
+  g_autoptr(GBytes) now = dr__cuda_graph_node_values(g, v);
+  return g_bytes_equal(was, now);
 }
 
 void dr__cuda_graph_cache_changed(DrCudaGraphCache *c, const DrId *nodes, guint32 n) {
@@ -179,6 +228,8 @@ void dr__cuda_graph_variant_free(DrCudaGraphVariant *v) {
   if (v->exec) (void)api->cudaGraphExecDestroy(v->exec);
   if (v->graph) (void)api->cudaGraphDestroy(v->graph);
   g_free(v->node);
+  if (v->chain) g_hash_table_unref(v->chain);
+  if (v->held) g_hash_table_unref(v->held);
   g_free(v->cap_base);
   if (v->key) g_bytes_unref(v->key);
   if (v->dirty) g_array_unref(v->dirty);

@@ -17,7 +17,10 @@
  * node with a parameter use, or one ever handed to args_changed) and that
  * cannot be set in place on the variant's executable (not mapped to one
  * graph node of its kind, or a kernel without a bound built-in launch),
- * its id and its values: each access's [begin, end), each argument's
+ * or that is a library call (a cuBLAS gemm: setting it in place takes a
+ * capture of cuBLAS's launch, 10-20 µs of host time on the H200, and may
+ * meet a launch of another topology; with the cache each of its shapes
+ * keeps an executable instead), its id and its values: each access's [begin, end), each argument's
  * value and the memset value. Nodes that never varied hold the values
  * they were captured with in every variant; nodes that can be set in place
  * are set on a hit. So two states with equal keys differ only in what the
@@ -43,6 +46,8 @@ typedef struct {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   cudaGraphNode_t *node;
+  GHashTable *chain;
+  GHashTable *held; /* what its nodes hold (dr__cuda_graph_cache_hold) */
   void **cap_base;
   GBytes *key;
   guint64 used;     /* the cache's clock when it was last in use */
@@ -88,6 +93,28 @@ void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 ca
  * `node_kcall` ([n_nodes], DR_NONE: none). A new reference. */
 GBytes *dr__cuda_graph_cache_key(const DrCudaGraphCache *c, const DrGraph *g, const cudaGraphNode_t *map,
                                  const guint32 *node_kcall);
+
+/* Node v's values as a key holds them (its accesses' extents, its
+ * arguments, its memset value). A new reference. */
+GBytes *dr__cuda_graph_node_values(const DrGraph *g, DrId v);
+
+/* With the cache on: notes in *held (GUINT_TO_POINTER(v) -> values,
+ * made on first use) that an executable's node v holds `g`'s values now
+ * (it was just set in place), or with v DR_NONE that every varying node
+ * does (it was just captured). On a hit only the nodes whose values
+ * differ from what the variant holds are set (graph.c). */
+void dr__cuda_graph_cache_hold(const DrCudaGraphCache *c, GHashTable **held, const DrGraph *g, DrId v);
+
+/* Whether *held says node v holds `g`'s values now (FALSE: not known). */
+gboolean dr__cuda_graph_cache_holds(GHashTable *held, const DrGraph *g, DrId v);
+
+/* Whether the cache is on and node v's values are in the key of an
+ * executable of node map `map` (the file head; also every varying
+ * library call: cuBLAS's gemm, which only a capture of its launch could
+ * set, gets an executable per shape). graph.c sends a change of such a
+ * node to the cache instead of setting it in place. */
+gboolean dr__cuda_graph_cache_keys(const DrCudaGraphCache *c, const DrGraph *g, DrId v,
+                                   const cudaGraphNode_t *map, const guint32 *node_kcall);
 
 /* Nodes `nodes` [n] changed: they vary from now on, and every idle
  * variant must set them when it is put back in use. */

@@ -258,9 +258,11 @@ static gboolean streams_issue(DrBackend *b, GError **error) {
 static gboolean streams_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
                                      GError **error) {
   /* User kernels read their arguments at each launch; built-ins are bound
-   * once, so bind them again, after checking every one in a scratch call
-   * (a failure keeps the previous binding whole). */
+   * once, so bind them again (only `nodes` when known), after checking
+   * every one in a scratch call (a failure keeps the previous binding
+   * whole). */
   *how = "rebound";
+  if (nodes != NULL) return dr__cuda_launch_rebind(&b->launch, &b->memory, nodes, n, error);
   return dr__cuda_launch_probe(&b->launch, &b->memory, error) && dr__cuda_bind(b, error);
 }
 

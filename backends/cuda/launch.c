@@ -210,6 +210,44 @@ gboolean dr__cuda_launch_bind(DrCudaLaunch *l, const DrCudaStreams *s, const DrC
   return TRUE;
 }
 
+gboolean dr__cuda_launch_rebind(DrCudaLaunch *l, const DrCudaMemory *m, const DrId *nodes, guint32 n,
+                                GError **error) {
+  const DrGraph *g = l->graph;
+  DrKernelCall probe;
+  for (guint32 i = 0; i < n; i++)
+    if (nodes[i] < l->n_nodes && l->node_kcall[nodes[i]] != DR_NONE &&
+        !dr__kernel_call_bind(g, nodes[i], m->bases, &probe, error))
+      return FALSE;
+  for (guint32 i = 0; i < n; i++) {
+    DrId v = nodes[i];
+    if (v >= l->n_nodes || l->node_kcall[v] == DR_NONE) continue;
+    DrBoundKernel *k = &l->kcalls[l->node_kcall[v]];
+    DrKLaunch keep = k->call.launch;
+    (void)dr__kernel_call_bind(g, v, m->bases, &k->call, NULL); /* bound above: cannot fail */
+    DrKLaunch *kl = &k->call.launch;
+    kl->stream = keep.stream;
+    kl->blas = keep.blas;
+    kl->scratch = keep.scratch;
+    kl->stamp = keep.stamp;
+    kl->pdl = keep.pdl;
+    kl->guard = keep.guard;
+    kl->guard_runs = keep.guard_runs;
+    /* The same pointer arguments in the same order: only the offsets of
+     * the patches into stream-ordered buffers can have moved. */
+    const DrNode *node = dr_graph_node(g, v);
+    guint32 j = k->patch_first;
+    for (guint32 a = node->arg_first; a < node->arg_first + node->arg_count; a++) {
+      const DrArg *arg = dr_graph_arg(g, a);
+      if (arg->kind != DR_ARG_BUFFER || arg->param >= (guint32)k->call.def->n_params) continue;
+      const DrAccess *acc = dr_graph_access(g, arg->v.access);
+      const DrBuffer *buf = dr_graph_buffer(g, acc->buffer);
+      if (buf->alloc_node == DR_NONE) continue;
+      l->patches[j++].offset = acc->begin * (guint64)dr_elem_size(buf->type);
+    }
+  }
+  return TRUE;
+}
+
 gboolean dr__cuda_launch_probe(const DrCudaLaunch *l, const DrCudaMemory *m, GError **error) {
   DrKernelCall probe;
   for (DrId i = 0; i < l->n_nodes; i++)

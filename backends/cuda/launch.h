@@ -103,6 +103,15 @@ gboolean dr__cuda_launch_setup(DrCudaLaunch *l, const DrCudaStreams *s, const Dr
 gboolean dr__cuda_launch_bind(DrCudaLaunch *l, const DrCudaStreams *s, const DrCudaMemory *m,
                               const DrCudaBindHow *how, GError **error);
 
+/* Binds the built-ins among `nodes` [n] again with the graph's arguments
+ * as they are now (a change of scalars or slices, not of buffers' bases),
+ * each keeping its stream, cuBLAS context, scratch, stamp, early launch
+ * and guard: O(n), where dr__cuda_launch_bind is O(nodes). Every one is
+ * checked in a scratch call first, so a failure (dr__kernel_call_bind's)
+ * changes nothing. Nodes that are no bound built-in are skipped. */
+gboolean dr__cuda_launch_rebind(DrCudaLaunch *l, const DrCudaMemory *m, const DrId *nodes, guint32 n,
+                                GError **error);
+
 /* Checks that every bound built-in binds again with the graph's arguments
  * as they are now, in a scratch call (so that a failure keeps the binding
  * whole). */

@@ -1343,8 +1343,16 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
    * a second kernel node after the first, so the launch is no one node of
    * the graph. It does nothing on a replay; the first node does the work. */
   if (node && split_kernel && strcmp(def->name, split_kernel) == 0 && def->n_params > 0 &&
-      l->counts[0] >= split_count)
-    (void)capture_node(l->stream, cudaGraphNodeTypeKernel);
+      l->counts[0] >= split_count) {
+    /* A kernel of its own (no host twin: a replay skips it), which the
+     * one-node capture of a later change makes again, so that the pair
+     * can be set in place node by node, as cuBLAS's on the GPU. */
+    static const DrKernelDef split_def = {.name = "split"};
+    static const DrKValue no_args[1];
+    static const uint64_t no_counts[1];
+    FakeNode *second = capture_node(l->stream, cudaGraphNodeTypeKernel);
+    if (second) set_launch(second, &split_def, &(DrKLaunch){.args = no_args, .counts = no_counts});
+  }
   /* A self-stamping built-in raises its stamp to its end (atomicMax). */
   if (l->stamp != NULL && !fake.dry && fake.capture_stream == NULL) {
     unsigned long long *slot = l->stamp;
@@ -1503,6 +1511,25 @@ static cudaError_t fake_kernel_node_copy(cudaGraphExec_t exec, cudaGraphNode_t n
   }
   set_launch(n, from->def, &from->l);
   fake.exec_node_sets++;
+  return cudaSuccess;
+}
+
+/* DrCudaApi.kernel_node_params: the launchers the real library can
+ * describe (dr__k_describe decides, making no CUDA call) give their launch
+ * as a node of the model, which the exec's set copies as it copies a
+ * captured node's (kernelParams names it, as GetParams's does). One at a
+ * time: the caller sets it before describing another. */
+static cudaError_t fake_kernel_node_params(const DrKernelDef *def, const DrKLaunch *l,
+                                           struct cudaKernelNodeParams *p, DrKDescribed *store) {
+  GATE("kernel_node_params", NULL, FALSE, FALSE);
+  static FakeNode described;
+  if (dr__k_describe(def, l, store) != 0) return cudaErrorNotSupported;
+  memset(&described, 0, sizeof described);
+  described.type = cudaGraphNodeTypeKernel;
+  set_launch(&described, def, l);
+  memset(p, 0, sizeof *p);
+  p->func = (void *)def;
+  p->kernelParams = (void **)(void *)&described;
   return cudaSuccess;
 }
 
@@ -1977,6 +2004,7 @@ const DrCudaApi *dr_fake_api_graph_nodes(void) {
   api.cudaGraphKernelNodeSetParams = fake_cudaGraphKernelNodeSetParams;
   api.cudaGraphExecKernelNodeSetParams = fake_cudaGraphExecKernelNodeSetParams;
   api.kernel_node_copy = fake_kernel_node_copy;
+  api.kernel_node_params = fake_kernel_node_params;
   api.cudaGraphExecMemcpyNodeSetParams1D = fake_cudaGraphExecMemcpyNodeSetParams1D;
   api.cudaGraphMemsetNodeGetParams = fake_cudaGraphMemsetNodeGetParams;
   api.cudaGraphExecMemsetNodeSetParams = fake_cudaGraphExecMemsetNodeSetParams;

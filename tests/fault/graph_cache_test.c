@@ -42,6 +42,7 @@ static char *pipeline(guint cache) {
       "run: {graph_cache: %u}\n"
       "params:\n"
       "  seq: {type: int, default: 8, min: 4, max: %d}\n"
+      "  alpha: {type: float, default: 2, min: 0, max: 8}\n"
       "kernels:\n"
       "  touch:\n"
       "    ptx: '%s'\n"
@@ -55,7 +56,7 @@ static char *pipeline(guint cache) {
       "  z: {type: f32, count: %d, init: zeros}\n"
       "  s: {type: f32, count: 1, init: zeros}\n"
       "nodes:\n"
-      "  sc: {op: kernel, kernel: scale_f32, args: {x: \"x[0:seq]\", alpha: 2.0, y: \"y[0:seq]\"}}\n"
+      "  sc: {op: kernel, kernel: scale_f32, args: {x: \"x[0:seq]\", alpha: \"{alpha}\", y: \"y[0:seq]\"}}\n"
       "  t: {op: kernel, kernel: touch, args: {buf: \"z[0:seq]\", n: \"{seq}\"}}\n"
       "  r: {op: kernel, kernel: reduce_sum_f32, args: {x: \"y[0:seq]\", y: s}}\n",
       cache, MAXSEQ, ptx, MAXSEQ, MAXSEQ, MAXSEQ);
@@ -106,11 +107,12 @@ typedef struct {
  * miss makes, and the node that forced it in both reports. */
 static void lru_step(const Step *st, DrRunReport *rr, guint from) {
   gboolean hit = strcmp(st->result, "hit") == 0;
-  /* A hit: sc's and r's one-node captures on the kept executable; a
-   * miss: the iteration (nothing is set on the one replaced). */
-  g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, hit ? 2 : 1);
+  /* A hit: the kept executable already holds sc's and r's values at
+   * this seq, so nothing is captured or set; a miss: the iteration
+   * (nothing is set on the one replaced). */
+  g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, hit ? 0 : 1);
   g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
-  g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, hit ? 2 : 0);
+  g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 0);
   g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphLaunch"), ==, 1);
   g_autofree char *json = json_of(rr);
   g_assert_nonnull(strstr(json, "\"forced_by\": \"t\""));
@@ -204,6 +206,74 @@ static void test_split(void) {
  * cuBLAS's, which the runtime cannot name (cudaGraphKernelNodeGetParams
  * refuses it, as on the H200), so the driver's copy sets it
  * (kernel_node_copy): no capture of the iteration, no instantiation. */
+static const char *gemm_text =
+    "dagrun: 1\n"
+    "%s"
+    "params:\n"
+    "  seq: {type: int, default: 4, min: 1, max: 16}\n"
+    "buffers:\n"
+    "  x: {type: f32, count: 64, init: iota}\n"
+    "  w: {type: f32, count: 16, init: iota}\n"
+    "  y: {type: f32, count: 64, init: zeros}\n"
+    "nodes:\n"
+    "  mm: {op: kernel, kernel: gemm_f32, args: {a: \"x[0:seq*4]\", b: w, c: \"y[0:seq*4]\", m: \"{seq}\", "
+    "n: 4, k: 4}}\n";
+
+/* With the cache a gemm is keyed: each shape gets an executable of its
+ * own (captured once, forced by the gemm), and a shape seen before puts
+ * its executable back with nothing to set: no cuBLAS launch, no capture,
+ * no node set. Every run's bytes equal a run captured at that value. */
+static void test_gemm_cached(void) {
+  const gint64 seqs[] = {16, 4, 16, 4, 9, 16};
+  const char *hows[] = {"re-instantiated", "cached", "cached", "cached", "re-instantiated", "cached"};
+  g_autofree char *plain = g_strdup_printf(gemm_text, "");
+  g_autofree char *cached = g_strdup_printf(gemm_text, "run: {graph_cache: 4}\n");
+  float want[G_N_ELEMENTS(seqs)][64];
+  dr_fake_runner_start();
+  dr_fake_set_blas(TRUE, 0);
+  g_autoptr(GError) error = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("gemm.yaml", plain, -1, &error);
+    g_assert_no_error(error);
+    g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, seqs[i]);
+    g_assert_true(dr_pipeline_set_param(p, "seq", v, &error));
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_true(dr_runner_read_buffer(r, "y", want[i], sizeof want[i], &error));
+  }
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("gemm.yaml", cached, -1, &error);
+    g_assert_no_error(error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error); /* seq 4: the setup's executable */
+    g_assert_no_error(error);
+    for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", seqs[i], &error));
+      guint from = dr_fake_trace()->len;
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      g_assert_cmpstr(dr_runner_last_update(r), ==, hows[i]);
+      gboolean hit = strcmp(hows[i], "cached") == 0;
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, hit ? 0 : 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, hit ? 0 : 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "kernel_launch"), ==, hit ? 0 : 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "kernel_node_copy"), ==, 0);
+      g_autofree char *json = json_of(rr);
+      g_assert_nonnull(strstr(json, "\"forced_by\": \"mm\""));
+      g_assert_nonnull(strstr(json, hit ? "\"result\": \"hit\"" : "\"result\": \"miss\""));
+      float got[64];
+      g_assert_true(dr_runner_read_buffer(r, "y", got, sizeof got, &error));
+      gsize bytes = (gsize)seqs[i] * 4 * sizeof(float);
+      g_assert_cmpmem(got, bytes, want[i], bytes);
+    }
+  }
+  dr_fake_set_blas(FALSE, 0);
+  dr_fake_runner_finish();
+}
+
 static void test_gemm_in_place(void) {
   const char *text =
       "dagrun: 1\n"
@@ -255,6 +325,106 @@ static void test_gemm_in_place(void) {
     }
   }
   dr_fake_set_blas(FALSE, 0);
+  dr_fake_runner_finish();
+}
+
+/* A hit sets what the kept executable does not hold: alpha changed while
+ * the executable of 16 was in use (sc set in place there), so going back
+ * to 8 sets sc on 8's (its launch described and set) and not r, whose values 8's
+ * executable holds. The bytes are a graph captured at (8, alpha 5). */
+static void test_hit_sets_what_differs(void) {
+  dr_fake_runner_start();
+  g_autoptr(GError) error = NULL;
+  {
+    g_autofree char *text = pipeline(2);
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
+    g_assert_no_error(error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_true(dr_runner_set_param(r, "seq", 16, &error));
+    g_autoptr(DrRunReport) second = dr_runner_run(r, &error);
+    g_assert_cmpstr(dr_runner_last_update(r), ==, "re-instantiated");
+    g_assert_true(dr_runner_set_param_f64(r, "alpha", 5.0, &error));
+    g_autoptr(DrRunReport) third = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(dr_runner_last_update(r), ==, "updated-nodes");
+    g_assert_true(dr_runner_set_param(r, "seq", 8, &error));
+    guint from = dr_fake_trace()->len;
+    g_autoptr(DrRunReport) back = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(dr_runner_last_update(r), ==, "cached");
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 0);
+    g_assert_cmpuint(dr_fake_count_calls(from, "kernel_node_params"), ==, 1);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 1);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 0);
+    Out got;
+    read_out(r, &got);
+    for (int e = 0; e < 8; e++) g_assert_cmpfloat(got.y[e], ==, 5.0f * (float)e);
+    g_assert_cmpfloat(got.s, ==, 5.0f * 28.0f);
+  }
+  dr_fake_runner_finish();
+}
+
+/* A launch captured as a chain of two kernel nodes (sc from seq 16 on,
+ * like cuBLAS's split-K gemm on the H200) is set in place node by node
+ * while the new shape makes the same chain: no capture of the iteration,
+ * no instantiation, two node sets. A shape that makes one node (8) cannot
+ * be set on the pair: sc forces a capture and the report says so. Every
+ * run's bytes equal a graph captured at that value. */
+static void test_chain_in_place(void) {
+  const char *text =
+      "dagrun: 1\n"
+      "params:\n"
+      "  seq: {type: int, default: 16, min: 4, max: 64}\n"
+      "buffers:\n"
+      "  x: {type: f32, count: 64, init: iota}\n"
+      "  y: {type: f32, count: 64, init: zeros}\n"
+      "nodes:\n"
+      "  sc: {op: kernel, kernel: scale_f32, args: {x: \"x[0:seq]\", alpha: 3.0, y: \"y[0:seq]\"}}\n";
+  const struct {
+    gint64 seq;
+    const char *how;
+  } steps[] = {{32, "updated-nodes"}, {48, "updated-nodes"}, {8, NULL}, {16, NULL}};
+  dr_fake_runner_start();
+  dr_fake_set_split("scale_f32", 16);
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("chain.yaml", text, -1, &error);
+    g_assert_no_error(error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", steps[i].seq, &error));
+      guint from = dr_fake_trace()->len;
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      const char *how = dr_runner_last_update(r);
+      g_autofree char *json = json_of(rr);
+      if (steps[i].how != NULL) {
+        g_assert_cmpstr(how, ==, steps[i].how);
+        g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 1); /* sc alone */
+        g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 0);
+        g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
+        g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 2);
+        g_assert_null(strstr(json, "forced_by"));
+      } else {
+        /* 8 makes one node where the executable has two (then 16 two
+         * where the one of 8 has one): the iteration is captured again. */
+        g_assert_true(strcmp(how, "updated") == 0 || strcmp(how, "re-instantiated") == 0);
+        g_assert_nonnull(strstr(json, "\"forced_by\": \"sc\""));
+      }
+      float got[64], want[64] = {0};
+      g_assert_true(dr_runner_read_buffer(r, "y", got, sizeof got, &error));
+      for (gint64 e = 0; e < steps[i].seq; e++) want[e] = 3.0f * (float)e;
+      /* y keeps what longer runs before wrote past seq: compare [0, seq). */
+      g_assert_cmpmem(got, (gsize)steps[i].seq * sizeof(float), want, (gsize)steps[i].seq * sizeof(float));
+    }
+  }
+  dr_fake_set_split(NULL, 0);
   dr_fake_runner_finish();
 }
 
@@ -359,6 +529,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/graph-cache/lru", test_lru);
   g_test_add_func("/fault/graph-cache/split", test_split);
   g_test_add_func("/fault/graph-cache/gemm-in-place", test_gemm_in_place);
+  g_test_add_func("/fault/graph-cache/gemm-cached", test_gemm_cached);
+  g_test_add_func("/fault/graph-cache/chain-in-place", test_chain_in_place);
+  g_test_add_func("/fault/graph-cache/hit-sets-what-differs", test_hit_sets_what_differs);
   g_test_add_func("/fault/graph-cache/off", test_off);
   g_test_add_func("/fault/graph-cache/one", test_one);
   g_test_add_func("/fault/graph-cache/faults", test_faults);
