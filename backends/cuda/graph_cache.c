@@ -90,16 +90,29 @@ static void append_values(GByteArray *k, const DrGraph *g, DrId v) {
   g_byte_array_append(k, &n->memset_value, 1);
 }
 
-GBytes *dr__cuda_graph_cache_key(const DrCudaGraphCache *c, const DrGraph *g, const cudaGraphNode_t *map,
-                                 const guint32 *node_kcall) {
-  g_return_val_if_fail(c != NULL && g != NULL, NULL);
+/* The nodes a key under node map `map` covers: set[v] (n_nodes). */
+static void keyed_set(const DrCudaGraphCache *c, const DrGraph *g, const cudaGraphNode_t *map,
+                      const guint32 *node_kcall, gboolean *set) {
+  for (DrId v = 0; v < c->n_nodes; v++) set[v] = keyed(c, g, v, map, node_kcall);
+}
+
+/* The key of `g` as it is now over the nodes of `set`. */
+static GBytes *key_of(const DrCudaGraphCache *c, const DrGraph *g, const gboolean *set) {
   GByteArray *k = g_byte_array_new();
   for (DrId v = 0; v < c->n_nodes; v++) {
-    if (!keyed(c, g, v, map, node_kcall)) continue;
+    if (!set[v]) continue;
     g_byte_array_append(k, (const guint8 *)&v, sizeof v);
     append_values(k, g, v);
   }
   return g_byte_array_free_to_bytes(k);
+}
+
+GBytes *dr__cuda_graph_cache_key(const DrCudaGraphCache *c, const DrGraph *g, const cudaGraphNode_t *map,
+                                 const guint32 *node_kcall) {
+  g_return_val_if_fail(c != NULL && g != NULL, NULL);
+  g_autofree gboolean *set = g_new(gboolean, MAX(c->n_nodes, 1));
+  keyed_set(c, g, map, node_kcall, set);
+  return key_of(c, g, set);
 }
 
 GBytes *dr__cuda_graph_node_values(const DrGraph *g, DrId v) {
@@ -160,6 +173,8 @@ void dr__cuda_graph_variant_mark(DrCudaGraphVariant *v, const DrId *nodes, guint
  * nodes the key covers under v's node map. */
 static void debug_miss(const DrCudaGraphCache *c, const DrGraph *g, const DrCudaGraphVariant *v, GBytes *key,
                        const guint32 *node_kcall) {
+  /* Not built when no one reads it: a lookup passes every idle variant. */
+  if (g_log_writer_default_would_drop(G_LOG_LEVEL_DEBUG, G_LOG_DOMAIN)) return;
   gsize na = 0, nb = 0, d = 0;
   const guint8 *a = g_bytes_get_data(v->key, &na), *b = g_bytes_get_data(key, &nb);
   while (d < na && d < nb && a[d] == b[d]) d++;
@@ -180,13 +195,23 @@ static void debug_miss(const DrCudaGraphCache *c, const DrGraph *g, const DrCuda
 DrCudaGraphVariant *dr__cuda_graph_cache_take(DrCudaGraphCache *c, const DrGraph *g,
                                               const guint32 *node_kcall) {
   g_return_val_if_fail(c != NULL && g != NULL, NULL);
+  /* The state now is keyed once per distinct set of keyed nodes (most
+   * variants share one): a key is O(the nodes' accesses and arguments). */
+  gsize n = MAX(c->n_nodes, 1);
+  g_autofree gboolean *set = g_new(gboolean, n), *last = g_new(gboolean, n);
+  g_autoptr(GBytes) key = NULL;
   for (guint i = 0; i < c->idle->len; i++) {
     DrCudaGraphVariant *v = g_ptr_array_index(c->idle, i);
     if (v->key == NULL) continue;
     /* The state now, keyed for this variant's executable: which nodes it
      * can take in place is its own (cuBLAS may capture a gemm as one
      * kernel node at one shape and as several at another). */
-    g_autoptr(GBytes) key = dr__cuda_graph_cache_key(c, g, v->node, node_kcall);
+    keyed_set(c, g, v->node, node_kcall, set);
+    if (key == NULL || memcmp(set, last, n * sizeof *set) != 0) {
+      if (key) g_bytes_unref(key);
+      key = key_of(c, g, set);
+      memcpy(last, set, n * sizeof *set);
+    }
     if (g_bytes_equal(v->key, key)) return g_ptr_array_steal_index(c->idle, i);
     debug_miss(c, g, v, key, node_kcall);
   }

@@ -213,18 +213,21 @@ gboolean dr__cuda_launch_bind(DrCudaLaunch *l, const DrCudaStreams *s, const DrC
 gboolean dr__cuda_launch_rebind(DrCudaLaunch *l, const DrCudaMemory *m, const DrId *nodes, guint32 n,
                                 GError **error) {
   const DrGraph *g = l->graph;
-  DrKernelCall probe;
+  /* All bound first, aside, so that a failure changes nothing. */
+  g_autofree DrKernelCall *fresh = g_new(DrKernelCall, MAX(n, 1));
   for (guint32 i = 0; i < n; i++)
     if (nodes[i] < l->n_nodes && l->node_kcall[nodes[i]] != DR_NONE &&
-        !dr__kernel_call_bind(g, nodes[i], m->bases, &probe, error))
+        !dr__kernel_call_bind(g, nodes[i], m->bases, &fresh[i], error))
       return FALSE;
   for (guint32 i = 0; i < n; i++) {
     DrId v = nodes[i];
     if (v >= l->n_nodes || l->node_kcall[v] == DR_NONE) continue;
     DrBoundKernel *k = &l->kcalls[l->node_kcall[v]];
     DrKLaunch keep = k->call.launch;
-    (void)dr__kernel_call_bind(g, v, m->bases, &k->call, NULL); /* bound above: cannot fail */
+    k->call = fresh[i];
     DrKLaunch *kl = &k->call.launch;
+    kl->args = k->call.args; /* its own arrays, not the copy's */
+    kl->counts = k->call.counts;
     kl->stream = keep.stream;
     kl->blas = keep.blas;
     kl->scratch = keep.scratch;
