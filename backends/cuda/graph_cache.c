@@ -23,12 +23,24 @@ const char *dr__graph_cache_result_name(DrGraphCacheResult r) {
   return result_names[r];
 }
 
+/* Whether node v is a library call (cuBLAS's gemm): set in place only
+ * through a one-node capture of the library's launch, ~10-20 µs of host
+ * time a node on the H200, so with the cache each of its shapes gets an
+ * executable of its own instead. */
+static gboolean library_call(const DrGraph *g, DrId v) {
+  if (dr_graph_node(g, v)->op != DR_OP_KERNEL) return FALSE;
+  const DrKernelDef *def = dr__kernel_def_of(g, v);
+  return def != NULL && (def->flags & DR_KFLAG_BLAS) != 0;
+}
+
 void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 cap) {
   g_return_if_fail(c != NULL && g != NULL);
   memset(c, 0, sizeof *c);
   c->cap = MIN(cap, DR_GRAPH_CACHE_MAX);
   c->n_nodes = dr_graph_n_nodes(g);
   c->varying = g_new0(gboolean, MAX(c->n_nodes, 1));
+  c->library = g_new0(gboolean, MAX(c->n_nodes, 1));
+  for (DrId v = 0; v < c->n_nodes; v++) c->library[v] = library_call(g, v);
   for (guint i = 0; i < g->param_uses->len; i++) {
     guint32 v = g_array_index(g->param_uses, DrParamUse, i).node;
     if (v < c->n_nodes) c->varying[v] = TRUE;
@@ -48,21 +60,11 @@ static gboolean in_place(const DrGraph *g, DrId v, const cudaGraphNode_t *map, c
   return n->op == DR_OP_COPY || n->op == DR_OP_MEMSET;
 }
 
-/* Whether node v is a library call (cuBLAS's gemm): set in place only
- * through a one-node capture of the library's launch, ~10-20 µs of host
- * time a node on the H200, so with the cache each of its shapes gets an
- * executable of its own instead. */
-static gboolean library_call(const DrGraph *g, DrId v) {
-  if (dr_graph_node(g, v)->op != DR_OP_KERNEL) return FALSE;
-  const DrKernelDef *def = dr__kernel_def_of(g, v);
-  return def != NULL && (def->flags & DR_KFLAG_BLAS) != 0;
-}
-
 /* Whether node v's values are in a key made under node map `map`: it
  * varies and cannot be set in place there, or is a library call. */
 static gboolean keyed(const DrCudaGraphCache *c, const DrGraph *g, DrId v, const cudaGraphNode_t *map,
                       const guint32 *node_kcall) {
-  return c->varying[v] && (!in_place(g, v, map, node_kcall) || library_call(g, v));
+  return c->varying[v] && (c->library[v] || !in_place(g, v, map, node_kcall));
 }
 
 gboolean dr__cuda_graph_cache_keys(const DrCudaGraphCache *c, const DrGraph *g, DrId v,
@@ -267,5 +269,6 @@ void dr__cuda_graph_cache_free(DrCudaGraphCache *c) {
   g_clear_pointer(&c->idle, g_ptr_array_unref);
   g_clear_pointer(&c->key, g_bytes_unref);
   g_clear_pointer(&c->varying, g_free);
+  g_clear_pointer(&c->library, g_free);
   c->cap = 0;
 }

@@ -78,6 +78,7 @@ typedef struct {
   GPtrArray *idle;   /* DrCudaGraphVariant *, owned */
   GBytes *key;       /* the key of the executable in use; NULL: not known */
   gboolean *varying; /* [n_nodes]: may vary (see the file head) */
+  gboolean *library; /* [n_nodes]: a library call (cuBLAS's gemm), keyed when varying */
   guint32 n_nodes;
   guint64 clock;
   /* The last change's outcome, for the report. */

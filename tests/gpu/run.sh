@@ -73,6 +73,10 @@
 #                                   (run.graph_cache: 2, a user kernel sized
 #                                   by seq) over seqs.txt: none, miss, hit,
 #                                   hit, evict, hit, evict, forced by 't'
+#   gpu/params/in-place             tests/gpu/params/inplace.yaml over
+#                                   inplace.txt: in-place sets give a fresh
+#                                   capture's and streams mode's checksums;
+#                                   memcheck of the sweep
 #   gpu/port20/cg-cub/{streams,graph}  user kernels with cooperative
 #                                   groups, CUB and cuda/std (include/cccl),
 #                                   include_dirs, defines and name
@@ -449,6 +453,29 @@ for i, (r, w) in enumerate(zip(rs, want)):
         assert u[\"how\"] == (\"cached\" if w == \"hit\" else \"re-instantiated\"), u
     print(r[\"params\"][\"seq\"], u)
 '"
+
+# inplace.yaml swept over inplace.txt on one runner: graph mode's in-place
+# sets (described built-ins, captured reduction and gemms, split-K chains)
+# give the checksums of a fresh capture at every line and of streams mode;
+# at least one change went in place; memcheck finds nothing in the sweep.
+check gpu/params/in-place 240 bash -c "set -e -o pipefail
+  sweep() { $DAGRUN --backend=cuda --params-from=$gpu_dir/params/inplace.txt \"\$@\" $gpu_dir/params/inplace.yaml; }
+  sweep --mode=graph | grep '^checksum c[12] ' >$tmp/ip_graph
+  DAGRUN_GRAPH_UPDATE=capture sweep --mode=graph | grep '^checksum c[12] ' >$tmp/ip_capture
+  sweep --mode=streams | grep '^checksum c[12] ' >$tmp/ip_streams
+  test -s $tmp/ip_graph
+  diff $tmp/ip_graph $tmp/ip_capture
+  diff $tmp/ip_graph $tmp/ip_streams
+  sweep --mode=graph --format=json | python3 -c '
+import json, sys, collections
+how = collections.Counter(json.loads(l)[\"param_update\"][\"how\"] for l in sys.stdin if l.startswith(\"{\"))
+print(dict(how))
+assert how[\"updated-nodes\"] >= 1, how
+'
+  if command -v compute-sanitizer >/dev/null; then
+    compute-sanitizer --tool memcheck --error-exitcode 99 $DAGRUN --backend=cuda --mode=graph --iterations=1 \
+      --warmup=0 --params-from=$gpu_dir/params/inplace.txt $gpu_dir/params/inplace.yaml | tail -n 1
+  fi"
 
 # ---- --dot-cuda-graph: CUDA's own DOT of the captured graph ----
 # cudaGraphDebugDotPrint writes a digraph with one node per captured
