@@ -1,21 +1,41 @@
-/* trips.c: trip spans of the CUDA backend's host-driven loops (trips.h).
+/* trips.c: trip spans of the CUDA backend's loops (trips.h).
  *
  * Each top-level loop's issue starts with a stamp (its base); each trip the
- * bound keeps is a stamp before its body and one after, on the loop's
- * stream, so the body's work lies between them. A trip's place: its
- * position among the loop's trips of the iteration, seq; seq < K keeps
- * position seq, a later one position K + (seq - K) mod K (a ring of the
- * latest K), except where the loop's total is known in advance (a
- * top-level repeat: `count` trips), whose trips between the first and the
- * last K are not stamped at all. The host notes seq and trip per position
- * as it issues, so the read needs nothing from the device but the stamps;
- * a trip's time is its loop node's start plus its stamps' distance from
- * the base, which puts every trip inside the node whatever the timing
- * mode (the node's start is when it became ready, before the base).
- * Costs two stamp launches per stamped trip (BENCHMARKS.md §4 measured
- * 4.2 µs per node when node stamps were launches) and one copy of the
- * words per timed iteration, after iter_end (timing.c). This file does
- * not decide what a trip runs (loops.c). */
+ * bound keeps is a stamp before its body and one after, so the body's work
+ * lies between them. A trip's place: its position among the loop's trips
+ * of the iteration, seq; seq < K keeps position seq, a later one position
+ * K + (seq - K) mod K (a ring of the latest K), except where the loop's
+ * total is known in advance (a repeat: `count` trips), whose trips between
+ * the first and the last K are not stamped at all. A trip's time is its
+ * loop node's start plus its stamps' distance from the base, which puts
+ * every trip inside the node whatever the timing mode (the node's start is
+ * when it became ready, before the base).
+ *
+ * Streams mode (host-driven loops): the stamps are stamp kernels on the
+ * loop's stream, and the host notes seq and trip per position as it
+ * issues, so the read needs nothing from the device but the stamps; a
+ * top-level repeat skips its middle trips. Costs two stamp launches per
+ * stamped trip (BENCHMARKS.md §4 measured 4.2 µs per node when node stamps
+ * were launches).
+ *
+ * Graph mode (the ring): the host issues an iteration once, at capture, so
+ * the graph carries the stamps and the notes itself: the trip stamp kernel
+ * (DrCudaApi.trip_launch, loopctl.cu) opens and closes trips over each
+ * loop's device words (a trip counter, the open trip, the current run's
+ * trips, seq and trip per position), which a memset node empties before
+ * each top-level loop, with the base stamp. condgraph.c puts an open
+ * before each copy of a body that is a trip (a guarded copy's open reads
+ * the condition, so a copy that does not run opens nothing) and a close
+ * after it, one kernel where a close and the next open meet (a repeat's
+ * unrolled copies, a while's kernel-guarded ones); a repeat at any depth
+ * skips its middle trips of each run (the open after them counts them).
+ * Costs one or two tiny kernel nodes per trip on the body's path (to be
+ * measured: bench/loops_bench.sh's graph-trips case) and, for each
+ * top-level loop, a memset and a stamp per launch.
+ *
+ * Either way one copy of the words per timed iteration, after iter_end
+ * (timing.c). This file does not decide what a trip runs (loops.c,
+ * condgraph.c). */
 #include "backends/cuda/trips.h"
 
 #include <string.h>
@@ -23,6 +43,8 @@
 #include "backends/cuda/launch.h"
 
 #define K DR_TRIP_SPANS_KEEP
+/* The ring's words per loop: ctl[4], seq[2K], trip[2K] (cuda_api.h). */
+#define RING_WORDS (4 + 4 * (gsize)K)
 
 /* Every loop under `g`'s loop node `top` (index top_index), `depth` deep. */
 static void collect(DrCudaTrips *tr, const DrGraph *g, DrId top, guint32 top_index, guint32 depth) {
@@ -39,7 +61,7 @@ static void collect(DrCudaTrips *tr, const DrGraph *g, DrId top, guint32 top_ind
 }
 
 gboolean dr__cuda_trips_setup(DrCudaTrips *tr, DrCudaTiming *t, const DrPlan *plan, guint32 n_devices,
-                              cudaStream_t origin, GError **error) {
+                              gboolean graph_mode, cudaStream_t origin, GError **error) {
   const DrGraph *g = plan->graph;
   if (t->mode == DR_TIMING_OFF || dr_graph_n_loops(g) == 0 || n_devices > 1 ||
       dr_cuda_api()->stamp_launch == NULL)
@@ -50,7 +72,12 @@ gboolean dr__cuda_trips_setup(DrCudaTrips *tr, DrCudaTiming *t, const DrPlan *pl
   tr->n_top = dr_graph_n_loops(g);
   tr->depth = t->depth;
   tr->slots = g_new0(DrCudaTripSlot, (gsize)tr->depth * tr->loops->len);
+  tr->ring_slot = g_new0(gboolean, tr->depth);
   tr->words = (gsize)tr->loops->len * 4 * K + tr->n_top;
+  if (graph_mode && dr_cuda_api()->trip_launch != NULL) {
+    tr->ring_at = tr->words;
+    tr->words += tr->loops->len * RING_WORDS;
+  }
   gsize bytes = tr->words * sizeof(unsigned long long);
   DrCudaSite site = DR_SITE_SETUP("the loops' trip stamps");
   /* Zeroed, so that the copy never reads words no trip wrote. */
@@ -67,10 +94,12 @@ gboolean dr__cuda_trips_setup(DrCudaTrips *tr, DrCudaTiming *t, const DrPlan *pl
   return TRUE;
 }
 
-void dr__cuda_trips_begin(DrCudaTrips *tr, guint32 k, gboolean stamp) {
+void dr__cuda_trips_begin(DrCudaTrips *tr, guint32 k, gboolean stamp, gboolean ring) {
   tr->stamping = tr->on && stamp;
   if (!tr->stamping) return;
   tr->slot = k;
+  tr->ring_slot[k] = ring;
+  if (ring) return;
   /* An earlier iteration's notes must not pass for this one's. */
   for (guint j = 0; j < tr->loops->len; j++) {
     DrCudaTripSlot *ts = &tr->slots[(gsize)k * tr->loops->len + j];
@@ -79,23 +108,80 @@ void dr__cuda_trips_begin(DrCudaTrips *tr, guint32 k, gboolean stamp) {
   }
 }
 
+/* The entry of `loop` in tr->loops. */
+static guint loop_index(const DrCudaTrips *tr, const DrLoop *loop) {
+  return GPOINTER_TO_UINT(g_hash_table_lookup(tr->index, loop)) - 1;
+}
+
+gboolean dr__cuda_trips_ring_on(const DrCudaTrips *tr) { return tr != NULL && tr->on && tr->ring_at > 0; }
+
+gboolean dr__cuda_trips_ring_stamp(const DrCudaTrips *tr, const DrLoop *loop, unsigned flags,
+                                   const gint32 *guard, gint64 trip, guint64 skip, cudaStream_t st,
+                                   GError **error) {
+  if (!dr__cuda_trips_ring_on(tr)) return TRUE;
+  guint j = loop_index(tr, loop);
+  int rc = dr_cuda_api()->trip_launch((guint64 *)&tr->dev[(gsize)j * 4 * K],
+                                      (guint64 *)&tr->dev[tr->ring_at + j * RING_WORDS], guard, flags, trip,
+                                      skip, K, st);
+  return dr__cuda_check((cudaError_t)rc, "trip stamp kernel launch", DR_SITE_NODE(loop->id, -1), error);
+}
+
+gboolean dr__cuda_trips_ring_run(const DrCudaTrips *tr, const DrLoop *loop, cudaStream_t st, GError **error) {
+  if (!dr__cuda_trips_ring_on(tr)) return TRUE;
+  DrCudaSite site = DR_SITE_NODE(loop->id, -1);
+  return DR_CUDA(site, cudaMemsetAsync, &tr->dev[tr->ring_at + loop_index(tr, loop) * RING_WORDS + 2], 0,
+                 sizeof(guint64), st);
+}
+
+/* Whether trip `t` of a run of repeat `loop` is stamped in graph mode. */
+static gboolean repeat_stamped(const DrLoop *loop, guint64 t) {
+  return loop->count <= 2 * K || t < K || t >= loop->count - K;
+}
+
+unsigned dr__cuda_trips_repeat_flags(const DrLoop *loop, guint64 trip, gboolean after, guint64 *skip) {
+  *skip = 0;
+  if (!repeat_stamped(loop, trip)) return 0;
+  if (after) return trip + 1 == loop->count || !repeat_stamped(loop, trip + 1) ? DR_TRIP_CLOSE : 0;
+  if (loop->count > 2 * K && trip == loop->count - K) *skip = loop->count - 2 * K;
+  return DR_TRIP_OPEN | (trip > 0 && repeat_stamped(loop, trip - 1) ? DR_TRIP_CLOSE : 0);
+}
+
 static gboolean stamp(unsigned long long *word, cudaStream_t st, const DrLoop *loop, GError **error) {
   return dr__cuda_check((cudaError_t)dr_cuda_api()->stamp_launch(word, st), "trip stamp kernel launch",
                         DR_SITE_NODE(loop->id, -1), error);
 }
 
-gboolean dr__cuda_trips_loop(DrCudaTrips *tr, const DrLoop *loop, cudaStream_t st, GError **error) {
-  if (!tr->stamping) return TRUE;
-  guint j = GPOINTER_TO_UINT(g_hash_table_lookup(tr->index, loop)) - 1;
+gboolean dr__cuda_trips_loop(DrCudaTrips *tr, const DrLoop *loop, gboolean ring, cudaStream_t st,
+                             GError **error) {
+  if (ring ? !dr__cuda_trips_ring_on(tr) : !tr->stamping) return TRUE;
+  guint j = loop_index(tr, loop);
   const DrCudaTripLoop *tl = &g_array_index(tr->loops, DrCudaTripLoop, j);
+  if (ring) {
+    /* This loop's words and its nested loops' (collect keeps them next to
+     * it), emptied at each run of the graph. */
+    guint n = 1;
+    while (j + n < tr->loops->len && g_array_index(tr->loops, DrCudaTripLoop, j + n).depth > 0) n++;
+    DrCudaSite site = DR_SITE_NODE(loop->id, -1);
+    if (!DR_CUDA(site, cudaMemsetAsync, &tr->dev[tr->ring_at + j * RING_WORDS], 0,
+                 n * RING_WORDS * sizeof(guint64), st))
+      return FALSE;
+  }
   return stamp(&tr->dev[(gsize)tr->loops->len * 4 * K + tl->top_index], st, loop, error);
 }
 
-gboolean dr__cuda_trips_trip_begin(DrCudaTrips *tr, const DrLoop *loop, guint64 trip, cudaStream_t st,
-                                   gint32 *pos, GError **error) {
+gboolean dr__cuda_trips_trip_begin(DrCudaTrips *tr, const DrLoop *loop, guint64 trip, gboolean ring,
+                                   cudaStream_t st, gint32 *pos, GError **error) {
   *pos = -1;
+  if (ring) {
+    /* A repeat's (only repeats are captured unrolled by the host). */
+    guint64 skip = 0;
+    unsigned flags = dr__cuda_trips_repeat_flags(loop, trip, FALSE, &skip);
+    if (!dr__cuda_trips_ring_on(tr) || flags == 0) return TRUE;
+    *pos = 0;
+    return dr__cuda_trips_ring_stamp(tr, loop, flags, NULL, (gint64)trip, skip, st, error);
+  }
   if (!tr->stamping) return TRUE;
-  guint j = GPOINTER_TO_UINT(g_hash_table_lookup(tr->index, loop)) - 1;
+  guint j = loop_index(tr, loop);
   const DrCudaTripLoop *tl = &g_array_index(tr->loops, DrCudaTripLoop, j);
   DrCudaTripSlot *ts = &tr->slots[(gsize)tr->slot * tr->loops->len + j];
   guint64 s = ts->seen++;
@@ -107,26 +193,43 @@ gboolean dr__cuda_trips_trip_begin(DrCudaTrips *tr, const DrLoop *loop, guint64 
   return stamp(&tr->dev[(gsize)j * 4 * K + 2 * (gsize)*pos], st, loop, error);
 }
 
-gboolean dr__cuda_trips_trip_end(DrCudaTrips *tr, const DrLoop *loop, gint32 pos, cudaStream_t st,
-                                 GError **error) {
+gboolean dr__cuda_trips_trip_end(DrCudaTrips *tr, const DrLoop *loop, guint64 trip, gint32 pos, gboolean ring,
+                                 cudaStream_t st, GError **error) {
   if (pos < 0) return TRUE;
-  guint j = GPOINTER_TO_UINT(g_hash_table_lookup(tr->index, loop)) - 1;
-  return stamp(&tr->dev[(gsize)j * 4 * K + 2 * (gsize)pos + 1], st, loop, error);
+  guint64 skip = 0;
+  if (ring && dr__cuda_trips_repeat_flags(loop, trip, TRUE, &skip) == 0) return TRUE;
+  if (ring) return dr__cuda_trips_ring_stamp(tr, loop, DR_TRIP_CLOSE, NULL, -1, 0, st, error);
+  return stamp(&tr->dev[(gsize)loop_index(tr, loop) * 4 * K + 2 * (gsize)pos + 1], st, loop, error);
+}
+
+/* The ring's notes of loop j in the words `w` of a graph launch, as the
+ * host keeps them for streams mode. */
+static void ring_notes(const DrCudaTrips *tr, const unsigned long long *w, guint j, DrCudaTripSlot *ts) {
+  const unsigned long long *ctl = w + tr->ring_at + j * RING_WORDS;
+  ts->seen = ctl[0];
+  for (guint p = 0; p < 2 * K; p++) {
+    ts->seq[p] = ctl[4 + p] ? ctl[4 + p] - 1 : G_MAXUINT64;
+    ts->trip[p] = ctl[4 + 2 * K + p];
+  }
 }
 
 void dr__cuda_trips_read(const DrCudaTrips *tr, guint32 k, DrIterTiming *timing) {
   if (!tr->on || timing == NULL || timing->trips == NULL) return;
+  gboolean ring = tr->ring_slot[k];
+  if (ring && tr->ring_at == 0) return;
   const unsigned long long *w = tr->host + (gsize)k * tr->words;
   const unsigned long long *base = w + (gsize)tr->loops->len * 4 * K;
   for (guint j = 0; j < tr->loops->len; j++) {
     const DrCudaTripLoop *tl = &g_array_index(tr->loops, DrCudaTripLoop, j);
+    DrCudaTripSlot notes;
     const DrCudaTripSlot *ts = &tr->slots[(gsize)k * tr->loops->len + j];
+    if (ring) ring_notes(tr, w, j, &notes), ts = &notes;
     double at = timing->start_us[tl->top];
     unsigned long long b = base[tl->top_index];
     /* The trips in seq order: the first K, then the ring's latest; each
      * seq without a stamp pair is counted (skip). */
-    guint64 next = 0, ring = MAX(K, ts->seen > K ? ts->seen - K : 0);
-    for (guint64 s = 0; s < ts->seen; s = s + 1 == K ? ring : s + 1) {
+    guint64 next = 0, ring_from = MAX(K, ts->seen > K ? ts->seen - K : 0);
+    for (guint64 s = 0; s < ts->seen; s = s + 1 == K ? ring_from : s + 1) {
       guint32 pos = (guint32)(s < K ? s : K + (s - K) % K);
       if (ts->seq[pos] != s) continue;
       if (s > next) dr_trip_log_skip(timing->trips, tl->loop->id, tl->top, tl->depth, s - next);
@@ -147,5 +250,6 @@ void dr__cuda_trips_close(DrCudaTrips *tr) {
   g_clear_pointer(&tr->index, g_hash_table_unref);
   if (tr->loops != NULL) g_array_unref(tr->loops);
   g_free(tr->slots);
+  g_free(tr->ring_slot);
   memset(tr, 0, sizeof *tr);
 }
