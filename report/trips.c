@@ -6,7 +6,7 @@
  * so trips counted but never given times (dr_trip_log_skip) can never
  * pass for later ones. O(1) per trip, O(loops × DR_TRIP_SPANS_KEEP) per
  * take. It times nothing itself: the backends do (backends/host.c,
- * backends/cuda/loops.c). */
+ * backends/cuda/trips.c, in streams and graph mode). */
 #include "report/report.h"
 
 typedef struct {
