@@ -364,6 +364,33 @@ static void test_graph_nested(void) {
   }
 }
 
+/* A repeat with a while inside: a counted WHILE at the top level (its
+ * trips numbered by the device, the while's from 0 in each). */
+static void test_graph_counted(void) {
+  DrGraph *g;
+  DrPlan *plan;
+  DrReport *r =
+      graph_run_check(HEAD
+                      "  solve:\n    op: loop\n    repeat: 3\n    nodes:\n"
+                      "      again: {op: kernel, kernel: fill_f32, args: {y: \"x[0:1]\", value: 5.0}}\n"
+                      "      w:\n        op: loop\n        while: go\n        nodes:\n"
+                      "          half: {op: kernel, kernel: scale_f32, args: {x: \"x[0:1]\", alpha: 0.5, "
+                      "y: \"x[0:1]\"}}\n"
+                      "          check: {op: kernel, kernel: set_while_gt_f32, args: {x: \"x[0:1]\", "
+                      "tol: 0.01, cond: go}}\n",
+                      "solve", "solve", 3, &g, &plan);
+  for (guint32 it = 0; it < 2; it++) {
+    g_autoptr(GPtrArray) o = dr_test_trip_spans(r, it, "solve");
+    g_autoptr(GPtrArray) w = dr_test_trip_spans(r, it, "solve/w");
+    g_assert_cmpuint(w->len, ==, 3 * 9);
+    for (guint k = 0; k < 3; k++) {
+      const DrTripSpan *os = g_ptr_array_index(o, k);
+      assert_serial(w, 9 * k, 9 * k + 9, 0, os->start_us, os->end_us);
+    }
+  }
+  graph_free(r, plan, g);
+}
+
 /* An if: its body is trip 0 when the condition holds, its else body no trip. */
 static void test_graph_if(void) {
   for (int yes = 0; yes < 2; yes++) {
@@ -460,6 +487,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/trips/graph/while", test_graph_while);
   g_test_add_func("/fault/trips/graph/repeat", test_graph_repeat);
   g_test_add_func("/fault/trips/graph/nested", test_graph_nested);
+  g_test_add_func("/fault/trips/graph/counted", test_graph_counted);
   g_test_add_func("/fault/trips/graph/if", test_graph_if);
   g_test_add_func("/fault/trips/graph/faults", test_graph_faults);
   g_test_add_func("/fault/trips/faults", test_faults);
