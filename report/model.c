@@ -26,6 +26,7 @@ void dr_report_free(DrReport *r) {
   if (r->loops) g_array_unref(r->loops);
   if (r->trip_spans) g_array_unref(r->trip_spans);
   if (r->trip_counts) g_array_unref(r->trip_counts);
+  if (r->body_spans) g_array_unref(r->body_spans);
   if (r->summary) g_array_unref(r->summary);
   if (r->summary_names) g_string_chunk_free(r->summary_names);
   if (r->params) {

@@ -178,6 +178,12 @@ static gboolean node_work(const Build *bd, gconstpointer what, cudaStream_t s, G
       how.guard = bd->guard;
       how.guard_runs =
           bd->guard && r->g == bd->guard_body && r->v == bd->guard_writer ? bd->guard_runs : NULL;
+      /* Its end in the trip, when it stamps itself (trips.h); a guarded
+       * copy that does not run stamps nothing. */
+      const DrKernelDef *def = dr__kernel_def_of(r->g, r->v);
+      if (def != NULL && (def->flags & DR_KFLAG_STAMPS) &&
+          dr_graph_kernel(r->g, n->kernel)->origin != DR_KERNEL_USER)
+        how.stamp = dr__cuda_trips_node_stamp(bd->trips, r->g, r->v);
       return dr__cuda_loops_kernel(bd->l, bd->m, bd->api, r->g, r->v, s, dr__cuda_loops_body_blas(bd->l, n),
                                    &how, error);
     }

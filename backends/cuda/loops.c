@@ -317,6 +317,8 @@ gboolean dr__cuda_loops_kernel(DrCudaLoops *l, const DrCudaMemory *m, const DrCu
     call->launch.guard = how->guard;
     call->launch.guard_runs = how->guard_runs;
   }
+  /* graph mode's body node stamps (trips.h); never a host-driven trip's */
+  call->launch.stamp = how != NULL ? how->stamp : NULL;
   if (call->def->flags & DR_KFLAG_BLAS) {
     call->launch.blas = blas;
     if (blas == NULL) {

@@ -46,17 +46,22 @@
 /* The ring's words per loop: ctl[4], seq[2K], trip[2K] (cuda_api.h). */
 #define RING_WORDS (4 + 4 * (gsize)K)
 
-/* Every loop under `g`'s loop node `top` (index top_index), `depth` deep. */
-static void collect(DrCudaTrips *tr, const DrGraph *g, DrId top, guint32 top_index, guint32 depth) {
+/* Every loop of plan `p`'s graph and under it, under its loop node `top`
+ * (index top_index), `depth` deep, with its body's plan. */
+static void collect(DrCudaTrips *tr, const DrPlan *p, DrId top, guint32 top_index, guint32 depth) {
+  const DrGraph *g = p->graph;
   for (guint i = 0; i < dr_graph_n_loops(g); i++) {
     const DrLoop *l = dr_graph_loop(g, i);
     DrId t = depth == 0 ? l->node : top;
     guint32 ti = depth == 0 ? i : top_index;
-    DrCudaTripLoop tl = {l, t, ti, depth};
+    const DrPlan *body = g_ptr_array_index(p->bodies, 2 * i),
+                 *other = g_ptr_array_index(p->bodies, 2 * i + 1);
+    DrCudaTripLoop tl = {l, t, ti, depth, body, 0};
     g_array_append_val(tr->loops, tl);
     g_hash_table_insert(tr->index, (gpointer)l, GUINT_TO_POINTER(tr->loops->len));
-    collect(tr, l->body, t, ti, depth + 1);
-    if (l->else_body) collect(tr, l->else_body, t, ti, depth + 1);
+    g_hash_table_insert(tr->bodies, (gpointer)l->body, GUINT_TO_POINTER(tr->loops->len));
+    collect(tr, body, t, ti, depth + 1);
+    if (other) collect(tr, other, t, ti, depth + 1);
   }
 }
 
@@ -68,7 +73,8 @@ gboolean dr__cuda_trips_setup(DrCudaTrips *tr, DrCudaTiming *t, const DrPlan *pl
     return TRUE;
   tr->loops = g_array_new(FALSE, FALSE, sizeof(DrCudaTripLoop));
   tr->index = g_hash_table_new(NULL, NULL);
-  collect(tr, g, DR_NONE, 0, 0);
+  tr->bodies = g_hash_table_new(NULL, NULL);
+  collect(tr, plan, DR_NONE, 0, 0);
   tr->n_top = dr_graph_n_loops(g);
   tr->depth = t->depth;
   tr->slots = g_new0(DrCudaTripSlot, (gsize)tr->depth * tr->loops->len);
@@ -77,6 +83,13 @@ gboolean dr__cuda_trips_setup(DrCudaTrips *tr, DrCudaTiming *t, const DrPlan *pl
   if (graph_mode && dr_cuda_api()->trip_launch != NULL) {
     tr->ring_at = tr->words;
     tr->words += tr->loops->len * RING_WORDS;
+    /* Then each body's node stamps, in the loops' order (a top-level
+     * loop's and its nested loops' words in a row). */
+    for (guint j = 0; j < tr->loops->len; j++) {
+      DrCudaTripLoop *tl = &g_array_index(tr->loops, DrCudaTripLoop, j);
+      tl->node_at = tr->words;
+      tr->words += dr_graph_n_nodes(tl->loop->body);
+    }
   }
   gsize bytes = tr->words * sizeof(unsigned long long);
   DrCudaSite site = DR_SITE_SETUP("the loops' trip stamps");
@@ -146,6 +159,13 @@ unsigned dr__cuda_trips_repeat_flags(const DrLoop *loop, guint64 trip, gboolean 
   return DR_TRIP_OPEN | (trip > 0 && repeat_stamped(loop, trip - 1) ? DR_TRIP_CLOSE : 0);
 }
 
+unsigned long long *dr__cuda_trips_node_stamp(const DrCudaTrips *tr, const DrGraph *body, DrId v) {
+  if (!dr__cuda_trips_ring_on(tr)) return NULL;
+  guint j = GPOINTER_TO_UINT(g_hash_table_lookup(tr->bodies, body));
+  if (j == 0) return NULL; /* an else body: no trip */
+  return &tr->dev[g_array_index(tr->loops, DrCudaTripLoop, j - 1).node_at + v];
+}
+
 static gboolean stamp(unsigned long long *word, cudaStream_t st, const DrLoop *loop, GError **error) {
   return dr__cuda_check((cudaError_t)dr_cuda_api()->stamp_launch(word, st), "trip stamp kernel launch",
                         DR_SITE_NODE(loop->id, -1), error);
@@ -161,9 +181,13 @@ gboolean dr__cuda_trips_loop(DrCudaTrips *tr, const DrLoop *loop, gboolean ring,
      * it), emptied at each run of the graph. */
     guint n = 1;
     while (j + n < tr->loops->len && g_array_index(tr->loops, DrCudaTripLoop, j + n).depth > 0) n++;
+    gsize nodes_end =
+        j + n < tr->loops->len ? g_array_index(tr->loops, DrCudaTripLoop, j + n).node_at : tr->words;
     DrCudaSite site = DR_SITE_NODE(loop->id, -1);
     if (!DR_CUDA(site, cudaMemsetAsync, &tr->dev[tr->ring_at + j * RING_WORDS], 0,
-                 n * RING_WORDS * sizeof(guint64), st))
+                 n * RING_WORDS * sizeof(guint64), st) ||
+        (nodes_end > tl->node_at && !DR_CUDA(site, cudaMemsetAsync, &tr->dev[tl->node_at], 0,
+                                             (nodes_end - tl->node_at) * sizeof(guint64), st)))
       return FALSE;
   }
   return stamp(&tr->dev[(gsize)tr->loops->len * 4 * K + tl->top_index], st, loop, error);
@@ -213,6 +237,60 @@ static void ring_notes(const DrCudaTrips *tr, const unsigned long long *w, guint
   }
 }
 
+/* The end of loop j's last trip in the words `w` of a graph launch (0:
+ * none). */
+static unsigned long long last_close(const DrCudaTrips *tr, const unsigned long long *w, guint j) {
+  DrCudaTripSlot ts;
+  ring_notes(tr, w, j, &ts);
+  if (ts.seen == 0) return 0;
+  guint64 s = ts.seen - 1;
+  guint32 pos = (guint32)(s < K ? s : K + (s - K) % K);
+  return ts.seq[pos] == s ? w[(gsize)j * 4 * K + 2 * (gsize)pos + 1] : 0;
+}
+
+/* The body nodes of `tl`'s last trip, which opened at `open`, from their
+ * stamps in `w` (a built-in raises its word to its end in each copy that
+ * runs, so the word holds the last trip's; 0: it has none): each timed
+ * node from when it became ready in the body's plan (the trip's start,
+ * the end of its stream predecessor and of the nodes it waits on) to its
+ * stamp, placed as trips are. A nested loop's end is its last trip's (when
+ * in this trip); any other node without a stamp (memset, copy, user
+ * kernel, gemm) has no span and neither has a node that waits for it
+ * (its start is not known). */
+static void body_spans(const DrCudaTrips *tr, const DrCudaTripLoop *tl, const unsigned long long *w,
+                       unsigned long long open, guint64 trip, double at, unsigned long long b,
+                       DrTripLog *log) {
+  const DrPlan *bp = tl->plan;
+  const DrGraph *g = bp->graph;
+  guint32 n = dr_graph_n_nodes(g), n_streams = MAX(bp->streams->len, 1);
+  g_autofree unsigned long long *end = g_new0(unsigned long long, MAX(n, 1)); /* 0: not known */
+  g_autofree unsigned long long *last = g_new(unsigned long long, n_streams);
+  for (guint32 k = 0; k < n_streams; k++) last[k] = open;
+  for (guint32 i = 0; i < bp->steps->len; i++) {
+    const DrPlanStep *step = dr_plan_step(bp, i);
+    DrId v = step->node;
+    const DrNode *node = dr_graph_node(g, v);
+    unsigned long long ready = last[step->stream];
+    for (guint32 x = 0; x < step->wait_count && ready; x++) {
+      unsigned long long e = end[dr_plan_wait(bp, step->wait_first + x)];
+      ready = e ? MAX(ready, e) : 0;
+    }
+    unsigned long long stamp = w[tl->node_at + v];
+    if (node->loop) {
+      guint j = GPOINTER_TO_UINT(g_hash_table_lookup(tr->index, dr_graph_node_loop(g, v))) - 1;
+      unsigned long long close = last_close(tr, w, j);
+      stamp = close >= open ? close : 0;
+    } else if (node->op == DR_OP_NOOP) {
+      stamp = ready; /* no work: ends when ready */
+    }
+    end[v] = ready && stamp >= ready ? stamp : 0;
+    last[step->stream] = end[v];
+    if (end[v] == 0 || node->loop || node->op == DR_OP_NOOP) continue;
+    dr_trip_log_body(log, tl->loop->id, tl->top, node->id, trip, at + (double)(gint64)(ready - b) / 1000.0,
+                     at + (double)(gint64)(stamp - b) / 1000.0);
+  }
+}
+
 void dr__cuda_trips_read(const DrCudaTrips *tr, guint32 k, DrIterTiming *timing) {
   if (!tr->on || timing == NULL || timing->trips == NULL) return;
   gboolean ring = tr->ring_slot[k];
@@ -240,6 +318,12 @@ void dr__cuda_trips_read(const DrCudaTrips *tr, guint32 k, DrIterTiming *timing)
       next = s + 1;
     }
     if (ts->seen > next) dr_trip_log_skip(timing->trips, tl->loop->id, tl->top, tl->depth, ts->seen - next);
+    if (ring && ts->seen > 0) {
+      guint64 s = ts->seen - 1;
+      guint32 pos = (guint32)(s < K ? s : K + (s - K) % K);
+      if (ts->seq[pos] == s)
+        body_spans(tr, tl, w, w[(gsize)j * 4 * K + 2 * (gsize)pos], ts->trip[pos], at, b, timing->trips);
+    }
   }
 }
 
@@ -248,6 +332,7 @@ void dr__cuda_trips_close(DrCudaTrips *tr) {
   if (tr->dev != NULL) (void)api->cudaFree(tr->dev);
   if (tr->host != NULL) (void)api->cudaFreeHost(tr->host);
   g_clear_pointer(&tr->index, g_hash_table_unref);
+  g_clear_pointer(&tr->bodies, g_hash_table_unref);
   if (tr->loops != NULL) g_array_unref(tr->loops);
   g_free(tr->slots);
   g_free(tr->ring_slot);

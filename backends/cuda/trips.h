@@ -32,11 +32,15 @@ typedef struct {
 } DrCudaTripSlot;
 
 /* One loop at any depth: its id, the top-level loop node it runs under,
- * that loop's index in graph->loops and its depth (0: top-level). */
+ * that loop's index in graph->loops and its depth (0: top-level), its
+ * body's plan, and with the ring the word its body nodes' stamps start at
+ * (one per body node). */
 typedef struct {
   const DrLoop *loop;
   DrId top;
   guint32 top_index, depth;
+  const DrPlan *plan;
+  gsize node_at;
 } DrCudaTripLoop;
 
 typedef struct {
@@ -46,13 +50,15 @@ typedef struct {
   guint32 depth;         /* slots */
   GArray *loops;         /* DrCudaTripLoop, every loop of the graph (nested too) */
   GHashTable *index;     /* const DrLoop * -> 1 + its index in loops */
+  GHashTable *bodies;    /* a loop's body (const DrGraph *) -> 1 + the loop's index in loops */
   guint32 n_top;         /* top-level loops */
   DrCudaTripSlot *slots; /* [depth * loops->len] */
   /* Device words: per loop 4K (a start and an end stamp per position),
    * then per top-level loop the stamp at the start of its issue; words of
    * them; graph mode (with the trip stamp kernel): from word ring_at
    * (0: no ring), per loop the ring's words (DrCudaApi.trip_launch's
-   * ctl). The pinned copies [depth * words]. */
+   * ctl), then per loop its body nodes' stamps (DrCudaTripLoop.node_at).
+   * The pinned copies [depth * words]. */
   unsigned long long *dev, *host;
   gsize words, ring_at;
   gboolean *ring_slot; /* [depth]: the slot's iteration was a graph launch (the ring holds its notes) */
@@ -99,6 +105,12 @@ gboolean dr__cuda_trips_ring_on(const DrCudaTrips *tr);
 gboolean dr__cuda_trips_ring_stamp(const DrCudaTrips *tr, const DrLoop *loop, unsigned flags,
                                    const gint32 *guard, gint64 trip, guint64 skip, cudaStream_t st,
                                    GError **error);
+
+/* The word body node `v` of loop body `body` raises to its end as its
+ * stamp (DrKLaunch.stamp of a built-in with DR_KFLAG_STAMPS), emptied with
+ * its loop's ring; NULL without the ring or for an else body. The read
+ * gives each body node of a loop's last trip in an iteration a span. */
+unsigned long long *dr__cuda_trips_node_stamp(const DrCudaTrips *tr, const DrGraph *body, DrId v);
 
 /* A memset on `st` of `loop`'s run trips (the trip numbers of a while's
  * run start at 0): before each run of a loop nested in a body; nothing

@@ -264,6 +264,34 @@ static void graph_free(DrReport *r, DrPlan *plan, DrGraph *g) {
   dr_graph_free(g);
 }
 
+/* Body node `id`'s span in timed iteration `it` (graph mode's body node
+ * stamps): one, in trip `trip` of `loop` (its last), inside that trip's
+ * span, of positive length; NULL asserts there is none. */
+static const DrBodySpan *body_span(const DrReport *r, guint32 it, const char *loop, const char *id,
+                                   guint64 trip) {
+  const DrBodySpan *found = NULL;
+  for (guint i = 0; r->body_spans != NULL && i < r->body_spans->len; i++) {
+    const DrBodySpan *b = &g_array_index(r->body_spans, DrBodySpan, i);
+    if (b->iteration != it || strcmp(b->id, id) != 0) continue;
+    g_assert_null(found);
+    found = b;
+  }
+  if (trip == G_MAXUINT64) {
+    g_assert_null(found);
+    return NULL;
+  }
+  g_assert_nonnull(found);
+  g_assert_cmpstr(found->loop, ==, loop);
+  g_assert_cmpuint(found->trip, ==, trip);
+  g_autoptr(GPtrArray) s = dr_test_trip_spans(r, it, loop);
+  const DrTripSpan *last = g_ptr_array_index(s, s->len - 1);
+  g_assert_cmpuint(last->trip, ==, trip);
+  g_assert_cmpfloat(found->start_us, >=, last->start_us);
+  g_assert_cmpfloat(found->end_us, >, found->start_us);
+  g_assert_cmpfloat(found->end_us, <=, last->end_us);
+  return found;
+}
+
 /* A while: one copy per trip, the default (kernel-guarded copies: a copy
  * after the stop must not pass for a trip), IF-guarded copies; 9 trips
  * and 102 (a ring of the latest K). */
@@ -282,6 +310,13 @@ static void test_graph_while(void) {
       g_autofree char *yaml = while_yaml(tols[t]);
       DrReport *r = graph_run_check(yaml, "solve", "solve", trips[t], &g, &plan);
       g_assert_cmpuint(g_array_index(r->loops, DrLoopReport, 0).trips_max, ==, trips[t]);
+      /* The body's nodes in the last trip (whichever copy ran it), check
+       * after half, which it reads. */
+      for (guint32 it = 0; it < 2; it++) {
+        const DrBodySpan *half = body_span(r, it, "solve", "solve/half", trips[t] - 1);
+        const DrBodySpan *check = body_span(r, it, "solve", "solve/check", trips[t] - 1);
+        g_assert_cmpfloat(check->start_us, >=, half->end_us);
+      }
       graph_free(r, plan, g);
     }
     g_unsetenv("DAGRUN_WHILE_UNROLL");
@@ -358,6 +393,15 @@ static void test_graph_nested(void) {
       const DrTripSpan *first = g_ptr_array_index(o, 0), *last = g_ptr_array_index(o, 8);
       assert_serial(m, 0, K, 0, first->start_us, first->end_us);
       assert_serial(m, K, 2 * K, 70 - K, last->start_us, last->end_us);
+      /* Body nodes: each loop's last trip; half waits for nothing in the
+       * body plan, check for half and for many (a nested loop: its last
+       * trip's end). */
+      body_span(r, it, "solve/inner", "solve/inner/q", 1);
+      body_span(r, it, "solve/inner", "solve/inner/c2", 1);
+      body_span(r, it, "solve/many", "solve/many/m", 69);
+      body_span(r, it, "solve", "solve/reset", 8);
+      const DrBodySpan *check = body_span(r, it, "solve", "solve/check", 8);
+      g_assert_cmpfloat(check->start_us, >=, ((const DrTripSpan *)g_ptr_array_index(m, 2 * K - 1))->end_us);
     }
     graph_free(r, plan, g);
     g_unsetenv("DAGRUN_WHILE_UNROLL");
@@ -389,6 +433,52 @@ static void test_graph_counted(void) {
     }
   }
   graph_free(r, plan, g);
+}
+
+/* Body node times in the last trip, exactly on the fake's clock: a node
+ * starts when its body-plan dependencies have ended (two independent
+ * kernels feeding a third, in both orders), after a nested loop when its
+ * last trip ended; a memset has no time and neither has a node after it
+ * (its start is not known). */
+static void test_graph_body_nodes(void) {
+  static const char *const orders[] = {"ab", "ba"};
+  for (guint o = 0; o < 2; o++) {
+    const char *first = orders[o][0] == 'a' ? "a" : "b", *second = orders[o][0] == 'a' ? "b" : "a";
+    g_autofree char *yaml = g_strdup_printf(
+        "dagrun: 1\nbuffers:\n  x: {type: f32, count: 16, init: iota}\n  y: {type: f32, count: 16}\n"
+        "  go: {type: i32, count: 1}\n  go2: {type: i32, count: 1}\nnodes:\n"
+        "  one: {op: kernel, kernel: fill_f32, args: {y: \"x[0:1]\", value: 5.0}}\n"
+        "  solve:\n    op: loop\n    while: go\n    nodes:\n"
+        "      %s: {op: kernel, kernel: scale_f32, args: {x: \"x[%s]\", alpha: 1.0, y: \"x[%s]\"}}\n"
+        "      %s: {op: kernel, kernel: scale_f32, args: {x: \"x[%s]\", alpha: 1.0, y: \"x[%s]\"}}\n"
+        "      c: {op: kernel, kernel: add_f32, args: {a: \"x[2:3]\", b: \"x[3:4]\", y: \"y[0:1]\"}}\n"
+        "      reset: {op: kernel, kernel: fill_f32, args: {y: \"x[1:2]\", value: 4.0}}\n"
+        "      inner:\n        op: loop\n        while: go2\n        nodes:\n"
+        "          q: {op: kernel, kernel: scale_f32, args: {x: \"x[1:2]\", alpha: 0.5, y: \"x[1:2]\"}}\n"
+        "          c2: {op: kernel, kernel: set_while_gt_f32, args: {x: \"x[1:2]\", tol: 1.5, cond: go2}}\n"
+        "      k: {op: kernel, kernel: scale_f32, args: {x: \"x[1:2]\", alpha: 1.0, y: \"y[1:2]\"}}\n"
+        "      z: {op: memset, dst: \"y[4:5]\", value: 0}\n"
+        "      after_z: {op: kernel, kernel: scale_f32, args: {x: \"y[4:5]\", alpha: 1.0, y: \"y[5:6]\"}}\n"
+        "      half: {op: kernel, kernel: scale_f32, args: {x: \"x[0:1]\", alpha: 0.5, y: \"x[0:1]\"}}\n"
+        "      check: {op: kernel, kernel: set_while_gt_f32, args: {x: \"x[0:1]\", tol: 0.01, cond: go}}\n",
+        first, strcmp(first, "a") == 0 ? "2:3" : "3:4", strcmp(first, "a") == 0 ? "2:3" : "3:4", second,
+        strcmp(second, "a") == 0 ? "2:3" : "3:4", strcmp(second, "a") == 0 ? "2:3" : "3:4");
+    DrGraph *g;
+    DrPlan *plan;
+    DrReport *r = graph_run_check(yaml, "solve", "solve", 9, &g, &plan);
+    for (guint32 it = 0; it < 2; it++) {
+      const DrBodySpan *sa = body_span(r, it, "solve", "solve/a", 8);
+      const DrBodySpan *sb = body_span(r, it, "solve", "solve/b", 8);
+      const DrBodySpan *sc = body_span(r, it, "solve", "solve/c", 8);
+      g_assert_cmpfloat(sc->start_us, ==, MAX(sa->end_us, sb->end_us));
+      g_autoptr(GPtrArray) in = dr_test_trip_spans(r, it, "solve/inner");
+      const DrBodySpan *sk = body_span(r, it, "solve", "solve/k", 8);
+      g_assert_cmpfloat(sk->start_us, ==, ((const DrTripSpan *)g_ptr_array_index(in, in->len - 1))->end_us);
+      body_span(r, it, "solve", "solve/z", G_MAXUINT64);
+      body_span(r, it, "solve", "solve/after_z", G_MAXUINT64);
+    }
+    graph_free(r, plan, g);
+  }
 }
 
 /* An if: its body is trip 0 when the condition holds, its else body no trip. */
@@ -488,6 +578,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/trips/graph/repeat", test_graph_repeat);
   g_test_add_func("/fault/trips/graph/nested", test_graph_nested);
   g_test_add_func("/fault/trips/graph/counted", test_graph_counted);
+  g_test_add_func("/fault/trips/graph/body-nodes", test_graph_body_nodes);
   g_test_add_func("/fault/trips/graph/if", test_graph_if);
   g_test_add_func("/fault/trips/graph/faults", test_graph_faults);
   g_test_add_func("/fault/trips/faults", test_faults);
