@@ -69,7 +69,20 @@ typedef struct {
    * median, min and max in µs (NAN: none). */
   guint64 trip_spans;
   double trip_us_median, trip_us_min, trip_us_max;
+  /* Its body nodes timed in the last trip (DrBodySpan; at any depth
+   * under it), DrBodyNodeStats in the order first seen; NULL: none
+   * (owned, dr_report_summarise). */
+  GArray *body;
 } DrLoopReport;
+
+/* One body node's times in its loop's last trip over the timed
+ * iterations that timed it: how many, their median, min and max (µs). */
+typedef struct {
+  const char *id;   /* scoped, borrowed from the graph */
+  const char *loop; /* the loop whose body holds it */
+  guint32 samples;
+  double us_median, us_min, us_max;
+} DrBodyNodeStats;
 /* One trip of a loop's body in one timed iteration, as the backend timed
  * it (the trace draws it under its loop node, the timeline shades it in
  * the node's bar): µs from the iteration's start, like the node samples.

@@ -64,8 +64,12 @@
  * repeat in a body stamps the unrolled copies it keeps, a close and the
  * next open in one (dr__cuda_trips_repeat_flags). A nested while's run trips are reset
  * (a memset node) before its node; the top-level loop's words, by
- * trips.c before it. Per-node timing inside a body is not taken: the
- * loop node's own stamps time the whole loop.
+ * trips.c before it. Body nodes' times (the same ring's words): each
+ * built-in of a body (not a user kernel or gemm: no DR_KFLAG_STAMPS)
+ * gets its node's stamp word as DrKLaunch.stamp, which it raises to its
+ * end in every copy that runs, so that after the launch it holds the
+ * loop's last trip's (trips.c reads them); memsets, copies, user kernels
+ * and gemms are not timed.
  * This file owns no CUDA handle that outlives the capture: the graph
  * owns the nodes, their bodies and the handles; loops.c owns the stream
  * and the counters. */

@@ -30,8 +30,11 @@
  * unrolled copies, a while's kernel-guarded ones); a repeat at any depth
  * skips its middle trips of each run (the open after them counts them).
  * Costs one or two tiny kernel nodes per trip on the body's path (to be
- * measured: bench/loops_bench.sh's graph-trips case) and, for each
- * top-level loop, a memset and a stamp per launch.
+ * measured: bench/guard_bench.sh's "+trip stamps" rows) and, for each
+ * top-level loop, a memset and a stamp per launch. The same words hold a
+ * stamp per body node, which each built-in of a conditional body raises
+ * to its end (condgraph.c): the last trip's, read as that trip's body
+ * node spans (each from when the body's plan made it ready).
  *
  * Either way one copy of the words per timed iteration, after iter_end
  * (timing.c). This file does not decide what a trip runs (loops.c,
@@ -56,7 +59,7 @@ static void collect(DrCudaTrips *tr, const DrPlan *p, DrId top, guint32 top_inde
     guint32 ti = depth == 0 ? i : top_index;
     const DrPlan *body = g_ptr_array_index(p->bodies, 2 * i),
                  *other = g_ptr_array_index(p->bodies, 2 * i + 1);
-    DrCudaTripLoop tl = {l, t, ti, depth, body, 0};
+    DrCudaTripLoop tl = {l, t, ti, depth, body, 0, 0};
     g_array_append_val(tr->loops, tl);
     g_hash_table_insert(tr->index, (gpointer)l, GUINT_TO_POINTER(tr->loops->len));
     g_hash_table_insert(tr->bodies, (gpointer)l->body, GUINT_TO_POINTER(tr->loops->len));
@@ -81,14 +84,14 @@ gboolean dr__cuda_trips_setup(DrCudaTrips *tr, DrCudaTiming *t, const DrPlan *pl
   tr->ring_slot = g_new0(gboolean, tr->depth);
   tr->words = (gsize)tr->loops->len * 4 * K + tr->n_top;
   if (graph_mode && dr_cuda_api()->trip_launch != NULL) {
+    /* Per loop its ring's words and its body nodes' stamps, in the loops'
+     * order (a top-level loop's and its nested loops' words in a row). */
     tr->ring_at = tr->words;
-    tr->words += tr->loops->len * RING_WORDS;
-    /* Then each body's node stamps, in the loops' order (a top-level
-     * loop's and its nested loops' words in a row). */
     for (guint j = 0; j < tr->loops->len; j++) {
       DrCudaTripLoop *tl = &g_array_index(tr->loops, DrCudaTripLoop, j);
-      tl->node_at = tr->words;
-      tr->words += dr_graph_n_nodes(tl->loop->body);
+      tl->ring = tr->words;
+      tl->node_at = tl->ring + RING_WORDS;
+      tr->words = tl->node_at + dr_graph_n_nodes(tl->loop->body);
     }
   }
   gsize bytes = tr->words * sizeof(unsigned long long);
@@ -121,6 +124,11 @@ void dr__cuda_trips_begin(DrCudaTrips *tr, guint32 k, gboolean stamp, gboolean r
   }
 }
 
+/* The first word of loop j's ring (DrCudaApi.trip_launch's ctl). */
+static gsize ring_of(const DrCudaTrips *tr, guint j) {
+  return g_array_index(tr->loops, DrCudaTripLoop, j).ring;
+}
+
 /* The entry of `loop` in tr->loops. */
 static guint loop_index(const DrCudaTrips *tr, const DrLoop *loop) {
   return GPOINTER_TO_UINT(g_hash_table_lookup(tr->index, loop)) - 1;
@@ -134,16 +142,15 @@ gboolean dr__cuda_trips_ring_stamp(const DrCudaTrips *tr, const DrLoop *loop, un
   if (!dr__cuda_trips_ring_on(tr)) return TRUE;
   guint j = loop_index(tr, loop);
   int rc = dr_cuda_api()->trip_launch((guint64 *)&tr->dev[(gsize)j * 4 * K],
-                                      (guint64 *)&tr->dev[tr->ring_at + j * RING_WORDS], guard, flags, trip,
-                                      skip, K, st);
+                                      (guint64 *)&tr->dev[ring_of(tr, j)], guard, flags, trip, skip, K, st);
   return dr__cuda_check((cudaError_t)rc, "trip stamp kernel launch", DR_SITE_NODE(loop->id, -1), error);
 }
 
 gboolean dr__cuda_trips_ring_run(const DrCudaTrips *tr, const DrLoop *loop, cudaStream_t st, GError **error) {
   if (!dr__cuda_trips_ring_on(tr)) return TRUE;
   DrCudaSite site = DR_SITE_NODE(loop->id, -1);
-  return DR_CUDA(site, cudaMemsetAsync, &tr->dev[tr->ring_at + loop_index(tr, loop) * RING_WORDS + 2], 0,
-                 sizeof(guint64), st);
+  return DR_CUDA(site, cudaMemsetAsync, &tr->dev[ring_of(tr, loop_index(tr, loop)) + 2], 0, sizeof(guint64),
+                 st);
 }
 
 /* Whether trip `t` of a run of repeat `loop` is stamped in graph mode. */
@@ -181,13 +188,9 @@ gboolean dr__cuda_trips_loop(DrCudaTrips *tr, const DrLoop *loop, gboolean ring,
      * it), emptied at each run of the graph. */
     guint n = 1;
     while (j + n < tr->loops->len && g_array_index(tr->loops, DrCudaTripLoop, j + n).depth > 0) n++;
-    gsize nodes_end =
-        j + n < tr->loops->len ? g_array_index(tr->loops, DrCudaTripLoop, j + n).node_at : tr->words;
+    gsize end = j + n < tr->loops->len ? ring_of(tr, j + n) : tr->words;
     DrCudaSite site = DR_SITE_NODE(loop->id, -1);
-    if (!DR_CUDA(site, cudaMemsetAsync, &tr->dev[tr->ring_at + j * RING_WORDS], 0,
-                 n * RING_WORDS * sizeof(guint64), st) ||
-        (nodes_end > tl->node_at && !DR_CUDA(site, cudaMemsetAsync, &tr->dev[tl->node_at], 0,
-                                             (nodes_end - tl->node_at) * sizeof(guint64), st)))
+    if (!DR_CUDA(site, cudaMemsetAsync, &tr->dev[tl->ring], 0, (end - tl->ring) * sizeof(guint64), st))
       return FALSE;
   }
   return stamp(&tr->dev[(gsize)tr->loops->len * 4 * K + tl->top_index], st, loop, error);
@@ -229,7 +232,7 @@ gboolean dr__cuda_trips_trip_end(DrCudaTrips *tr, const DrLoop *loop, guint64 tr
 /* The ring's notes of loop j in the words `w` of a graph launch, as the
  * host keeps them for streams mode. */
 static void ring_notes(const DrCudaTrips *tr, const unsigned long long *w, guint j, DrCudaTripSlot *ts) {
-  const unsigned long long *ctl = w + tr->ring_at + j * RING_WORDS;
+  const unsigned long long *ctl = w + ring_of(tr, j);
   ts->seen = ctl[0];
   for (guint p = 0; p < 2 * K; p++) {
     ts->seq[p] = ctl[4 + p] ? ctl[4 + p] - 1 : G_MAXUINT64;

@@ -33,14 +33,14 @@ typedef struct {
 
 /* One loop at any depth: its id, the top-level loop node it runs under,
  * that loop's index in graph->loops and its depth (0: top-level), its
- * body's plan, and with the ring the word its body nodes' stamps start at
- * (one per body node). */
+ * body's plan, and with the ring the word its ring starts at and the one
+ * its body nodes' stamps start at (one per body node). */
 typedef struct {
   const DrLoop *loop;
   DrId top;
   guint32 top_index, depth;
   const DrPlan *plan;
-  gsize node_at;
+  gsize ring, node_at;
 } DrCudaTripLoop;
 
 typedef struct {
@@ -57,7 +57,7 @@ typedef struct {
    * then per top-level loop the stamp at the start of its issue; words of
    * them; graph mode (with the trip stamp kernel): from word ring_at
    * (0: no ring), per loop the ring's words (DrCudaApi.trip_launch's
-   * ctl), then per loop its body nodes' stamps (DrCudaTripLoop.node_at).
+   * ctl) and its body nodes' stamps (DrCudaTripLoop.ring, node_at).
    * The pinned copies [depth * words]. */
   unsigned long long *dev, *host;
   gsize words, ring_at;

@@ -477,6 +477,32 @@ static void test_graph_body_nodes(void) {
       body_span(r, it, "solve", "solve/z", G_MAXUINT64);
       body_span(r, it, "solve", "solve/after_z", G_MAXUINT64);
     }
+    /* The report: per body node its last-trip time over the 2 timed
+     * iterations, in the JSON run report, the text and the trace. */
+    const DrLoopReport *lr = &g_array_index(r->loops, DrLoopReport, 0);
+    g_assert_nonnull(lr->body);
+    gboolean seen_c = FALSE, seen_q = FALSE;
+    for (guint i = 0; i < lr->body->len; i++) {
+      const DrBodyNodeStats *b = &g_array_index(lr->body, DrBodyNodeStats, i);
+      g_assert_cmpuint(b->samples, ==, 2);
+      g_assert_cmpfloat(b->us_min, >, 0);
+      g_assert_cmpfloat(b->us_min, <=, b->us_median);
+      g_assert_cmpfloat(b->us_median, <=, b->us_max);
+      g_assert_cmpstr(b->id, !=, "solve/z");
+      seen_c = seen_c || strcmp(b->id, "solve/c") == 0;
+      seen_q = seen_q || (strcmp(b->id, "solve/inner/q") == 0 && strcmp(b->loop, "solve/inner") == 0);
+    }
+    g_assert_true(seen_c && seen_q);
+    g_autoptr(GString) json = g_string_new(NULL), text = g_string_new(NULL), trace = g_string_new(NULL);
+    dr_report_write_json(r, json);
+    dr_report_write_text(r, text);
+    dr_trace_write(r, trace);
+    g_assert_nonnull(strstr(json->str, "\"body_nodes\""));
+    g_assert_nonnull(strstr(json->str, "\"id\": \"solve/inner/c2\""));
+    g_test_message("%s", text->str);
+    g_assert_nonnull(strstr(text->str, "  solve/c: "));
+    g_assert_nonnull(strstr(trace->str, "\"name\": \"solve/k\""));
+    g_assert_nonnull(strstr(trace->str, "\"cat\": \"body\""));
     graph_free(r, plan, g);
   }
 }
