@@ -58,7 +58,9 @@
 #                                   per loop, inside the loop node, not
 #                                   overlapping; the Jacobi solver with the
 #                                   default unroll (kernel-guarded copies),
-#                                   one copy per trip, and IF-guarded copies
+#                                   one copy per trip, and IF-guarded copies;
+#                                   body node events (last trip) inside
+#                                   their trips
 #   gpu/loops/jacobi-user/{streams,graph}  tests/gpu/loops/jacobi_user.yaml:
 #                                   a Jacobi solver whose sweep is a user
 #                                   kernel (NVRTC) in a while body, --verify
@@ -417,7 +419,7 @@ check gpu/loops/trips/graph 240 bash -c "set -e -o pipefail
   for y in $gpu_dir/loops/cond.yaml $gpu_dir/loops/repeat.yaml; do
     $DAGRUN --backend=host --iterations=2 --warmup=1 --trace=$tmp/tg_host.json \$y >/dev/null
     $DAGRUN --backend=cuda --mode=graph --iterations=2 --warmup=1 --trace=$tmp/tg_cuda.json \$y >/dev/null
-    python3 $gpu_dir/loops/trip_spans.py $tmp/tg_cuda.json $tmp/tg_host.json | tail -n 3
+    python3 $gpu_dir/loops/trip_spans.py --body $tmp/tg_cuda.json $tmp/tg_host.json | tail -n 4
   done
   $DAGRUN --backend=host --iterations=1 --warmup=0 --trace=$tmp/tgj_host.json $golden_dir/good_jacobi.yaml >/dev/null
   for way in default 1 4 if3; do
@@ -428,7 +430,7 @@ check gpu/loops/trips/graph 240 bash -c "set -e -o pipefail
     esac
     echo \"jacobi, unroll \$way\"
     env \$env $DAGRUN --backend=cuda --mode=graph --iterations=1 --warmup=0 --trace=$tmp/tgj_cuda.json $golden_dir/good_jacobi.yaml >/dev/null
-    python3 $gpu_dir/loops/trip_spans.py $tmp/tgj_cuda.json $tmp/tgj_host.json | tail -n 2
+    python3 $gpu_dir/loops/trip_spans.py --body $tmp/tgj_cuda.json $tmp/tgj_host.json | tail -n 3
   done"
 
 # device_loop.yaml: run.device_loop, 2 warmups + 20 iterations as the trips
