@@ -26,9 +26,11 @@
 # Device µs per trip: the run report's makespan over the trips (timing off);
 # x(f): that over (f)'s. Wall µs per trip: the whole process over the trips.
 # Issue #17's target: (aK) within 1.10x of (f) and faster than (b).
-# Then the cost of graph mode's trip spans (backends/cuda/trips.c's ring:
-# trip stamp kernels inside the bodies): (a1), (aI), (aK) and (f) again
-# with --timing=stamps (graph mode's default), rows "... +trip stamps";
+# Then the cost of graph mode's trip spans and body node times
+# (backends/cuda/trips.c's ring: trip stamp kernels inside the bodies, and
+# each body built-in's atomicMax of its end stamp): (a1), (aI), (aK) and
+# (f) again with --timing=stamps (graph mode's default), rows "... +trip
+# stamps";
 # x(off): their device time per trip over the same way's timing-off row.
 # Those rows' makespan also holds the iteration's few node stamps (once
 # per run, not per trip); (f) stamps only its first and last 32 trips.
