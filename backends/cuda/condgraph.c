@@ -62,9 +62,9 @@
  * copy after the stop opens nothing; an IF-guarded copy's stamps are
  * inside its IF body; an if's body is trip 0, its else body no trip; a
  * repeat in a body stamps the unrolled copies it keeps, a close and the
- * next open in one (dr__cuda_trips_repeat_flags). A nested while's run trips are reset
- * (a memset node) before its node; the top-level loop's words, by
- * trips.c before it. Body nodes' times (the same ring's words): each
+ * next open in one (dr__cuda_trips_repeat_flags). A nested while's run
+ * trips are reset (a memset node) before its node; the top-level loop's
+ * words, by trips.c before it. Body nodes' times (the same words): each
  * built-in of a body (not a user kernel or gemm: no DR_KFLAG_STAMPS)
  * gets its node's stamp word as DrKLaunch.stamp, which it raises to its
  * end in every copy that runs, so that after the launch it holds the

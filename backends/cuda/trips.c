@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "backends/cuda/launch.h"
+#include "backends/cuda/loops.h"
 
 #define K DR_TRIP_SPANS_KEEP
 /* The ring's words per loop: ctl[4], seq[2K], trip[2K] (cuda_api.h). */
@@ -59,7 +60,14 @@ static void collect(DrCudaTrips *tr, const DrPlan *p, DrId top, guint32 top_inde
     guint32 ti = depth == 0 ? i : top_index;
     const DrPlan *body = g_ptr_array_index(p->bodies, 2 * i),
                  *other = g_ptr_array_index(p->bodies, 2 * i + 1);
-    DrCudaTripLoop tl = {l, t, ti, depth, body, 0, 0};
+    DrCudaTripLoop tl = {l, t, ti, depth, body, 0, 0, 1, DR_NONE};
+    if (l->kind == DR_LOOP_WHILE) {
+      /* condgraph.c's choice, for where its copies put the writer */
+      DrCudaWhileChoice ch;
+      dr__cuda_while_choice(l, body, &ch);
+      tl.unroll = ch.unroll;
+      tl.writer = ch.writer;
+    }
     g_array_append_val(tr->loops, tl);
     g_hash_table_insert(tr->index, (gpointer)l, GUINT_TO_POINTER(tr->loops->len));
     g_hash_table_insert(tr->bodies, (gpointer)l->body, GUINT_TO_POINTER(tr->loops->len));
@@ -259,7 +267,8 @@ static unsigned long long last_close(const DrCudaTrips *tr, const unsigned long 
  * stamp, placed as trips are. A nested loop's end is its last trip's (when
  * in this trip); any other node without a stamp (memset, copy, user
  * kernel, gemm) has no span and neither has a node that waits for it
- * (its start is not known). */
+ * (its start is not known). In a kernel-guarded while's copies 2..U the
+ * node that sets the condition starts after every other node. */
 static void body_spans(const DrCudaTrips *tr, const DrCudaTripLoop *tl, const unsigned long long *w,
                        unsigned long long open, guint64 trip, double at, unsigned long long b,
                        DrTripLog *log) {
@@ -269,6 +278,9 @@ static void body_spans(const DrCudaTrips *tr, const DrCudaTripLoop *tl, const un
   g_autofree unsigned long long *end = g_new0(unsigned long long, MAX(n, 1)); /* 0: not known */
   g_autofree unsigned long long *last = g_new(unsigned long long, n_streams);
   for (guint32 k = 0; k < n_streams; k++) last[k] = open;
+  /* A kernel-guarded while's copies 2..U (trip % U > 0 of its run) build
+   * the node that sets the condition after every other node. */
+  DrId deferred = tl->writer != DR_NONE && trip % tl->unroll != 0 ? tl->writer : DR_NONE;
   for (guint32 i = 0; i < bp->steps->len; i++) {
     const DrPlanStep *step = dr_plan_step(bp, i);
     DrId v = step->node;
@@ -279,6 +291,12 @@ static void body_spans(const DrCudaTrips *tr, const DrCudaTripLoop *tl, const un
       ready = e ? MAX(ready, e) : 0;
     }
     unsigned long long stamp = w[tl->node_at + v];
+    if (v == deferred) {
+      /* its place in the plan a noop (condgraph.c's build_body) */
+      end[v] = ready;
+      last[step->stream] = ready;
+      continue;
+    }
     if (node->loop) {
       guint j = GPOINTER_TO_UINT(g_hash_table_lookup(tr->index, dr_graph_node_loop(g, v))) - 1;
       unsigned long long close = last_close(tr, w, j);
@@ -292,6 +310,14 @@ static void body_spans(const DrCudaTrips *tr, const DrCudaTripLoop *tl, const un
     dr_trip_log_body(log, tl->loop->id, tl->top, node->id, trip, at + (double)(gint64)(ready - b) / 1000.0,
                      at + (double)(gint64)(stamp - b) / 1000.0);
   }
+  if (deferred == DR_NONE) return;
+  /* after every other node of the copy */
+  unsigned long long ready = open, stamp = w[tl->node_at + deferred];
+  for (DrId v = 0; v < n && ready; v++)
+    if (v != deferred) ready = end[v] ? MAX(ready, end[v]) : 0;
+  if (ready && stamp >= ready)
+    dr_trip_log_body(log, tl->loop->id, tl->top, dr_graph_node(g, deferred)->id, trip,
+                     at + (double)(gint64)(ready - b) / 1000.0, at + (double)(gint64)(stamp - b) / 1000.0);
 }
 
 void dr__cuda_trips_read(const DrCudaTrips *tr, guint32 k, DrIterTiming *timing) {

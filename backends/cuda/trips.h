@@ -41,6 +41,8 @@ typedef struct {
   guint32 top_index, depth;
   const DrPlan *plan;
   gsize ring, node_at;
+  guint32 unroll; /* a while: graph mode's copies per WHILE trip (dr__cuda_while_choice); else 1 */
+  DrId writer;    /* kernel-guarded copies: the node that sets the condition; else DR_NONE */
 } DrCudaTripLoop;
 
 typedef struct {

@@ -507,6 +507,33 @@ static void test_graph_body_nodes(void) {
   }
 }
 
+/* Kernel-guarded copies build the node that sets the condition after
+ * every other node of the copy: in a last trip that is a guarded copy
+ * (trip 8 of 9 with 3 copies per WHILE trip: the third), it starts when
+ * the last of them ended, though it waits for none but half in the plan. */
+static void test_graph_body_writer(void) {
+  g_setenv("DAGRUN_WHILE_UNROLL", "3", TRUE);
+  DrGraph *g;
+  DrPlan *plan;
+  DrReport *r = graph_run_check(
+      HEAD
+      "  solve:\n    op: loop\n    while: go\n    nodes:\n"
+      "      half: {op: kernel, kernel: scale_f32, args: {x: \"x[0:1]\", alpha: 0.5, y: \"x[0:1]\"}}\n"
+      "      side: {op: kernel, kernel: scale_f32, args: {x: \"y[0:1]\", alpha: 1.0, y: \"y[0:1]\"}}\n"
+      "      check: {op: kernel, kernel: set_while_gt_f32, args: {x: \"x[0:1]\", tol: 0.01, cond: go}}\n"
+      "      side2: {op: kernel, kernel: scale_f32, args: {x: \"y[1:2]\", alpha: 1.0, y: \"y[1:2]\"}}\n",
+      "solve", "solve", 9, &g, &plan);
+  g_unsetenv("DAGRUN_WHILE_UNROLL");
+  for (guint32 it = 0; it < 2; it++) {
+    const DrBodySpan *half = body_span(r, it, "solve", "solve/half", 8);
+    const DrBodySpan *side = body_span(r, it, "solve", "solve/side", 8);
+    const DrBodySpan *side2 = body_span(r, it, "solve", "solve/side2", 8);
+    const DrBodySpan *check = body_span(r, it, "solve", "solve/check", 8);
+    g_assert_cmpfloat(check->start_us, ==, MAX(half->end_us, MAX(side->end_us, side2->end_us)));
+  }
+  graph_free(r, plan, g);
+}
+
 /* An if: its body is trip 0 when the condition holds, its else body no trip. */
 static void test_graph_if(void) {
   for (int yes = 0; yes < 2; yes++) {
@@ -605,6 +632,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/trips/graph/nested", test_graph_nested);
   g_test_add_func("/fault/trips/graph/counted", test_graph_counted);
   g_test_add_func("/fault/trips/graph/body-nodes", test_graph_body_nodes);
+  g_test_add_func("/fault/trips/graph/body-writer", test_graph_body_writer);
   g_test_add_func("/fault/trips/graph/if", test_graph_if);
   g_test_add_func("/fault/trips/graph/faults", test_graph_faults);
   g_test_add_func("/fault/trips/faults", test_faults);
