@@ -14,7 +14,10 @@
  * is no trip), a repeat captured unrolled (its middle trips unstamped),
  * nested loops in a while's body (a while's trips numbered per run, inside
  * the outer trip; a repeat of 70 keeping its first and last K over the
- * runs), an if (trip 0, or none), and a fault at every call of it. */
+ * runs), an if (trip 0, or none), and a fault at every call of it; and
+ * the body nodes' times in each loop's last trip (their own end stamps,
+ * started when the body's plan made them ready: exact on the fake's
+ * clock), in the report, its JSON, text and trace. */
 #include <glib.h>
 #include <math.h>
 #include <string.h>
