@@ -12,6 +12,8 @@ extern int dr__cond_launch(cudaGraphConditionalHandle handle, const gint32 *cond
                            gboolean count_always, cudaStream_t stream);
 extern int dr__count_launch(cudaGraphConditionalHandle handle, guint64 *counter, const guint64 *limit,
                             guint64 *stamps, cudaStream_t stream);
+extern int dr__trip_launch(guint64 *stamps, guint64 *ctl, const gint32 *guard, unsigned flags, gint64 trip,
+                           guint64 skip, guint32 keep, cudaStream_t stream);
 
 static int real_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) { return def->launch(l); }
 
@@ -97,6 +99,7 @@ static const DrCudaApi real_api = {
     .cudaStreamUpdateCaptureDependencies = cudaStreamUpdateCaptureDependencies,
     .cond_launch = dr__cond_launch,
     .count_launch = dr__count_launch,
+    .trip_launch = dr__trip_launch,
     .cudaMemcpyBatchAsync = cudaMemcpyBatchAsync,
 };
 

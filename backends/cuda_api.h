@@ -20,6 +20,10 @@
 
 G_BEGIN_DECLS
 
+/* DrCudaApi.trip_launch's flags: close the open trip, open the next. */
+#define DR_TRIP_CLOSE 1u
+#define DR_TRIP_OPEN 2u
+
 /* X(name, (parameter list), (argument names)): the runtime functions dagrun
  * calls, all of which return cudaError_t. The argument names let a shim
  * forward a call generically. */
@@ -176,6 +180,22 @@ typedef struct {
    * count, a parameter's). A cudaError_t as int. */
   int (*count_launch)(cudaGraphConditionalHandle handle, guint64 *counter, const guint64 *limit,
                       guint64 *stamps, cudaStream_t stream);
+  /* Enqueues the trip stamp kernel (loopctl.cu) on `stream`, one thread,
+   * for graph mode's trip spans (cuda/trips.c), over one loop's device
+   * words: `stamps` [2 * 2 * keep] (a start and an end per position) and
+   * `ctl` [4 + 2 * 2 * keep]: ctl[0] the trips closed (seen), ctl[1] the
+   * open trip's position + 1 (0: none), ctl[2] the trips of the loop's
+   * current run, then seq[2 * keep] (a position's trip sequence number +
+   * 1; 0: none) and trip[2 * keep]. With `flags` & DR_TRIP_CLOSE and a
+   * trip open: its end stamp, seen and the run's trips + 1, none open.
+   * Then with & DR_TRIP_OPEN and `guard` NULL or *guard non-zero: seen +=
+   * `skip`, the trip s = seen opens at position s < keep ? s : keep + (s
+   * - keep) % keep with its start stamp, seq s + 1 and trip `trip` (< 0:
+   * the run's trips). %globaltimer (ns), one read for both. Only in a
+   * graph (a stream capture); a cudaError_t as int. NULL: graph mode's
+   * trips have no spans. */
+  int (*trip_launch)(guint64 *stamps, guint64 *ctl, const gint32 *guard, unsigned flags, gint64 trip,
+                     guint64 skip, guint32 keep, cudaStream_t stream);
   /* Streams mode's copy batches (cuda/batch.c), optional: NULL makes
    * every copy one cudaMemcpyAsync, as before batches. CUDA 13's
    * signature (12.8's had a failIdx before the stream). */

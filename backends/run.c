@@ -173,6 +173,11 @@ static void take_trips(DrTripLog *trips, guint32 done, DrReport *report) {
     report->trip_counts = g_array_new(FALSE, FALSE, sizeof(DrTripCount));
   }
   dr_trip_log_take(trips, done, report->trip_spans, report->trip_counts);
+  g_autoptr(GArray) body = g_array_new(FALSE, FALSE, sizeof(DrBodySpan));
+  dr_trip_log_take_body(trips, done, body);
+  if (body->len > 0 && report->body_spans == NULL)
+    report->body_spans = g_array_new(FALSE, FALSE, sizeof(DrBodySpan));
+  if (body->len > 0) g_array_append_vals(report->body_spans, body->data, body->len);
 }
 
 /* Why the run ran in mode `ran` (owned): the host's note, who forced it,

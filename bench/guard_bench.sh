@@ -26,6 +26,14 @@
 # Device µs per trip: the run report's makespan over the trips (timing off);
 # x(f): that over (f)'s. Wall µs per trip: the whole process over the trips.
 # Issue #17's target: (aK) within 1.10x of (f) and faster than (b).
+# Then the cost of graph mode's trip spans and body node times
+# (backends/cuda/trips.c's ring: trip stamp kernels inside the bodies, and
+# each body built-in's atomicMax of its end stamp): (a1), (aI), (aK) and
+# (f) again with --timing=stamps (graph mode's default), rows "... +trip
+# stamps";
+# x(off): their device time per trip over the same way's timing-off row.
+# Those rows' makespan also holds the iteration's few node stamps (once
+# per run, not per trip); (f) stamps only its first and last 32 trips.
 # Then guard/{cond,device_loop}/{default,unroll3}: the guards' correctness
 # on the device (the host backend's bytes and trips). Exit 1 when a trip
 # count or a check is wrong.
@@ -80,7 +88,7 @@ run() {
   local label=$1 unroll=$2 trips=$3; shift 3
   local t0 t1 rc
   t0=$(date +%s%N)
-  env ${RUN_ENV:-} "$DAGRUN" --backend=${BACKEND:-cuda} --timing=off --format=json "$@" >"$tmp/out.json" 2>"$tmp/err"
+  env ${RUN_ENV:-} "$DAGRUN" --backend=${BACKEND:-cuda} --timing=${RUN_TIMING:-off} --format=json "$@" >"$tmp/out.json" 2>"$tmp/err"
   rc=$?
   t1=$(date +%s%N)
   python3 - "$label" "$unroll" "$trips" "$rc" "$t0" "$t1" "$tmp/out.json" "$tmp/err" <<'PY'
@@ -107,6 +115,10 @@ PY
   RUN_ENV=DAGRUN_WHILE_UNROLL=16 run "(aK16) while, kernel-guarded x16" 16 "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
   run "(f) repeat: N, graph (unrolled)" "$N" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/repeat.yaml"
   run "(b) graph x N" 1 "$N" --mode=graph --iterations="$N" --warmup=10 "$tmp/flat.yaml"
+  RUN_TIMING=stamps RUN_ENV=DAGRUN_WHILE_UNROLL=1 run "(a1) while, unroll 1 +trip stamps" 1 "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
+  RUN_TIMING=stamps RUN_ENV="DAGRUN_WHILE_UNROLL=4 DAGRUN_WHILE_GUARD=if" run "(aI) while, IF-guarded x4 +trip stamps" 4 "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
+  RUN_TIMING=stamps run "(aK) while, kernel-guarded (default) +trip stamps" "$U" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
+  RUN_TIMING=stamps run "(f) repeat: N, graph (unrolled) +trip stamps" "$N" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/repeat.yaml"
 } >"$tmp/rows.jsonl"
 python3 - "$tmp/rows.jsonl" "$N" "$plan_line" <<'PY' | tee "$tmp/guard.md"
 import json, sys
@@ -115,20 +127,23 @@ n = int(sys.argv[2])
 print("guard bench: %d trips of spin(1 us) + axpy + set_while_gt_f32, timing off" % n)
 print("--plan: %s\n" % sys.argv[3].strip())
 ref = next((r.get("device_us_per_trip") for r in rows if r["way"].startswith("(f)")), None)
-print("| way | U | device us/trip | x(f) | trips | wall us/trip | note |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+print("| way | U | device us/trip | x(f) | x(off) | trips | wall us/trip | note |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 bad = 0
+off = {r["way"]: r.get("device_us_per_trip") for r in rows}
 for r in rows:
     dev = r.get("device_us_per_trip")
     ratio = "%.2f" % (dev / ref) if dev and ref else "-"
+    twin = off.get(r["way"].replace(" +trip stamps", "")) if r["way"].endswith(" +trip stamps") else None
+    vs_off = "%.2f" % (dev / twin) if dev and twin else "-"
     note = "" if r["rc"] == 0 else "exit %d: %s" % (r["rc"], r.get("error", ""))
     trips = r.get("trips")
     if r["way"].startswith("(a") and r["rc"] == 0 and trips != n:
         note += " TRIPS WRONG (want %d)" % n
         bad += 1
-    print("| %s | %s | %s | %s | %s | %.2f | %s |" % (r["way"], r["unroll"], "%.2f" % dev if dev else "-",
-                                                     ratio, trips if trips is not None else "-",
-                                                     r["wall_us_per_trip"], note))
+    print("| %s | %s | %s | %s | %s | %s | %.2f | %s |" % (r["way"], r["unroll"], "%.2f" % dev if dev else "-",
+                                                          ratio, vs_off, trips if trips is not None else "-",
+                                                          r["wall_us_per_trip"], note))
 sys.exit(1 if bad else 0)
 PY
 rc=${PIPESTATUS[0]}

@@ -23,9 +23,14 @@ void dr_report_free(DrReport *r) {
   if (r->flows) g_array_unref(r->flows);
   if (r->critical_nodes) g_array_unref(r->critical_nodes);
   g_free(r->mem_delta);
+  for (guint i = 0; r->loops != NULL && i < r->loops->len; i++) {
+    GArray *body = g_array_index(r->loops, DrLoopReport, i).body;
+    if (body) g_array_unref(body);
+  }
   if (r->loops) g_array_unref(r->loops);
   if (r->trip_spans) g_array_unref(r->trip_spans);
   if (r->trip_counts) g_array_unref(r->trip_counts);
+  if (r->body_spans) g_array_unref(r->body_spans);
   if (r->summary) g_array_unref(r->summary);
   if (r->summary_names) g_string_chunk_free(r->summary_names);
   if (r->params) {

@@ -69,7 +69,20 @@ typedef struct {
    * median, min and max in µs (NAN: none). */
   guint64 trip_spans;
   double trip_us_median, trip_us_min, trip_us_max;
+  /* Its body nodes timed in the last trip (DrBodySpan; at any depth
+   * under it), DrBodyNodeStats in the order first seen; NULL: none
+   * (owned, dr_report_summarise). */
+  GArray *body;
 } DrLoopReport;
+
+/* One body node's times in its loop's last trip over the timed
+ * iterations that timed it: how many, their median, min and max (µs). */
+typedef struct {
+  const char *id;   /* scoped, borrowed from the graph */
+  const char *loop; /* the loop whose body holds it */
+  guint32 samples;
+  double us_median, us_min, us_max;
+} DrBodyNodeStats;
 /* One trip of a loop's body in one timed iteration, as the backend timed
  * it (the trace draws it under its loop node, the timeline shades it in
  * the node's bar): µs from the iteration's start, like the node samples.
@@ -94,6 +107,20 @@ typedef struct {
   guint64 trips, dropped;
 } DrTripCount;
 
+/* One node of a loop's body in the last trip of the loop in one timed
+ * iteration (graph mode on the CUDA backend: each built-in's own end
+ * stamp, its start when it became ready in the body's plan; no other
+ * backend or mode times body nodes): µs from the iteration's start, like
+ * the trips. */
+typedef struct {
+  guint32 iteration; /* timed iteration */
+  DrId node;         /* the top-level (loop) node it runs under */
+  const char *loop;  /* the loop whose body holds it, borrowed from the graph */
+  const char *id;    /* the body node's scoped id ("solve/step"), borrowed */
+  guint64 trip;      /* the trip (its loop's last in the iteration) */
+  double start_us, end_us;
+} DrBodySpan;
+
 /* The bound on trip spans: per loop and timed iteration, the first
  * DR_TRIP_SPANS_KEEP trips and the last DR_TRIP_SPANS_KEEP (counted over
  * every run of a nested loop in the iteration) keep their spans; those in
@@ -109,7 +136,10 @@ typedef struct {
  * dr_trip_log_take appends the iteration's spans (per loop, outer loops
  * first, else in the order of their first logged trip; each loop's in
  * trip order) to `spans` and its counts to `counts`
- * as `iteration`, then empties the log. */
+ * as `iteration`, then empties the log. dr_trip_log_body notes body node
+ * `id` of `loop` in that loop's last trip `trip` (DrBodySpan);
+ * dr_trip_log_take_body appends those to `spans` (DrBodySpan) as
+ * `iteration` in the order noted and forgets them. */
 typedef struct DrTripLog DrTripLog;
 DrTripLog *dr_trip_log_new(void);
 void dr_trip_log_free(DrTripLog *log);
@@ -118,6 +148,9 @@ void dr_trip_log_add(DrTripLog *log, const char *loop, DrId node, guint32 depth,
                      double start_us, double end_us);
 void dr_trip_log_skip(DrTripLog *log, const char *loop, DrId node, guint32 depth, guint64 n);
 void dr_trip_log_take(DrTripLog *log, guint32 iteration, GArray *spans, GArray *counts);
+void dr_trip_log_body(DrTripLog *log, const char *loop, DrId node, const char *id, guint64 trip,
+                      double start_us, double end_us);
+void dr_trip_log_take_body(DrTripLog *log, guint32 iteration, GArray *spans);
 
 /* One row of the summary by kernel/op (summary.c), like nsys stats'
  * cuda_gpu_kern_sum: the nodes of one op and name (a kernel's name, a
@@ -219,6 +252,9 @@ typedef struct {
    * iteration, in iteration order; NULL when the graph has no loops, the
    * nodes were not timed or the backend does not time trips. */
   GArray *trip_spans, *trip_counts;
+  /* Body node spans (DrBodySpan) of every timed iteration, in iteration
+   * order; NULL when no backend timed body nodes. */
+  GArray *body_spans;
 
   /* The summary by kernel/op (DrOpSummary), rows in the order their first
    * node appears in plan order; writers sort a copy (dr_report_summary). */

@@ -60,7 +60,9 @@ static double us_per_trip(const DrReport *r, const DrLoopReport *lr, double mean
 /* "loops": one object per loop of the top-level graph (DrLoopReport): its
  * id, its trips per timed iteration (min, max, mean) and its time per
  * trip, and when its trips were timed, their spans' count and median,
- * min and max duration; the loop is also the one node it is in "nodes". */
+ * min and max duration, and when body nodes were timed ("body_nodes"),
+ * each one's last-trip time over the iterations; the loop is also the one
+ * node it is in "nodes". */
 static void write_loops_json(const DrReport *r, DrJsonWriter *w) {
   dr__json_key(w, "loops");
   dr__json_begin_array(w);
@@ -80,13 +82,30 @@ static void write_loops_json(const DrReport *r, DrJsonWriter *w) {
       dr__json_member_double(w, "trip_us_min", lr->trip_us_min, 3);
       dr__json_member_double(w, "trip_us_max", lr->trip_us_max, 3);
     }
+    if (lr->body != NULL) {
+      dr__json_key(w, "body_nodes");
+      dr__json_begin_array(w);
+      for (guint k = 0; k < lr->body->len; k++) {
+        const DrBodyNodeStats *b = &g_array_index(lr->body, DrBodyNodeStats, k);
+        dr__json_begin_object(w);
+        dr__json_member_string(w, "id", b->id);
+        dr__json_member_string(w, "loop", b->loop);
+        dr__json_member_uint(w, "samples", b->samples);
+        dr__json_member_double(w, "us_median", b->us_median, 3);
+        dr__json_member_double(w, "us_min", b->us_min, 3);
+        dr__json_member_double(w, "us_max", b->us_max, 3);
+        dr__json_end_object(w);
+      }
+      dr__json_end_array(w);
+    }
     dr__json_end_object(w);
   }
   dr__json_end_array(w);
 }
 
 /* "loop ID: T trips per iteration (min, max), D us per trip": the loop's
- * median time over its mean trips. */
+ * median time over its mean trips; then a line per body node timed in the
+ * last trip (DrLoopReport.body). */
 static void write_loops_text(const DrReport *r, GString *out) {
   for (guint i = 0; r->loops != NULL && i < r->loops->len; i++) {
     const DrLoopReport *lr = &g_array_index(r->loops, DrLoopReport, i);
@@ -104,6 +123,17 @@ static void write_loops_text(const DrReport *r, GString *out) {
       g_string_append(out, " us per trip");
     }
     g_string_append_c(out, '\n');
+    /* "  solve/step: 1.02 us in the last trip (median, min 1.00, max 1.10)" */
+    for (guint k = 0; lr->body != NULL && k < lr->body->len; k++) {
+      const DrBodyNodeStats *b = &g_array_index(lr->body, DrBodyNodeStats, k);
+      g_string_append_printf(out, "  %s: ", b->id);
+      dr__num_fixed(out, b->us_median, 2, 0);
+      g_string_append(out, " us in the last trip (median, min ");
+      dr__num_fixed(out, b->us_min, 2, 0);
+      g_string_append(out, ", max ");
+      dr__num_fixed(out, b->us_max, 2, 0);
+      g_string_append(out, ")\n");
+    }
   }
 }
 

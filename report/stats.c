@@ -5,6 +5,7 @@
  * or writes anything. O(iterations × V log iterations + E). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "report/report.h"
 
@@ -129,6 +130,35 @@ static void report_critical_path(DrReport *r, const DrPlan *plan) {
   r->overlap_critical = span ? best / r->makespan_us : NAN;
 }
 
+/* Loop `lr`'s body nodes' last-trip durations (DrBodySpan) over the timed
+ * iterations, per node in the order first seen. O(spans x body nodes). */
+static void loop_body_stats(const DrReport *r, DrLoopReport *lr) {
+  g_autoptr(GPtrArray) ids = g_ptr_array_new();
+  g_autoptr(GPtrArray) durs = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  g_autoptr(GPtrArray) loops = g_ptr_array_new();
+  for (guint k = 0; r->body_spans != NULL && k < r->body_spans->len; k++) {
+    const DrBodySpan *sp = &g_array_index(r->body_spans, DrBodySpan, k);
+    if (sp->node != lr->node) continue;
+    guint at = 0;
+    while (at < ids->len && strcmp(g_ptr_array_index(ids, at), sp->id) != 0) at++;
+    if (at == ids->len) {
+      g_ptr_array_add(ids, (gpointer)sp->id);
+      g_ptr_array_add(loops, (gpointer)sp->loop);
+      g_ptr_array_add(durs, g_array_new(FALSE, FALSE, sizeof(double)));
+    }
+    double us = sp->end_us - sp->start_us;
+    g_array_append_val(g_ptr_array_index(durs, at), us);
+  }
+  if (ids->len == 0) return;
+  lr->body = g_array_new(FALSE, FALSE, sizeof(DrBodyNodeStats));
+  for (guint i = 0; i < ids->len; i++) {
+    const GArray *d = g_ptr_array_index(durs, i);
+    DrBodyNodeStats b = {g_ptr_array_index(ids, i), g_ptr_array_index(loops, i), d->len, NAN, NAN, NAN};
+    stats((const double *)(const void *)d->data, d->len, &b.us_median, &b.us_min, &b.us_max);
+    g_array_append_val(lr->body, b);
+  }
+}
+
 /* Each top-level loop's trip durations over its spans. */
 static void loop_trip_stats(DrReport *r) {
   for (guint i = 0; r->loops != NULL && i < r->loops->len; i++) {
@@ -141,6 +171,7 @@ static void loop_trip_stats(DrReport *r) {
     }
     lr->trip_spans = d->len;
     stats((const double *)d->data, d->len, &lr->trip_us_median, &lr->trip_us_min, &lr->trip_us_max);
+    loop_body_stats(r, lr);
   }
 }
 

@@ -4,8 +4,9 @@
  * priority, one complete ("X") event per timed node and
  * iteration (ts and dur in µs, iterations laid out one after another),
  * a complete event per loop trip the backend timed (report.h's
- * DrTripSpan: on its loop node's track, nested inside the node's event),
- * a flow ("s"/"f" pair) per planned wait and iteration, and two counter
+ * DrTripSpan: on its loop node's track, nested inside the node's event)
+ * and per body node its loop's backend timed in the last trip (DrBodySpan,
+ * inside that trip's event), a flow ("s"/"f" pair) per planned wait and iteration, and two counter
  * tracks ("C" events): "concurrency", the number of nodes running, and
  * "copy bandwidth", the GB/s of the copies running. The format's
  * own keys (ts, dur, ph, tid) are Chrome's, not dagrun's. Written through
@@ -128,6 +129,27 @@ static void trip(DrJsonWriter *w, const DrTripSpan *sp, guint32 pid, guint32 tid
   dr__json_end_object(w);
 }
 
+/* A body node in its loop's last trip (DrBodySpan) as a complete event on
+ * the top-level loop node's track, inside that trip's event ("cat":
+ * "body"; a body's parallel branches overlap on the track). */
+static void body_node(DrJsonWriter *w, const DrBodySpan *sp, guint32 pid, guint32 tid, double base) {
+  dr__json_begin_object(w);
+  dr__json_member_string(w, "name", sp->id);
+  dr__json_member_string(w, "cat", "body");
+  dr__json_member_string(w, "ph", "X");
+  dr__json_member_uint(w, "pid", pid);
+  dr__json_member_uint(w, "tid", tid);
+  dr__json_member_double(w, "ts", base + sp->start_us, 3);
+  dr__json_member_double(w, "dur", MAX(sp->end_us - sp->start_us, 0.0), 3);
+  dr__json_key(w, "args");
+  dr__json_begin_object(w);
+  dr__json_member_uint(w, "iteration", sp->iteration);
+  dr__json_member_string(w, "loop", sp->loop);
+  dr__json_member_uint(w, "trip", sp->trip);
+  dr__json_end_object(w);
+  dr__json_end_object(w);
+}
+
 /* A loop node's args: the trips of each loop under it in the iteration
  * ("trips": {LOOP: N}) and, when the bound left some without a span,
  * how many ("trips_without_span": {LOOP: N}); counts [first, end). */
@@ -222,7 +244,7 @@ void dr_trace_write(const DrReport *r, GString *out) {
   g_autoptr(GArray) ticks = g_array_new(FALSE, FALSE, sizeof(Tick));
   /* Trip spans and counts are in iteration order: [first, end) of each. */
   guint n_spans = r->trip_spans ? r->trip_spans->len : 0, n_counts = r->trip_counts ? r->trip_counts->len : 0;
-  guint s_end = 0, c_first = 0, c_end = 0;
+  guint s_end = 0, c_first = 0, c_end = 0, b_end = 0, n_body = r->body_spans ? r->body_spans->len : 0;
   for (guint32 it = 0; it < r->iterations; it++) {
     double base = r->iter_start_us[it];
     for (c_first = c_end;
@@ -250,6 +272,11 @@ void dr_trace_write(const DrReport *r, GString *out) {
       const DrTripSpan *sp = &g_array_index(r->trip_spans, DrTripSpan, s_end);
       if (sp->node < n && info[sp->node] != NULL)
         trip(&w, sp, pid_of[stream_of[sp->node]], stream_of[sp->node], base);
+    }
+    for (; b_end < n_body && g_array_index(r->body_spans, DrBodySpan, b_end).iteration == it; b_end++) {
+      const DrBodySpan *sp = &g_array_index(r->body_spans, DrBodySpan, b_end);
+      if (sp->node < n && info[sp->node] != NULL)
+        body_node(&w, sp, pid_of[stream_of[sp->node]], stream_of[sp->node], base);
     }
     counters(&w, pid0 + 1, r, info, st, en, base, ticks);
     dr__trace_memory_counter(&w, r, st, en, base);

@@ -6,7 +6,7 @@
  * so trips counted but never given times (dr_trip_log_skip) can never
  * pass for later ones. O(1) per trip, O(loops × DR_TRIP_SPANS_KEEP) per
  * take. It times nothing itself: the backends do (backends/host.c,
- * backends/cuda/loops.c). */
+ * backends/cuda/trips.c, in streams and graph mode). */
 #include "report/report.h"
 
 typedef struct {
@@ -27,6 +27,7 @@ struct DrTripLog {
   GMutex mu;
   GHashTable *index; /* loop id pointer -> 1 + its entry's index */
   GArray *entries;   /* Entry, in first-trip order */
+  GArray *body;      /* DrBodySpan (iteration unset), in the order noted */
 };
 
 DrTripLog *dr_trip_log_new(void) {
@@ -34,6 +35,7 @@ DrTripLog *dr_trip_log_new(void) {
   g_mutex_init(&log->mu);
   log->index = g_hash_table_new(NULL, NULL);
   log->entries = g_array_new(FALSE, FALSE, sizeof(Entry));
+  log->body = g_array_new(FALSE, FALSE, sizeof(DrBodySpan));
   return log;
 }
 
@@ -42,6 +44,7 @@ void dr_trip_log_free(DrTripLog *log) {
   g_mutex_clear(&log->mu);
   g_hash_table_unref(log->index);
   g_array_unref(log->entries);
+  g_array_unref(log->body);
   g_free(log);
 }
 
@@ -103,5 +106,24 @@ void dr_trip_log_take(DrTripLog *log, guint32 iteration, GArray *spans, GArray *
     }
   g_array_set_size(log->entries, 0);
   g_hash_table_remove_all(log->index);
+  g_mutex_unlock(&log->mu);
+}
+
+void dr_trip_log_body(DrTripLog *log, const char *loop, DrId node, const char *id, guint64 trip,
+                      double start_us, double end_us) {
+  DrBodySpan span = {0, node, loop, id, trip, start_us, end_us};
+  g_mutex_lock(&log->mu);
+  g_array_append_val(log->body, span);
+  g_mutex_unlock(&log->mu);
+}
+
+void dr_trip_log_take_body(DrTripLog *log, guint32 iteration, GArray *spans) {
+  g_mutex_lock(&log->mu);
+  for (guint i = 0; i < log->body->len; i++) {
+    DrBodySpan span = g_array_index(log->body, DrBodySpan, i);
+    span.iteration = iteration;
+    g_array_append_val(spans, span);
+  }
+  g_array_set_size(log->body, 0);
   g_mutex_unlock(&log->mu);
 }

@@ -90,8 +90,8 @@ static gboolean cuda_setup(DrBackend *b, GError **error) {
   return dr__cuda_memory_setup(&b->memory, &b->streams, error) &&
          dr__cuda_loops_setup(&b->loops, b->plan, &b->launch, b->mode == &dr__cuda_graph_mode,
                               b->opts.warmup + b->opts.iterations, error) &&
-         dr__cuda_trips_setup(&b->trips, &b->timing, b->plan, b->streams.n_devices, b->streams.origin,
-                              error) &&
+         dr__cuda_trips_setup(&b->trips, &b->timing, b->plan, b->streams.n_devices,
+                              b->mode == &dr__cuda_graph_mode, b->streams.origin, error) &&
          (b->loops.trip_stamps = b->trips.on ? &b->trips : NULL, TRUE) &&
          dr__cuda_nccl_open(&b->nccl, b->plan, &b->streams, error) &&
          dr__cuda_launch_setup(&b->launch, &b->streams, &b->memory, b->opts.host_output, error) &&
@@ -129,8 +129,9 @@ static gboolean cuda_launch_iteration(DrBackend *b, guint32 iteration, gboolean 
       !dr__cuda_device_loop_limit(&b->loops, b->streams.origin, b->opts.warmup + b->opts.iterations, error))
     return FALSE;
   nvtxRangeId_t range = dr__cuda_profile_iteration_begin(&b->profile, iteration, iteration < b->opts.warmup);
-  /* Trip stamps where the host issues the loops (streams mode). */
-  dr__cuda_trips_begin(&b->trips, k, timed && b->mode == &dr__cuda_streams_mode);
+  /* Trip stamps: the host's where it issues the loops (streams mode), the
+   * graph's own (the ring) in graph mode; copied back when timed. */
+  dr__cuda_trips_begin(&b->trips, k, timed, b->mode == &dr__cuda_graph_mode);
   gboolean ok = dr__cuda_timing_begin(&b->timing, k, b->streams.origin, error) && b->mode->issue(b, error) &&
                 dr__cuda_timing_end(&b->timing, k, b->streams.origin, timed, error);
   dr__cuda_profile_iteration_end(&b->profile, range);
@@ -266,7 +267,7 @@ static gboolean cuda_run_on_stream(DrBackend *b, guint32 iteration, void *stream
   /* Slot 0's stamps and events serve untimed iterations (nothing reads
    * them), like a warmup. */
   b->slot = 0;
-  dr__cuda_trips_begin(&b->trips, 0, FALSE);
+  dr__cuda_trips_begin(&b->trips, 0, FALSE, FALSE);
   nvtxRangeId_t range = dr__cuda_profile_iteration_begin(&b->profile, iteration, TRUE);
   gboolean ok = DR_CUDA(site, cudaEventRecord, b->caller.in, user) &&
                 DR_CUDA(site, cudaStreamWaitEvent, origin, b->caller.in, 0) && b->mode->issue(b, error) &&

@@ -52,8 +52,24 @@
  * it added, and anything else is an error naming the gemm node
  * (check_blas_capture). A user kernel is one cudaLaunchKernel: one kernel
  * node. Neither reads a guard word, so a while body holding one is
- * guarded by IF nodes (one copy per trip by default). Per-node timing inside a body is not
- * taken (no event nodes; the loop node's own stamps time the whole loop).
+ * guarded by IF nodes (one copy per trip by default).
+ *
+ * Trip spans (trips.c's ring, with node timing on): each copy of a body
+ * that is a trip starts with the trip stamp kernel opening the trip and
+ * ends with it closing the trip (no event nodes, which a body cannot
+ * hold): a while's first copy opens unguarded; a kernel-guarded copy's
+ * open is the close of the copy before and reads the condition, so a
+ * copy after the stop opens nothing; an IF-guarded copy's stamps are
+ * inside its IF body; an if's body is trip 0, its else body no trip; a
+ * repeat in a body stamps the unrolled copies it keeps, a close and the
+ * next open in one (dr__cuda_trips_repeat_flags). A nested while's run
+ * trips are reset (a memset node) before its node; the top-level loop's
+ * words, by trips.c before it. Body nodes' times (the same words): each
+ * built-in of a body (not a user kernel or gemm: no DR_KFLAG_STAMPS)
+ * gets its node's stamp word as DrKLaunch.stamp, which it raises to its
+ * end in every copy that runs, so that after the launch it holds the
+ * loop's last trip's (trips.c reads them); memsets, copies, user kernels
+ * and gemms are not timed.
  * This file owns no CUDA handle that outlives the capture: the graph
  * owns the nodes, their bodies and the handles; loops.c owns the stream
  * and the counters. */
@@ -76,6 +92,7 @@ typedef struct {
   guint64 *guard_runs;
   const DrGraph *guard_body;
   DrId guard_writer;
+  const DrCudaTrips *trips; /* NULL: no trip spans; else the ring when it is on */
 } Build;
 
 /* Appends the nodes of `from` to `to` that it does not hold yet. */
@@ -165,6 +182,12 @@ static gboolean node_work(const Build *bd, gconstpointer what, cudaStream_t s, G
       how.guard = bd->guard;
       how.guard_runs =
           bd->guard && r->g == bd->guard_body && r->v == bd->guard_writer ? bd->guard_runs : NULL;
+      /* Its end in the trip, when it stamps itself (trips.h); a guarded
+       * copy that does not run stamps nothing. */
+      const DrKernelDef *def = dr__kernel_def_of(r->g, r->v);
+      if (def != NULL && (def->flags & DR_KFLAG_STAMPS) &&
+          dr_graph_kernel(r->g, n->kernel)->origin != DR_KERNEL_USER)
+        how.stamp = dr__cuda_trips_node_stamp(bd->trips, r->g, r->v);
       return dr__cuda_loops_kernel(bd->l, bd->m, bd->api, r->g, r->v, s, dr__cuda_loops_body_blas(bd->l, n),
                                    &how, error);
     }
@@ -212,6 +235,33 @@ static gboolean count_work(const Build *bd, gconstpointer what, cudaStream_t s, 
   int rc = bd->api->count_launch(c->handle, c->counter, c->limit, c->stamps, s);
   return rc == 0 ||
          dr__cuda_check((cudaError_t)rc, "the counter kernel", DR_SITE_SETUP("a counted loop"), error);
+}
+
+typedef struct {
+  const DrLoop *loop;
+  unsigned flags;
+  const gint32 *guard;
+  gint64 trip;
+  guint64 skip;
+} TripRef;
+
+static gboolean trip_work(const Build *bd, gconstpointer what, cudaStream_t s, GError **error) {
+  const TripRef *t = what;
+  return dr__cuda_trips_ring_stamp(bd->trips, t->loop, t->flags, t->guard, t->trip, t->skip, s, error);
+}
+
+static gboolean run_work(const Build *bd, gconstpointer what, cudaStream_t s, GError **error) {
+  return dr__cuda_trips_ring_run(bd->trips, what, s, error);
+}
+
+/* The trip stamp kernel of `loop` (DrCudaApi.trip_launch's `flags`,
+ * `guard`, `trip`, `skip`) in `graph` after `last`, which becomes it;
+ * nothing without the ring. */
+static gboolean trip_stamp(const Build *bd, const DrLoop *loop, unsigned flags, const gint32 *guard,
+                           gint64 trip, guint64 skip, cudaGraph_t graph, GArray *last) {
+  if (!dr__cuda_trips_ring_on(bd->trips)) return TRUE;
+  TripRef t = {loop, flags, guard, trip, skip};
+  return capture_one(bd, graph, last, trip_work, &t, loop->id, last);
 }
 
 /* What a node of CUDA type `t` is, when a conditional body cannot hold
@@ -292,8 +342,9 @@ static gboolean check_blas_capture(const Build *bd, const GArray *deps, const GA
 
 static gboolean build_conditional(const Build *bd, const DrGraph *g, const DrPlan *plan, DrId v,
                                   cudaGraph_t graph, const GArray *deps, GArray *exits);
-static gboolean guarded_copies(const Build *bd, const DrPlan *bp, const DrCudaWhileChoice *ch,
-                               const gint32 *cond, guint64 *trips, cudaGraph_t graph, GArray *last);
+static gboolean guarded_copies(const Build *bd, const DrLoop *loop, const DrPlan *bp,
+                               const DrCudaWhileChoice *ch, const gint32 *cond, guint64 *trips,
+                               cudaGraph_t graph, GArray *last);
 
 /* The plan of body `which` (0: the body, 1: the else body) of loop node v
  * of `plan`'s graph. */
@@ -387,6 +438,19 @@ static gboolean fill_body(const Build *bd, const DrPlan *plan, cudaGraph_t graph
   return TRUE;
 }
 
+/* One trip of `loop`, body `plan`, into the empty body graph `graph`: the
+ * trip's open stamp (its number `trip`, < 0: the run's count), the body,
+ * and when `close` its close stamp (else the caller's); `exits` its last
+ * nodes. Without the ring, fill_body. */
+static gboolean fill_trip(const Build *bd, const DrLoop *loop, const DrPlan *plan, cudaGraph_t graph,
+                          gint64 trip, gboolean close, GArray *exits) {
+  if (!dr__cuda_trips_ring_on(bd->trips)) return fill_body(bd, plan, graph, loop->id, exits);
+  g_autoptr(GArray) open = nodes_new();
+  return trip_stamp(bd, loop, DR_TRIP_OPEN, NULL, trip, 0, graph, open) &&
+         build_body(bd, plan, graph, open, exits) &&
+         (!close || trip_stamp(bd, loop, DR_TRIP_CLOSE, NULL, -1, 0, graph, exits));
+}
+
 /* Adds a conditional node of `type` with `size` bodies and `handle` to
  * `graph` after `deps`: *node and its body graphs bodies[size]. */
 static gboolean add_conditional(const Build *bd, cudaGraph_t graph, const GArray *deps,
@@ -423,6 +487,10 @@ static gboolean build_loop(const Build *bd, const DrGraph *g, const DrPlan *plan
    * per launch, at the top level of the executable's own graph (not in
    * run.device_loop's WHILE body, where every iteration runs it again). */
   gboolean by_default = top && loop->kind != DR_LOOP_IF && !bd->l->device_loop;
+  /* A nested while's trips are numbered from 0 at each of its runs. */
+  if (top == NULL && loop->kind != DR_LOOP_IF && dr__cuda_trips_ring_on(bd->trips) &&
+      !capture_one(bd, graph, before, run_work, loop, loop->id, before))
+    return FALSE;
   if (!DR_CUDA(site, cudaGraphConditionalHandleCreate, &h, graph, by_default ? 1u : 0u,
                by_default ? (unsigned)cudaGraphCondAssignDefault : 0u))
     return FALSE;
@@ -452,23 +520,23 @@ static gboolean build_loop(const Build *bd, const DrGraph *g, const DrPlan *plan
   if (loop->kind == DR_LOOP_IF) {
     unsigned size = loop->else_body ? 2 : 1;
     if (!add_conditional(bd, graph, before, h, cudaGraphCondTypeIf, size, loop->id, &node, bodies) ||
-        !fill_body(bd, body_plan(plan, v, 0), bodies[0], loop->id, last) ||
+        !fill_trip(bd, loop, body_plan(plan, v, 0), bodies[0], 0, TRUE, last) ||
         (size == 2 && !fill_body(bd, body_plan(plan, v, 1), bodies[1], loop->id, last)))
       return FALSE;
   } else {
     const DrPlan *bp = body_plan(plan, v, 0);
-    if (!add_conditional(bd, graph, before, h, cudaGraphCondTypeWhile, 1, loop->id, &node, bodies) ||
-        !fill_body(bd, bp, bodies[0], loop->id, last))
-      return FALSE;
     /* A while's copies 2..U, guarded (dr__cuda_while_choice): by their
      * kernels (guarded_copies), or each in an IF node set from the
      * condition after the copy before (counting the copies that run); the
      * trip's end then reads it once more for the WHILE. */
     DrCudaWhileChoice ch = {1, DR_WHILE_GUARD_NONE, DR_NONE};
     if (loop->kind == DR_LOOP_WHILE) dr__cuda_while_choice(loop, bp, &ch);
-    guint32 unroll = ch.guard == DR_WHILE_GUARD_IF ? ch.unroll : 1;
-    if (ch.guard == DR_WHILE_GUARD_KERNEL && !guarded_copies(bd, bp, &ch, cond, trips, bodies[0], last))
+    gboolean kernel_guards = ch.guard == DR_WHILE_GUARD_KERNEL;
+    if (!add_conditional(bd, graph, before, h, cudaGraphCondTypeWhile, 1, loop->id, &node, bodies) ||
+        !fill_trip(bd, loop, bp, bodies[0], -1, !kernel_guards, last))
       return FALSE;
+    guint32 unroll = ch.guard == DR_WHILE_GUARD_IF ? ch.unroll : 1;
+    if (kernel_guards && !guarded_copies(bd, loop, bp, &ch, cond, trips, bodies[0], last)) return FALSE;
     for (guint32 k = 1; k < unroll; k++) {
       cudaGraphConditionalHandle hk = 0;
       cudaGraphNode_t guard = NULL;
@@ -479,7 +547,7 @@ static gboolean build_loop(const Build *bd, const DrGraph *g, const DrPlan *plan
       g_autoptr(GArray) inner = nodes_new();
       if (!capture_one(bd, bodies[0], last, cond_work, &c, loop->id, last) ||
           !add_conditional(bd, bodies[0], last, hk, cudaGraphCondTypeIf, 1, loop->id, &guard, copy) ||
-          !fill_body(bd, bp, copy[0], loop->id, inner))
+          !fill_trip(bd, loop, bp, copy[0], -1, TRUE, inner))
         return FALSE;
       g_array_set_size(last, 0);
       g_array_append_val(last, guard);
@@ -524,9 +592,12 @@ void dr__cuda_while_choice(const DrLoop *loop, const DrPlan *body, DrCudaWhileCh
  * kernel of a copy that starts runs, because the one that sets the
  * condition is the copy's last (dr_loop_while_guardable). That one also
  * counts the copy in `trips` (NULL: not counted) when it runs, as the IF
- * nodes' condition kernels do. */
-static gboolean guarded_copies(const Build *bd, const DrPlan *bp, const DrCudaWhileChoice *ch,
-                               const gint32 *cond, guint64 *trips, cudaGraph_t graph, GArray *last) {
+ * nodes' condition kernels do. With the ring, each copy starts with the
+ * stamp that closes the trip before and opens its own when the condition
+ * lets it run, and the last copy ends with a close. */
+static gboolean guarded_copies(const Build *bd, const DrLoop *loop, const DrPlan *bp,
+                               const DrCudaWhileChoice *ch, const gint32 *cond, guint64 *trips,
+                               cudaGraph_t graph, GArray *last) {
   Build gb = *bd;
   gb.guard = cond;
   gb.guard_runs = trips;
@@ -534,11 +605,13 @@ static gboolean guarded_copies(const Build *bd, const DrPlan *bp, const DrCudaWh
   gb.guard_writer = ch->writer;
   g_autoptr(GArray) next = nodes_new();
   for (guint32 k = 1; k < ch->unroll; k++) {
-    if (!build_body(&gb, bp, graph, last, next)) return FALSE;
+    if (!trip_stamp(bd, loop, DR_TRIP_CLOSE | DR_TRIP_OPEN, cond, -1, 0, graph, last) ||
+        !build_body(&gb, bp, graph, last, next))
+      return FALSE;
     g_array_set_size(last, 0);
     add_unique(last, nodes_data(next), next->len);
   }
-  return TRUE;
+  return trip_stamp(bd, loop, DR_TRIP_CLOSE, NULL, -1, 0, graph, last);
 }
 
 /* A loop node v inside a body being built: a while or if as a
@@ -550,7 +623,13 @@ static gboolean build_conditional(const Build *bd, const DrGraph *g, const DrPla
   g_autoptr(GArray) entry = nodes_new();
   add_unique(entry, nodes_data(deps), deps->len);
   for (guint64 t = 0; t < loop->count; t++) {
-    if (!build_body(bd, body_plan(plan, v, 0), graph, entry, exits)) return FALSE;
+    guint64 skip = 0, none = 0;
+    unsigned before = dr__cuda_trips_repeat_flags(loop, t, FALSE, &skip);
+    unsigned after = dr__cuda_trips_repeat_flags(loop, t, TRUE, &none);
+    if ((before && !trip_stamp(bd, loop, before, NULL, (gint64)t, skip, graph, entry)) ||
+        !build_body(bd, body_plan(plan, v, 0), graph, entry, exits) ||
+        (after && !trip_stamp(bd, loop, after, NULL, -1, 0, graph, exits)))
+      return FALSE;
     g_array_set_size(entry, 0);
     add_unique(entry, nodes_data(exits), exits->len);
   }
@@ -564,6 +643,7 @@ gboolean dr__cuda_cond_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCuda
   guint32 li = dr_graph_node(g, v)->loop - 1;
   DrCudaSite site = DR_SITE_NODE(loop->id, -1);
   Build bd = {l, m, api, error};
+  bd.trips = l->trip_stamps;
   /* The counters, reset by memset nodes on the capturing stream before
    * the node: its trips, and a counted WHILE's counter. */
   if (!DR_CUDA(site, cudaMemsetAsync, l->counters + 3 * li, 0, 2 * sizeof(guint64), st)) return FALSE;

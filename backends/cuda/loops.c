@@ -317,6 +317,8 @@ gboolean dr__cuda_loops_kernel(DrCudaLoops *l, const DrCudaMemory *m, const DrCu
     call->launch.guard = how->guard;
     call->launch.guard_runs = how->guard_runs;
   }
+  /* graph mode's body node stamps (trips.h); never a host-driven trip's */
+  call->launch.stamp = how != NULL ? how->stamp : NULL;
   if (call->def->flags & DR_KFLAG_BLAS) {
     call->launch.blas = blas;
     if (blas == NULL) {
@@ -392,15 +394,17 @@ static gboolean issue_body(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaAp
   return TRUE;
 }
 
-/* Trip `trip` of `loop`: its body between its trip stamps (trips.h). */
+/* Trip `trip` of `loop`: its body between its trip stamps (trips.h): the
+ * ring's in graph mode's capture (a repeat captured unrolled). */
 static gboolean issue_trip(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrLoop *loop,
                            const DrGraph *body, guint64 trip, cudaStream_t st, DrKBlas *blas,
                            GError **error) {
   gint32 pos = -1;
   if (l->trip_stamps == NULL) return issue_body(l, m, api, body, st, blas, error);
-  return dr__cuda_trips_trip_begin(l->trip_stamps, loop, trip, st, &pos, error) &&
+  gboolean ring = l->capturing; /* graph mode's capture */
+  return dr__cuda_trips_trip_begin(l->trip_stamps, loop, trip, ring, st, &pos, error) &&
          issue_body(l, m, api, body, st, blas, error) &&
-         dr__cuda_trips_trip_end(l->trip_stamps, loop, pos, st, error);
+         dr__cuda_trips_trip_end(l->trip_stamps, loop, trip, pos, ring, st, error);
 }
 
 /* Issues loop `v` of `g`; *trips: the trips its body made. */
@@ -433,17 +437,17 @@ static gboolean issue_loop(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaAp
 
 gboolean dr__cuda_loop_issue(DrCudaLoops *l, const DrCudaMemory *m, const DrCudaApi *api, const DrGraph *g,
                              DrId v, cudaStream_t st, GError **error) {
-  if (l->capturing && l->graph_mode && needs_conditional(dr_graph_node_loop(g, v))) {
-    const DrLoop *loop = dr_graph_node_loop(g, v);
+  gboolean ring = l->capturing; /* graph mode's capture */
+  const DrLoop *loop = dr_graph_node_loop(g, v);
+  if (l->trip_stamps != NULL && !dr__cuda_trips_loop(l->trip_stamps, loop, ring, st, error)) return FALSE;
+  if (ring && needs_conditional(loop)) {
     if (l->trips != NULL && loop->kind == DR_LOOP_REPEAT && !loop->counted)
       l->trips[dr_graph_node(g, v)->loop - 1] = loop->count;
     return dr__cuda_cond_issue(l, m, api, l->plan, v, st, error);
   }
   guint64 trips = 0;
   DrKBlas *blas = l->launch != NULL ? l->launch->blas[l->plan->node_stream[v]] : NULL;
-  gboolean ok =
-      (l->trip_stamps == NULL || dr__cuda_trips_loop(l->trip_stamps, dr_graph_node_loop(g, v), st, error)) &&
-      issue_loop(l, m, api, g, v, st, blas, &trips, error);
+  gboolean ok = issue_loop(l, m, api, g, v, st, blas, &trips, error);
   if (l->trips != NULL) l->trips[dr_graph_node(g, v)->loop - 1] = trips;
   return ok;
 }

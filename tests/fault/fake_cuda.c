@@ -47,7 +47,9 @@ typedef struct FakeNode {
   void *data;
   /* Conditional nodes' control kernels (ctl 1: cond_launch, 2:
    * count_launch; 3: the stamp kernel; 4: a library's own work,
-   * dr_fake_library_work: fn(data), named lib) and conditional nodes. */
+   * dr_fake_library_work: fn(data), named lib; 6: trip_launch, over
+   * stamps and trips (its ctl words), with cond its guard) and
+   * conditional nodes. */
   int ctl;
   const char *lib;
   cudaGraphConditionalHandle handle;
@@ -56,6 +58,9 @@ typedef struct FakeNode {
   const guint64 *limit_at; /* count_launch */
   guint64 *stamps;
   gboolean count_always;
+  unsigned trip_flags, trip_keep; /* trip_launch */
+  gint64 trip;
+  guint64 trip_skip;
   enum cudaGraphConditionalNodeType ctype;
   unsigned size;
   cudaGraph_t body[2]; /* keys of fake.bodies */
@@ -1756,6 +1761,54 @@ static int fake_cond_launch(cudaGraphConditionalHandle handle, const gint32 *con
   return cudaSuccess;
 }
 
+/* The trip stamp kernel's work (DrCudaApi.trip_launch), on the fake's
+ * clock. */
+static void trip_run(const FakeNode *n) {
+  guint64 *stamps = n->stamps, *ctl = n->trips, keep = n->trip_keep;
+  guint64 t = clock_ns += 1000;
+  if ((n->trip_flags & DR_TRIP_CLOSE) && ctl[1] != 0) {
+    stamps[2 * (ctl[1] - 1) + 1] = t;
+    ctl[0]++;
+    ctl[2]++;
+    ctl[1] = 0;
+  }
+  if ((n->trip_flags & DR_TRIP_OPEN) && (n->cond == NULL || n->cond[0] != 0)) {
+    guint64 s = ctl[0] + n->trip_skip, pos = s < keep ? s : keep + (s - keep) % keep;
+    ctl[0] = s;
+    stamps[2 * pos] = t;
+    ctl[4 + pos] = s + 1;
+    ctl[4 + 2 * keep + pos] = n->trip >= 0 ? (guint64)n->trip : ctl[2];
+    ctl[1] = pos + 1;
+  }
+}
+
+static int fake_trip_launch(guint64 *stamps, guint64 *ctl, const gint32 *guard, unsigned flags, gint64 trip,
+                            guint64 skip, guint32 keep, cudaStream_t stream) {
+  GATE("trip_launch", stream, FALSE, FALSE);
+  if (!stream_ok("trip_launch", stream)) return finish(cudaErrorInvalidResourceHandle);
+  if (keep == 0 || (flags & ~(DR_TRIP_CLOSE | DR_TRIP_OPEN)) != 0 || flags == 0 ||
+      !mem_ok("trip_launch stamps", stamps, 4 * (gsize)keep * sizeof *stamps) ||
+      !mem_ok("trip_launch ctl", ctl, (4 + 4 * (gsize)keep) * sizeof *ctl) ||
+      (guard && !mem_ok("trip_launch guard", guard, sizeof *guard))) {
+    misuse("trip_launch: bad arguments (flags %u, keep %u)", flags, keep);
+    return finish(cudaErrorInvalidValue);
+  }
+  if (fake.capture_stream == NULL) {
+    misuse("trip_launch outside a capture");
+    return finish(cudaErrorInvalidValue);
+  }
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeKernel);
+  n->ctl = 6;
+  n->stamps = stamps;
+  n->trips = ctl;
+  n->cond = guard;
+  n->trip_flags = flags;
+  n->trip = trip;
+  n->trip_skip = skip;
+  n->trip_keep = keep;
+  return cudaSuccess;
+}
+
 static int fake_count_launch(cudaGraphConditionalHandle handle, guint64 *counter, const guint64 *limit,
                              guint64 *stamps, cudaStream_t stream) {
   GATE("count_launch", stream, FALSE, FALSE);
@@ -1791,6 +1844,7 @@ static void shape_of(const GPtrArray *nodes, gboolean in_body) {
                : n->ctl == 2 ? "count"
                : n->ctl == 4 ? n->lib
                : n->ctl == 5 ? "user"
+               : n->ctl == 6 ? "trip"
                : n->def      ? n->def->name
                              : "stamp";
         break;
@@ -1880,11 +1934,21 @@ static void replay_nodes(const GPtrArray *nodes) {
       handle_find(n->handle)->value = k < limit;
     } else if (n->type == cudaGraphNodeTypeKernel && n->ctl == 4) {
       n->fn(n->data);
+    } else if (n->type == cudaGraphNodeTypeKernel && n->ctl == 6) {
+      trip_run(n);
     } else if (n->type == cudaGraphNodeTypeKernel && n->ctl == 3) {
       *(unsigned long long *)n->dst = clock_ns += 1000;
-    } else if (n->type == cudaGraphNodeTypeKernel && n->def && n->def->host &&
-               run_guarded(n->def, &n->l, err) != 0) {
-      misuse("cudaGraphLaunch: kernel %s: host twin refused: %s", n->def->name, err);
+    } else if (n->type == cudaGraphNodeTypeKernel && n->def && n->def->host) {
+      /* A self-stamping built-in raises its stamp to its end, unless its
+       * guard stopped it (it returns before its stamp). */
+      gboolean runs = !guard_stops(&n->l);
+      if (run_guarded(n->def, &n->l, err) != 0)
+        misuse("cudaGraphLaunch: kernel %s: host twin refused: %s", n->def->name, err);
+      else if (runs && n->l.stamp != NULL) {
+        unsigned long long *slot = n->l.stamp;
+        clock_ns += 1000;
+        if (*slot < clock_ns) *slot = clock_ns;
+      }
     }
     if (n->type == cudaGraphNodeTypeMemcpy && n->count) memmove(n->dst, n->src, n->count);
     if (n->type == cudaGraphNodeTypeMemset && n->count) memset(n->dst, n->value, n->count);
@@ -2015,6 +2079,7 @@ const DrCudaApi *dr_fake_api_graph_nodes(void) {
   api.cudaStreamUpdateCaptureDependencies = fake_cudaStreamUpdateCaptureDependencies;
   api.cond_launch = fake_cond_launch;
   api.count_launch = fake_count_launch;
+  api.trip_launch = fake_trip_launch;
   return &api;
 }
 

@@ -175,13 +175,15 @@ guint dr_fake_exec_node_sets(void);
  * cudaGraphConditionalHandleCreate, cudaGraphAddNode (conditional and
  * empty nodes), cudaStreamBeginCaptureToGraph (into a body graph, nested
  * in the capture in progress), cudaStreamUpdateCaptureDependencies and
- * the control kernels (cond_launch, count_launch). A replay runs them as
+ * the control kernels (cond_launch, count_launch, trip_launch: only while
+ * capturing, its stamps on the clock the stamp kernel advances). A replay
+ * runs them as
  * the device would (IF and WHILE bodies by their handle's value, each
  * launch applying the defaults). dr_fake_graph_shape: the last
  * instantiated graph, its nodes in order, a conditional node followed by
  * its bodies in braces, "|" between an IF's two ("while{scale_f32 cond}"):
  * kernels by built-in name, "cond" (the condition kernel reading a
- * condition), "cond1" (setting 1), "count", "stamp", memcpy, memset,
+ * condition), "cond1" (setting 1), "count", "stamp", "trip", memcpy, memset,
  * empty, record, host, alloc, free; with `deps`, each as "I:NAME<J,K>"
  * with the indices of its dependencies in its own list. Instantiation
  * calls a host, event, alloc or free node, a host memcpy or an empty body

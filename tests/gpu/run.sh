@@ -52,6 +52,15 @@
 #                                   solver (489 trips: the bound): every
 #                                   loop's trips as events inside its node,
 #                                   in order, as many as the host backend's
+#   gpu/loops/trips/graph           the same in graph mode (the graph's own
+#                                   trip stamp kernels, backends/cuda/
+#                                   trips.c's ring): min(trips, 64) spans
+#                                   per loop, inside the loop node, not
+#                                   overlapping; the Jacobi solver with the
+#                                   default unroll (kernel-guarded copies),
+#                                   one copy per trip, and IF-guarded copies;
+#                                   body node events (last trip) inside
+#                                   their trips
 #   gpu/loops/jacobi-user/{streams,graph}  tests/gpu/loops/jacobi_user.yaml:
 #                                   a Jacobi solver whose sweep is a user
 #                                   kernel (NVRTC) in a while body, --verify
@@ -405,6 +414,28 @@ for timing in stamps events; do
     $DAGRUN --backend=cuda --mode=streams --timing=$timing --iterations=1 --warmup=0 --trace=$tmp/trj_cuda.json $golden_dir/good_jacobi.yaml >/dev/null
     python3 $gpu_dir/loops/trip_spans.py $tmp/trj_cuda.json $tmp/trj_host.json"
 done
+# Graph mode: the trips run inside the graph, stamped by the graph itself
+# (a trip stamp kernel per body copy that is a trip, no event nodes); a
+# guarded copy after the stop must not pass for a trip, so each way of
+# unrolling the while (DAGRUN_WHILE_UNROLL, DAGRUN_WHILE_GUARD) gives the
+# host's count.
+check gpu/loops/trips/graph 240 bash -c "set -e -o pipefail
+  for y in $gpu_dir/loops/cond.yaml $gpu_dir/loops/repeat.yaml; do
+    $DAGRUN --backend=host --iterations=2 --warmup=1 --trace=$tmp/tg_host.json \$y >/dev/null
+    $DAGRUN --backend=cuda --mode=graph --iterations=2 --warmup=1 --trace=$tmp/tg_cuda.json \$y >/dev/null
+    python3 $gpu_dir/loops/trip_spans.py --body $tmp/tg_cuda.json $tmp/tg_host.json | tail -n 4
+  done
+  $DAGRUN --backend=host --iterations=1 --warmup=0 --trace=$tmp/tgj_host.json $golden_dir/good_jacobi.yaml >/dev/null
+  for way in default 1 4 if3; do
+    case \$way in
+      default) env=;;
+      if3) env='DAGRUN_WHILE_GUARD=if DAGRUN_WHILE_UNROLL=3';;
+      *) env=DAGRUN_WHILE_UNROLL=\$way;;
+    esac
+    echo \"jacobi, unroll \$way\"
+    env \$env $DAGRUN --backend=cuda --mode=graph --iterations=1 --warmup=0 --trace=$tmp/tgj_cuda.json $golden_dir/good_jacobi.yaml >/dev/null
+    python3 $gpu_dir/loops/trip_spans.py --body $tmp/tgj_cuda.json $tmp/tgj_host.json | tail -n 3
+  done"
 
 # device_loop.yaml: run.device_loop, 2 warmups + 20 iterations as the trips
 # of one WHILE launch in graph mode (a while nested in each): the host's
