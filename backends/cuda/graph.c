@@ -530,11 +530,12 @@ static cudaGraphNode_t *chain_of(cudaGraph_t one, gsize *n) {
 
 /* Sets executable node `to` from captured node `from` of the same kind: a
  * kernel node through the runtime (and its template node too), or
- * through the driver when the runtime cannot name the function (a kernel
- * of another module: cuBLAS's; the template then keeps the launch it was
- * captured with, only the executable runs); a memset node through
+ * through the driver when `foreign` (a library's launch) or when the
+ * runtime cannot name the function (a kernel of another module: cuBLAS's;
+ * the template then keeps the launch it was captured with, only the
+ * executable runs); a memset node through
  * cudaGraphExecMemsetNodeSetParams. */
-static cudaError_t set_one(cudaGraphExec_t exec, cudaGraphNode_t to, cudaGraphNode_t from) {
+static cudaError_t set_one(cudaGraphExec_t exec, cudaGraphNode_t to, cudaGraphNode_t from, gboolean foreign) {
   const DrCudaApi *api = dr_cuda_api();
   enum cudaGraphNodeType want = cudaGraphNodeTypeEmpty, type = cudaGraphNodeTypeEmpty;
   cudaError_t rc = api->cudaGraphNodeGetType(to, &want);
@@ -547,6 +548,8 @@ static cudaError_t set_one(cudaGraphExec_t exec, cudaGraphNode_t to, cudaGraphNo
              ? api->cudaGraphMemsetNodeGetParams(from, &p)
              : cudaErrorNotSupported;
     if (rc == cudaSuccess) rc = api->cudaGraphExecMemsetNodeSetParams(exec, to, &p);
+  } else if (rc == cudaSuccess && type == cudaGraphNodeTypeKernel && foreign && api->kernel_node_copy) {
+    rc = api->kernel_node_copy(exec, to, from);
   } else if (rc == cudaSuccess && type == cudaGraphNodeTypeKernel) {
     struct cudaKernelNodeParams params;
     rc = api->cudaGraphKernelNodeGetParams(from, &params);
@@ -654,7 +657,11 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   if (made == NULL && launched == 0 && ended == cudaSuccess && one != NULL) debug_shape(b, v, one);
   gint64 t4 = g_get_monotonic_time();
   cudaError_t set = cudaSuccess;
-  for (gsize i = 0; ok && i < n; i++) ok = (set = set_one(cg->exec, to[i], made[i])) == cudaSuccess;
+  /* A library's kernels (cuBLAS's) are of a module the runtime cannot
+   * name: straight to the driver (asking the runtime first would fail with
+   * cudaErrorInvalidDeviceFunction every time, an API error to a sanitizer). */
+  gboolean foreign = (ln->kcalls[k].call.def->flags & DR_KFLAG_BLAS) != 0;
+  for (gsize i = 0; ok && i < n; i++) ok = (set = set_one(cg->exec, to[i], made[i], foreign)) == cudaSuccess;
   gint64 t5 = g_get_monotonic_time();
   spent->spent.bind += (t1 - t0) + (t3 - t2);
   spent->spent.capture += t2 - t1;
