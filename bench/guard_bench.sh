@@ -29,8 +29,9 @@
 # Then the cost of graph mode's trip spans and body node times
 # (backends/cuda/trips.c's ring: trip stamp kernels inside the bodies, and
 # each body built-in's atomicMax of its end stamp): (a1), (aI), (aK) and
-# (f) again with --timing=stamps (graph mode's default), rows "... +trip
-# stamps";
+# (f) again with --timing=stamps (graph mode's default) and
+# DAGRUN_TRIP_STAMPS=1, rows "... +trip stamps", and (aK) with the default
+# timing alone (no trip stamps), row "... +stamps";
 # x(off): their device time per trip over the same way's timing-off row.
 # Those rows' makespan also holds the iteration's few node stamps (once
 # per run, not per trip); (f) stamps only its first and last 32 trips.
@@ -115,10 +116,11 @@ PY
   RUN_ENV=DAGRUN_WHILE_UNROLL=16 run "(aK16) while, kernel-guarded x16" 16 "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
   run "(f) repeat: N, graph (unrolled)" "$N" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/repeat.yaml"
   run "(b) graph x N" 1 "$N" --mode=graph --iterations="$N" --warmup=10 "$tmp/flat.yaml"
-  RUN_TIMING=stamps RUN_ENV=DAGRUN_WHILE_UNROLL=1 run "(a1) while, unroll 1 +trip stamps" 1 "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
-  RUN_TIMING=stamps RUN_ENV="DAGRUN_WHILE_UNROLL=4 DAGRUN_WHILE_GUARD=if" run "(aI) while, IF-guarded x4 +trip stamps" 4 "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
-  RUN_TIMING=stamps run "(aK) while, kernel-guarded (default) +trip stamps" "$U" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
-  RUN_TIMING=stamps run "(f) repeat: N, graph (unrolled) +trip stamps" "$N" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/repeat.yaml"
+  RUN_TIMING=stamps run "(aK) while, kernel-guarded (default) +stamps" "$U" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
+  RUN_TIMING=stamps RUN_ENV="DAGRUN_TRIP_STAMPS=1 DAGRUN_WHILE_UNROLL=1" run "(a1) while, unroll 1 +trip stamps" 1 "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
+  RUN_TIMING=stamps RUN_ENV="DAGRUN_TRIP_STAMPS=1 DAGRUN_WHILE_UNROLL=4 DAGRUN_WHILE_GUARD=if" run "(aI) while, IF-guarded x4 +trip stamps" 4 "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
+  RUN_TIMING=stamps RUN_ENV=DAGRUN_TRIP_STAMPS=1 run "(aK) while, kernel-guarded (default) +trip stamps" "$U" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/while.yaml"
+  RUN_TIMING=stamps RUN_ENV=DAGRUN_TRIP_STAMPS=1 run "(f) repeat: N, graph (unrolled) +trip stamps" "$N" "$N" --mode=graph --iterations=1 --warmup=1 "$tmp/repeat.yaml"
 } >"$tmp/rows.jsonl"
 python3 - "$tmp/rows.jsonl" "$N" "$plan_line" <<'PY' | tee "$tmp/guard.md"
 import json, sys
@@ -134,7 +136,8 @@ off = {r["way"]: r.get("device_us_per_trip") for r in rows}
 for r in rows:
     dev = r.get("device_us_per_trip")
     ratio = "%.2f" % (dev / ref) if dev and ref else "-"
-    twin = off.get(r["way"].replace(" +trip stamps", "")) if r["way"].endswith(" +trip stamps") else None
+    suffix = next((x for x in (" +trip stamps", " +stamps") if r["way"].endswith(x)), None)
+    twin = off.get(r["way"][: -len(suffix)]) if suffix else None
     vs_off = "%.2f" % (dev / twin) if dev and twin else "-"
     note = "" if r["rc"] == 0 else "exit %d: %s" % (r["rc"], r.get("error", ""))
     trips = r.get("trips")

@@ -76,6 +76,16 @@ static void collect(DrCudaTrips *tr, const DrPlan *p, DrId top, guint32 top_inde
   }
 }
 
+/* Graph mode stamps trips inside its conditional bodies only when asked
+ * (DAGRUN_TRIP_STAMPS=1): a stamp kernel per trip costs the device about
+ * 1.5 µs a trip on the H200, 1.47x a 3.3 µs kernel-guarded trip
+ * (BENCHMARKS.md §16), too much for a default. Without it a loop's trips
+ * are counted (the device's counter), not spanned. */
+static gboolean graph_trip_stamps(void) {
+  const char *v = g_getenv("DAGRUN_TRIP_STAMPS");
+  return v != NULL && strcmp(v, "1") == 0;
+}
+
 gboolean dr__cuda_trips_setup(DrCudaTrips *tr, DrCudaTiming *t, const DrPlan *plan, guint32 n_devices,
                               gboolean graph_mode, cudaStream_t origin, GError **error) {
   const DrGraph *g = plan->graph;
@@ -91,7 +101,7 @@ gboolean dr__cuda_trips_setup(DrCudaTrips *tr, DrCudaTiming *t, const DrPlan *pl
   tr->slots = g_new0(DrCudaTripSlot, (gsize)tr->depth * tr->loops->len);
   tr->ring_slot = g_new0(gboolean, tr->depth);
   tr->words = (gsize)tr->loops->len * 4 * K + tr->n_top;
-  if (graph_mode && dr_cuda_api()->trip_launch != NULL) {
+  if (graph_mode && dr_cuda_api()->trip_launch != NULL && graph_trip_stamps()) {
     /* Per loop its ring's words and its body nodes' stamps, in the loops'
      * order (a top-level loop's and its nested loops' words in a row). */
     tr->ring_at = tr->words;

@@ -625,6 +625,8 @@ static void test_graph_faults(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  /* Graph mode stamps trips only when asked (backends/cuda/trips.c). */
+  g_setenv("DAGRUN_TRIP_STAMPS", "1", TRUE);
   dr_cuda_api_set(dr_fake_api_graph_nodes());
   g_test_add_func("/fault/trips/repeat", test_repeat);
   g_test_add_func("/fault/trips/while", test_while);

@@ -52,7 +52,8 @@
 #                                   solver (489 trips: the bound): every
 #                                   loop's trips as events inside its node,
 #                                   in order, as many as the host backend's
-#   gpu/loops/trips/graph           the same in graph mode (the graph's own
+#   gpu/loops/trips/graph           the same in graph mode with
+#                                   DAGRUN_TRIP_STAMPS=1 (the graph's own
 #                                   trip stamp kernels, backends/cuda/
 #                                   trips.c's ring): min(trips, 64) spans
 #                                   per loop, inside the loop node, not
@@ -419,7 +420,7 @@ done
 # guarded copy after the stop must not pass for a trip, so each way of
 # unrolling the while (DAGRUN_WHILE_UNROLL, DAGRUN_WHILE_GUARD) gives the
 # host's count.
-check gpu/loops/trips/graph 240 bash -c "set -e -o pipefail
+check gpu/loops/trips/graph 240 bash -c "set -e -o pipefail; export DAGRUN_TRIP_STAMPS=1
   # repeat.yaml's loops are top-level repeats, captured unrolled: trips,
   # but no body node times (those are conditional bodies' only).
   for y in $gpu_dir/loops/cond.yaml $gpu_dir/loops/repeat.yaml; do
