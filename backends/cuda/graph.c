@@ -719,7 +719,8 @@ static DrId set_in_place(DrBackend *b, const DrId *nodes, guint32 n, gboolean sk
     const DrNode *node = dr_graph_node(b->graph, v);
     if (node->loop || !settable(b, v)) continue; /* a counted loop's count is written; fixed: skipped */
     /* A cache hit: a node that holds the values now needs no set. */
-    if (skip_fixed && dr__cuda_graph_cache_holds(b->cuda_graph.held, b->graph, v)) continue;
+    if (skip_fixed && dr__cuda_graph_cache_holds(&b->cuda_graph.cache, b->cuda_graph.held, b->graph, v))
+      continue;
     gboolean ok = node->op == DR_OP_KERNEL ? set_node_params(b, v) : set_memory_params(b, v);
     if (!ok) return v;
     if (b->cuda_graph.held) dr__cuda_graph_cache_hold(&b->cuda_graph.cache, &b->cuda_graph.held, b->graph, v);
@@ -768,7 +769,9 @@ static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const 
   const DrCudaApi *api = dr_cuda_api();
   DrCudaGraphState *cg = &b->cuda_graph;
   DrCudaGraphCache *c = &cg->cache;
+  gint64 t0 = g_get_monotonic_time();
   DrCudaGraphVariant *hit = dr__cuda_graph_cache_take(c, b->graph, b->launch.node_kcall);
+  cg->spent.lookup = g_get_monotonic_time() - t0;
   DrCudaGraphVariant *old = take_current(cg);
   dr__cuda_graph_variant_mark(old, nodes, n);
   if (hit != NULL) {
@@ -807,16 +810,19 @@ static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const 
 
 /* G_MESSAGES_DEBUG=all: where a change that began at t0 spent its time. */
 static void debug_spent(const DrCudaGraphState *cg, const char *how, gint64 t0) {
-  g_debug("graph update: %s in %" G_GINT64_FORMAT " us: %u node sets; bind %" G_GINT64_FORMAT
-          " us, capture %" G_GINT64_FORMAT ", read %" G_GINT64_FORMAT ", set %" G_GINT64_FORMAT,
-          how, g_get_monotonic_time() - t0, cg->spent.nodes, cg->spent.bind, cg->spent.capture, cg->spent.get,
-          cg->spent.set);
+  g_debug("graph update: %s in %" G_GINT64_FORMAT " us: %u node sets; cache lookup %" G_GINT64_FORMAT
+          " us, bind %" G_GINT64_FORMAT ", capture %" G_GINT64_FORMAT ", read %" G_GINT64_FORMAT
+          ", set %" G_GINT64_FORMAT,
+          how, g_get_monotonic_time() - t0, cg->spent.nodes, cg->spent.lookup, cg->spent.bind,
+          cg->spent.capture, cg->spent.get, cg->spent.set);
 }
 
 static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
                                    GError **error) {
   DrCudaGraphState *cg = &b->cuda_graph;
   DrCudaGraphCache *c = &cg->cache;
+  memset(&cg->spent, 0, sizeof cg->spent);
+  gint64 t0 = g_get_monotonic_time();
   /* DAGRUN_GRAPH_UPDATE=capture: every change re-captures the iteration
    * (the A/B baseline of bench/params_bench.sh). */
   const char *force = g_getenv("DAGRUN_GRAPH_UPDATE");
@@ -842,8 +848,6 @@ static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, c
     }
     return TRUE;
   }
-  memset(&cg->spent, 0, sizeof cg->spent);
-  gint64 t0 = g_get_monotonic_time();
   /* With the cache, a change of a keyed node (a library call's shape)
    * goes to it: a variant holds that value, or a new one is made. */
   DrId failed = DR_NONE;

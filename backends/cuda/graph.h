@@ -51,7 +51,7 @@ typedef struct {
   /* Where the last args_changed spent its time, for its debug line
    * (G_MESSAGES_DEBUG=all): per phase of the per-node sets, in µs. */
   struct {
-    gint64 bind, capture, get, set;
+    gint64 lookup, bind, capture, get, set;
     guint32 nodes;
   } spent;
 } DrCudaGraphState;

@@ -40,6 +40,7 @@ void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 ca
   c->n_nodes = dr_graph_n_nodes(g);
   c->varying = g_new0(gboolean, MAX(c->n_nodes, 1));
   c->library = g_new0(gboolean, MAX(c->n_nodes, 1));
+  c->scratch = g_byte_array_new();
   for (DrId v = 0; v < c->n_nodes; v++) c->library[v] = library_call(g, v);
   for (guint i = 0; i < g->param_uses->len; i++) {
     guint32 v = g_array_index(g->param_uses, DrParamUse, i).node;
@@ -137,11 +138,16 @@ void dr__cuda_graph_cache_hold(const DrCudaGraphCache *c, GHashTable **held, con
     if (c->varying[u]) g_hash_table_insert(*held, GUINT_TO_POINTER(u), dr__cuda_graph_node_values(g, u));
 }
 
-gboolean dr__cuda_graph_cache_holds(GHashTable *held, const DrGraph *g, DrId v) {
+gboolean dr__cuda_graph_cache_holds(const DrCudaGraphCache *c, GHashTable *held, const DrGraph *g, DrId v) {
+  g_return_val_if_fail(c != NULL && g != NULL, FALSE);
   GBytes *was = held ? g_hash_table_lookup(held, GUINT_TO_POINTER(v)) : NULL;
   if (was == NULL) return FALSE;
-  g_autoptr(GBytes) now = dr__cuda_graph_node_values(g, v);
-  return g_bytes_equal(was, now);
+  /* Into the cache's scratch: a hit asks this of every changed node. */
+  g_byte_array_set_size(c->scratch, 0);
+  append_values(c->scratch, g, v);
+  gsize n = 0;
+  const guint8 *bytes = g_bytes_get_data(was, &n);
+  return n == c->scratch->len && memcmp(bytes, c->scratch->data, n) == 0;
 }
 
 void dr__cuda_graph_cache_changed(DrCudaGraphCache *c, const DrId *nodes, guint32 n) {
@@ -270,5 +276,6 @@ void dr__cuda_graph_cache_free(DrCudaGraphCache *c) {
   g_clear_pointer(&c->key, g_bytes_unref);
   g_clear_pointer(&c->varying, g_free);
   g_clear_pointer(&c->library, g_free);
+  g_clear_pointer(&c->scratch, g_byte_array_unref);
   c->cap = 0;
 }

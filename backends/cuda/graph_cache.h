@@ -74,11 +74,12 @@ typedef enum {
 const char *dr__graph_cache_result_name(DrGraphCacheResult r);
 
 typedef struct {
-  guint32 cap;       /* run.graph_cache; 0: off (the cache is never used) */
-  GPtrArray *idle;   /* DrCudaGraphVariant *, owned */
-  GBytes *key;       /* the key of the executable in use; NULL: not known */
-  gboolean *varying; /* [n_nodes]: may vary (see the file head) */
-  gboolean *library; /* [n_nodes]: a library call (cuBLAS's gemm), keyed when varying */
+  guint32 cap;         /* run.graph_cache; 0: off (the cache is never used) */
+  GPtrArray *idle;     /* DrCudaGraphVariant *, owned */
+  GBytes *key;         /* the key of the executable in use; NULL: not known */
+  gboolean *varying;   /* [n_nodes]: may vary (see the file head) */
+  gboolean *library;   /* [n_nodes]: a library call (cuBLAS's gemm), keyed when varying */
+  GByteArray *scratch; /* dr__cuda_graph_cache_holds's, reused */
   guint32 n_nodes;
   guint64 clock;
   /* The last change's outcome, for the report. */
@@ -107,7 +108,7 @@ GBytes *dr__cuda_graph_node_values(const DrGraph *g, DrId v);
 void dr__cuda_graph_cache_hold(const DrCudaGraphCache *c, GHashTable **held, const DrGraph *g, DrId v);
 
 /* Whether *held says node v holds `g`'s values now (FALSE: not known). */
-gboolean dr__cuda_graph_cache_holds(GHashTable *held, const DrGraph *g, DrId v);
+gboolean dr__cuda_graph_cache_holds(const DrCudaGraphCache *c, GHashTable *held, const DrGraph *g, DrId v);
 
 /* Whether the cache is on and node v's values are in the key of an
  * executable of node map `map` (the file head; also every varying
