@@ -40,7 +40,11 @@ void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 ca
   c->n_nodes = dr_graph_n_nodes(g);
   c->varying = g_new0(gboolean, MAX(c->n_nodes, 1));
   c->library = g_new0(gboolean, MAX(c->n_nodes, 1));
-  c->scratch = g_byte_array_new();
+  c->memo = g_byte_array_new();
+  c->memo_at = g_new0(guint32, MAX(c->n_nodes, 1));
+  c->memo_len = g_new0(guint32, MAX(c->n_nodes, 1));
+  c->memo_epoch = g_new0(guint64, MAX(c->n_nodes, 1));
+  c->epoch = 1; /* no memo yet */
   for (DrId v = 0; v < c->n_nodes; v++) c->library[v] = library_call(g, v);
   for (guint i = 0; i < g->param_uses->len; i++) {
     guint32 v = g_array_index(g->param_uses, DrParamUse, i).node;
@@ -93,6 +97,21 @@ static void append_values(GByteArray *k, const DrGraph *g, DrId v) {
   g_byte_array_append(k, &n->memset_value, 1);
 }
 
+/* Node v's values now (append_values's bytes, *len of them), made once
+ * per change (dr__cuda_graph_cache_changed starts a new one) into the
+ * cache's memo: a lookup keys the state for every idle variant and a
+ * hit compares every changed node. The pointer lasts until the next call. */
+static const guint8 *values_now(const DrCudaGraphCache *c, const DrGraph *g, DrId v, gsize *len) {
+  if (c->memo_epoch[v] != c->epoch) {
+    c->memo_at[v] = c->memo->len;
+    append_values(c->memo, g, v);
+    c->memo_len[v] = c->memo->len - c->memo_at[v];
+    c->memo_epoch[v] = c->epoch;
+  }
+  *len = c->memo_len[v];
+  return c->memo->data + c->memo_at[v];
+}
+
 /* The nodes a key under node map `map` covers: set[v] (n_nodes). */
 static void keyed_set(const DrCudaGraphCache *c, const DrGraph *g, const cudaGraphNode_t *map,
                       const guint32 *node_kcall, gboolean *set) {
@@ -105,7 +124,9 @@ static GBytes *key_of(const DrCudaGraphCache *c, const DrGraph *g, const gboolea
   for (DrId v = 0; v < c->n_nodes; v++) {
     if (!set[v]) continue;
     g_byte_array_append(k, (const guint8 *)&v, sizeof v);
-    append_values(k, g, v);
+    gsize len = 0;
+    const guint8 *bytes = values_now(c, g, v, &len);
+    g_byte_array_append(k, bytes, (guint)len);
   }
   return g_byte_array_free_to_bytes(k);
 }
@@ -142,16 +163,17 @@ gboolean dr__cuda_graph_cache_holds(const DrCudaGraphCache *c, GHashTable *held,
   g_return_val_if_fail(c != NULL && g != NULL, FALSE);
   GBytes *was = held ? g_hash_table_lookup(held, GUINT_TO_POINTER(v)) : NULL;
   if (was == NULL) return FALSE;
-  /* Into the cache's scratch: a hit asks this of every changed node. */
-  g_byte_array_set_size(c->scratch, 0);
-  append_values(c->scratch, g, v);
-  gsize n = 0;
+  gsize n = 0, len = 0;
   const guint8 *bytes = g_bytes_get_data(was, &n);
-  return n == c->scratch->len && memcmp(bytes, c->scratch->data, n) == 0;
+  const guint8 *now = values_now(c, g, v, &len);
+  return n == len && memcmp(bytes, now, n) == 0;
 }
 
 void dr__cuda_graph_cache_changed(DrCudaGraphCache *c, const DrId *nodes, guint32 n) {
   g_return_if_fail(c != NULL);
+  /* A new change: the memo's values are of the graph before it. */
+  c->epoch++;
+  if (c->memo) g_byte_array_set_size(c->memo, 0);
   if (c->cap == 0 || nodes == NULL) return;
   for (guint32 i = 0; i < n; i++)
     if (nodes[i] < c->n_nodes) c->varying[nodes[i]] = TRUE;
@@ -276,6 +298,9 @@ void dr__cuda_graph_cache_free(DrCudaGraphCache *c) {
   g_clear_pointer(&c->key, g_bytes_unref);
   g_clear_pointer(&c->varying, g_free);
   g_clear_pointer(&c->library, g_free);
-  g_clear_pointer(&c->scratch, g_byte_array_unref);
+  g_clear_pointer(&c->memo, g_byte_array_unref);
+  g_clear_pointer(&c->memo_at, g_free);
+  g_clear_pointer(&c->memo_len, g_free);
+  g_clear_pointer(&c->memo_epoch, g_free);
   c->cap = 0;
 }

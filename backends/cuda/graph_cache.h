@@ -74,12 +74,18 @@ typedef enum {
 const char *dr__graph_cache_result_name(DrGraphCacheResult r);
 
 typedef struct {
-  guint32 cap;         /* run.graph_cache; 0: off (the cache is never used) */
-  GPtrArray *idle;     /* DrCudaGraphVariant *, owned */
-  GBytes *key;         /* the key of the executable in use; NULL: not known */
-  gboolean *varying;   /* [n_nodes]: may vary (see the file head) */
-  gboolean *library;   /* [n_nodes]: a library call (cuBLAS's gemm), keyed when varying */
-  GByteArray *scratch; /* dr__cuda_graph_cache_holds's, reused */
+  guint32 cap;       /* run.graph_cache; 0: off (the cache is never used) */
+  GPtrArray *idle;   /* DrCudaGraphVariant *, owned */
+  GBytes *key;       /* the key of the executable in use; NULL: not known */
+  gboolean *varying; /* [n_nodes]: may vary (see the file head) */
+  gboolean *library; /* [n_nodes]: a library call (cuBLAS's gemm), keyed when varying */
+  /* Each node's values in this change, made once (graph_cache.c,
+   * values_now): memo->data + memo_at[v], memo_len[v] bytes, valid while
+   * memo_epoch[v] == epoch. Mutable through a const cache. */
+  GByteArray *memo;
+  guint32 *memo_at, *memo_len;
+  guint64 *memo_epoch;
+  guint64 epoch;
   guint32 n_nodes;
   guint64 clock;
   /* The last change's outcome, for the report. */
