@@ -176,7 +176,10 @@ void dr__cuda_graph_cache_changed(DrCudaGraphCache *c, const DrId *nodes, guint3
   if (c->memo) g_byte_array_set_size(c->memo, 0);
   if (c->cap == 0 || nodes == NULL) return;
   for (guint32 i = 0; i < n; i++)
-    if (nodes[i] < c->n_nodes) c->varying[nodes[i]] = TRUE;
+    if (nodes[i] < c->n_nodes && !c->varying[nodes[i]]) {
+      c->varying[nodes[i]] = TRUE;
+      c->varying_gen++; /* the idle variants' keyed sets are stale */
+    }
   for (guint i = 0; i < c->idle->len; i++)
     dr__cuda_graph_variant_mark(g_ptr_array_index(c->idle, i), nodes, n);
 }
@@ -228,19 +231,24 @@ DrCudaGraphVariant *dr__cuda_graph_cache_take(DrCudaGraphCache *c, const DrGraph
   /* The state now is keyed once per distinct set of keyed nodes (most
    * variants share one): a key is O(the nodes' accesses and arguments). */
   gsize n = MAX(c->n_nodes, 1);
-  g_autofree gboolean *set = g_new(gboolean, n), *last = g_new(gboolean, n);
+  const gboolean *last = NULL;
   g_autoptr(GBytes) key = NULL;
   for (guint i = 0; i < c->idle->len; i++) {
     DrCudaGraphVariant *v = g_ptr_array_index(c->idle, i);
     if (v->key == NULL) continue;
     /* The state now, keyed for this variant's executable: which nodes it
      * can take in place is its own (cuBLAS may capture a gemm as one
-     * kernel node at one shape and as several at another). */
-    keyed_set(c, g, v->node, node_kcall, set);
-    if (key == NULL || memcmp(set, last, n * sizeof *set) != 0) {
+     * kernel node at one shape and as several at another). Its set is
+     * kept until another node starts to vary. */
+    if (v->keyed == NULL || v->keyed_gen != c->varying_gen) {
+      if (v->keyed == NULL) v->keyed = g_new(gboolean, n);
+      keyed_set(c, g, v->node, node_kcall, v->keyed);
+      v->keyed_gen = c->varying_gen;
+    }
+    if (key == NULL || memcmp(v->keyed, last, n * sizeof *last) != 0) {
       if (key) g_bytes_unref(key);
-      key = key_of(c, g, set);
-      memcpy(last, set, n * sizeof *set);
+      key = key_of(c, g, v->keyed);
+      last = v->keyed;
     }
     if (g_bytes_equal(v->key, key)) return g_ptr_array_steal_index(c->idle, i);
     debug_miss(c, g, v, key, node_kcall);
@@ -287,6 +295,7 @@ void dr__cuda_graph_variant_free(DrCudaGraphVariant *v) {
   if (v->held) g_hash_table_unref(v->held);
   g_free(v->cap_base);
   if (v->key) g_bytes_unref(v->key);
+  g_free(v->keyed);
   if (v->dirty) g_array_unref(v->dirty);
   g_free(v->marked);
   g_free(v);

@@ -50,6 +50,8 @@ typedef struct {
   GHashTable *held; /* what its nodes hold (dr__cuda_graph_cache_hold) */
   void **cap_base;
   GBytes *key;
+  gboolean *keyed; /* [n_nodes] or NULL: the nodes its key covers, as of keyed_gen */
+  guint64 keyed_gen;
   guint64 used;     /* the cache's clock when it was last in use */
   GArray *dirty;    /* DrId: nodes changed since it was in use, each once */
   gboolean *marked; /* [n_nodes]: in `dirty` */
@@ -86,6 +88,7 @@ typedef struct {
   guint32 *memo_at, *memo_len;
   guint64 *memo_epoch;
   guint64 epoch;
+  guint64 varying_gen; /* moves on when a node starts to vary */
   guint32 n_nodes;
   guint64 clock;
   /* The last change's outcome, for the report. */
