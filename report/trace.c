@@ -107,47 +107,41 @@ static void counters(DrJsonWriter *w, guint32 pid, const DrReport *r, const DrNo
   }
 }
 
+/* A complete event of a loop's trip on its top-level loop node's track
+ * (`name`, `cat`; args iteration, loop, trip), [start, end] from `base`. */
+static void loop_event(DrJsonWriter *w, const char *name, const char *cat, guint32 pid, guint32 tid,
+                       double base, double start, double end, guint32 iteration, const char *loop,
+                       guint64 trip_no) {
+  dr__json_begin_object(w);
+  dr__json_member_string(w, "name", name);
+  dr__json_member_string(w, "cat", cat);
+  dr__json_member_string(w, "ph", "X");
+  dr__json_member_uint(w, "pid", pid);
+  dr__json_member_uint(w, "tid", tid);
+  dr__json_member_double(w, "ts", base + start, 3);
+  dr__json_member_double(w, "dur", MAX(end - start, 0.0), 3);
+  dr__json_key(w, "args");
+  dr__json_begin_object(w);
+  dr__json_member_uint(w, "iteration", iteration);
+  dr__json_member_string(w, "loop", loop);
+  dr__json_member_uint(w, "trip", trip_no);
+  dr__json_end_object(w);
+  dr__json_end_object(w);
+}
+
 /* One trip of a loop as a complete event on its top-level loop node's
  * track: inside the node's event, and a nested loop's inside the trip of
  * the loop around it, so viewers nest them by time. */
 static void trip(DrJsonWriter *w, const DrTripSpan *sp, guint32 pid, guint32 tid, double base) {
   g_autofree char *name = g_strdup_printf("%s trip", sp->loop);
-  dr__json_begin_object(w);
-  dr__json_member_string(w, "name", name);
-  dr__json_member_string(w, "cat", "trip");
-  dr__json_member_string(w, "ph", "X");
-  dr__json_member_uint(w, "pid", pid);
-  dr__json_member_uint(w, "tid", tid);
-  dr__json_member_double(w, "ts", base + sp->start_us, 3);
-  dr__json_member_double(w, "dur", MAX(sp->end_us - sp->start_us, 0.0), 3);
-  dr__json_key(w, "args");
-  dr__json_begin_object(w);
-  dr__json_member_uint(w, "iteration", sp->iteration);
-  dr__json_member_string(w, "loop", sp->loop);
-  dr__json_member_uint(w, "trip", sp->trip);
-  dr__json_end_object(w);
-  dr__json_end_object(w);
+  loop_event(w, name, "trip", pid, tid, base, sp->start_us, sp->end_us, sp->iteration, sp->loop, sp->trip);
 }
 
 /* A body node in its loop's last trip (DrBodySpan) as a complete event on
  * the top-level loop node's track, inside that trip's event ("cat":
  * "body"; a body's parallel branches overlap on the track). */
 static void body_node(DrJsonWriter *w, const DrBodySpan *sp, guint32 pid, guint32 tid, double base) {
-  dr__json_begin_object(w);
-  dr__json_member_string(w, "name", sp->id);
-  dr__json_member_string(w, "cat", "body");
-  dr__json_member_string(w, "ph", "X");
-  dr__json_member_uint(w, "pid", pid);
-  dr__json_member_uint(w, "tid", tid);
-  dr__json_member_double(w, "ts", base + sp->start_us, 3);
-  dr__json_member_double(w, "dur", MAX(sp->end_us - sp->start_us, 0.0), 3);
-  dr__json_key(w, "args");
-  dr__json_begin_object(w);
-  dr__json_member_uint(w, "iteration", sp->iteration);
-  dr__json_member_string(w, "loop", sp->loop);
-  dr__json_member_uint(w, "trip", sp->trip);
-  dr__json_end_object(w);
-  dr__json_end_object(w);
+  loop_event(w, sp->id, "body", pid, tid, base, sp->start_us, sp->end_us, sp->iteration, sp->loop, sp->trip);
 }
 
 /* A loop node's args: the trips of each loop under it in the iteration

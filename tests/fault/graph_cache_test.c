@@ -219,6 +219,23 @@ static const char *gemm_text =
     "  mm: {op: kernel, kernel: gemm_f32, args: {a: \"x[0:seq*4]\", b: w, c: \"y[0:seq*4]\", m: \"{seq}\", "
     "n: 4, k: 4}}\n";
 
+/* y of a fresh graph-mode run of gemm pipeline `text` at each of `seqs`
+ * [n] (the fake's cuBLAS on), into want[i]. */
+static void gemm_reference(const char *text, const gint64 *seqs, guint n, float (*want)[64]) {
+  g_autoptr(GError) error = NULL;
+  for (guint i = 0; i < n; i++) {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("gemm.yaml", text, -1, &error);
+    g_assert_no_error(error);
+    g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, seqs[i]);
+    g_assert_true(dr_pipeline_set_param(p, "seq", v, &error));
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_true(dr_runner_read_buffer(r, "y", want[i], sizeof want[i], &error));
+  }
+}
+
 /* With the cache a gemm is keyed: each shape gets an executable of its
  * own (captured once, forced by the gemm), and a shape seen before puts
  * its executable back with nothing to set: no cuBLAS launch, no capture,
@@ -232,17 +249,7 @@ static void test_gemm_cached(void) {
   dr_fake_runner_start();
   dr_fake_set_blas(TRUE, 0);
   g_autoptr(GError) error = NULL;
-  for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
-    g_autoptr(DrPipeline) p = dr_pipeline_load_string("gemm.yaml", plain, -1, &error);
-    g_assert_no_error(error);
-    g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, seqs[i]);
-    g_assert_true(dr_pipeline_set_param(p, "seq", v, &error));
-    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
-    g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
-    g_assert_no_error(error);
-    g_assert_true(dr_runner_read_buffer(r, "y", want[i], sizeof want[i], &error));
-  }
+  gemm_reference(plain, seqs, G_N_ELEMENTS(seqs), want);
   {
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("gemm.yaml", cached, -1, &error);
     g_assert_no_error(error);
@@ -292,17 +299,7 @@ static void test_gemm_in_place(void) {
   dr_fake_runner_start();
   dr_fake_set_blas(TRUE, 0);
   g_autoptr(GError) error = NULL;
-  for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
-    g_autoptr(DrPipeline) p = dr_pipeline_load_string("gemm.yaml", text, -1, &error);
-    g_assert_no_error(error);
-    g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, seqs[i]);
-    g_assert_true(dr_pipeline_set_param(p, "seq", v, &error));
-    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
-    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
-    g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
-    g_assert_no_error(error);
-    g_assert_true(dr_runner_read_buffer(r, "y", want[i], sizeof want[i], &error));
-  }
+  gemm_reference(text, seqs, G_N_ELEMENTS(seqs), want);
   {
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("gemm.yaml", text, -1, &error);
     g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
