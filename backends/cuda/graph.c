@@ -337,6 +337,15 @@ static gboolean write_cuda_graph_dot(DrBackend *b, GError **error) {
                  cudaGraphDebugDotFlagsVerbose);
 }
 
+/* run.graph_cache: the executable in use was just captured from the
+ * graph as it is now: its key, and the values its nodes hold. */
+static void note_captured(DrBackend *b) {
+  DrCudaGraphState *cg = &b->cuda_graph;
+  if (cg->cache.key) g_bytes_unref(cg->cache.key);
+  cg->cache.key = dr__cuda_graph_cache_key(&cg->cache, b->graph, cg->node, b->launch.node_kcall);
+  dr__cuda_graph_cache_hold(&cg->cache, &cg->held, b->graph, DR_NONE);
+}
+
 /* Captures one iteration, writes it for --dot-cuda-graph, and instantiates it. */
 static gboolean capture_and_instantiate(DrBackend *b, GError **error) {
   DrCudaGraphState *cg = &b->cuda_graph;
@@ -356,10 +365,7 @@ static gboolean graph_prepare(DrBackend *b, GError **error) {
     /* run.graph_cache: needs the node map (run.device_loop has none). */
     DrCudaGraphState *cg = &b->cuda_graph;
     dr__cuda_graph_cache_init(&cg->cache, b->graph, cg->node != NULL ? b->graph->run.graph_cache : 0);
-    if (cg->cache.cap > 0) {
-      cg->cache.key = dr__cuda_graph_cache_key(&cg->cache, b->graph, cg->node, b->launch.node_kcall);
-      dr__cuda_graph_cache_hold(&cg->cache, &cg->held, b->graph, DR_NONE);
-    }
+    if (cg->cache.cap > 0) note_captured(b);
     return TRUE;
   }
   if (b->cuda_graph.uncapturable == DR_NONE || !b->opts.graph_fallback) {
@@ -528,6 +534,17 @@ static cudaGraphNode_t *chain_of(cudaGraph_t one, gsize *n) {
   return order;
 }
 
+/* Sets kernel node `to` of `exec` to `params`, and its template node too
+ * (not needed to run; kept true). */
+static cudaError_t set_kernel(cudaGraphExec_t exec, cudaGraphNode_t to,
+                              const struct cudaKernelNodeParams *params) {
+  const DrCudaApi *api = dr_cuda_api();
+  cudaError_t rc = api->cudaGraphExecKernelNodeSetParams(exec, to, params);
+  if (rc == cudaSuccess && api->cudaGraphKernelNodeSetParams)
+    (void)api->cudaGraphKernelNodeSetParams(to, params);
+  return rc;
+}
+
 /* Sets executable node `to` from captured node `from` of the same kind: a
  * kernel node through the runtime (and its template node too), or
  * through the driver when `foreign` (a library's launch) or when the
@@ -554,10 +571,7 @@ static cudaError_t set_one(cudaGraphExec_t exec, cudaGraphNode_t to, cudaGraphNo
     struct cudaKernelNodeParams params;
     rc = api->cudaGraphKernelNodeGetParams(from, &params);
     if (rc == cudaSuccess) {
-      rc = api->cudaGraphExecKernelNodeSetParams(exec, to, &params);
-      /* The template graph follows (not needed to run; kept true). */
-      if (rc == cudaSuccess && api->cudaGraphKernelNodeSetParams)
-        (void)api->cudaGraphKernelNodeSetParams(to, &params);
+      rc = set_kernel(exec, to, &params);
     } else if (api->kernel_node_copy) {
       (void)api->cudaGetLastError();
       rc = api->kernel_node_copy(exec, to, from);
@@ -602,9 +616,6 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   DrKLaunch l = ln->kcalls[k].call.launch;
   l.stream = origin;
   l.pdl = 0; /* alone in its capture: no kernel before it (the edge is the executable's) */
-  /* A gemm's cuBLAS handle is bound to its node's stream; moved to origin
-   * here, before the capture, so that cublasSetStream and
-   * cublasSetWorkspace are not made inside it, and back after it. */
   gint64 t0 = g_get_monotonic_time();
   /* A built-in of one launch that maps to one node: its launch described
    * and set, no capture (~5 µs a node less on the H200's host). */
@@ -614,10 +625,7 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
     DrKDescribed store;
     if (api->kernel_node_params(ln->kcalls[k].call.def, &l, &params, &store) == cudaSuccess) {
       gint64 t1 = g_get_monotonic_time();
-      cudaError_t set = api->cudaGraphExecKernelNodeSetParams(cg->exec, cg->node[v], &params);
-      /* The template graph follows (not needed to run; kept true). */
-      if (set == cudaSuccess && api->cudaGraphKernelNodeSetParams)
-        (void)api->cudaGraphKernelNodeSetParams(cg->node[v], &params);
+      cudaError_t set = set_kernel(cg->exec, cg->node[v], &params);
       spent->spent.get += t1 - t0;
       spent->spent.set += g_get_monotonic_time() - t1;
       spent->spent.nodes++;
@@ -629,6 +637,9 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
     }
     (void)api->cudaGetLastError();
   }
+  /* A gemm's cuBLAS handle is bound to its node's stream; moved to origin
+   * here, before the capture, so that cublasSetStream and
+   * cublasSetWorkspace are not made inside it, and back after it. */
   if (!bind_blas(b, v, k, origin)) return FALSE;
   gint64 t1 = g_get_monotonic_time();
   cudaGraph_t one = NULL;
@@ -800,8 +811,7 @@ static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const 
   }
   cg->graph = graph;
   cg->exec = exec;
-  c->key = dr__cuda_graph_cache_key(c, b->graph, cg->node, b->launch.node_kcall);
-  dr__cuda_graph_cache_hold(c, &cg->held, b->graph, DR_NONE);
+  note_captured(b);
   dr__cuda_graph_cache_use(c);
   c->result = dr__cuda_graph_cache_put(c, old) ? DR_GRAPH_CACHE_EVICT : DR_GRAPH_CACHE_MISS;
   *how = "re-instantiated";
@@ -841,11 +851,7 @@ static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, c
      * forced that one forces this one too. */
     if (nodes != NULL && cg->node == NULL && cg->exec != NULL && !by_capture) cg->forced_by = before;
     if (!dr__cuda_graph_update(b, how, error)) return FALSE;
-    if (c->cap > 0) {
-      if (c->key) g_bytes_unref(c->key);
-      c->key = dr__cuda_graph_cache_key(c, b->graph, cg->node, b->launch.node_kcall);
-      dr__cuda_graph_cache_hold(c, &cg->held, b->graph, DR_NONE);
-    }
+    if (c->cap > 0) note_captured(b);
     return TRUE;
   }
   /* With the cache, a change of a keyed node (a library call's shape)

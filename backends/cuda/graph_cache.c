@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "backends/cuda/loops.h"
 #include "ir/loops.h"
 
 static const char *const result_names[] = {
@@ -21,16 +22,6 @@ static const char *const result_names[] = {
 const char *dr__graph_cache_result_name(DrGraphCacheResult r) {
   g_return_val_if_fail((guint)r < G_N_ELEMENTS(result_names), NULL);
   return result_names[r];
-}
-
-/* Whether node v is a library call (cuBLAS's gemm): set in place only
- * through a one-node capture of the library's launch, ~10-20 µs of host
- * time a node on the H200, so with the cache each of its shapes gets an
- * executable of its own instead. */
-static gboolean library_call(const DrGraph *g, DrId v) {
-  if (dr_graph_node(g, v)->op != DR_OP_KERNEL) return FALSE;
-  const DrKernelDef *def = dr__kernel_def_of(g, v);
-  return def != NULL && (def->flags & DR_KFLAG_BLAS) != 0;
 }
 
 void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 cap) {
@@ -45,7 +36,11 @@ void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 ca
   c->memo_len = g_new0(guint32, MAX(c->n_nodes, 1));
   c->memo_epoch = g_new0(guint64, MAX(c->n_nodes, 1));
   c->epoch = 1; /* no memo yet */
-  for (DrId v = 0; v < c->n_nodes; v++) c->library[v] = library_call(g, v);
+  /* A library call (cuBLAS's gemm) is set in place only through a
+   * one-node capture of the library's launch, ~10-20 µs of host time a
+   * node on the H200, so with the cache each of its shapes gets an
+   * executable of its own instead (keyed). */
+  for (DrId v = 0; v < c->n_nodes; v++) c->library[v] = dr__cuda_is_gemm(g, v);
   for (guint i = 0; i < g->param_uses->len; i++) {
     guint32 v = g_array_index(g->param_uses, DrParamUse, i).node;
     if (v < c->n_nodes) c->varying[v] = TRUE;
@@ -139,11 +134,11 @@ GBytes *dr__cuda_graph_cache_key(const DrCudaGraphCache *c, const DrGraph *g, co
   return key_of(c, g, set);
 }
 
-GBytes *dr__cuda_graph_node_values(const DrGraph *g, DrId v) {
-  g_return_val_if_fail(g != NULL && v < dr_graph_n_nodes(g), NULL);
-  GByteArray *k = g_byte_array_new();
-  append_values(k, g, v);
-  return g_byte_array_free_to_bytes(k);
+/* Node v's values now, as a new GBytes (from the memo). */
+static GBytes *node_values(const DrCudaGraphCache *c, const DrGraph *g, DrId v) {
+  gsize len = 0;
+  const guint8 *bytes = values_now(c, g, v, &len);
+  return g_bytes_new(bytes, len);
 }
 
 void dr__cuda_graph_cache_hold(const DrCudaGraphCache *c, GHashTable **held, const DrGraph *g, DrId v) {
@@ -151,12 +146,12 @@ void dr__cuda_graph_cache_hold(const DrCudaGraphCache *c, GHashTable **held, con
   if (c->cap == 0) return;
   if (*held == NULL) *held = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_bytes_unref);
   if (v != DR_NONE) {
-    g_hash_table_insert(*held, GUINT_TO_POINTER(v), dr__cuda_graph_node_values(g, v));
+    g_hash_table_insert(*held, GUINT_TO_POINTER(v), node_values(c, g, v));
     return;
   }
   g_hash_table_remove_all(*held);
   for (DrId u = 0; u < c->n_nodes; u++)
-    if (c->varying[u]) g_hash_table_insert(*held, GUINT_TO_POINTER(u), dr__cuda_graph_node_values(g, u));
+    if (c->varying[u]) g_hash_table_insert(*held, GUINT_TO_POINTER(u), node_values(c, g, u));
 }
 
 gboolean dr__cuda_graph_cache_holds(const DrCudaGraphCache *c, GHashTable *held, const DrGraph *g, DrId v) {

@@ -105,12 +105,9 @@ void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 ca
 GBytes *dr__cuda_graph_cache_key(const DrCudaGraphCache *c, const DrGraph *g, const cudaGraphNode_t *map,
                                  const guint32 *node_kcall);
 
-/* Node v's values as a key holds them (its accesses' extents, its
- * arguments, its memset value). A new reference. */
-GBytes *dr__cuda_graph_node_values(const DrGraph *g, DrId v);
-
-/* With the cache on: notes in *held (GUINT_TO_POINTER(v) -> values,
- * made on first use) that an executable's node v holds `g`'s values now
+/* With the cache on: notes in *held (GUINT_TO_POINTER(v) -> the node's
+ * values as a key holds them: its accesses' extents, its arguments, its
+ * memset value; the table made on first use) that an executable's node v holds `g`'s values now
  * (it was just set in place), or with v DR_NONE that every varying node
  * does (it was just captured). On a hit only the nodes whose values
  * differ from what the variant holds are set (graph.c). */
