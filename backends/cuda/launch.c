@@ -158,20 +158,24 @@ static gboolean is_bound(const DrGraph *g, const DrNode *n) {
   return n->op == DR_OP_KERNEL && dr_graph_kernel(g, n->kernel)->origin != DR_KERNEL_USER;
 }
 
+/* Whether argument `arg` of bound kernel `k` is a pointer into a
+ * stream-ordered buffer, a patch: then its slot, buffer and byte offset
+ * in *p. A whole-run buffer's pointer is final. */
+static gboolean patch_of(const DrGraph *g, DrBoundKernel *k, const DrArg *arg, DrKPatch *p) {
+  if (arg->kind != DR_ARG_BUFFER || arg->param >= (guint32)k->call.def->n_params) return FALSE;
+  const DrAccess *acc = dr_graph_access(g, arg->v.access);
+  const DrBuffer *buf = dr_graph_buffer(g, acc->buffer);
+  if (buf->alloc_node == DR_NONE) return FALSE;
+  *p = (DrKPatch){&k->call.args[arg->param], acc->buffer, acc->begin * (guint64)dr_elem_size(buf->type)};
+  return TRUE;
+}
+
 /* Records the pointer arguments of bound kernel `k` (node `n`) into
  * stream-ordered buffers as patches. */
 static void add_patches(DrCudaLaunch *l, const DrNode *n, DrBoundKernel *k) {
-  const DrGraph *g = l->graph;
   k->patch_first = l->n_patches;
-  for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++) {
-    const DrArg *arg = dr_graph_arg(g, a);
-    if (arg->kind != DR_ARG_BUFFER || arg->param >= (guint32)k->call.def->n_params) continue;
-    const DrAccess *acc = dr_graph_access(g, arg->v.access);
-    const DrBuffer *buf = dr_graph_buffer(g, acc->buffer);
-    if (buf->alloc_node == DR_NONE) continue; /* whole-run: its pointer is final */
-    l->patches[l->n_patches++] =
-        (DrKPatch){&k->call.args[arg->param], acc->buffer, acc->begin * (guint64)dr_elem_size(buf->type)};
-  }
+  for (guint32 a = n->arg_first; a < n->arg_first + n->arg_count; a++)
+    if (patch_of(l->graph, k, dr_graph_arg(l->graph, a), &l->patches[l->n_patches])) l->n_patches++;
   k->patch_count = l->n_patches - k->patch_first;
 }
 
@@ -239,14 +243,8 @@ gboolean dr__cuda_launch_rebind(DrCudaLaunch *l, const DrCudaMemory *m, const Dr
      * the patches into stream-ordered buffers can have moved. */
     const DrNode *node = dr_graph_node(g, v);
     guint32 j = k->patch_first;
-    for (guint32 a = node->arg_first; a < node->arg_first + node->arg_count; a++) {
-      const DrArg *arg = dr_graph_arg(g, a);
-      if (arg->kind != DR_ARG_BUFFER || arg->param >= (guint32)k->call.def->n_params) continue;
-      const DrAccess *acc = dr_graph_access(g, arg->v.access);
-      const DrBuffer *buf = dr_graph_buffer(g, acc->buffer);
-      if (buf->alloc_node == DR_NONE) continue;
-      l->patches[j++].offset = acc->begin * (guint64)dr_elem_size(buf->type);
-    }
+    for (guint32 a = node->arg_first; a < node->arg_first + node->arg_count; a++)
+      if (patch_of(g, k, dr_graph_arg(g, a), &l->patches[j])) j++;
   }
   return TRUE;
 }
