@@ -47,6 +47,21 @@
 #include "backends/cuda/loops.h"
 
 #define K DR_TRIP_SPANS_KEEP
+
+/* The position of a loop's trip `s` (its seq in the iteration) among its
+ * 2K stamp pairs: s itself for the first K, then a ring of the latest K. */
+static guint32 slot_of(guint64 s) { return (guint32)(s < K ? s : K + (s - K) % K); }
+
+/* The index in the words of loop j's stamp pair at position `pos` (its
+ * start; the end follows). */
+static gsize pair_index(guint j, guint32 pos) { return (gsize)j * 4 * K + 2 * (gsize)pos; }
+
+/* Whether the last trip that `ts` saw has its stamp pair, at *pos. */
+static gboolean last_slot(const DrCudaTripSlot *ts, guint32 *pos) {
+  if (ts->seen == 0) return FALSE;
+  *pos = slot_of(ts->seen - 1);
+  return ts->seq[*pos] == ts->seen - 1;
+}
 /* The ring's words per loop: ctl[4], seq[2K], trip[2K] (cuda_api.h). */
 #define RING_WORDS (4 + 4 * (gsize)K)
 
@@ -232,10 +247,10 @@ gboolean dr__cuda_trips_trip_begin(DrCudaTrips *tr, const DrLoop *loop, guint64 
   guint64 s = ts->seen++;
   gboolean known = tl->depth == 0 && loop->kind == DR_LOOP_REPEAT;
   if (s >= K && known && loop->count >= K && s < loop->count - K) return TRUE;
-  *pos = (gint32)(s < K ? s : K + (s - K) % K);
+  *pos = (gint32)slot_of(s);
   ts->seq[*pos] = s;
   ts->trip[*pos] = trip;
-  return stamp(&tr->dev[(gsize)j * 4 * K + 2 * (gsize)*pos], st, loop, error);
+  return stamp(&tr->dev[pair_index(j, (guint32)*pos)], st, loop, error);
 }
 
 gboolean dr__cuda_trips_trip_end(DrCudaTrips *tr, const DrLoop *loop, guint64 trip, gint32 pos, gboolean ring,
@@ -244,7 +259,7 @@ gboolean dr__cuda_trips_trip_end(DrCudaTrips *tr, const DrLoop *loop, guint64 tr
   guint64 skip = 0;
   if (ring && dr__cuda_trips_repeat_flags(loop, trip, TRUE, &skip) == 0) return TRUE;
   if (ring) return dr__cuda_trips_ring_stamp(tr, loop, DR_TRIP_CLOSE, NULL, -1, 0, st, error);
-  return stamp(&tr->dev[(gsize)loop_index(tr, loop) * 4 * K + 2 * (gsize)pos + 1], st, loop, error);
+  return stamp(&tr->dev[pair_index(loop_index(tr, loop), (guint32)pos) + 1], st, loop, error);
 }
 
 /* The ring's notes of loop j in the words `w` of a graph launch, as the
@@ -263,10 +278,8 @@ static void ring_notes(const DrCudaTrips *tr, const unsigned long long *w, guint
 static unsigned long long last_close(const DrCudaTrips *tr, const unsigned long long *w, guint j) {
   DrCudaTripSlot ts;
   ring_notes(tr, w, j, &ts);
-  if (ts.seen == 0) return 0;
-  guint64 s = ts.seen - 1;
-  guint32 pos = (guint32)(s < K ? s : K + (s - K) % K);
-  return ts.seq[pos] == s ? w[(gsize)j * 4 * K + 2 * (gsize)pos + 1] : 0;
+  guint32 pos = 0;
+  return last_slot(&ts, &pos) ? w[pair_index(j, pos) + 1] : 0;
 }
 
 /* The body nodes of `tl`'s last trip, which opened at `open`, from their
@@ -347,22 +360,19 @@ void dr__cuda_trips_read(const DrCudaTrips *tr, guint32 k, DrIterTiming *timing)
      * seq without a stamp pair is counted (skip). */
     guint64 next = 0, ring_from = MAX(K, ts->seen > K ? ts->seen - K : 0);
     for (guint64 s = 0; s < ts->seen; s = s + 1 == K ? ring_from : s + 1) {
-      guint32 pos = (guint32)(s < K ? s : K + (s - K) % K);
+      guint32 pos = slot_of(s);
       if (ts->seq[pos] != s) continue;
       if (s > next) dr_trip_log_skip(timing->trips, tl->loop->id, tl->top, tl->depth, s - next);
-      const unsigned long long *pair = w + (gsize)j * 4 * K + 2 * (gsize)pos;
+      const unsigned long long *pair = w + pair_index(j, pos);
       dr_trip_log_add(timing->trips, tl->loop->id, tl->top, tl->depth, ts->trip[pos],
                       at + (double)(gint64)(pair[0] - b) / 1000.0,
                       at + (double)(gint64)(pair[1] - b) / 1000.0);
       next = s + 1;
     }
     if (ts->seen > next) dr_trip_log_skip(timing->trips, tl->loop->id, tl->top, tl->depth, ts->seen - next);
-    if (ring && ts->seen > 0) {
-      guint64 s = ts->seen - 1;
-      guint32 pos = (guint32)(s < K ? s : K + (s - K) % K);
-      if (ts->seq[pos] == s)
-        body_spans(tr, tl, w, w[(gsize)j * 4 * K + 2 * (gsize)pos], ts->trip[pos], at, b, timing->trips);
-    }
+    guint32 pos = 0;
+    if (ring && last_slot(ts, &pos))
+      body_spans(tr, tl, w, w[pair_index(j, pos)], ts->trip[pos], at, b, timing->trips);
   }
 }
 
