@@ -236,6 +236,16 @@ static void gemm_reference(const char *text, const gint64 *seqs, guint n, float 
   }
 }
 
+/* y of runner `r` over the gemm's extent at `seq` equals `want`'s. */
+static void same_y(DrRunner *r, gint64 seq, const float *want) {
+  g_autoptr(GError) error = NULL;
+  float got[64];
+  g_assert_true(dr_runner_read_buffer(r, "y", got, sizeof got, &error));
+  g_assert_no_error(error);
+  gsize bytes = (gsize)seq * 4 * sizeof(float);
+  g_assert_cmpmem(got, bytes, want, bytes);
+}
+
 /* With the cache a gemm is keyed: each shape gets an executable of its
  * own (captured once, forced by the gemm), and a shape seen before puts
  * its executable back with nothing to set: no cuBLAS launch, no capture,
@@ -271,10 +281,7 @@ static void test_gemm_cached(void) {
       g_autofree char *json = json_of(rr);
       g_assert_nonnull(strstr(json, "\"forced_by\": \"mm\""));
       g_assert_nonnull(strstr(json, hit ? "\"result\": \"hit\"" : "\"result\": \"miss\""));
-      float got[64];
-      g_assert_true(dr_runner_read_buffer(r, "y", got, sizeof got, &error));
-      gsize bytes = (gsize)seqs[i] * 4 * sizeof(float);
-      g_assert_cmpmem(got, bytes, want[i], bytes);
+      same_y(r, seqs[i], want[i]);
     }
   }
   dr_fake_set_blas(FALSE, 0);
@@ -282,18 +289,7 @@ static void test_gemm_cached(void) {
 }
 
 static void test_gemm_in_place(void) {
-  const char *text =
-      "dagrun: 1\n"
-      "params:\n"
-      "  seq: {type: int, default: 4, min: 1, max: 16}\n"
-      "buffers:\n"
-      "  x: {type: f32, count: 64, init: iota}\n"
-      "  w: {type: f32, count: 16, init: iota}\n"
-      "  y: {type: f32, count: 64, init: zeros}\n"
-      "nodes:\n"
-      "  mm: {op: kernel, kernel: gemm_f32, args: {a: \"x[0:seq*4]\", b: w, c: \"y[0:seq*4]\", m: \"{seq}\", "
-      "n: 4, "
-      "k: 4}}\n";
+  g_autofree char *text = g_strdup_printf(gemm_text, "");
   const gint64 seqs[] = {16, 4, 9};
   float want[G_N_ELEMENTS(seqs)][64];
   dr_fake_runner_start();
@@ -315,10 +311,7 @@ static void test_gemm_in_place(void) {
       g_assert_cmpuint(dr_fake_count_calls(from, "kernel_node_copy"), ==, 1);
       g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 0);
       g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
-      float got[64];
-      g_assert_true(dr_runner_read_buffer(r, "y", got, sizeof got, &error));
-      gsize bytes = (gsize)seqs[i] * 4 * sizeof(float);
-      g_assert_cmpmem(got, bytes, want[i], bytes);
+      same_y(r, seqs[i], want[i]);
     }
   }
   dr_fake_set_blas(FALSE, 0);
