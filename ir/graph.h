@@ -461,6 +461,12 @@ typedef struct {
   GArray *params;
   GArray *param_uses;
   GArray *param_vars;
+  /* lib/params.c's: whether the nodes hold the values of the parameters'
+   * i_applied/f_applied (FALSE after dr__params_widen), and its memo of
+   * the uses' values per set of parameter values (NULL until the first;
+   * freed with the graph through dr_graph_keep). */
+  gboolean params_applied;
+  gpointer params_memo;
 } DrGraph;
 
 /* A loop or rank variable's value as a parameter use was expanded with. */

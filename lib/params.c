@@ -236,6 +236,7 @@ gboolean dr__params_prove(DrGraph *g, DrDiags *diags) {
 }
 
 void dr__params_widen(DrGraph *g) {
+  g->params_applied = FALSE;
   for (guint i = 0; i < g->param_uses->len; i++) {
     const DrParamUse *u = &g_array_index(g->param_uses, DrParamUse, i);
     if (u->kind != DR_PARAM_USE_ACCESS || u->hull_end == 0) continue;
@@ -243,6 +244,68 @@ void dr__params_widen(DrGraph *g) {
     a->begin = u->hull_begin;
     a->end = u->hull_end;
   }
+}
+
+/* The most sets of values the memo keeps (then it starts again). */
+#define MEMO_MAX 256
+
+/* The parameters' current values as a memo key. */
+static GBytes *values_key(const DrGraph *g) {
+  GByteArray *k = g_byte_array_new();
+  for (guint i = 0; i < g->params->len; i++) {
+    const DrRunParam *rp = param_at(g, i);
+    g_byte_array_append(k, (const guint8 *)&rp->i, sizeof rp->i);
+    g_byte_array_append(k, (const guint8 *)&rp->f, sizeof rp->f);
+  }
+  return g_byte_array_free_to_bytes(k);
+}
+
+/* Whether the nodes hold the current values already. */
+static gboolean applied_now(const DrGraph *g) {
+  if (!g->params_applied) return FALSE;
+  for (guint k = 0; k < g->params->len; k++) {
+    const DrRunParam *rp = param_at(g, k);
+    if (rp->i != rp->i_applied || memcmp(&rp->f, &rp->f_applied, sizeof rp->f) != 0) return FALSE;
+  }
+  return TRUE;
+}
+
+/* The uses' values at the current parameter values [nu], from the memo
+ * or evaluated (and kept; the memo owns the array), or NULL with `error`
+ * set at the first use whose value is bad. Evaluating parses each use's
+ * text again (a decoder step's 200 uses take most of a change's host
+ * time); a value is a function of the parameters alone, and a sweep
+ * comes back to the same values. */
+static const UseValue *use_values(DrGraph *g, GError **error) {
+  guint nu = g->param_uses->len;
+  if (g->params_memo == NULL) {
+    g->params_memo =
+        g_hash_table_new_full(g_bytes_hash, g_bytes_equal, (GDestroyNotify)g_bytes_unref, g_free);
+    dr_graph_keep(g, g->params_memo, (GDestroyNotify)g_hash_table_unref);
+  }
+  GHashTable *memo = g->params_memo;
+  g_autoptr(GBytes) key = values_key(g);
+  const UseValue *hit = g_hash_table_lookup(memo, key);
+  if (hit != NULL) return hit;
+  DrVar pv[DR_MAX_RUN_PARAMS];
+  double fv[DR_MAX_RUN_PARAMS];
+  param_vars(g, pv);
+  for (guint k = 0; k < g->params->len; k++) fv[k] = param_at(g, k)->f;
+  g_autofree UseValue *vals = g_new(UseValue, MAX(nu, 1));
+  for (guint i = 0; i < nu; i++) {
+    const DrParamUse *u = &g_array_index(g->param_uses, DrParamUse, i);
+    g_autofree char *msg = NULL;
+    if (!eval_use(g, u, pv, fv, &vals[i], &msg)) {
+      g_autoptr(GString) now = g_string_new(NULL);
+      dr__params_describe(g, now);
+      g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "%s:%u:%u: error: with %s: node '%s': %s", u->loc.file,
+                  u->loc.line, u->loc.col, now->str, dr_graph_node(g, u->node)->id, msg);
+      return NULL;
+    }
+  }
+  if (g_hash_table_size(memo) >= MEMO_MAX) g_hash_table_remove_all(memo);
+  g_hash_table_insert(memo, g_steal_pointer(&key), vals);
+  return g_steal_pointer(&vals);
 }
 
 gboolean dr__params_apply(DrGraph *g, GArray *changed, GError **error) {
@@ -255,22 +318,10 @@ gboolean dr__params_apply(DrGraph *g, GArray *changed, GError **error) {
     }
     return TRUE;
   }
-  DrVar pv[DR_MAX_RUN_PARAMS];
-  double fv[DR_MAX_RUN_PARAMS];
-  param_vars(g, pv);
-  for (guint k = 0; k < g->params->len; k++) fv[k] = param_at(g, k)->f;
-  g_autofree UseValue *vals = g_new(UseValue, nu);
-  for (guint i = 0; i < nu; i++) {
-    const DrParamUse *u = &g_array_index(g->param_uses, DrParamUse, i);
-    g_autofree char *msg = NULL;
-    if (!eval_use(g, u, pv, fv, &vals[i], &msg)) {
-      g_autoptr(GString) now = g_string_new(NULL);
-      dr__params_describe(g, now);
-      g_set_error(error, DR_ERROR, DR_ERROR_USAGE, "%s:%u:%u: error: with %s: node '%s': %s", u->loc.file,
-                  u->loc.line, u->loc.col, now->str, dr_graph_node(g, u->node)->id, msg);
-      return FALSE;
-    }
-  }
+  /* Nothing set since the last apply: the nodes hold these values. */
+  if (applied_now(g)) return TRUE;
+  const UseValue *vals = use_values(g, error);
+  if (vals == NULL) return FALSE;
   /* A copy's two sides must stay the same size. */
   for (guint i = 0; i < nu; i++) {
     const DrParamUse *u = &g_array_index(g->param_uses, DrParamUse, i);
@@ -334,6 +385,7 @@ gboolean dr__params_apply(DrGraph *g, GArray *changed, GError **error) {
     rp->i_applied = rp->i;
     rp->f_applied = rp->f;
   }
+  g->params_applied = TRUE;
   return TRUE;
 }
 
