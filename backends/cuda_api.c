@@ -7,6 +7,7 @@
 
 /* stamp.cu */
 extern int dr__stamp_launch(unsigned long long *slot, cudaStream_t stream);
+extern int dr__spare_launch(cudaStream_t stream);
 /* loopctl.cu */
 extern int dr__cond_launch(cudaGraphConditionalHandle handle, const gint32 *cond, guint64 *trips,
                            gboolean count_always, cudaStream_t stream);
@@ -82,6 +83,8 @@ static const DrCudaApi real_api = {
     .cudaGraphNodeGetType = cudaGraphNodeGetType,
     .cudaGraphKernelNodeGetParams = cudaGraphKernelNodeGetParams,
     .kernel_node_copy = real_kernel_node_copy,
+    .spare_launch = dr__spare_launch,
+    .cudaGraphNodeSetEnabled = cudaGraphNodeSetEnabled,
     .kernel_node_params = real_kernel_node_params,
     .cudaGraphKernelNodeSetParams = cudaGraphKernelNodeSetParams,
     .cudaGraphExecKernelNodeSetParams = cudaGraphExecKernelNodeSetParams,

@@ -119,6 +119,15 @@ typedef struct {
    * refuses (cudaErrorInvalidDeviceFunction, seen on the H200). Optional:
    * NULL, such a node takes the whole-graph path. */
   cudaError_t (*kernel_node_copy)(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNode_t from);
+  /* Spare slots (cuda/graph.c): a varying library call is captured with
+   * a kernel node of no work after it (spare_launch: stamp.cu's spare
+   * kernel on `stream`, a cudaError_t as int), kept disabled
+   * (cudaGraphNodeSetEnabled) until a new shape's launch makes one more
+   * node than the one before (cuBLAS's split-K reduction), which is then
+   * set into it. Optional: with either NULL no spare is captured, and
+   * such a launch captures the iteration again. */
+  int (*spare_launch)(cudaStream_t stream);
+  cudaError_t (*cudaGraphNodeSetEnabled)(cudaGraphExec_t exec, cudaGraphNode_t node, unsigned int enabled);
   /* Fills *params (its arguments in *store) with the one kernel launch
    * built-in `def` would make for `l`, making no CUDA call
    * (dr__k_describe), so that graph mode sets a node without capturing

@@ -209,7 +209,7 @@ static gboolean cuda_read_buffer(DrBackend *b, DrId buffer, void *dst, GError **
 
 /* Waits for the work in flight (run_on_stream's iterations, writes) before
  * something it may still use changes: a setup step, not a run's order. */
-static gboolean quiesce(DrBackend *b, GError **error) {
+gboolean dr__cuda_quiesce(DrBackend *b, GError **error) {
   if (b->idle) return TRUE;
   if (!dr__cuda_streams_sync(&b->streams, "waiting for the work in flight", error)) return FALSE;
   b->idle = TRUE;
@@ -223,7 +223,8 @@ static gboolean cuda_bind_buffer(DrBackend *b, DrId buffer, void *ptr, const cha
   DrCudaBase old;
   int device =
       b->streams.n_devices > 1 ? dr_graph_buffer_device(b->graph, buffer) : b->streams.devices[0].ordinal;
-  if (!quiesce(b, error) || !dr__cuda_memory_bind(&b->memory, buffer, ptr, device, &old, error)) return FALSE;
+  if (!dr__cuda_quiesce(b, error) || !dr__cuda_memory_bind(&b->memory, buffer, ptr, device, &old, error))
+    return FALSE;
   if (!b->mode->buffer_moved(b, buffer, how, error)) {
     dr__cuda_memory_unbind(&b->memory, buffer, &old);
     const char *again_how = NULL;
@@ -279,7 +280,8 @@ static gboolean cuda_run_on_stream(DrBackend *b, guint32 iteration, void *stream
 
 static gboolean cuda_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
                                   GError **error) {
-  return quiesce(b, error) && b->mode->args_changed(b, nodes, n, how, error);
+  return (b->mode->changes_in_flight || dr__cuda_quiesce(b, error)) &&
+         b->mode->args_changed(b, nodes, n, how, error);
 }
 
 static const char *cuda_mode_name(const DrBackend *b) { return b->mode->name; }

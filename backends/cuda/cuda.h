@@ -55,11 +55,21 @@ typedef struct {
   gboolean (*issue)(DrBackend *b, GError **error);
   /* DrBackendOps.args_changed, for this mode. */
   gboolean (*args_changed)(DrBackend *b, const DrId *nodes, guint32 n, const char **how, GError **error);
+  /* FALSE: the backend waits for the iterations in flight before
+   * args_changed. TRUE: args_changed may run while they run (it touches
+   * nothing they use, or calls dr__cuda_quiesce itself first), so the
+   * host applies a change while the device runs the iteration before. */
+  gboolean changes_in_flight;
   /* Whole-run buffer `buffer` has a new base (external memory, memory.c
    * bound it; the device is idle): makes every node that touches it use
    * the new pointer from the next iteration on, *how as args_changed. */
   gboolean (*buffer_moved)(DrBackend *b, DrId buffer, const char **how, GError **error);
 } DrCudaMode;
+
+/* Waits for the work in flight (iterations, writes between runs) before
+ * something it may still use changes; nothing when the backend is idle.
+ * FALSE with `error` set when that work failed. */
+gboolean dr__cuda_quiesce(DrBackend *b, GError **error);
 
 /* Streams mode: every iteration is issued (issue.c). */
 extern const DrCudaMode dr__cuda_streams_mode;

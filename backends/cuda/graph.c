@@ -44,6 +44,7 @@ static gboolean can_map(const DrCudaApi *api) {
 static void drop_map(DrCudaGraphState *cg) {
   g_clear_pointer(&cg->node, g_free);
   g_clear_pointer(&cg->chain, g_hash_table_unref);
+  g_clear_pointer(&cg->live, g_free);
 }
 
 /* DrCudaCapture.before: asked only while the node map is kept. */
@@ -111,10 +112,12 @@ static cudaGraphNode_t *dependencies(cudaGraphNode_t node, gsize *n) {
  * ending at a kernel node, each depending on the one before it and the
  * first on exactly `before` (cuBLAS captures a gemm so at some shapes: a
  * split-K product and its reduction): cg->node[v] is the chain's last
- * node, cg->chain holds the whole chain. Anything else (a fork inside
- * the work, a node of another kind) leaves v unmapped. */
+ * node, cg->chain holds the whole chain. The last `spares` nodes of the
+ * chain are spare slots (spare slots, below): cg->live[v] counts the
+ * others. Anything else (a fork inside the work, a node of another kind)
+ * leaves v unmapped. */
 static void note_node(DrCudaGraphState *cg, DrId v, enum cudaGraphNodeType want, const cudaGraphNode_t *deps,
-                      size_t n_deps, const cudaGraphNode_t *before, gsize n_before) {
+                      size_t n_deps, const cudaGraphNode_t *before, gsize n_before, guint spares) {
   const DrCudaApi *api = dr_cuda_api();
   enum cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
   if (n_deps != 1 || among(deps[0], before, n_before) ||
@@ -146,13 +149,61 @@ static void note_node(DrCudaGraphState *cg, DrId v, enum cudaGraphNodeType want,
     }
     node = in[0];
   }
+  if (spares > 0 && len <= spares) return; /* the launch made nothing of its own */
   cg->node[v] = deps[0];
+  if (spares > 0 && cg->live != NULL) cg->live[v] = (guint8)(len - spares);
   if (len > 1) {
     /* In launch order, NULL-terminated. */
     cudaGraphNode_t *chain = g_new0(cudaGraphNode_t, len + 1);
     for (guint i = 0; i < len; i++) chain[i] = path[len - 1 - i];
     if (cg->chain == NULL) cg->chain = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_hash_table_insert(cg->chain, GUINT_TO_POINTER(v), chain);
+  }
+}
+
+/* Spare slots. cuBLAS captures a gemm as one kernel node at some shapes
+ * and as two (a split-K product and its reduction) at others, and no
+ * executable takes a new topology in place: without a spare, a change
+ * across that line captures and instantiates the whole iteration again
+ * (BENCHMARKS.md §16: 45 of 93 changes of the decoder sweep). So a gemm
+ * whose values depend on run-time parameters is captured with one spare
+ * kernel node after its launch (spare_launch: a kernel of no work), which
+ * is disabled on the executable (cudaGraphNodeSetEnabled; a disabled node
+ * runs as an empty one) while the launch makes fewer nodes, and set from
+ * the launch's extra node and enabled when it makes more (set_node_params).
+ * Not with run.graph_cache, which keys each gemm shape to an executable of
+ * its own instead, and not for nodes that never vary. */
+static gboolean wants_spare(const DrBackend *b, DrId v) {
+  const DrCudaApi *api = dr_cuda_api();
+  const DrGraph *g = b->graph;
+  if (api->spare_launch == NULL || api->cudaGraphNodeSetEnabled == NULL || b->cuda_graph.live == NULL ||
+      g->run.graph_cache > 0 || !dr__cuda_is_gemm(g, v))
+    return FALSE;
+  for (guint i = 0; i < g->param_uses->len; i++)
+    if (g_array_index(g->param_uses, DrParamUse, i).node == v) return TRUE;
+  return FALSE;
+}
+
+/* Disables the spare slots of a new executable (each node's chain past
+ * its live nodes). A slot that cannot be disabled runs its spare kernel,
+ * which does nothing, and its node is unmapped: a change of it captures
+ * the iteration again. */
+static void disable_spares(DrBackend *b) {
+  const DrCudaApi *api = dr_cuda_api();
+  DrCudaGraphState *cg = &b->cuda_graph;
+  if (cg->live == NULL || cg->node == NULL || cg->exec == NULL) return;
+  for (DrId v = 0; v < b->n_nodes; v++) {
+    if (cg->live[v] == 0) continue;
+    cudaGraphNode_t *chain = cg->chain ? g_hash_table_lookup(cg->chain, GUINT_TO_POINTER(v)) : NULL;
+    gboolean ok = chain != NULL;
+    for (guint i = cg->live[v]; ok && chain[i] != NULL; i++)
+      ok = api->cudaGraphNodeSetEnabled(cg->exec, chain[i], 0) == cudaSuccess;
+    if (ok) continue;
+    (void)api->cudaGetLastError();
+    g_debug("graph capture: node '%s': its spare slot cannot be disabled; not set in place",
+            dr_graph_node(b->graph, v)->id);
+    cg->node[v] = NULL;
+    cg->live[v] = 0;
   }
 }
 
@@ -170,6 +221,16 @@ static gboolean capture_after(DrBackend *b, DrId v, cudaStream_t st, gboolean ok
                               const cudaGraphNode_t *before, gsize n_before, GError **error) {
   DrCudaGraphState *cg = &b->cuda_graph;
   const DrCudaApi *api = dr_cuda_api();
+  /* A spare slot after a varying library call (spare slots, below). A
+   * launch that failed leaves none: the query below then finds the
+   * capture broken, or v's chain without it. */
+  guint spares = 0;
+  if (ok && n_before != G_MAXSIZE && wants_spare(b, v)) {
+    if (api->spare_launch(st) == 0)
+      spares = 1;
+    else
+      (void)api->cudaGetLastError();
+  }
   enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
   const cudaGraphNode_t *deps = NULL;
   /* Asked for although unused: without it the query fails
@@ -191,7 +252,7 @@ static gboolean capture_after(DrBackend *b, DrId v, cudaStream_t st, gboolean ok
       enum cudaGraphNodeType want = op == DR_OP_COPY     ? cudaGraphNodeTypeMemcpy
                                     : op == DR_OP_MEMSET ? cudaGraphNodeTypeMemset
                                                          : cudaGraphNodeTypeKernel;
-      note_node(cg, v, want, deps, n_deps, before, n_before);
+      note_node(cg, v, want, deps, n_deps, before, n_before, spares);
     }
     return ok;
   }
@@ -287,6 +348,7 @@ static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, gboolean map, 
   gboolean dl = b->loops.device_loop;
   if (map && can_map(api) && !dl) {
     cg->node = g_new0(cudaGraphNode_t, MAX(b->n_nodes, 1));
+    cg->live = g_new0(guint8, MAX(b->n_nodes, 1));
     g_free(cg->cap_base);
     cg->cap_base = g_new0(void *, MAX(b->graph->accesses->len, 1));
   }
@@ -351,8 +413,11 @@ static gboolean capture_and_instantiate(DrBackend *b, GError **error) {
   DrCudaGraphState *cg = &b->cuda_graph;
   if (!capture_iteration(b, &cg->graph, TRUE, error)) return FALSE;
   if (!write_cuda_graph_dot(b, error)) return FALSE;
-  return DR_CUDA(DR_SITE_SETUP("graph instantiation"), cudaGraphInstantiate, &cg->exec, cg->graph,
-                 instantiate_flags());
+  if (!DR_CUDA(DR_SITE_SETUP("graph instantiation"), cudaGraphInstantiate, &cg->exec, cg->graph,
+               instantiate_flags()))
+    return FALSE;
+  disable_spares(b);
+  return TRUE;
 }
 
 /* DrCudaMode.prepare: the capture, outside the timed region. When a node
@@ -416,13 +481,16 @@ gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error) {
     return FALSE;
   }
   cudaGraphNode_t *map = g_steal_pointer(&cg->node);
+  guint8 *live = g_steal_pointer(&cg->live);
   void **cap_base = g_steal_pointer(&cg->cap_base);
   if (cg->exec) (void)api->cudaGraphExecDestroy(cg->exec);
   if (cg->graph) (void)api->cudaGraphDestroy(cg->graph);
   cg->node = map;
+  cg->live = live;
   cg->cap_base = cap_base;
   cg->graph = graph;
   cg->exec = exec;
+  disable_spares(b);
   *how = "re-instantiated";
   return TRUE;
 }
@@ -583,6 +651,18 @@ static cudaError_t set_one(cudaGraphExec_t exec, cudaGraphNode_t to, cudaGraphNo
   return rc;
 }
 
+/* Spare slots: node v's chain `to` runs its first `live` nodes and is to
+ * run its first `n` (each set already): the slots between are enabled or
+ * disabled on the executable, and cg->live[v] becomes n. */
+static cudaError_t set_live(DrCudaGraphState *cg, DrId v, const cudaGraphNode_t *to, guint live, guint n) {
+  const DrCudaApi *api = dr_cuda_api();
+  cudaError_t rc = cudaSuccess;
+  for (guint i = MIN(live, n); rc == cudaSuccess && i < MAX(live, n); i++)
+    rc = api->cudaGraphNodeSetEnabled(cg->exec, to[i], i < n);
+  if (rc == cudaSuccess) cg->live[v] = (guint8)n;
+  return rc;
+}
+
 /* Sets node v's parameters on the executable from a one-node capture of
  * its launch (bound, with the new arguments) on origin. FALSE when that
  * does not work out; the caller then updates the whole graph. */
@@ -664,7 +744,11 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
   gsize n = 0;
   g_autofree cudaGraphNode_t *made =
       launched == 0 && ended == cudaSuccess && one != NULL ? chain_of(one, &n) : NULL;
-  gboolean ok = made != NULL && n == m;
+  /* With spare slots (live > 0) the launch may make fewer nodes than
+   * the chain has, the rest then disabled, or more than run now, up to
+   * the chain's length. */
+  guint live = cg->live != NULL ? cg->live[v] : 0;
+  gboolean ok = made != NULL && (live > 0 ? n <= m : n == m);
   if (made == NULL && launched == 0 && ended == cudaSuccess && one != NULL) debug_shape(b, v, one);
   gint64 t4 = g_get_monotonic_time();
   cudaError_t set = cudaSuccess;
@@ -673,6 +757,7 @@ static gboolean set_node_params(DrBackend *b, DrId v) {
    * cudaErrorInvalidDeviceFunction every time, an API error to a sanitizer). */
   gboolean foreign = (ln->kcalls[k].call.def->flags & DR_KFLAG_BLAS) != 0;
   for (gsize i = 0; ok && i < n; i++) ok = (set = set_one(cg->exec, to[i], made[i], foreign)) == cudaSuccess;
+  if (ok && live > 0) ok = (set = set_live(spent, v, to, live, (guint)n)) == cudaSuccess;
   gint64 t5 = g_get_monotonic_time();
   spent->spent.bind += (t1 - t0) + (t3 - t2);
   spent->spent.capture += t2 - t1;
@@ -782,13 +867,15 @@ static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const 
   DrCudaGraphCache *c = &cg->cache;
   gint64 t0 = g_get_monotonic_time();
   DrCudaGraphVariant *hit = dr__cuda_graph_cache_take(c, b->graph, b->launch.node_kcall);
-  cg->spent.lookup = g_get_monotonic_time() - t0;
+  gint64 t1 = g_get_monotonic_time();
+  cg->spent.lookup = t1 - t0;
   DrCudaGraphVariant *old = take_current(cg);
   dr__cuda_graph_variant_mark(old, nodes, n);
   if (hit != NULL) {
     g_autoptr(GArray) dirty = NULL;
     dr__cuda_graph_variant_mark(hit, nodes, n);
     put_current(cg, hit, &dirty);
+    cg->spent.swap += g_get_monotonic_time() - t1;
     if (set_in_place(b, (const DrId *)(void *)dirty->data, dirty->len, TRUE) == DR_NONE) {
       dr__cuda_graph_cache_use(c);
       (void)dr__cuda_graph_cache_put(c, old); /* one was taken: room */
@@ -802,6 +889,15 @@ static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const 
   }
   cudaGraph_t graph = NULL;
   cudaGraphExec_t exec = NULL;
+  /* A capture of the whole iteration binds everything again: after the
+   * iterations in flight (graph_args_changed). */
+  gint64 tw = g_get_monotonic_time();
+  gboolean idle = dr__cuda_quiesce(b, error);
+  cg->spent.wait += g_get_monotonic_time() - tw;
+  if (!idle) {
+    put_current(cg, old, NULL);
+    return FALSE;
+  }
   if (!capture_iteration(b, &graph, TRUE, error) ||
       !DR_CUDA(DR_SITE_SETUP("graph instantiation (run.graph_cache)"), cudaGraphInstantiate, &exec, graph,
                instantiate_flags())) {
@@ -820,11 +916,13 @@ static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const 
 
 /* G_MESSAGES_DEBUG=all: where a change that began at t0 spent its time. */
 static void debug_spent(const DrCudaGraphState *cg, const char *how, gint64 t0) {
-  g_debug("graph update: %s in %" G_GINT64_FORMAT " us: %u node sets; cache lookup %" G_GINT64_FORMAT
-          " us, bind %" G_GINT64_FORMAT ", capture %" G_GINT64_FORMAT ", read %" G_GINT64_FORMAT
-          ", set %" G_GINT64_FORMAT,
-          how, g_get_monotonic_time() - t0, cg->spent.nodes, cg->spent.lookup, cg->spent.bind,
-          cg->spent.capture, cg->spent.get, cg->spent.set);
+  /* Not formatted when no one reads it: every change passes here. */
+  if (g_log_writer_default_would_drop(G_LOG_LEVEL_DEBUG, G_LOG_DOMAIN)) return;
+  g_debug("graph update: %s in %" G_GINT64_FORMAT " us: %u node sets; wait %" G_GINT64_FORMAT
+          " us, cache lookup %" G_GINT64_FORMAT ", swap %" G_GINT64_FORMAT ", bind %" G_GINT64_FORMAT
+          ", capture %" G_GINT64_FORMAT ", read %" G_GINT64_FORMAT ", set %" G_GINT64_FORMAT,
+          how, g_get_monotonic_time() - t0, cg->spent.nodes, cg->spent.wait, cg->spent.lookup, cg->spent.swap,
+          cg->spent.bind, cg->spent.capture, cg->spent.get, cg->spent.set);
 }
 
 static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, const char **how,
@@ -839,8 +937,18 @@ static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, c
   const char *before = cg->forced_by;
   cg->forced_by = NULL;
   c->result = DR_GRAPH_CACHE_NONE;
-  /* A counted loop's new count is a device word (loops.c), whatever else
-   * the change takes: never a capture. */
+  /* This runs while earlier iterations may still run on the device
+   * (changes_in_flight): a node set or a swap of executables affects only
+   * later launches, so neither waits; a counted loop's new count (its
+   * pinned word may still feed the copy of an earlier change) and a
+   * capture of the whole iteration wait for the device first. A counted
+   * loop's new count is a device word (loops.c), whatever else the change
+   * takes: never a capture. */
+  if (dr__cuda_loops_counts_pending(&b->loops)) {
+    gint64 tw = g_get_monotonic_time();
+    if (!dr__cuda_quiesce(b, error)) return FALSE;
+    cg->spent.wait += g_get_monotonic_time() - tw;
+  }
   if (!dr__cuda_loops_write_counts(&b->loops, b->streams.origin, NULL, error)) return FALSE;
   dr__cuda_graph_cache_changed(c, nodes, n);
   gboolean by_capture = force != NULL && strcmp(force, "capture") == 0;
@@ -850,7 +958,7 @@ static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, c
     /* No node map since a whole-graph update in place: the node that
      * forced that one forces this one too. */
     if (nodes != NULL && cg->node == NULL && cg->exec != NULL && !by_capture) cg->forced_by = before;
-    if (!dr__cuda_graph_update(b, how, error)) return FALSE;
+    if (!dr__cuda_quiesce(b, error) || !dr__cuda_graph_update(b, how, error)) return FALSE;
     if (c->cap > 0) note_captured(b);
     return TRUE;
   }
@@ -877,7 +985,7 @@ static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, c
   }
   g_message("graph update: node '%s' cannot be updated in place; capturing the iteration again",
             cg->forced_by);
-  return dr__cuda_graph_update(b, how, error);
+  return dr__cuda_quiesce(b, error) && dr__cuda_graph_update(b, how, error);
 }
 
 /* Sets copy or memset node v's pointers on the executable from the
@@ -969,5 +1077,7 @@ const DrCudaMode dr__cuda_graph_mode = {
     .prepare = graph_prepare,
     .issue = graph_issue,
     .args_changed = graph_args_changed,
+    /* graph_args_changed waits itself where it must. */
+    .changes_in_flight = TRUE,
     .buffer_moved = graph_buffer_moved,
 };

@@ -32,6 +32,11 @@ typedef struct {
    * (graph.c, note_node), GUINT_TO_POINTER(v) -> its nodes in launch
    * order, NULL-terminated (node[v] is the last); NULL when there is none. */
   GHashTable *chain;
+  /* With `node`, or NULL: spare slots (graph.c). For a node captured with
+   * spare kernel nodes after its launch (a varying library call, no graph
+   * cache), how many nodes of its chain its launch uses now: the first
+   * live[v] run, the rest are disabled on the executable. 0: no spare. */
+  guint8 *live;
   /* run.graph_cache: the values the executable's nodes hold, where known
    * (dr__cuda_graph_cache_hold). */
   GHashTable *held;
@@ -51,7 +56,7 @@ typedef struct {
   /* Where the last args_changed spent its time, for its debug line
    * (G_MESSAGES_DEBUG=all): per phase of the per-node sets, in µs. */
   struct {
-    gint64 lookup, bind, capture, get, set;
+    gint64 wait, lookup, bind, capture, get, set, swap;
     guint32 nodes;
   } spent;
 } DrCudaGraphState;

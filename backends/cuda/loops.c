@@ -211,6 +211,16 @@ gboolean dr__cuda_loops_read_trips(DrCudaLoops *l, cudaStream_t origin, GError *
   return TRUE;
 }
 
+gboolean dr__cuda_loops_counts_pending(const DrCudaLoops *l) {
+  if (l->counters == NULL || l->limits == NULL || l->plan == NULL) return FALSE;
+  const DrGraph *g = l->plan->graph;
+  for (guint i = 0; i < dr_graph_n_loops(g); i++) {
+    const DrLoop *loop = dr_graph_loop(g, i);
+    if (loop->counted && loop->count != l->limits[i]) return TRUE;
+  }
+  return FALSE;
+}
+
 gboolean dr__cuda_loops_write_counts(DrCudaLoops *l, cudaStream_t origin, gboolean *wrote, GError **error) {
   if (wrote) *wrote = FALSE;
   if (l->counters == NULL || l->limits == NULL || l->plan == NULL) return TRUE;

@@ -130,6 +130,11 @@ gboolean dr__cuda_loops_read_trips(DrCudaLoops *l, cudaStream_t origin, GError *
  * naming the loop. */
 gboolean dr__cuda_loops_write_counts(DrCudaLoops *l, cudaStream_t origin, gboolean *wrote, GError **error);
 
+/* Whether dr__cuda_loops_write_counts would write a count now (a counted
+ * loop's count changed since it was last written). Its pinned word may
+ * still feed a copy in flight: graph mode waits for the device first. */
+gboolean dr__cuda_loops_counts_pending(const DrCudaLoops *l);
+
 /* The launch of body kernel node `v` of body `g`, bound against `bases`
  * now (owned by `l`, kept until close); NULL with the binding's error. */
 DrKernelCall *dr__cuda_loops_call(DrCudaLoops *l, const DrGraph *g, DrId v, void *const *bases,

@@ -65,6 +65,7 @@ typedef struct FakeNode {
   unsigned size;
   cudaGraph_t body[2]; /* keys of fake.bodies */
   gboolean owns;       /* the graph's node (not an exec's copy): frees the bodies */
+  gboolean disabled;   /* an exec's node: cudaGraphNodeSetEnabled(0) (a replay skips it) */
 } FakeNode;
 
 static void body_free(cudaGraph_t body);
@@ -1255,6 +1256,10 @@ static unsigned long long clock_ns;
 static guint pdl_launches, kernel_launches;
 static const char *split_kernel; /* dr_fake_set_split */
 static guint64 split_count;
+/* The second node of a split launch: a kernel of its own with no host
+ * twin; a replay counts its runs (dr_fake_split_runs). */
+static const DrKernelDef split_def = {.name = "split"};
+static guint split_runs;
 static GString *pdl_pattern;
 /* Kernels a replay ran (their host twin) and those it skipped because
  * their guard word (DrKLaunch.guard) was 0, as the device would. */
@@ -1352,7 +1357,6 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
     /* A kernel of its own (no host twin: a replay skips it), which the
      * one-node capture of a later change makes again, so that the pair
      * can be set in place node by node, as cuBLAS's on the GPU. */
-    static const DrKernelDef split_def = {.name = "split"};
     static const DrKValue no_args[1];
     static const uint64_t no_counts[1];
     FakeNode *second = capture_node(l->stream, cudaGraphNodeTypeKernel);
@@ -1383,6 +1387,17 @@ static int fake_stamp_launch(unsigned long long *slot, cudaStream_t stream) {
     n->ctl = 3; /* a replay writes the clock */
     n->dst = slot;
   }
+  return cudaSuccess;
+}
+
+/* The spare kernel (DrCudaApi.spare_launch): a kernel node of no work,
+ * nothing on a replay. */
+static int fake_spare_launch(cudaStream_t stream) {
+  GATE("spare_launch", stream, FALSE, FALSE);
+  if (!stream_ok("spare_launch", stream) || !stream_here("spare_launch", stream))
+    return finish(cudaErrorInvalidResourceHandle);
+  FakeNode *n = capture_node(stream, cudaGraphNodeTypeKernel);
+  if (n) n->ctl = 7;
   return cudaSuccess;
 }
 
@@ -1516,6 +1531,22 @@ static cudaError_t fake_kernel_node_copy(cudaGraphExec_t exec, cudaGraphNode_t n
   }
   set_launch(n, from->def, &from->l);
   fake.exec_node_sets++;
+  return cudaSuccess;
+}
+
+/* A kernel, memcpy or memset node of the executable enabled or disabled
+ * (a replay skips a disabled one), as the runtime allows. */
+static cudaError_t fake_cudaGraphNodeSetEnabled(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                unsigned int enabled) {
+  GATE("cudaGraphNodeSetEnabled", exec, FALSE, FALSE);
+  FakeNode *n = exec_node(obj_find(exec, DR_FAKE_GRAPH_EXEC), node);
+  if (n == NULL || (n->type != cudaGraphNodeTypeKernel && n->type != cudaGraphNodeTypeMemcpy &&
+                    n->type != cudaGraphNodeTypeMemset)) {
+    misuse("cudaGraphNodeSetEnabled: node %p is not a kernel, memcpy or memset node of %p's graph",
+           (void *)node, (void *)exec);
+    return finish(cudaErrorInvalidValue);
+  }
+  n->disabled = !enabled;
   return cudaSuccess;
 }
 
@@ -1924,6 +1955,8 @@ static void replay_nodes(const GPtrArray *nodes) {
   for (guint i = 0; nodes && i < nodes->len; i++) {
     const FakeNode *n = nodes->pdata[i];
     char err[DR_KERR_SIZE] = {0};
+    if (n->disabled) continue; /* an empty node */
+    if (n->type == cudaGraphNodeTypeKernel && n->def == &split_def) split_runs++;
     if (n->type == cudaGraphNodeTypeKernel && n->ctl == 1) {
       unsigned v = n->cond == NULL ? 1u : n->cond[0] != 0;
       if (n->trips && (n->count_always || v)) n->trips[0]++;
@@ -2055,7 +2088,10 @@ void dr_fake_set_batch_refused(gboolean refused) { batch_refused = refused; }
 void dr_fake_set_split(const char *kernel, guint64 count) {
   split_kernel = kernel;
   split_count = count;
+  split_runs = 0;
 }
+
+guint dr_fake_split_runs(void) { return split_runs; }
 
 const DrCudaApi *dr_fake_api_graph_nodes(void) {
   static DrCudaApi api;
@@ -2069,6 +2105,8 @@ const DrCudaApi *dr_fake_api_graph_nodes(void) {
   api.cudaGraphExecKernelNodeSetParams = fake_cudaGraphExecKernelNodeSetParams;
   api.kernel_node_copy = fake_kernel_node_copy;
   api.kernel_node_params = fake_kernel_node_params;
+  api.spare_launch = fake_spare_launch;
+  api.cudaGraphNodeSetEnabled = fake_cudaGraphNodeSetEnabled;
   api.cudaGraphExecMemcpyNodeSetParams1D = fake_cudaGraphExecMemcpyNodeSetParams1D;
   api.cudaGraphMemsetNodeGetParams = fake_cudaGraphMemsetNodeGetParams;
   api.cudaGraphExecMemsetNodeSetParams = fake_cudaGraphExecMemsetNodeSetParams;

@@ -249,6 +249,10 @@ void dr_fake_set_batch_refused(gboolean refused);
  * reduction): that launch is then no one node that can be set in place. */
 void dr_fake_set_split(const char *kernel, guint64 count);
 
+/* How many times replays ran such a second node since dr_fake_set_split
+ * (a disabled one does not run). */
+guint dr_fake_split_runs(void);
+
 /* cuBLAS (the table's blas_* entries). With dr_fake_set_blas(TRUE, 0) (a
  * setting a reset keeps; default off) a gemm's cuBLAS context is a fake
  * object (live kind "cuBLAS contexts") over the backend's workspace, which

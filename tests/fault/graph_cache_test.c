@@ -318,6 +318,59 @@ static void test_gemm_in_place(void) {
   dr_fake_runner_finish();
 }
 
+/* Spare slots (graph.c): a varying gemm without the cache is captured
+ * with a spare kernel node after it. Here cuBLAS's launch is one node
+ * below seq 9 and two from 9 on (dr_fake_set_split, like its split-K
+ * product and reduction on the H200): every change is set in place (the
+ * gemm's one-node capture, no capture of the iteration, no
+ * instantiation), the spare taking the reduction's node and being
+ * enabled when the launch makes two, and disabled when it makes one
+ * again, so the reduction runs exactly in the runs of a split shape.
+ * Every run's bytes equal a run captured at that value. */
+static void test_gemm_spare(void) {
+  g_autofree char *text = g_strdup_printf(gemm_text, "");
+  const gint64 seqs[] = {16, 4, 9, 4, 16, 12};
+  float want[G_N_ELEMENTS(seqs)][64];
+  dr_fake_runner_start();
+  dr_fake_set_blas(TRUE, 0);
+  g_autoptr(GError) error = NULL;
+  gemm_reference(text, seqs, G_N_ELEMENTS(seqs), want);
+  dr_fake_set_split("gemm_f32", 36); /* a's seq*4 elements: from seq 9 */
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("gemm.yaml", text, -1, &error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    guint setup = dr_fake_trace()->len;
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error); /* seq 4: one node, the spare disabled */
+    g_assert_no_error(error);
+    g_assert_cmpuint(dr_fake_count_calls(setup, "spare_launch"), ==, 1);
+    g_assert_cmpuint(dr_fake_count_calls(setup, "cudaGraphNodeSetEnabled"), ==, 1);
+    gint64 was = 4;
+    for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", seqs[i], &error));
+      guint from = dr_fake_trace()->len, runs = dr_fake_split_runs();
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      g_assert_cmpstr(dr_runner_last_update(r), ==, "updated-nodes");
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 1); /* the gemm alone */
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
+      gboolean split = seqs[i] >= 9, split_before = was >= 9;
+      g_assert_cmpuint(dr_fake_count_calls(from, "kernel_node_copy"), ==, split ? 2 : 1);
+      /* The spare changes state only where the split does. */
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphNodeSetEnabled"), ==, split != split_before);
+      g_assert_cmpuint(dr_fake_split_runs() - runs, ==, split ? 1 : 0);
+      g_autofree char *json = json_of(rr);
+      g_assert_null(strstr(json, "forced_by"));
+      same_y(r, seqs[i], want[i]);
+      was = seqs[i];
+    }
+  }
+  dr_fake_set_split(NULL, 0);
+  dr_fake_set_blas(FALSE, 0);
+  dr_fake_runner_finish();
+}
+
 /* A hit sets what the kept executable does not hold: alpha changed while
  * the executable of 16 was in use (sc set in place there), so going back
  * to 8 sets sc on 8's (its launch described and set) and not r, whose values 8's
@@ -520,6 +573,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/graph-cache/split", test_split);
   g_test_add_func("/fault/graph-cache/gemm-in-place", test_gemm_in_place);
   g_test_add_func("/fault/graph-cache/gemm-cached", test_gemm_cached);
+  g_test_add_func("/fault/graph-cache/gemm-spare", test_gemm_spare);
   g_test_add_func("/fault/graph-cache/chain-in-place", test_chain_in_place);
   g_test_add_func("/fault/graph-cache/hit-sets-what-differs", test_hit_sets_what_differs);
   g_test_add_func("/fault/graph-cache/off", test_off);

@@ -205,6 +205,75 @@ static void test_streams(void) {
   dr_fake_runner_finish();
 }
 
+/* Whether a call named `name` comes before the first `before` in the
+ * trace since `from` (and both are there). */
+static gboolean called_before(guint from, const char *name, const char *before) {
+  const GArray *t = dr_fake_trace();
+  for (guint i = from; i < t->len; i++) {
+    const char *n = g_array_index(t, DrFakeCall, i).name;
+    if (strcmp(n, before) == 0) return FALSE;
+    if (strcmp(n, name) == 0) return dr_fake_count_calls(i, before) > 0;
+  }
+  return FALSE;
+}
+
+/* A change while an iteration is in flight (dr_runner_run_on_stream, no
+ * host wait): graph mode sets the nodes in place without waiting for the
+ * device (CUDA applies them to later launches only); a change that
+ * captures the iteration again (DAGRUN_GRAPH_UPDATE=capture) waits
+ * first, and so does streams mode's. Each way's last run, read after the
+ * stream, equals a graph captured at that value. */
+static void test_in_flight(gconstpointer data) {
+  const char *way = data;
+  gboolean capture = strcmp(way, "capture") == 0, streams = strcmp(way, "streams") == 0;
+  dr_fake_runner_start();
+  if (capture) g_setenv("DAGRUN_GRAPH_UPDATE", "capture", TRUE);
+  const DrCudaApi *api = dr_cuda_api();
+  g_autoptr(GError) error = NULL;
+  cudaStream_t mine = NULL;
+  const gint64 seqs[] = {40, 12, 64, 20};
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("params.yaml", yaml, -1, &error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, streams ? DR_MODE_STREAMS : DR_MODE_GRAPH);
+    g_assert_cmpint(api->cudaStreamCreateWithPriority(&mine, cudaStreamNonBlocking, 0), ==, cudaSuccess);
+    g_assert_true(dr_runner_run_on_stream(r, mine, &error));
+    for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", seqs[i], &error));
+      guint from = dr_fake_trace()->len;
+      g_assert_true(dr_runner_run_on_stream(r, mine, &error));
+      g_assert_no_error(error);
+      /* The backend's wait for the device (dr__cuda_streams_sync). */
+      guint waits = dr_fake_count_calls(from, "cudaDeviceSynchronize");
+      if (capture) {
+        g_assert_cmpuint(waits, >=, 1);
+        g_assert_true(called_before(from, "cudaDeviceSynchronize", "cudaStreamBeginCapture"));
+      } else if (streams) {
+        g_assert_cmpuint(waits, >=, 1);
+        g_assert_cmpstr(dr_runner_last_update(r), ==, "rebound");
+      } else {
+        g_assert_cmpstr(dr_runner_last_update(r), ==, "updated-nodes");
+        g_assert_cmpuint(waits, ==, 0);
+        g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamSynchronize"), ==, 0);
+        g_assert_cmpuint(dr_fake_count_calls(from, "cudaEventSynchronize"), ==, 0);
+        g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 2);
+      }
+    }
+    g_assert_cmpint(api->cudaStreamSynchronize(mine), ==, cudaSuccess);
+    Out got, want;
+    memset(&got, 0, sizeof got);
+    memset(&want, 0, sizeof want);
+    read_out(r, &got);
+    g_unsetenv("DAGRUN_GRAPH_UPDATE");
+    reference(20, &want);
+    g_assert_cmpmem(got.h, 20 * 4 * sizeof(float), want.h, 20 * 4 * sizeof(float));
+    g_assert_cmpmem(got.m, 20, want.m, 20);
+  }
+  g_assert_cmpint(api->cudaStreamDestroy(mine), ==, cudaSuccess);
+  g_unsetenv("DAGRUN_GRAPH_UPDATE");
+  dr_fake_runner_finish();
+}
+
 /* A fault at every call of a graph-mode update: the run fails with the
  * runtime's error or succeeds; freeing the runner releases everything. */
 static void test_update_faults(void) {
@@ -242,5 +311,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/params/update-recapture", test_update_recapture);
   g_test_add_func("/fault/params/streams", test_streams);
   g_test_add_func("/fault/params/update-faults", test_update_faults);
+  g_test_add_data_func("/fault/params/in-flight/graph", "graph", test_in_flight);
+  g_test_add_data_func("/fault/params/in-flight/capture", "capture", test_in_flight);
+  g_test_add_data_func("/fault/params/in-flight/streams", "streams", test_in_flight);
   return g_test_run();
 }
