@@ -22,6 +22,9 @@
 # ratio to the step (the issue's target: at most 5%), and how the changes
 # were applied (counts of updated-nodes / updated / re-instantiated /
 # rebound). The JSON Lines of every run go to $OUT/params_bench.*.jsonl.
+# Then where a cached change's time goes (G_MESSAGES_DEBUG), and
+# bench/params_pipeline_bench (a change before every step, steps queued
+# with no host wait, against the same steps grouped by length).
 # Not run by CI (no GPU there): the lead runs it on the H200.
 #
 # Usage: bash bench/params_bench.sh      (from the repository root with a
@@ -101,4 +104,33 @@ if forced:
     print("graph way, the node that forced each capture: " +
           ", ".join(f"{k} {v}" for k, v in forced.most_common()))
 PY
+# Where a cached change's time goes: the cached way once more with
+# G_MESSAGES_DEBUG's line per change (graph update: cached in N us: ...
+# wait, cache lookup, swap, bind, capture, read, set), medians over the
+# second pass's hits.
+G_MESSAGES_DEBUG=all "$DAGRUN" --backend=cuda --mode=graph --timing=off --format=json \
+  --params-from="$OUT/params_seqs64.params" "$OUT/params_decoder_cached.yaml" \
+  >"$OUT/params_bench.debug.jsonl" 2>"$OUT/params_bench.debug.err" || rc=1
+python3 - "$OUT/params_bench.debug.err" <<'PY' | tee -a "$OUT/params_bench.md"
+import re, statistics, sys
+rows = [l for l in open(sys.argv[1]) if "graph update: cached in" in l]
+rows = rows[len(rows) // 2:]  # the second pass
+keys = ["in", "wait", "cache lookup", "swap", "bind", "capture", "read", "set"]
+vals = {k: [] for k in keys}
+for l in rows:
+    m = re.search(r"cached in (\d+) us", l)
+    vals["in"].append(int(m.group(1)))
+    for k in keys[1:]:
+        m = re.search(k + r" (\d+)", l)
+        vals[k].append(int(m.group(1)) if m else 0)
+print()
+print("cached changes of the second pass, G_MESSAGES_DEBUG (median us): " +
+      ", ".join(f"{k} {statistics.median(v) if v else float('nan'):.0f}" for k, v in vals.items()) +
+      f" ({len(rows)} changes)")
+PY
+# Every step a change, queued with no host wait (bench/params_pipeline_bench.c).
+if [ -x "$DIST/bench/params_pipeline_bench" ]; then
+  echo | tee -a "$OUT/params_bench.md"
+  "$DIST/bench/params_pipeline_bench" "$yaml" "$seqs" "${K:-8}" "$ROUNDS" | tee -a "$OUT/params_bench.md" || rc=1
+fi
 exit $rc

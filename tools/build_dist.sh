@@ -46,7 +46,7 @@ fi
 # convenience links, which this Bazel does not skip).
 mapfile -t gpu_tests < <("${BAZEL[@]}" query --keep_going 'attr(tags, "\bgpu\b", tests(//tests/...))' 2>/dev/null)
 echo "building $cli_target and ${#gpu_tests[@]} gpu test(s): ${gpu_tests[*]}"
-if ! "${BAZEL[@]}" build -c opt "$cli_target" //bench:graph_update_bench //examples:libdagrun_example_hostfns.so \
+if ! "${BAZEL[@]}" build -c opt "$cli_target" //bench:graph_update_bench //bench:params_pipeline_bench //examples:libdagrun_example_hostfns.so \
   "${gpu_tests[@]}"; then
   echo "ERROR: bazel build failed" >&2
   exit 1
@@ -90,6 +90,7 @@ mkdir -p "$dist/kernels" "$dist/include/dagrun"
 cp kernels/*.cu kernels/*.cuh kernels/*.c kernels/*.h "$dist/kernels/"
 cp include/dagrun/*.h "$dist/include/dagrun/"
 cp -L "$bin/bench/graph_update_bench" "$dist/bench/graph_update_bench"
+cp -L "$bin/bench/params_pipeline_bench" "$dist/bench/params_pipeline_bench"
 # graphs/host_callbacks.yaml and graphs/gpu/user_kernel_twin.yaml name
 # ../examples/libdagrun_example_hostfns.so (relative to themselves).
 mkdir -p "$dist/examples"
