@@ -26,7 +26,9 @@
  * SEQS.params: lines of `seq=N` (bench/pipelines/params_seqs32.params).
  * The pipeline must have an integer parameter `seq` and a `run: {` line
  * (the cached way's copy adds graph_cache there). Exit status: 0 when
- * every step ran. */
+ * every step ran and, before any timing, every way's pipelined steps gave
+ * the bytes of the same steps synced (the carried buffer x, compared
+ * byte for byte), and the same bytes as the other ways. */
 #include <cuda_runtime_api.h>
 #include <dagrun/dagrun.h>
 #include <stdio.h>
@@ -130,6 +132,27 @@ static double run_steps(Way *w, cudaStream_t stream, const gint64 *seq, guint n,
   return now_us() - t0;
 }
 
+/* Whether the steps `seq` [n], queued with no host wait, leave in buffer
+ * `buf` (`bytes`) what the same steps synced leave, on w's runner, both
+ * from the contents `init` (read at open); the pipelined result goes to
+ * *out (g_free). A change set while the step before still runs must act
+ * on the next step only. */
+static gboolean same_bytes(Way *w, cudaStream_t stream, const gint64 *seq, guint n, const char *buf,
+                           const void *init, gsize bytes, void **out) {
+  GError *error = NULL;
+  void *got[2] = {g_malloc(bytes), g_malloc(bytes)};
+  for (int synced = 0; synced < 2; synced++) {
+    guint c;
+    if (!dr_runner_write_buffer(w->runner, buf, 0, init, bytes, &error)) die("write", error);
+    (void)run_steps(w, stream, seq, n, synced, &c);
+    if (!dr_runner_read_buffer(w->runner, buf, got[synced], bytes, &error)) die("read", error);
+  }
+  gboolean same = memcmp(got[0], got[1], bytes) == 0;
+  *out = got[0];
+  g_free(got[1]);
+  return same;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: params_pipeline_bench PIPELINE.yaml SEQS.params [K] [ROUNDS]\n");
@@ -160,11 +183,51 @@ int main(int argc, char **argv) {
   guint nw = G_N_ELEMENTS(ways);
   double *t = g_new0(double, nw *N_RUNS *rounds);
   guint ch[N_RUNS] = {0};
+  /* The state a step carries to the next (x), as loaded. */
+  const char *state = "x";
+  gsize bytes = 0;
+  g_autofree void *init = NULL;
   for (guint w = 0; w < nw; w++) {
     open_way(&ways[w], yaml, argv[1]);
+    if (w == 0) {
+      /* Its size: a read of another size is refused with "holds N bytes". */
+      GError *error = NULL;
+      unsigned long long held = 0;
+      char probe[1];
+      const char *at = NULL;
+      if (dr_runner_read_buffer(ways[w].runner, state, probe, 1, &error) ||
+          (at = strstr(error->message, "holds ")) == NULL || sscanf(at, "holds %llu", &held) != 1 ||
+          held == 0)
+        die("the size of buffer x", error);
+      g_clear_error(&error);
+      bytes = (gsize)held;
+      init = g_malloc(bytes);
+      if (!dr_runner_read_buffer(ways[w].runner, state, init, bytes, &error)) die("read x", error);
+    }
     guint c;
     /* The first pass: setup's capture, every shape once (the cache fills). */
     (void)run_steps(&ways[w], stream, changing, n_seqs, TRUE, &c);
+  }
+  /* Correct first: every way, the changing steps queued with no host
+   * wait give the bytes of the same steps synced, and every way the
+   * same bytes. */
+  g_autofree void *first = NULL;
+  gboolean ok = TRUE;
+  for (guint w = 0; w < nw; w++) {
+    void *got = NULL;
+    gboolean same = same_bytes(&ways[w], stream, changing, 2 * n_seqs, state, init, bytes, &got);
+    gboolean as_first = first == NULL || memcmp(first, got, bytes) == 0;
+    printf("check %s: %u changing steps, pipelined %s synced; %s the first way\n", ways[w].name, 2 * n_seqs,
+           same ? "==" : "!=", as_first ? "==" : "!=");
+    ok = ok && same && as_first;
+    if (first == NULL)
+      first = got;
+    else
+      g_free(got);
+  }
+  if (!ok) {
+    fprintf(stderr, "params_pipeline_bench: the bytes differ (above)\n");
+    return 1;
   }
   for (guint r = 0; r < rounds; r++)
     for (guint w = 0; w < nw; w++)

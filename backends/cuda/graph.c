@@ -172,12 +172,15 @@ static void note_node(DrCudaGraphState *cg, DrId v, enum cudaGraphNodeType want,
  * runs as an empty one) while the launch makes fewer nodes, and set from
  * the launch's extra node and enabled when it makes more (set_node_params).
  * Not with run.graph_cache, which keys each gemm shape to an executable of
- * its own instead, and not for nodes that never vary. */
+ * its own instead, and not for nodes that never vary. DAGRUN_GRAPH_SPARES=0
+ * captures none (for A/B runs of their cost, bench/params_bench.sh). */
+static gboolean graph_switch(const char *name, gboolean dflt);
+
 static gboolean wants_spare(const DrBackend *b, DrId v) {
   const DrCudaApi *api = dr_cuda_api();
   const DrGraph *g = b->graph;
   if (api->spare_launch == NULL || api->cudaGraphNodeSetEnabled == NULL || b->cuda_graph.live == NULL ||
-      g->run.graph_cache > 0 || !dr__cuda_is_gemm(g, v))
+      g->run.graph_cache > 0 || !dr__cuda_is_gemm(g, v) || !graph_switch("DAGRUN_GRAPH_SPARES", TRUE))
     return FALSE;
   for (guint i = 0; i < g->param_uses->len; i++)
     if (g_array_index(g->param_uses, DrParamUse, i).node == v) return TRUE;
