@@ -83,6 +83,7 @@ static const DrCudaApi real_api = {
     .cudaGraphNodeGetType = cudaGraphNodeGetType,
     .cudaGraphKernelNodeGetParams = cudaGraphKernelNodeGetParams,
     .kernel_node_copy = real_kernel_node_copy,
+    .user_node_copy = real_kernel_node_copy,
     .spare_launch = dr__spare_launch,
     .cudaGraphNodeSetEnabled = cudaGraphNodeSetEnabled,
     .kernel_node_params = real_kernel_node_params,

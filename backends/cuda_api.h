@@ -119,6 +119,12 @@ typedef struct {
    * refuses (cudaErrorInvalidDeviceFunction, seen on the H200). Optional:
    * NULL, such a node takes the whole-graph path. */
   cudaError_t (*kernel_node_copy)(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNode_t from);
+  /* The same copy for a user kernel's node (a kernel of a library that
+   * user_kernels.c loaded, launched by cudaLaunchKernel): graph mode sets
+   * a user kernel whose arguments changed from a one-node capture of its
+   * launch (cuda/graph.c). Optional: NULL, such a node cannot be set in
+   * place and its change captures the iteration again. */
+  cudaError_t (*user_node_copy)(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNode_t from);
   /* Spare slots (cuda/graph.c): a varying library call is captured with
    * a kernel node of no work after it (spare_launch: stamp.cu's spare
    * kernel on `stream`, a cudaError_t as int), kept disabled

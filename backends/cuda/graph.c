@@ -47,6 +47,12 @@ static void drop_map(DrCudaGraphState *cg) {
   g_clear_pointer(&cg->live, g_free);
 }
 
+/* Whether node v is a kernel node of a user kernel (`kernels:`). */
+static gboolean is_user_kernel(const DrGraph *g, DrId v) {
+  const DrNode *n = dr_graph_node(g, v);
+  return n->op == DR_OP_KERNEL && dr_graph_kernel(g, n->kernel)->origin == DR_KERNEL_USER;
+}
+
 /* DrCudaCapture.before: asked only while the node map is kept. */
 static cudaGraphNode_t *capture_before(DrBackend *b, cudaStream_t st, gsize *n) {
   const DrCudaApi *api = dr_cuda_api();
@@ -666,15 +672,70 @@ static cudaError_t set_live(DrCudaGraphState *cg, DrId v, const cudaGraphNode_t 
   return rc;
 }
 
+/* User kernel node v's launch with the arguments now, captured alone on
+ * origin, set on its node of the executable through the driver
+ * (user_node_copy: the runtime cannot name a kernel of a loaded library).
+ * Pointers into stream-ordered buffers are the graph's own allocations,
+ * as captured. FALSE when that does not work out (the caller then
+ * captures the iteration again). */
+static gboolean set_user_params(DrBackend *b, DrId v) {
+  const DrCudaApi *api = dr_cuda_api();
+  DrCudaGraphState *cg = &b->cuda_graph;
+  const DrGraph *g = b->graph;
+  const DrNode *n = dr_graph_node(g, v);
+  cudaStream_t origin = b->streams.origin;
+  if (api->user_node_copy == NULL || cg->node == NULL || cg->node[v] == NULL ||
+      (cg->chain != NULL && g_hash_table_contains(cg->chain, GUINT_TO_POINTER(v))) ||
+      b->streams.stream_device[b->plan->node_stream[v]] != 0)
+    return FALSE;
+  guint nb = dr_graph_n_buffers(g);
+  g_autofree void **bases = g_memdup2(b->memory.bases, MAX(nb, 1) * sizeof *bases);
+  for (guint32 a = n->access_first; a < n->access_first + n->access_count; a++) {
+    DrId buf = dr_graph_access(g, a)->buffer;
+    if (dr_graph_buffer(g, buf)->alloc_node == DR_NONE) continue;
+    if ((bases[buf] = captured_base(b, v, buf)) == NULL) return FALSE;
+  }
+  gint64 t1 = g_get_monotonic_time();
+  cudaGraph_t one = NULL;
+  if (api->cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    (void)api->cudaGetLastError();
+    return FALSE;
+  }
+  g_autoptr(GError) local = NULL;
+  gboolean launched =
+      dr__user_kernel_launch(&b->launch, g, bases, v, origin, DR_SITE_NODE(n->id, -1), &local);
+  cudaError_t ended = api->cudaStreamEndCapture(origin, &one);
+  gint64 t2 = g_get_monotonic_time();
+  gsize count = 0;
+  g_autofree cudaGraphNode_t *made =
+      launched && ended == cudaSuccess && one != NULL ? chain_of(one, &count) : NULL;
+  cudaError_t set = made != NULL && count == 1 ? api->user_node_copy(cg->exec, cg->node[v], made[0])
+                                               : cudaErrorInvalidValue;
+  cg->spent.capture += t2 - t1;
+  cg->spent.set += g_get_monotonic_time() - t2;
+  cg->spent.nodes++;
+  if (one) (void)api->cudaGraphDestroy(one);
+  if (set == cudaSuccess) return TRUE;
+  (void)api->cudaGetLastError();
+  g_debug(
+      "graph update: user kernel node '%s' not set in place: launch %s, end of capture %d, %zu node%s, set "
+      "%d",
+      n->id, launched ? "made" : local->message, (int)ended, count, count == 1 ? "" : "s", (int)set);
+  return FALSE;
+}
+
 /* Sets node v's parameters on the executable from a one-node capture of
  * its launch (bound, with the new arguments) on origin. FALSE when that
  * does not work out; the caller then updates the whole graph. */
+static gboolean set_user_params(DrBackend *b, DrId v);
+
 static gboolean set_node_params(DrBackend *b, DrId v) {
   const DrCudaApi *api = dr_cuda_api();
   const DrCudaGraphState *cg = &b->cuda_graph;
   const DrCudaLaunch *ln = &b->launch;
   cudaStream_t origin = b->streams.origin;
   guint32 k = ln->node_kcall[v];
+  if (k == DR_NONE && is_user_kernel(b->graph, v)) return set_user_params(b, v);
   if (k == DR_NONE || cg->node == NULL || cg->node[v] == NULL) return FALSE;
   /* The one-node capture runs on origin: only for nodes of origin's device. */
   if (b->streams.stream_device[b->plan->node_stream[v]] != 0) return FALSE;
@@ -794,8 +855,9 @@ static gboolean settable(const DrBackend *b, DrId v) {
   const DrNode *node = dr_graph_node(b->graph, v);
   DrOp op = node->op;
   if (node->loop) return dr_graph_node_loop(b->graph, v)->counted;
-  return cg->node != NULL && cg->node[v] != NULL &&
-         (op != DR_OP_KERNEL || b->launch.node_kcall[v] != DR_NONE) &&
+  gboolean launch = b->launch.node_kcall[v] != DR_NONE ||
+                    (is_user_kernel(b->graph, v) && dr_cuda_api()->user_node_copy != NULL);
+  return cg->node != NULL && cg->node[v] != NULL && (op != DR_OP_KERNEL || launch) &&
          (op == DR_OP_KERNEL || op == DR_OP_COPY || op == DR_OP_MEMSET);
 }
 

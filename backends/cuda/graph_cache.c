@@ -50,13 +50,16 @@ void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 ca
 
 /* Whether node v of `g` can be set in place on an executable of node map
  * `map`: what graph.c's per-node updates accept (a mapped copy or memset,
- * a mapped kernel with a bound built-in launch), or a counted loop, whose
- * count lives outside the executable. */
+ * a mapped kernel with a bound built-in launch, a mapped user kernel where
+ * the table can copy its node), or a counted loop, whose count lives
+ * outside the executable. */
 static gboolean in_place(const DrGraph *g, DrId v, const cudaGraphNode_t *map, const guint32 *node_kcall) {
   const DrNode *n = dr_graph_node(g, v);
   if (n->loop) return dr_graph_node_loop(g, v)->counted;
   if (map == NULL || map[v] == NULL) return FALSE;
-  if (n->op == DR_OP_KERNEL) return node_kcall != NULL && node_kcall[v] != DR_NONE;
+  if (n->op == DR_OP_KERNEL)
+    return (node_kcall != NULL && node_kcall[v] != DR_NONE) ||
+           (dr_graph_kernel(g, n->kernel)->origin == DR_KERNEL_USER && dr_cuda_api()->user_node_copy != NULL);
   return n->op == DR_OP_COPY || n->op == DR_OP_MEMSET;
 }
 

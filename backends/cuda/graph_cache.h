@@ -4,7 +4,8 @@
  * does every capture, instantiation and in-place node update.
  *
  * A change that a node cannot take in place (a launcher that made several
- * graph nodes, as cuBLAS may for gemm; a user kernel) forces a new capture
+ * graph nodes, as cuBLAS may for gemm; a user kernel where the table has
+ * no user_node_copy) forces a new capture
  * and instantiation. With the cache, the executable in use is kept as an
  * idle *variant* instead of being destroyed, keyed by the values of the
  * nodes that cannot be set in place (the key, below); when those values
@@ -16,7 +17,8 @@
  * The key of a state of the graph is, for every node that may vary (a
  * node with a parameter use, or one ever handed to args_changed) and that
  * cannot be set in place on the variant's executable (not mapped to one
- * graph node of its kind, or a kernel without a bound built-in launch),
+ * graph node of its kind, or a kernel without a bound built-in launch
+ * that is no user kernel the table can set),
  * or that is a library call (a cuBLAS gemm: setting it in place takes a
  * capture of cuBLAS's launch, 10-20 µs of host time on the H200, and may
  * meet a launch of another topology; with the cache each of its shapes

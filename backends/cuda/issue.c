@@ -80,7 +80,7 @@ static gboolean issue_timed(const Walk *w, DrId v, guint32 k, cudaStream_t st, G
    * makes (per-node argument and external-pointer updates, graph.c). */
   gsize n_before = G_MAXSIZE;
   DrOp op = dr_graph_node(b->graph, v)->op;
-  gboolean mapped = k != DR_NONE || op == DR_OP_COPY || op == DR_OP_MEMSET;
+  gboolean mapped = op == DR_OP_KERNEL || op == DR_OP_COPY || op == DR_OP_MEMSET; /* user kernels too */
   g_autofree cudaGraphNode_t *before = w->cap && mapped ? w->cap->before(b, st, &n_before) : NULL;
   gboolean capturing = w->cap != NULL;
   if (w->events &&

@@ -66,7 +66,16 @@ typedef struct FakeNode {
   cudaGraph_t body[2]; /* keys of fake.bodies */
   gboolean owns;       /* the graph's node (not an exec's copy): frees the bodies */
   gboolean disabled;   /* an exec's node: cudaGraphNodeSetEnabled(0) (a replay skips it) */
+  /* A user kernel's launch (ctl 5), with dr_fake_api_user_sets: its
+   * second argument as 8 bytes, which a replay reports. */
+  gboolean user_rec;
+  guint64 user_arg1;
 } FakeNode;
+
+/* dr_fake_api_user_sets: user kernel launches record their second
+ * argument, and the last replayed one is kept. */
+static gboolean user_record;
+static guint64 user_replayed;
 
 static void body_free(cudaGraph_t body);
 
@@ -1186,8 +1195,13 @@ static cudaError_t fake_cudaLaunchKernel(const void *func, dim3 grid, dim3 block
   user_launches++;
   FakeNode *n = capture_node(stream, cudaGraphNodeTypeKernel);
   if (n) n->ctl = 5; /* a user kernel: "user" in the shape, nothing in a replay */
+  if (n && user_record && args != NULL && args[0] != NULL && args[1] != NULL) {
+    n->user_rec = TRUE;
+    memcpy(&n->user_arg1, args[1], sizeof n->user_arg1);
+  }
   return cudaSuccess;
 }
+
 
 /* ---- errors ------------------------------------------------------------------- */
 
@@ -1547,6 +1561,23 @@ static cudaError_t fake_cudaGraphNodeSetEnabled(cudaGraphExec_t exec, cudaGraphN
     return finish(cudaErrorInvalidValue);
   }
   n->disabled = !enabled;
+  return cudaSuccess;
+}
+
+/* DrCudaApi.user_node_copy (dr_fake_api_user_sets): a user kernel node's
+ * launch onto the executable's node of a user kernel. */
+static cudaError_t fake_user_node_copy(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                       cudaGraphNode_t from_node) {
+  GATE("user_node_copy", exec, FALSE, FALSE);
+  FakeNode *n = exec_node(obj_find(exec, DR_FAKE_GRAPH_EXEC), node), *from = (FakeNode *)from_node;
+  if (n == NULL || n->ctl != 5 || from == NULL || from->ctl != 5) {
+    misuse("user_node_copy: node %p is not a user kernel node of %p's graph, or %p none", (void *)node,
+           (void *)exec, (void *)from_node);
+    return finish(cudaErrorInvalidValue);
+  }
+  n->user_rec = from->user_rec;
+  n->user_arg1 = from->user_arg1;
+  fake.exec_node_sets++;
   return cudaSuccess;
 }
 
@@ -1957,6 +1988,7 @@ static void replay_nodes(const GPtrArray *nodes) {
     char err[DR_KERR_SIZE] = {0};
     if (n->disabled) continue; /* an empty node */
     if (n->type == cudaGraphNodeTypeKernel && n->def == &split_def) split_runs++;
+    if (n->type == cudaGraphNodeTypeKernel && n->ctl == 5 && n->user_rec) user_replayed = n->user_arg1;
     if (n->type == cudaGraphNodeTypeKernel && n->ctl == 1) {
       unsigned v = n->cond == NULL ? 1u : n->cond[0] != 0;
       if (n->trips && (n->count_always || v)) n->trips[0]++;
@@ -2093,6 +2125,16 @@ void dr_fake_set_split(const char *kernel, guint64 count) {
 
 guint dr_fake_split_runs(void) { return split_runs; }
 
+const DrCudaApi *dr_fake_api_user_sets(void) {
+  static DrCudaApi api;
+  api = *dr_fake_api_graph_nodes();
+  api.user_node_copy = fake_user_node_copy;
+  user_record = TRUE;
+  return &api;
+}
+
+guint64 dr_fake_user_replayed(void) { return user_replayed; }
+
 const DrCudaApi *dr_fake_api_graph_nodes(void) {
   static DrCudaApi api;
   api = fake_api;
@@ -2135,6 +2177,8 @@ unsigned long long dr_fake_instantiate_flags(void) { return fake_instantiate_fla
 
 void dr_fake_reset(void) {
   pdl_launches = kernel_launches = kernels_run = guard_skips = user_launches = 0;
+  user_record = FALSE;
+  user_replayed = 0;
   if (pdl_pattern) g_string_truncate(pdl_pattern, 0);
   if (batch_sizes) g_string_truncate(batch_sizes, 0);
   fake_instantiate_flags = 0;

@@ -253,6 +253,13 @@ void dr_fake_set_split(const char *kernel, guint64 count);
  * (a disabled one does not run). */
 guint dr_fake_split_runs(void);
 
+/* dr_fake_api_graph_nodes with user_node_copy: a user kernel's node can be
+ * set in place. Until dr_fake_reset, user kernel launches also record
+ * their second argument (8 bytes: the test's kernel must have two), and
+ * dr_fake_user_replayed says what the last replay of one had. */
+const DrCudaApi *dr_fake_api_user_sets(void);
+guint64 dr_fake_user_replayed(void);
+
 /* cuBLAS (the table's blas_* entries). With dr_fake_set_blas(TRUE, 0) (a
  * setting a reset keeps; default off) a gemm's cuBLAS context is a fake
  * object (live kind "cuBLAS contexts") over the backend's workspace, which

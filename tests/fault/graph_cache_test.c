@@ -371,6 +371,54 @@ static void test_gemm_spare(void) {
   dr_fake_runner_finish();
 }
 
+/* A user kernel whose arguments read a parameter is set in place where
+ * the table can copy its node (user_node_copy: the driver's copy on the
+ * GPU): its launch captured alone, no capture of the iteration, no
+ * instantiation; every replay runs it with the value set (the fake's
+ * record of its second argument, n). Without the copy (the other tests'
+ * table) it captures the iteration again, as test_off checks. */
+static void test_user_in_place(void) {
+  dr_fake_runner_start();
+  dr_cuda_api_set(dr_fake_api_user_sets());
+  g_autoptr(GError) error = NULL;
+  {
+    g_autofree char *text = pipeline(0);
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("cache.yaml", text, -1, &error);
+    g_assert_no_error(error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(dr_fake_user_replayed(), ==, 8);
+    const gint64 seqs[] = {16, 8, 64, 5};
+    for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", seqs[i], &error));
+      guint from = dr_fake_trace()->len;
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      g_assert_cmpstr(dr_runner_last_update(r), ==, "updated-nodes");
+      /* t alone, and r (a reduction: two launches, captured alone too);
+       * sc's launch is described. */
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 2);
+      g_assert_cmpuint(dr_fake_count_calls(from, "user_node_copy"), ==, 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecUpdate"), ==, 0);
+      g_assert_cmpuint(dr_fake_user_replayed(), ==, (guint64)seqs[i]);
+      g_autofree char *json = json_of(rr);
+      g_assert_null(strstr(json, "forced_by"));
+      Out got, want;
+      read_out(r, &got);
+      dr_cuda_api_set(dr_fake_api_graph_nodes());
+      reference(seqs[i], &want);
+      dr_cuda_api_set(dr_fake_api_user_sets());
+      gsize bytes = (gsize)seqs[i] * sizeof(float);
+      g_assert_cmpmem(got.y, bytes, want.y, bytes);
+      g_assert_cmpfloat(got.s, ==, want.s);
+    }
+  }
+  dr_fake_runner_finish();
+}
+
 /* A hit sets what the kept executable does not hold: alpha changed while
  * the executable of 16 was in use (sc set in place there), so going back
  * to 8 sets sc on 8's (its launch described and set) and not r, whose values 8's
@@ -574,6 +622,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fault/graph-cache/gemm-in-place", test_gemm_in_place);
   g_test_add_func("/fault/graph-cache/gemm-cached", test_gemm_cached);
   g_test_add_func("/fault/graph-cache/gemm-spare", test_gemm_spare);
+  g_test_add_func("/fault/graph-cache/user-in-place", test_user_in_place);
   g_test_add_func("/fault/graph-cache/chain-in-place", test_chain_in_place);
   g_test_add_func("/fault/graph-cache/hit-sets-what-differs", test_hit_sets_what_differs);
   g_test_add_func("/fault/graph-cache/off", test_off);

@@ -85,8 +85,15 @@
 #                                   hit, evict, hit, evict, forced by 't'
 #   gpu/params/in-place             tests/gpu/params/inplace.yaml over
 #                                   inplace.txt: in-place sets give a fresh
-#                                   capture's and streams mode's checksums;
+#                                   capture's and streams mode's checksums,
+#                                   every change in place (spare slots);
 #                                   memcheck of the sweep
+#   gpu/params/pipelined            bench/params_pipeline_bench (one
+#                                   round): the decoder's steps with a
+#                                   change before each, queued with no host
+#                                   wait, leave the bytes of the same steps
+#                                   synced, in graph mode with and without
+#                                   the cache and in streams mode
 #   gpu/port20/cg-cub/{streams,graph}  user kernels with cooperative
 #                                   groups, CUB and cuda/std (include/cccl),
 #                                   include_dirs, defines and name
@@ -505,7 +512,9 @@ check gpu/params/in-place 240 bash -c "set -e -o pipefail
 import json, sys, collections
 how = collections.Counter(json.loads(l)[\"param_update\"][\"how\"] for l in sys.stdin if l.startswith(\"{\"))
 print(dict(how))
-assert how[\"updated-nodes\"] >= 1, how
+# Spare slots: a gemm whose split changes is set in place too, so no
+# change captures the iteration again.
+assert set(how) == {\"updated-nodes\"}, how
 '
   # API errors not reported: a cudaGraphExecUpdate that the runtime refuses
   # (a gemm whose split changed) is one, and dagrun checks every return.
@@ -513,6 +522,9 @@ assert how[\"updated-nodes\"] >= 1, how
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 $DAGRUN --backend=cuda --mode=graph --iterations=1 \
       --warmup=0 --params-from=$gpu_dir/params/inplace.txt $gpu_dir/params/inplace.yaml | tail -n 1
   fi"
+
+check gpu/params/pipelined 240 "$DIST/bench/params_pipeline_bench" bench/pipelines/params_decoder_bench.yaml \
+  bench/pipelines/params_seqs32.params 1 1
 
 # ---- --dot-cuda-graph: CUDA's own DOT of the captured graph ----
 # cudaGraphDebugDotPrint writes a digraph with one node per captured
