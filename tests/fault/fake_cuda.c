@@ -1202,7 +1202,6 @@ static cudaError_t fake_cudaLaunchKernel(const void *func, dim3 grid, dim3 block
   return cudaSuccess;
 }
 
-
 /* ---- errors ------------------------------------------------------------------- */
 
 static cudaError_t fake_cudaGetLastError(void) {
