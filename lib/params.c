@@ -246,8 +246,11 @@ void dr__params_widen(DrGraph *g) {
   }
 }
 
-/* The most sets of values the memo keeps (then it starts again). */
+/* The most sets of values the memo keeps (then it starts again), and the
+ * most bytes their values may take (a program of a million uses keeps
+ * two sets, not 256). */
 #define MEMO_MAX 256
+#define MEMO_MAX_BYTES (G_GUINT64_CONSTANT(64) << 20)
 
 /* The parameters' current values as a memo key. */
 static GBytes *values_key(const DrGraph *g) {
@@ -303,7 +306,9 @@ static const UseValue *use_values(DrGraph *g, GError **error) {
       return NULL;
     }
   }
-  if (g_hash_table_size(memo) >= MEMO_MAX) g_hash_table_remove_all(memo);
+  guint64 per_set = (guint64)MAX(nu, 1) * sizeof(UseValue);
+  guint keep = (guint)CLAMP(MEMO_MAX_BYTES / per_set, 2, MEMO_MAX);
+  if (g_hash_table_size(memo) >= keep) g_hash_table_remove_all(memo);
   g_hash_table_insert(memo, g_steal_pointer(&key), vals);
   return g_steal_pointer(&vals);
 }
