@@ -514,7 +514,7 @@ how = collections.Counter(json.loads(l)[\"param_update\"][\"how\"] for l in sys.
 print(dict(how))
 # Spare slots: a gemm whose split changes is set in place too, so no
 # change captures the iteration again.
-assert set(how) == {\"updated-nodes\"}, how
+assert how[\"updated-nodes\"] >= 1 and set(how) <= {\"updated-nodes\", \"none\"}, how
 '
   # API errors not reported: a cudaGraphExecUpdate that the runtime refuses
   # (a gemm whose split changed) is one, and dagrun checks every return.
@@ -524,7 +524,7 @@ assert set(how) == {\"updated-nodes\"}, how
   fi"
 
 check gpu/params/pipelined 240 "$DIST/bench/params_pipeline_bench" bench/pipelines/params_decoder_bench.yaml \
-  bench/pipelines/params_seqs32.params 1 1
+  bench/pipelines/params_seqs32.params 2 1
 
 # ---- --dot-cuda-graph: CUDA's own DOT of the captured graph ----
 # cudaGraphDebugDotPrint writes a digraph with one node per captured
