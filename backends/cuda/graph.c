@@ -395,6 +395,17 @@ static gboolean capture_iteration(DrBackend *b, cudaGraph_t *out, gboolean map, 
   return TRUE;
 }
 
+/* Captures the iteration again, with its node map, after a change:
+ * first waits for the iterations in flight (graph_args_changed runs
+ * while they may run, and a capture binds every launch again), the wait
+ * counted in cg->spent.wait. */
+static gboolean recapture(DrBackend *b, cudaGraph_t *out, GError **error) {
+  gint64 t0 = g_get_monotonic_time();
+  gboolean idle = dr__cuda_quiesce(b, error);
+  b->cuda_graph.spent.wait += g_get_monotonic_time() - t0;
+  return idle && capture_iteration(b, out, TRUE, error);
+}
+
 /* --dot-cuda-graph: CUDA's own picture of the captured graph. */
 static gboolean write_cuda_graph_dot(DrBackend *b, GError **error) {
   const char *path = b->opts.cuda_graph_dot_path;
@@ -460,7 +471,7 @@ gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error) {
   cudaGraph_t graph = NULL;
   /* The new graph's node map is kept only if it is instantiated: after an
    * in-place update the executable's nodes are the old graph's. */
-  if (!capture_iteration(b, &graph, TRUE, error)) return FALSE;
+  if (!recapture(b, &graph, error)) return FALSE;
   if (api->cudaGraphExecUpdate != NULL && cg->exec != NULL) {
     cudaGraphExecUpdateResultInfo info;
     memset(&info, 0, sizeof info);
@@ -851,14 +862,7 @@ static gboolean set_memory_params(DrBackend *b, DrId v);
  * mapped to one graph node of its kind, a kernel with a bound built-in
  * launch (graph_cache.h's sense), or a counted loop (nothing to set). */
 static gboolean settable(const DrBackend *b, DrId v) {
-  const DrCudaGraphState *cg = &b->cuda_graph;
-  const DrNode *node = dr_graph_node(b->graph, v);
-  DrOp op = node->op;
-  if (node->loop) return dr_graph_node_loop(b->graph, v)->counted;
-  gboolean launch = b->launch.node_kcall[v] != DR_NONE ||
-                    (is_user_kernel(b->graph, v) && dr_cuda_api()->user_node_copy != NULL);
-  return cg->node != NULL && cg->node[v] != NULL && (op != DR_OP_KERNEL || launch) &&
-         (op == DR_OP_KERNEL || op == DR_OP_COPY || op == DR_OP_MEMSET);
+  return dr__cuda_graph_settable(b->graph, v, b->cuda_graph.node, b->launch.node_kcall);
 }
 
 /* Sets each of `nodes` [n] on the executable in place (a counted loop's
@@ -954,18 +958,8 @@ static gboolean cached_update(DrBackend *b, const DrId *nodes, guint32 n, const 
   }
   cudaGraph_t graph = NULL;
   cudaGraphExec_t exec = NULL;
-  /* A capture of the whole iteration binds everything again: after the
-   * iterations in flight (graph_args_changed). */
-  gint64 tw = g_get_monotonic_time();
-  gboolean idle = dr__cuda_quiesce(b, error);
-  cg->spent.wait += g_get_monotonic_time() - tw;
-  if (!idle) {
-    put_current(cg, old, NULL);
-    return FALSE;
-  }
-  if (!capture_iteration(b, &graph, TRUE, error) ||
-      !DR_CUDA(DR_SITE_SETUP("graph instantiation (run.graph_cache)"), cudaGraphInstantiate, &exec, graph,
-               instantiate_flags())) {
+  if (!recapture(b, &graph, error) || !DR_CUDA(DR_SITE_SETUP("graph instantiation (run.graph_cache)"),
+                                               cudaGraphInstantiate, &exec, graph, instantiate_flags())) {
     if (graph) (void)api->cudaGraphDestroy(graph);
     put_current(cg, old, NULL);
     return FALSE;
@@ -1023,7 +1017,7 @@ static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, c
     /* No node map since a whole-graph update in place: the node that
      * forced that one forces this one too. */
     if (nodes != NULL && cg->node == NULL && cg->exec != NULL && !by_capture) cg->forced_by = before;
-    if (!dr__cuda_quiesce(b, error) || !dr__cuda_graph_update(b, how, error)) return FALSE;
+    if (!dr__cuda_graph_update(b, how, error)) return FALSE;
     if (c->cap > 0) note_captured(b);
     return TRUE;
   }
@@ -1050,7 +1044,7 @@ static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, c
   }
   g_message("graph update: node '%s' cannot be updated in place; capturing the iteration again",
             cg->forced_by);
-  return dr__cuda_quiesce(b, error) && dr__cuda_graph_update(b, how, error);
+  return dr__cuda_graph_update(b, how, error);
 }
 
 /* Sets copy or memset node v's pointers on the executable from the

@@ -48,12 +48,8 @@ void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 ca
   c->idle = g_ptr_array_new_with_free_func((GDestroyNotify)dr__cuda_graph_variant_free);
 }
 
-/* Whether node v of `g` can be set in place on an executable of node map
- * `map`: what graph.c's per-node updates accept (a mapped copy or memset,
- * a mapped kernel with a bound built-in launch, a mapped user kernel where
- * the table can copy its node), or a counted loop, whose count lives
- * outside the executable. */
-static gboolean in_place(const DrGraph *g, DrId v, const cudaGraphNode_t *map, const guint32 *node_kcall) {
+gboolean dr__cuda_graph_settable(const DrGraph *g, DrId v, const cudaGraphNode_t *map,
+                                 const guint32 *node_kcall) {
   const DrNode *n = dr_graph_node(g, v);
   if (n->loop) return dr_graph_node_loop(g, v)->counted;
   if (map == NULL || map[v] == NULL) return FALSE;
@@ -67,7 +63,7 @@ static gboolean in_place(const DrGraph *g, DrId v, const cudaGraphNode_t *map, c
  * varies and cannot be set in place there, or is a library call. */
 static gboolean keyed(const DrCudaGraphCache *c, const DrGraph *g, DrId v, const cudaGraphNode_t *map,
                       const guint32 *node_kcall) {
-  return c->varying[v] && (c->library[v] || !in_place(g, v, map, node_kcall));
+  return c->varying[v] && (c->library[v] || !dr__cuda_graph_settable(g, v, map, node_kcall));
 }
 
 gboolean dr__cuda_graph_cache_keys(const DrCudaGraphCache *c, const DrGraph *g, DrId v,

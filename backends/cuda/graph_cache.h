@@ -97,6 +97,16 @@ typedef struct {
   DrGraphCacheResult result;
 } DrCudaGraphCache;
 
+/* Whether node v of `g` can be set in place on an executable of node map
+ * `map` (NULL: nothing mapped) and built-in launches `node_kcall`
+ * ([n_nodes], DR_NONE: none): a mapped copy or memset, a mapped kernel
+ * with a bound built-in launch, a mapped user kernel where the table can
+ * copy its node (user_node_copy), or a counted loop, whose count lives
+ * outside the executable. The one rule of graph.c's per-node updates and
+ * of the cache's keys. */
+gboolean dr__cuda_graph_settable(const DrGraph *g, DrId v, const cudaGraphNode_t *map,
+                                 const guint32 *node_kcall);
+
 /* Sets the cache up for graph `g` with room for `cap` variants (0: off);
  * the nodes with parameter uses vary from the start. */
 void dr__cuda_graph_cache_init(DrCudaGraphCache *c, const DrGraph *g, guint32 cap);
