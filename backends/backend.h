@@ -100,12 +100,9 @@ typedef struct {
   /* Optional: the trips loop `loop` (its index in graph->loops) made in
    * the last iteration that finished. NULL: not counted. */
   guint64 (*loop_trips)(const DrBackend *b, guint32 loop);
-  /* Optional: more about the last args_changed than its *how (NULL
-   * pointers when nothing to say): the id of the node that could not be
-   * updated in place and so forced a whole-graph update (borrowed from
-   * the graph), and with run.graph_cache what the cache did ("hit",
-   * "miss", "evict"; static) and the variants it holds now. */
-  void (*update_detail)(const DrBackend *b, const char **forced_by, const char **cache, guint32 *variants);
+  /* Optional: more about the last args_changed than its *how
+   * (DrUpdateDetail, left zero when there is nothing to say). */
+  void (*update_detail)(const DrBackend *b, DrUpdateDetail *detail);
 } DrBackendOps;
 
 extern const DrBackendOps dr__host_backend;
@@ -161,6 +158,13 @@ typedef struct {
  * failed checks. */
 gboolean dr__kernel_call_bind(const DrGraph *graph, DrId node, void *const *bases, DrKernelCall *call,
                               GError **error);
+
+/* The second half of dr__kernel_call_bind, for a caller that changed
+ * call->counts since (graph mode's counts in device memory bind a launch
+ * at its largest counts, cuda/devwords.c): runs the kernel's argument
+ * check on the counts now and sets the launch shape from them as bind
+ * does (the node's grid/block, else the registry's default). */
+gboolean dr__kernel_call_reshape(const DrGraph *graph, DrId node, DrKernelCall *call, GError **error);
 
 /* The definition kernel node `node` runs with: a C API kernel's own, a
  * user kernel's host twin from a shared library, or the built-in's

@@ -341,6 +341,13 @@ gboolean dr__kernel_call_bind(const DrGraph *graph, DrId id, void *const *bases,
   DrKLaunch *l = &call->launch;
   l->args = call->args;
   l->counts = call->counts;
+  return dr__kernel_call_reshape(graph, id, call, error);
+}
+
+gboolean dr__kernel_call_reshape(const DrGraph *graph, DrId id, DrKernelCall *call, GError **error) {
+  const DrNode *n = dr_graph_node(graph, id);
+  const DrKernelDef *def = call->def;
+  DrKLaunch *l = &call->launch;
   char msg[512] = {0};
   if (def->check && def->check(call->counts, call->args, msg) != 0) {
     g_set_error(error, DR_ERROR, DR_ERROR_RUNTIME, "node '%s': kernel '%s': %s", n->id, def->name, msg);

@@ -8,6 +8,8 @@
 /* stamp.cu */
 extern int dr__stamp_launch(unsigned long long *slot, cudaStream_t stream);
 extern int dr__spare_launch(cudaStream_t stream);
+extern int dr__words_launch(unsigned long long *words, const unsigned *index, const unsigned long long *value,
+                            unsigned n, cudaStream_t stream);
 /* loopctl.cu */
 extern int dr__cond_launch(cudaGraphConditionalHandle handle, const gint32 *cond, guint64 *trips,
                            gboolean count_always, cudaStream_t stream);
@@ -85,6 +87,7 @@ static const DrCudaApi real_api = {
     .kernel_node_copy = real_kernel_node_copy,
     .user_node_copy = real_kernel_node_copy,
     .spare_launch = dr__spare_launch,
+    .words_launch = dr__words_launch,
     .cudaGraphNodeSetEnabled = cudaGraphNodeSetEnabled,
     .kernel_node_params = real_kernel_node_params,
     .cudaGraphKernelNodeSetParams = cudaGraphKernelNodeSetParams,

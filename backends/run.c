@@ -435,12 +435,10 @@ gboolean dr_session_args_changed(DrSession *s, const DrId *nodes, guint32 n, con
   return s->ops->args_changed(s->b, nodes, n, how, error);
 }
 
-void dr_session_update_detail(const DrSession *s, const char **forced_by, const char **cache,
-                              guint32 *variants) {
-  g_return_if_fail(s != NULL && forced_by != NULL && cache != NULL && variants != NULL);
-  *forced_by = *cache = NULL;
-  *variants = 0;
-  if (s->ops->update_detail) s->ops->update_detail(s->b, forced_by, cache, variants);
+void dr_session_update_detail(const DrSession *s, DrUpdateDetail *detail) {
+  g_return_if_fail(s != NULL && detail != NULL);
+  memset(detail, 0, sizeof *detail);
+  if (s->ops->update_detail) s->ops->update_detail(s->b, detail);
 }
 
 gboolean dr_session_read_buffer(DrSession *s, DrId buffer, void *dst, GError **error) {

@@ -144,11 +144,24 @@ DrReport *dr_session_run(DrSession *session, GError **error);
 gboolean dr_session_args_changed(DrSession *session, const DrId *nodes, guint32 n, const char **how,
                                  GError **error);
 gboolean dr_session_read_buffer(DrSession *session, DrId buffer, void *dst, GError **error);
+/* More about the last args_changed than its *how (dr_session_update_detail,
+ * DrBackendOps.update_detail), zero where there is nothing to say. */
+typedef struct {
+  /* The node that could not be updated in place and so forced a
+   * whole-graph update (borrowed from the graph), or NULL. */
+  const char *forced_by;
+  /* run.graph_cache: what the cache did ("hit", "miss", "evict"; static,
+   * NULL: not used) and the variants it holds now. */
+  const char *cache;
+  guint32 variants;
+  /* Graph mode: the changed nodes whose new counts were written to
+   * device memory (cuda/devwords.h) instead of set on the executable. */
+  guint32 device_reads;
+} DrUpdateDetail;
+
 /* After dr_session_args_changed: DrBackendOps.update_detail's answer
- * (the node that forced a whole-graph update, the graph cache's result
- * and variants), NULL and 0 when the backend has nothing to say. */
-void dr_session_update_detail(const DrSession *session, const char **forced_by, const char **cache,
-                              guint32 *variants);
+ * (DrUpdateDetail), all zero when the backend has nothing to say. */
+void dr_session_update_detail(const DrSession *session, DrUpdateDetail *detail);
 /* External memory and the caller's stream (DrBackendOps.bind_buffer,
  * write_buffer, run_on_stream): FALSE with DR_ERROR_USAGE for a
  * stream-ordered buffer, a size that is not the buffer's (bind) or a range

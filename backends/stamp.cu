@@ -5,7 +5,9 @@
  * DR_TIMING_LIST in run.h). It is an ordinary kernel launch, so stream
  * capture turns it into a kernel node. Reached only through DrCudaApi's
  * stamp_launch entry (cuda_api.c), so fake runtimes can stand in for it.
- * The spare kernel beside it (spare_launch) does nothing at all. */
+ * The spare kernel beside it (spare_launch) does nothing at all, and the
+ * word store (words_launch) writes graph mode's device-memory parameter
+ * words from values passed by value. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -22,6 +24,23 @@ __global__ void stamp_kernel(unsigned long long *slot) {
  * into and that is disabled while it is not needed. */
 __global__ void spare_kernel(void) {}
 
+/* Up to DR_WORDS_PER_STORE (index, value) pairs, passed by value: the
+ * launch takes a copy of its arguments when it is made, so the host's
+ * array may change at once, and the words change in stream order, after
+ * everything before the launch on its stream has run (the iterations in
+ * flight read the old ones). */
+#define DR_WORDS_PER_STORE 32
+struct WordStore {
+  unsigned n;
+  unsigned index[DR_WORDS_PER_STORE];
+  unsigned long long value[DR_WORDS_PER_STORE];
+};
+
+__global__ void words_kernel(unsigned long long *words, WordStore s) {
+  unsigned i = threadIdx.x;
+  if (i < s.n) words[s.index[i]] = s.value[i];
+}
+
 }  // namespace
 
 /* Enqueues the stamp kernel (1 block of 1 thread) writing `slot` on
@@ -36,4 +55,24 @@ extern "C" int dr__stamp_launch(unsigned long long *slot, cudaStream_t stream) {
 extern "C" int dr__spare_launch(cudaStream_t stream) {
   spare_kernel<<<1, 1, 0, stream>>>();
   return (int)cudaGetLastError();
+}
+
+/* Writes words[index[i]] = value[i] for i < n on `stream`, in launches of
+ * at most DR_WORDS_PER_STORE pairs (one for up to 32 words), each an
+ * ordinary kernel of one block. Returns the first failed launch's
+ * cudaError_t as an int, or 0. */
+extern "C" int dr__words_launch(unsigned long long *words, const unsigned *index,
+                                const unsigned long long *value, unsigned n, cudaStream_t stream) {
+  for (unsigned first = 0; first < n; first += DR_WORDS_PER_STORE) {
+    WordStore s;
+    s.n = n - first < DR_WORDS_PER_STORE ? n - first : DR_WORDS_PER_STORE;
+    for (unsigned i = 0; i < s.n; i++) {
+      s.index[i] = index[first + i];
+      s.value[i] = value[first + i];
+    }
+    words_kernel<<<1, DR_WORDS_PER_STORE, 0, stream>>>(words, s);
+    cudaError_t rc = cudaGetLastError();
+    if (rc != cudaSuccess) return (int)rc;
+  }
+  return 0;
 }

@@ -68,7 +68,10 @@ typedef enum {
  * `params`: bit k set when parameter k is read. hull_begin/hull_end
  * (ACCESS only): the extent the hazard pass orders by, the union of the
  * slice over every value in range (or the whole buffer when that cannot
- * be enumerated; lib/params.c). */
+ * be enumerated; lib/params.c). fixed_begin (ACCESS only): the slice
+ * starts at hull_begin at every value in range (proved by enumeration;
+ * FALSE when the range was not enumerated), so only its end moves: its
+ * pointer is the same for every value. */
 typedef struct {
   DrParamUseKind kind;
   guint32 node;
@@ -78,6 +81,7 @@ typedef struct {
   guint32 var_first, n_vars;
   guint64 params;
   guint64 hull_begin, hull_end;
+  gboolean fixed_begin;
 } DrParamUse;
 
 G_END_DECLS

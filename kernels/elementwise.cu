@@ -33,17 +33,20 @@ struct Conv<__half> {
   static __device__ __half out(float v) { return __float2half_rn(v); }
 };
 
-/* out[i] = op(in0[i], in1[i], i) for i < n, NIN of the inputs read (the
- * others pass 0). `vec`: all pointers 16-byte aligned; threads then take 16
+/* out[i] = op(in0[i], in1[i], i) for i < n (or *n_dev, when given: the
+ * launch was shaped for n, the largest it may find there), NIN of the
+ * inputs read (the others pass 0). `vec`: all pointers 16-byte aligned; threads then take 16
  * bytes at a time (4 f32 or 8 bf16/f16) and the tail goes element by
  * element. in1 may alias out (axpy), so nothing is __restrict__. The body
  * of every element-wise kernel (DRK_MAP_KERNEL below gives each built-in
  * its own). */
 template <class T, int NIN, class Op>
-__device__ __forceinline__ void map_body(const T *in0, const T *in1, T *out, uint64_t n, bool vec, Op op,
-                                         unsigned long long *stamp, drk::Guard guard) {
+__device__ __forceinline__ void map_body(const T *in0, const T *in1, T *out, uint64_t n,
+                                         const uint64_t *n_dev, bool vec, Op op, unsigned long long *stamp,
+                                         drk::Guard guard) {
   drk::wait_prior_grid();
   if (guard.stops()) return;
+  if (n_dev != nullptr) n = *n_dev; /* a count kept in device memory (DrKLaunch.counts_dev) */
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
   uint64_t done = 0;
@@ -89,12 +92,17 @@ __device__ __forceinline__ void map_body(const T *in0, const T *in1, T *out, uin
 
 /* The signature of an element-wise kernel of element type T and op Op. */
 template <class T, class Op>
-using MapKernel = void (*)(const T *, const T *, T *, uint64_t, bool, Op, unsigned long long *, drk::Guard);
+using MapKernel = void (*)(const T *, const T *, T *, uint64_t, const uint64_t *, bool, Op,
+                           unsigned long long *, drk::Guard);
 
-/* Launches `kernel` (map_body<T, NIN, Op>) over n elements. */
+/* Launches `kernel` (map_body<T, NIN, Op>) over the count of pointer
+ * parameter `ci` (l->counts[ci] elements, or with l->counts_dev what the
+ * device finds at counts_dev[ci] when it starts, at most counts[ci]). */
 template <class T, int NIN, class Op>
 int map_launch(MapKernel<T, Op> kernel, const DrKLaunch *l, const void *in0, const void *in1, void *out,
-               uint64_t n, Op op) {
+               int ci, Op op) {
+  uint64_t n = l->counts[ci];
+  const uint64_t *n_dev = l->counts_dev != nullptr ? l->counts_dev + ci : nullptr;
   if (n == 0) return 0;
   bool vec = drk::aligned16(out) && (NIN < 1 || drk::aligned16(in0)) && (NIN < 2 || drk::aligned16(in1));
   uint64_t per = 16 / sizeof(T); /* elements per 16-byte access */
@@ -102,7 +110,7 @@ int map_launch(MapKernel<T, Op> kernel, const DrKLaunch *l, const void *in0, con
   unsigned bt = drk::block_threads(l);
   unsigned g = drk::grid_blocks(l, drk::ceil_div(threads, bt));
   return drk::launch(l->pdl != 0, kernel, g, bt, l->shared, drk::stream_of(l), (const T *)in0, (const T *)in1,
-                     (T *)out, n, vec, op, drk::stamp_of(l), drk::guard_of(l));
+                     (T *)out, n, n_dev, vec, op, drk::stamp_of(l), drk::guard_of(l));
 }
 
 struct Fill {
@@ -146,10 +154,10 @@ inline void *argp(const DrKLaunch *l, int i) { return l->args[i].ptr; }
 /* One __global__ per built-in, named dr_<built-in> with C linkage, so that
  * a profiler's row (ncu, nsys) says which built-in ran, not which template
  * instance: the code is map_body's, inlined. */
-#define DRK_MAP_KERNEL(name, T, NIN, Op)                                                           \
-  extern "C" __global__ void name(const T *in0, const T *in1, T *out, uint64_t n, bool vec, Op op, \
-                                  unsigned long long *stamp, drk::Guard guard) {                   \
-    map_body<T, NIN, Op>(in0, in1, out, n, vec, op, stamp, guard);                                 \
+#define DRK_MAP_KERNEL(name, T, NIN, Op)                                                                 \
+  extern "C" __global__ void name(const T *in0, const T *in1, T *out, uint64_t n, const uint64_t *n_dev, \
+                                  bool vec, Op op, unsigned long long *stamp, drk::Guard guard) {        \
+    map_body<T, NIN, Op>(in0, in1, out, n, n_dev, vec, op, stamp, guard);                                \
   }
 
 DRK_MAP_KERNEL(dr_fill_f32, float, 0, Fill)
@@ -166,65 +174,60 @@ DRK_MAP_KERNEL(dr_relu_f32, float, 1, Relu)
 DRK_MAP_KERNEL(dr_gelu_f32, float, 1, Gelu)
 
 extern "C" int dr__k_fill_f32_launch(const DrKLaunch *l) {
-  return map_launch<float, 0>(dr_fill_f32, l, nullptr, nullptr, argp(l, 0), l->counts[0], Fill{argf(l, 1)});
+  return map_launch<float, 0>(dr_fill_f32, l, nullptr, nullptr, argp(l, 0), 0, Fill{argf(l, 1)});
 }
 
 extern "C" int dr__k_iota_f32_launch(const DrKLaunch *l) {
-  return map_launch<float, 0>(dr_iota_f32, l, nullptr, nullptr, argp(l, 0), l->counts[0],
-                              Iota{argf(l, 1), argf(l, 2)});
+  return map_launch<float, 0>(dr_iota_f32, l, nullptr, nullptr, argp(l, 0), 0, Iota{argf(l, 1), argf(l, 2)});
 }
 
 extern "C" int dr__k_scale_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_scale, l);
-  return map_launch<float, 1>(dr_scale_f32, l, argp(l, 0), nullptr, argp(l, 2), l->counts[0],
-                              Scale{argf(l, 1)});
+  return map_launch<float, 1>(dr_scale_f32, l, argp(l, 0), nullptr, argp(l, 2), 0, Scale{argf(l, 1)});
 }
 
 extern "C" int dr__k_scale_bf16_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_scale, l);
-  return map_launch<__nv_bfloat16, 1>(dr_scale_bf16, l, argp(l, 0), nullptr, argp(l, 2), l->counts[0],
+  return map_launch<__nv_bfloat16, 1>(dr_scale_bf16, l, argp(l, 0), nullptr, argp(l, 2), 0,
                                       Scale{argf(l, 1)});
 }
 
 extern "C" int dr__k_scale_f16_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_scale, l);
-  return map_launch<__half, 1>(dr_scale_f16, l, argp(l, 0), nullptr, argp(l, 2), l->counts[0],
-                               Scale{argf(l, 1)});
+  return map_launch<__half, 1>(dr_scale_f16, l, argp(l, 0), nullptr, argp(l, 2), 0, Scale{argf(l, 1)});
 }
 
 extern "C" int dr__k_axpy_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_axpy, l);
-  return map_launch<float, 2>(dr_axpy_f32, l, argp(l, 1), argp(l, 2), argp(l, 2), l->counts[1],
-                              Axpy{argf(l, 0)});
+  return map_launch<float, 2>(dr_axpy_f32, l, argp(l, 1), argp(l, 2), argp(l, 2), 1, Axpy{argf(l, 0)});
 }
 
 extern "C" int dr__k_add_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_binary, l);
-  return map_launch<float, 2>(dr_add_f32, l, argp(l, 0), argp(l, 1), argp(l, 2), l->counts[0], Add{});
+  return map_launch<float, 2>(dr_add_f32, l, argp(l, 0), argp(l, 1), argp(l, 2), 0, Add{});
 }
 
 extern "C" int dr__k_add_bf16_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_binary, l);
-  return map_launch<__nv_bfloat16, 2>(dr_add_bf16, l, argp(l, 0), argp(l, 1), argp(l, 2), l->counts[0],
-                                      Add{});
+  return map_launch<__nv_bfloat16, 2>(dr_add_bf16, l, argp(l, 0), argp(l, 1), argp(l, 2), 0, Add{});
 }
 
 extern "C" int dr__k_add_f16_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_binary, l);
-  return map_launch<__half, 2>(dr_add_f16, l, argp(l, 0), argp(l, 1), argp(l, 2), l->counts[0], Add{});
+  return map_launch<__half, 2>(dr_add_f16, l, argp(l, 0), argp(l, 1), argp(l, 2), 0, Add{});
 }
 
 extern "C" int dr__k_mul_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_binary, l);
-  return map_launch<float, 2>(dr_mul_f32, l, argp(l, 0), argp(l, 1), argp(l, 2), l->counts[0], Mul{});
+  return map_launch<float, 2>(dr_mul_f32, l, argp(l, 0), argp(l, 1), argp(l, 2), 0, Mul{});
 }
 
 extern "C" int dr__k_relu_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_unary, l);
-  return map_launch<float, 1>(dr_relu_f32, l, argp(l, 0), nullptr, argp(l, 1), l->counts[0], Relu{});
+  return map_launch<float, 1>(dr_relu_f32, l, argp(l, 0), nullptr, argp(l, 1), 0, Relu{});
 }
 
 extern "C" int dr__k_gelu_f32_launch(const DrKLaunch *l) {
   DRK_CHECK(dr__kcheck_unary, l);
-  return map_launch<float, 1>(dr_gelu_f32, l, argp(l, 0), nullptr, argp(l, 1), l->counts[0], Gelu{});
+  return map_launch<float, 1>(dr_gelu_f32, l, argp(l, 0), nullptr, argp(l, 1), 0, Gelu{});
 }

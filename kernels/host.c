@@ -40,14 +40,14 @@
 int dr__k_fill_f32_host(const DrKLaunch *l, char *err) {
   float *y = ARGP(l, 0, float);
   float v = ARGF(l, 1);
-  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = v;
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 0); i++) y[i] = v;
   return 0;
 }
 
 int dr__k_iota_f32_host(const DrKLaunch *l, char *err) {
   float *y = ARGP(l, 0, float);
   float start = ARGF(l, 1), step = ARGF(l, 2);
-  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = start + step * (float)i;
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 0); i++) y[i] = start + step * (float)i;
   return 0;
 }
 
@@ -56,7 +56,7 @@ int dr__k_scale_f32_host(const DrKLaunch *l, char *err) {
   const float *x = ARGP(l, 0, const float);
   float alpha = ARGF(l, 1);
   float *y = ARGP(l, 2, float);
-  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = alpha * x[i];
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 0); i++) y[i] = alpha * x[i];
   return 0;
 }
 
@@ -65,7 +65,7 @@ int dr__k_scale_bf16_host(const DrKLaunch *l, char *err) {
   const uint16_t *x = ARGP(l, 0, const uint16_t);
   float alpha = ARGF(l, 1);
   uint16_t *y = ARGP(l, 2, uint16_t);
-  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = dr__f32_to_bf16(alpha * dr__bf16_to_f32(x[i]));
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 0); i++) y[i] = dr__f32_to_bf16(alpha * dr__bf16_to_f32(x[i]));
   return 0;
 }
 
@@ -74,7 +74,7 @@ int dr__k_scale_f16_host(const DrKLaunch *l, char *err) {
   const uint16_t *x = ARGP(l, 0, const uint16_t);
   float alpha = ARGF(l, 1);
   uint16_t *y = ARGP(l, 2, uint16_t);
-  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = dr__f32_to_f16(alpha * dr__f16_to_f32(x[i]));
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 0); i++) y[i] = dr__f32_to_f16(alpha * dr__f16_to_f32(x[i]));
   return 0;
 }
 
@@ -83,7 +83,7 @@ int dr__k_axpy_f32_host(const DrKLaunch *l, char *err) {
   float alpha = ARGF(l, 0);
   const float *x = ARGP(l, 1, const float);
   float *y = ARGP(l, 2, float);
-  for (uint64_t i = 0; i < l->counts[1]; i++) y[i] = fmaf(alpha, x[i], y[i]);
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 1); i++) y[i] = fmaf(alpha, x[i], y[i]);
   return 0;
 }
 
@@ -91,7 +91,7 @@ int dr__k_add_f32_host(const DrKLaunch *l, char *err) {
   CHECK(dr__kcheck_binary, l, err);
   const float *a = ARGP(l, 0, const float), *b = ARGP(l, 1, const float);
   float *y = ARGP(l, 2, float);
-  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = a[i] + b[i];
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 0); i++) y[i] = a[i] + b[i];
   return 0;
 }
 
@@ -99,7 +99,7 @@ int dr__k_mul_f32_host(const DrKLaunch *l, char *err) {
   CHECK(dr__kcheck_binary, l, err);
   const float *a = ARGP(l, 0, const float), *b = ARGP(l, 1, const float);
   float *y = ARGP(l, 2, float);
-  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = a[i] * b[i];
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 0); i++) y[i] = a[i] * b[i];
   return 0;
 }
 
@@ -108,7 +108,7 @@ int dr__k_add_bf16_host(const DrKLaunch *l, char *err) {
   const uint16_t *a = ARGP(l, 0, const uint16_t);
   const uint16_t *b = ARGP(l, 1, const uint16_t);
   uint16_t *y = ARGP(l, 2, uint16_t);
-  for (uint64_t i = 0; i < l->counts[0]; i++)
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 0); i++)
     y[i] = dr__f32_to_bf16(dr__bf16_to_f32(a[i]) + dr__bf16_to_f32(b[i]));
   return 0;
 }
@@ -118,7 +118,7 @@ int dr__k_add_f16_host(const DrKLaunch *l, char *err) {
   const uint16_t *a = ARGP(l, 0, const uint16_t);
   const uint16_t *b = ARGP(l, 1, const uint16_t);
   uint16_t *y = ARGP(l, 2, uint16_t);
-  for (uint64_t i = 0; i < l->counts[0]; i++)
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 0); i++)
     y[i] = dr__f32_to_f16(dr__f16_to_f32(a[i]) + dr__f16_to_f32(b[i]));
   return 0;
 }
@@ -127,7 +127,7 @@ int dr__k_relu_f32_host(const DrKLaunch *l, char *err) {
   CHECK(dr__kcheck_unary, l, err);
   const float *x = ARGP(l, 0, const float);
   float *y = ARGP(l, 1, float);
-  for (uint64_t i = 0; i < l->counts[0]; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 0); i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
   return 0;
 }
 
@@ -136,7 +136,7 @@ int dr__k_gelu_f32_host(const DrKLaunch *l, char *err) {
   CHECK(dr__kcheck_unary, l, err);
   const float *x = ARGP(l, 0, const float);
   float *y = ARGP(l, 1, float);
-  for (uint64_t i = 0; i < l->counts[0]; i++) {
+  for (uint64_t i = 0; i < DR_K_COUNT(l, 0); i++) {
     float v = x[i];
     float inner = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
     y[i] = 0.5f * v * (1.0f + tanhf(inner));

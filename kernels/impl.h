@@ -59,6 +59,12 @@ int dr__kcheck_gemm(const uint64_t *c, const DrKValue *a, char *err);
 int dr__kcheck_spin(const uint64_t *c, const DrKValue *a, char *err);
 int dr__kcheck_cond(const uint64_t *c, const DrKValue *a, char *err); /* x0 tol1 cond2 */
 
+/* The count the launch of an element-wise built-in (DR_KFLAG_DEVICE_COUNTS)
+ * works on for pointer parameter i: counts_dev[i] when the launch keeps its
+ * counts in device memory (its host twin then reads them there too, as the
+ * fake runtime's graph replays do), else counts[i]. */
+#define DR_K_COUNT(l, i) ((l)->counts_dev != NULL ? (l)->counts_dev[i] : (l)->counts[i])
+
 /* Largest spin the `spin` kernel accepts, in nanoseconds (60 s). */
 #define DR_SPIN_MAX_NS INT64_C(60000000000)
 

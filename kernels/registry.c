@@ -134,41 +134,49 @@ static const DrKParam p_spin[] = {
  * drk::stamp_block_end closes each kernel, kernels/launch.cuh). Those
  * with DR_KFLAG_GUARD do nothing when their guard word is 0 (drk::Guard,
  * kernels/launch.cuh): all but the cuBLAS ones and checksum_u8, whose
- * launcher zeroes y with a memset that no guard can stop. rules is NULL
+ * launcher zeroes y with a memset that no guard can stop. The element-wise
+ * ones (one grid-stride body, elementwise.cu) can read their counts from
+ * device memory (DR_KFLAG_DEVICE_COUNTS): output element i depends on
+ * element i alone, so a launch shaped for more elements gives the same
+ * bits. rules is NULL
  * when the parameter declarations say everything. */
 #define BUILTIN_LIST(X)                                                                                      \
-  X(add_bf16, "y = a + b (bf16, computed in f32)", p_binary_bf16, 0, 256, dr__kcheck_binary, DR_KFLAG_GUARD, \
+  X(add_bf16, "y = a + b (bf16, computed in f32)", p_binary_bf16, 0, 256, dr__kcheck_binary,                 \
+    DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS, 0, R_SAME_ABY)                                                  \
+  X(add_f16, "y = a + b (f16, computed in f32)", p_binary_f16, 0, 256, dr__kcheck_binary,                    \
+    DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS, 0, R_SAME_ABY)                                                  \
+  X(add_f32, "y = a + b", p_binary_f32, 0, 256, dr__kcheck_binary, DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS,  \
     0, R_SAME_ABY)                                                                                           \
-  X(add_f16, "y = a + b (f16, computed in f32)", p_binary_f16, 0, 256, dr__kcheck_binary, DR_KFLAG_GUARD, 0, \
-    R_SAME_ABY)                                                                                              \
-  X(add_f32, "y = a + b", p_binary_f32, 0, 256, dr__kcheck_binary, DR_KFLAG_GUARD, 0, R_SAME_ABY)            \
   X(axpy_f32, "y = alpha*x + y (one fused multiply-add)", p_axpy_f32, 1, 256, dr__kcheck_axpy,               \
-    DR_KFLAG_GUARD, 0, R_SAME_XY)                                                                            \
+    DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS, 0, R_SAME_XY)                                                   \
   X(checksum_u8, "y[0] = order-free 64-bit hash of the bytes of x (exact on any launch shape)",              \
     p_checksum_u8, 0, 256, dr__kcheck_reduce, 0, 0, R_ONE_Y)                                                 \
-  X(fill_f32, "y = value", p_fill_f32, 0, 256, NULL, DR_KFLAG_GUARD, 0, NULL)                                \
+  X(fill_f32, "y = value", p_fill_f32, 0, 256, NULL, DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS, 0, NULL)       \
   X(gelu_f32, "y = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) (tanh approximation)", p_unary_f32, 0, 256,   \
-    dr__kcheck_unary, DR_KFLAG_GUARD, 0, R_SAME_XY)                                                          \
+    dr__kcheck_unary, DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS, 0, R_SAME_XY)                                 \
   X(gemm_bf16, "c = alpha*a*b + beta*c, row-major bf16, f32 accumulation (cuBLAS)", p_gemm_bf16, -1, 1,      \
     dr__kcheck_gemm, DR_KFLAG_BLAS, 0, R_GEMM)                                                               \
   X(gemm_f32, "c = alpha*a*b + beta*c, row-major f32, no TF32 (cuBLAS)", p_gemm_f32, -1, 1, dr__kcheck_gemm, \
     DR_KFLAG_BLAS, 0, R_GEMM)                                                                                \
-  X(iota_f32, "y[i] = start + step*i", p_iota_f32, 0, 256, NULL, DR_KFLAG_GUARD, 0, NULL)                    \
+  X(iota_f32, "y[i] = start + step*i", p_iota_f32, 0, 256, NULL, DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS, 0, \
+    NULL)                                                                                                    \
   X(layernorm_rows_f32, "y = (x - mean)/sqrt(var + eps)*gamma + beta over each row of cols",                 \
     p_layernorm_rows_f32, 0, 256, dr__kcheck_layernorm, DR_KFLAG_GUARD, 0,                                   \
     R_ROWS "; gamma and beta have cols elements; eps >= 0")                                                  \
-  X(mul_f32, "y = a * b", p_binary_f32, 0, 256, dr__kcheck_binary, DR_KFLAG_GUARD, 0, R_SAME_ABY)            \
+  X(mul_f32, "y = a * b", p_binary_f32, 0, 256, dr__kcheck_binary, DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS,  \
+    0, R_SAME_ABY)                                                                                           \
   X(reduce_sum_f32, "y[0] = sum of x, in double, fixed tree order (deterministic)", p_reduce_sum_f32, 0,     \
     256, dr__kcheck_reduce, DR_KFLAG_GUARD, DR_REDUCE_SCRATCH_BYTES, R_ONE_Y)                                \
   X(reduce_sum_f64, "y[0] = sum of x, fixed tree order (deterministic)", p_reduce_sum_f64, 0, 256,           \
     dr__kcheck_reduce, DR_KFLAG_GUARD, DR_REDUCE_SCRATCH_BYTES, R_ONE_Y)                                     \
-  X(relu_f32, "y = max(x, 0) (NaN gives 0)", p_unary_f32, 0, 256, dr__kcheck_unary, DR_KFLAG_GUARD, 0,       \
-    R_SAME_XY)                                                                                               \
+  X(relu_f32, "y = max(x, 0) (NaN gives 0)", p_unary_f32, 0, 256, dr__kcheck_unary,                          \
+    DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS, 0, R_SAME_XY)                                                   \
   X(scale_bf16, "y = alpha * x (bf16, computed in f32)", p_scale_bf16, 0, 256, dr__kcheck_scale,             \
-    DR_KFLAG_GUARD, 0, R_SAME_XY)                                                                            \
+    DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS, 0, R_SAME_XY)                                                   \
   X(scale_f16, "y = alpha * x (f16, computed in f32)", p_scale_f16, 0, 256, dr__kcheck_scale,                \
-    DR_KFLAG_GUARD, 0, R_SAME_XY)                                                                            \
-  X(scale_f32, "y = alpha * x", p_scale_f32, 0, 256, dr__kcheck_scale, DR_KFLAG_GUARD, 0, R_SAME_XY)         \
+    DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS, 0, R_SAME_XY)                                                   \
+  X(scale_f32, "y = alpha * x", p_scale_f32, 0, 256, dr__kcheck_scale,                                       \
+    DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS, 0, R_SAME_XY)                                                   \
   X(set_while_gt_f32, "cond[0] = x[0] > tol (1 or 0): sets a loop's or conditional's condition",             \
     p_set_while_gt_f32, -1, 1, dr__kcheck_cond, DR_KFLAG_GUARD, 0, "x and cond have at least 1 element")     \
   X(softmax_rows_f32, "y = exp(x - max)/sum(exp(x - max)) over each row of cols", p_softmax_rows_f32, 0,     \

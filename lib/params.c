@@ -193,7 +193,7 @@ gboolean dr__params_prove(DrGraph *g, DrDiags *diags) {
     if (!bounded) continue;
     gboolean exhaustive = combos <= DR_PARAMS_ENUM_MAX && combos <= budget;
     if (exhaustive) budget -= combos;
-    guint64 lo = G_MAXUINT64, hi = 0;
+    guint64 lo = G_MAXUINT64, hi = 0, top_begin = 0; /* lo: the least begin, top_begin the greatest */
     /* Odometer over the combinations (exhaustive) or the corners (bit j
      * of `corner`: parameter ks[j] at its max), then the defaults. */
     guint64 corners = nk >= 12 ? 4096 : (G_GUINT64_CONSTANT(1) << nk);
@@ -216,6 +216,7 @@ gboolean dr__params_prove(DrGraph *g, DrDiags *diags) {
       }
       lo = MIN(lo, val.begin);
       hi = MAX(hi, val.end);
+      top_begin = MAX(top_begin, val.begin);
       if (exhaustive) /* next combination */
         for (guint j = 0; j < nk; j++) {
           const DrRunParam *rp = param_at(g, ks[j]);
@@ -230,6 +231,7 @@ gboolean dr__params_prove(DrGraph *g, DrDiags *diags) {
       const DrAccess *a = dr_graph_access(g, u->index);
       u->hull_begin = exhaustive ? lo : 0;
       u->hull_end = exhaustive ? hi : dr_graph_buffer(g, a->buffer)->count;
+      u->fixed_begin = exhaustive && lo == top_begin;
     }
   }
   return dr_diags_n_errors(diags) == errors;

@@ -60,8 +60,7 @@ struct DrRunner {
   guint32 param_nodes;
   double param_update_us;
   /* The backend's detail of that change (dr_session_update_detail). */
-  const char *forced_by, *graph_cache;
-  guint32 graph_cache_variants;
+  DrUpdateDetail detail;
 };
 
 DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings, GError **error) {
@@ -88,8 +87,7 @@ static gboolean apply_changes(DrRunner *runner, GError **error) {
   runner->bound = NULL;
   runner->param_nodes = 0;
   runner->param_update_us = NAN;
-  runner->forced_by = runner->graph_cache = NULL;
-  runner->graph_cache_variants = 0;
+  memset(&runner->detail, 0, sizeof runner->detail);
   /* Parameters first: the nodes whose values they change join the
    * scalars changed by hand. */
   g_autoptr(GArray) by_params = g_array_new(FALSE, FALSE, sizeof(DrId));
@@ -105,8 +103,7 @@ static gboolean apply_changes(DrRunner *runner, GError **error) {
   if (!dr_session_args_changed(runner->session, (const DrId *)(void *)runner->changed->data,
                                runner->changed->len, &runner->update, error))
     return FALSE;
-  dr_session_update_detail(runner->session, &runner->forced_by, &runner->graph_cache,
-                           &runner->graph_cache_variants);
+  dr_session_update_detail(runner->session, &runner->detail);
   if (by_params->len > 0) {
     runner->param_nodes = runner->changed->len;
     runner->param_update_us = (double)(g_get_monotonic_time() - t0);
@@ -126,10 +123,12 @@ DrRunReport *dr_runner_run(DrRunner *runner, GError **error) {
   r->param_update = runner->update;
   r->param_nodes = runner->param_nodes;
   r->param_update_us = runner->param_update_us;
-  r->graph_cache = runner->graph_cache;
-  r->graph_cache_variants = runner->graph_cache_variants;
+  r->graph_cache = runner->detail.cache;
+  r->graph_cache_variants = runner->detail.variants;
+  r->param_device_reads = runner->param_nodes > 0 ? runner->detail.device_reads : 0;
   DrRunReport *rr = wrap_report(r, runner->plan->plan);
-  if (runner->forced_by) r->param_forced_by = g_string_chunk_insert_const(rr->ids, runner->forced_by);
+  if (runner->detail.forced_by)
+    r->param_forced_by = g_string_chunk_insert_const(rr->ids, runner->detail.forced_by);
   return rr;
 }
 

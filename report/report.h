@@ -278,6 +278,9 @@ typedef struct {
   const char *param_forced_by;
   const char *graph_cache;
   guint32 graph_cache_variants;
+  /* Of the nodes it updated, those whose new counts went to device memory
+   * (graph mode's parameters in device memory) rather than to a node set. */
+  guint32 param_device_reads;
 } DrReport;
 
 /* One parameter's value in a report. */

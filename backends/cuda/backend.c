@@ -42,6 +42,7 @@ static void cuda_close(DrBackend *b) {
   dr__cuda_profile_close(&b->profile);
   dr__cuda_graph_release(&b->cuda_graph);
   dr__cuda_launch_close(&b->launch);
+  dr__cuda_devwords_close(&b->devwords);
   dr__cuda_loops_close(&b->loops);
   dr__cuda_nccl_close(&b->nccl);
   dr__cuda_memory_close(&b->memory, b->streams.origin);
@@ -293,14 +294,15 @@ static guint64 cuda_loop_trips(const DrBackend *b, guint32 loop) {
   return b->loops.trips != NULL ? b->loops.trips[loop] : 0;
 }
 
-/* The last change's forcing node and graph cache outcome (graph.h). */
-static void cuda_update_detail(const DrBackend *b, const char **forced_by, const char **cache,
-                               guint32 *variants) {
+/* The last change's forcing node, graph cache outcome (graph.h) and
+ * device-word writes (devwords.h). */
+static void cuda_update_detail(const DrBackend *b, DrUpdateDetail *detail) {
   if (b->mode != &dr__cuda_graph_mode) return;
   const DrCudaGraphState *cg = &b->cuda_graph;
-  *forced_by = cg->forced_by;
-  *cache = dr__graph_cache_result_name(cg->cache.result);
-  *variants = cg->cache.cap > 0 ? dr__cuda_graph_cache_variants(&cg->cache) : 0;
+  detail->forced_by = cg->forced_by;
+  detail->cache = dr__graph_cache_result_name(cg->cache.result);
+  detail->variants = cg->cache.cap > 0 ? dr__cuda_graph_cache_variants(&cg->cache) : 0;
+  detail->device_reads = b->devwords.last_reads;
 }
 
 const DrBackendOps dr__cuda_backend = {

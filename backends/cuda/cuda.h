@@ -8,6 +8,7 @@
  *             (launch.c, user_kernels.c)
  *   timing    slot events, node timing events, stamps (timing.c)
  *   cuda_graph  graph mode's graph and executable (graph.c)
+ *   devwords  graph mode's run-time parameters in device memory (devwords.c)
  *   profile   NVTX ranges and stream names for profilers (profile.c)
  * The backend (backend.c) opens and closes them in order, keeps the
  * iterations in flight, and calls the mode in effect (`mode`) where the
@@ -24,6 +25,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/batch.h"
+#include "backends/cuda/devwords.h"
 #include "backends/cuda/graph.h"
 #include "backends/cuda/issue.h"
 #include "backends/cuda/launch.h"
@@ -87,6 +89,7 @@ struct DrBackend {
   DrCudaLaunch launch;
   DrCudaTiming timing;
   DrCudaGraphState cuda_graph;
+  DrCudaDevWords devwords; /* devwords.c: graph mode's parameters in device memory */
   DrCudaProfile profile;
   DrCudaLoops loops; /* loops.c: host-driven loops */
   DrCudaTrips trips; /* trips.c: their trip stamps */

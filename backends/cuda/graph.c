@@ -446,6 +446,14 @@ static gboolean capture_and_instantiate(DrBackend *b, GError **error) {
  * in flight, stamps inline. */
 static gboolean graph_prepare(DrBackend *b, GError **error) {
   g_autoptr(GError) local = NULL;
+  /* Parameters in device memory (devwords.h): chosen before the capture,
+   * which binds their nodes at their largest counts. Not with
+   * run.device_loop: without a node map every change captures the
+   * iteration again anyway. */
+  if (!b->loops.device_loop &&
+      !dr__cuda_devwords_open(&b->devwords, b->graph, b->plan, &b->streams, b->memory.bases, error))
+    return FALSE;
+  b->launch.words = &b->devwords;
   if (capture_and_instantiate(b, &local)) {
     /* run.graph_cache: needs the node map (run.device_loop has none). */
     DrCudaGraphState *cg = &b->cuda_graph;
@@ -458,6 +466,8 @@ static gboolean graph_prepare(DrBackend *b, GError **error) {
     return FALSE;
   }
   g_warning("%s; running in streams mode instead (run.fallback: streams)", local->message);
+  b->launch.words = NULL; /* streams mode launches with the counts themselves */
+  dr__cuda_devwords_close(&b->devwords);
   b->mode = &dr__cuda_streams_mode;
   b->loops.device_loop = FALSE; /* streams mode issues every iteration */
   dr__cuda_timing_inline(&b->timing);
@@ -1009,6 +1019,28 @@ static gboolean graph_args_changed(DrBackend *b, const DrId *nodes, guint32 n, c
     cg->spent.wait += g_get_monotonic_time() - tw;
   }
   if (!dr__cuda_loops_write_counts(&b->loops, b->streams.origin, NULL, error)) return FALSE;
+  /* Nodes that read their counts from device memory (devwords.h): their
+   * new counts are one store on origin, after the iterations in flight,
+   * and, unless a scalar of theirs changed too (set by hand,
+   * dr_runner_set_float), they take no further part (no set, no cache
+   * key). */
+  if (!dr__cuda_devwords_write(&b->devwords, nodes, n, b->streams.origin, error)) return FALSE;
+  g_autofree DrId *rest = NULL;
+  if (nodes != NULL && b->devwords.last_reads > 0) {
+    rest = g_new(DrId, MAX(n, 1));
+    guint32 k = 0;
+    for (guint32 i = 0; i < n; i++)
+      if (!dr__cuda_devwords_reads(&b->devwords, nodes[i]) ||
+          !dr__cuda_launch_scalars_same(&b->launch, &b->memory, nodes[i]))
+        rest[k++] = nodes[i];
+    nodes = rest;
+    n = k;
+    if (n == 0) {
+      *how = "updated-nodes";
+      debug_spent(cg, *how, t0);
+      return TRUE;
+    }
+  }
   dr__cuda_graph_cache_changed(c, nodes, n);
   gboolean by_capture = force != NULL && strcmp(force, "capture") == 0;
   if (nodes == NULL || cg->node == NULL || cg->exec == NULL || by_capture) {

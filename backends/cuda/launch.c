@@ -200,7 +200,9 @@ gboolean dr__cuda_launch_bind(DrCudaLaunch *l, const DrCudaStreams *s, const DrC
     const DrNode *n = dr_graph_node(g, i);
     if (!is_bound(g, n)) continue;
     DrBoundKernel *k = &l->kcalls[l->n_kcalls];
-    if (!dr__kernel_call_bind(g, i, m->bases, &k->call, error)) return FALSE;
+    if (!dr__kernel_call_bind(g, i, m->bases, &k->call, error) ||
+        (l->words != NULL && !dr__cuda_devwords_widen(l->words, i, &k->call, error)))
+      return FALSE;
     guint32 st = l->plan->node_stream[i];
     DrKLaunch *kl = &k->call.launch;
     kl->stream = s->stream[st];
@@ -221,7 +223,8 @@ gboolean dr__cuda_launch_rebind(DrCudaLaunch *l, const DrCudaMemory *m, const Dr
   g_autofree DrKernelCall *fresh = g_new(DrKernelCall, MAX(n, 1));
   for (guint32 i = 0; i < n; i++)
     if (nodes[i] < l->n_nodes && l->node_kcall[nodes[i]] != DR_NONE &&
-        !dr__kernel_call_bind(g, nodes[i], m->bases, &fresh[i], error))
+        (!dr__kernel_call_bind(g, nodes[i], m->bases, &fresh[i], error) ||
+         (l->words != NULL && !dr__cuda_devwords_widen(l->words, nodes[i], &fresh[i], error))))
       return FALSE;
   for (guint32 i = 0; i < n; i++) {
     DrId v = nodes[i];
@@ -246,6 +249,17 @@ gboolean dr__cuda_launch_rebind(DrCudaLaunch *l, const DrCudaMemory *m, const Dr
     for (guint32 a = node->arg_first; a < node->arg_first + node->arg_count; a++)
       if (patch_of(g, k, dr_graph_arg(g, a), &l->patches[j])) j++;
   }
+  return TRUE;
+}
+
+gboolean dr__cuda_launch_scalars_same(const DrCudaLaunch *l, const DrCudaMemory *m, DrId v) {
+  if (v >= l->n_nodes || l->node_kcall[v] == DR_NONE) return FALSE;
+  const DrKernelCall *bound = &l->kcalls[l->node_kcall[v]].call;
+  DrKernelCall fresh;
+  if (!dr__kernel_call_bind(l->graph, v, m->bases, &fresh, NULL)) return FALSE;
+  for (int i = 0; i < bound->def->n_params; i++)
+    if (!bound->def->params[i].is_pointer && memcmp(&fresh.args[i], &bound->args[i], sizeof fresh.args[i]) != 0)
+      return FALSE;
   return TRUE;
 }
 

@@ -12,6 +12,7 @@
 #define DAGRUN_BACKENDS_CUDA_LAUNCH_H
 
 #include "backends/backend.h"
+#include "backends/cuda/devwords.h"
 #include "backends/cuda/memory.h"
 #include "kernels/blas.h"
 
@@ -57,6 +58,10 @@ typedef struct {
   cudaKernel_t *user_fn;   /* [n_kernels]: their entry points */
   guint32 *host_fns;       /* [n_host_fns]: nodes calling a host function with declared arguments */
   guint32 n_host_fns;
+  /* Borrowed, or NULL: graph mode's parameters in device memory. Each
+   * node that reads its counts there is bound at its largest counts with
+   * counts_dev at its words (dr__cuda_devwords_widen). */
+  const DrCudaDevWords *words;
 } DrCudaLaunch;
 
 /* How a binding launches the built-ins (the mode's and timing's choice). */
@@ -76,6 +81,12 @@ const DrKernelDef *dr__cuda_kernel_def(const DrGraph *g, DrId id);
 /* Node `id` is a kernel whose launch writes its own end stamp
  * (DR_KFLAG_STAMPS): eager stamps timing needs no stamp launch after it. */
 gboolean dr__cuda_self_stamping(const DrGraph *g, DrId id);
+
+/* Whether built-in node v's scalar arguments as the graph holds them now
+ * are those its launch was bound with (its counts and pointers aside):
+ * then a change of it changed only its slices. FALSE for a node that is
+ * no bound built-in or does not bind. */
+gboolean dr__cuda_launch_scalars_same(const DrCudaLaunch *l, const DrCudaMemory *m, DrId v);
 
 /* Prepares `l` for `plan`; no CUDA call. */
 void dr__cuda_launch_open(DrCudaLaunch *l, const DrPlan *plan);

@@ -95,12 +95,23 @@ typedef struct {
    * `guard`): a guarded launch that runs adds 1 to it, once (launch
    * only). */
   void *guard_runs;
+  /* uint64_t* in device memory, indexed like counts, or NULL: with
+   * DR_KFLAG_DEVICE_COUNTS, the launch reads each pointer parameter's
+   * element count from counts_dev[i] when it starts (and the host twin
+   * from there too when given one), while `counts` holds the largest
+   * counts it may find there (the launch's shape and checks use those).
+   * Graph mode sets it for run-time parameters kept in device memory
+   * (docs/format.md, "params"), so that a new count is a word written
+   * before the next launch instead of a node update. Launchers without
+   * the flag are never given one (launch only). */
+  const uint64_t *counts_dev;
 } DrKLaunch;
 
 /* DrKernelDef.flags */
-#define DR_KFLAG_BLAS 1u   /* launch needs l->blas (cuBLAS); host does not */
-#define DR_KFLAG_STAMPS 2u /* launch honours l->stamp */
-#define DR_KFLAG_GUARD 4u  /* launch honours l->guard and l->guard_runs */
+#define DR_KFLAG_BLAS 1u          /* launch needs l->blas (cuBLAS); host does not */
+#define DR_KFLAG_STAMPS 2u        /* launch honours l->stamp */
+#define DR_KFLAG_GUARD 4u         /* launch honours l->guard and l->guard_runs */
+#define DR_KFLAG_DEVICE_COUNTS 8u /* launch and host honour l->counts_dev */
 
 typedef struct {
   const char *name;

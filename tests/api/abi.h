@@ -34,6 +34,7 @@
   X(offsetof(DrKLaunch, pdl)) \
   X(offsetof(DrKLaunch, guard)) \
   X(offsetof(DrKLaunch, guard_runs)) \
+  X(offsetof(DrKLaunch, counts_dev)) \
   X(sizeof(DrKernelDef)) \
   X(offsetof(DrKernelDef, summary)) \
   X(offsetof(DrKernelDef, params)) \
@@ -49,6 +50,7 @@
   X(DR_KFLAG_BLAS) \
   X(DR_KFLAG_STAMPS) \
   X(DR_KFLAG_GUARD) \
+  X(DR_KFLAG_DEVICE_COUNTS) \
   X(DR_PRIORITY_LOW) \
   X(DR_PRIORITY_NORMAL) \
   X(DR_PRIORITY_HIGH) \

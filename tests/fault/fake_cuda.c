@@ -1350,6 +1350,14 @@ static int fake_kernel_launch(const DrKernelDef *def, const DrKLaunch *l) {
            def->name);
     return finish(cudaErrorInvalidValue);
   }
+  if (l->counts_dev != NULL &&
+      (!(def->flags & DR_KFLAG_DEVICE_COUNTS) ||
+       !mem_ok("kernel_launch counts_dev", l->counts_dev, sizeof(uint64_t) * (gsize)def->n_params))) {
+    misuse(
+        "kernel_launch %s: counts in device memory for a kernel that cannot read them, or not device memory",
+        def->name);
+    return finish(cudaErrorInvalidValue);
+  }
   if ((l->guard != NULL && !mem_ok("kernel_launch guard", l->guard, sizeof(gint32))) ||
       (l->guard_runs != NULL && !mem_ok("kernel_launch guard_runs", l->guard_runs, sizeof(guint64))))
     return finish(cudaErrorInvalidValue);
@@ -1411,6 +1419,27 @@ static int fake_spare_launch(cudaStream_t stream) {
     return finish(cudaErrorInvalidResourceHandle);
   FakeNode *n = capture_node(stream, cudaGraphNodeTypeKernel);
   if (n) n->ctl = 7;
+  return cudaSuccess;
+}
+
+/* The word store (DrCudaApi.words_launch): the words are written at once,
+ * as a fake stream is always idle. Never captured (graph mode stores
+ * before a launch, not inside one). */
+static guint words_launches;
+static int fake_words_launch(unsigned long long *words, const unsigned *index,
+                             const unsigned long long *value, unsigned n, cudaStream_t stream) {
+  GATE("words_launch", stream, FALSE, FALSE);
+  if (!stream_ok("words_launch", stream) || !stream_here("words_launch", stream))
+    return finish(cudaErrorInvalidResourceHandle);
+  if (fake.capture_stream != NULL) {
+    misuse("words_launch: made while a capture is under way");
+    return finish(cudaErrorStreamCaptureUnsupported);
+  }
+  for (unsigned i = 0; i < n; i++)
+    if (!mem_ok("words_launch", words + index[i], sizeof *words)) return finish(cudaErrorInvalidValue);
+  if (!fake.dry)
+    for (unsigned i = 0; i < n; i++) words[index[i]] = value[i];
+  words_launches++;
   return cudaSuccess;
 }
 
@@ -2123,6 +2152,7 @@ void dr_fake_set_split(const char *kernel, guint64 count) {
 }
 
 guint dr_fake_split_runs(void) { return split_runs; }
+guint dr_fake_words_launches(void) { return words_launches; }
 
 const DrCudaApi *dr_fake_api_user_sets(void) {
   static DrCudaApi api;
@@ -2147,6 +2177,7 @@ const DrCudaApi *dr_fake_api_graph_nodes(void) {
   api.kernel_node_copy = fake_kernel_node_copy;
   api.kernel_node_params = fake_kernel_node_params;
   api.spare_launch = fake_spare_launch;
+  api.words_launch = fake_words_launch;
   api.cudaGraphNodeSetEnabled = fake_cudaGraphNodeSetEnabled;
   api.cudaGraphExecMemcpyNodeSetParams1D = fake_cudaGraphExecMemcpyNodeSetParams1D;
   api.cudaGraphMemsetNodeGetParams = fake_cudaGraphMemsetNodeGetParams;
@@ -2175,7 +2206,7 @@ const char *dr_fake_pdl_pattern(void) { return pdl_pattern ? pdl_pattern->str : 
 unsigned long long dr_fake_instantiate_flags(void) { return fake_instantiate_flags; }
 
 void dr_fake_reset(void) {
-  pdl_launches = kernel_launches = kernels_run = guard_skips = user_launches = 0;
+  pdl_launches = kernel_launches = kernels_run = guard_skips = user_launches = words_launches = 0;
   user_record = FALSE;
   user_replayed = 0;
   if (pdl_pattern) g_string_truncate(pdl_pattern, 0);

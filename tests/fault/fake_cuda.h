@@ -253,6 +253,10 @@ void dr_fake_set_split(const char *kernel, guint64 count);
  * (a disabled one does not run). */
 guint dr_fake_split_runs(void);
 
+/* Word stores (DrCudaApi.words_launch: graph mode's parameters in device
+ * memory) since the reset; dr_fake_api_graph_nodes has the entry. */
+guint dr_fake_words_launches(void);
+
 /* dr_fake_api_graph_nodes with user_node_copy: a user kernel's node can be
  * set in place. Until dr_fake_reset, user kernel launches also record
  * their second argument (8 bytes: the test's kernel must have two), and

@@ -274,6 +274,117 @@ static void test_in_flight(gconstpointer data) {
   dr_fake_runner_finish();
 }
 
+/* Parameters in device memory (backends/cuda/devwords.h): seq in 4..64;
+ * ad, rl and sv, element-wise over slices that start at 0 (ad into the
+ * stream-ordered scratch s), read their counts from device words; sh's
+ * output slice starts at seq, so its pointer moves and it is set on the
+ * executable. */
+static const char *words_yaml =
+    "dagrun: 1\n"
+    "params:\n"
+    "  seq: {type: int, default: 8, min: 4, max: 64}\n"
+    "buffers:\n"
+    "  x: {type: f32, count: \"{seq*4}\", init: iota}\n"
+    "  s: {type: f32, count: \"{seq*4}\"}\n"
+    "  z: {type: f32, count: \"{seq*4}\", init: zeros}\n"
+    "  w: {type: f32, count: \"{seq*5}\", init: zeros}\n"
+    "  v: {type: f32, count: \"{seq*4}\", init: zeros}\n"
+    "nodes:\n"
+    "  a: {op: alloc, buffer: s}\n"
+    "  ad: {op: kernel, kernel: add_f32, args: {a: \"x[0:seq*4]\", b: \"x[0:seq*4]\", y: \"s[0:seq*4]\"}}\n"
+    "  rl: {op: kernel, kernel: relu_f32, args: {x: \"s[0:seq*4]\", y: \"z[0:seq*4]\"}}\n"
+    "  f: {op: free, buffer: s, after: [rl]}\n"
+    "  sv: {op: kernel, kernel: scale_f32, args: {x: \"z[0:seq*4]\", alpha: 2, y: \"v[0:seq*4]\"}}\n"
+    "  sh: {op: kernel, kernel: scale_f32, args: {x: \"x[0:seq*4]\", alpha: 3, y: \"w[seq:seq*5]\"}}\n";
+
+#define WORDS_MAX (64 * 5)
+
+/* z and w after a run at seq in `mode` from fresh buffers, w's element 0
+ * first set to -1 (then nothing at seq >= 1 writes it). */
+static void words_reference(gint64 seq, DrMode mode, float *z, float *w) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DrPipeline) p = dr_pipeline_load_string("words.yaml", words_yaml, -1, &error);
+  g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, seq);
+  g_assert_true(dr_pipeline_set_param(p, "seq", v, &error));
+  g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, mode);
+  g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+  g_assert_no_error(error);
+  g_assert_true(dr_runner_read_buffer(r, "z", z, 64 * 4 * sizeof(float), &error));
+  g_assert_true(dr_runner_read_buffer(r, "w", w, WORDS_MAX * sizeof(float), &error));
+}
+
+/* A change reaches ad, rl and sv as one word store (no node set, reported
+ * as device_reads), sh as a node set; each run gives the bytes streams
+ * mode gives at that value and writes nothing past its counts (a sentinel
+ * written between runs survives). A scalar of sv set by hand is still set
+ * on its node. DAGRUN_GRAPH_DEVICE_PARAMS=0 sets all four instead. */
+static void test_device_words(gconstpointer data) {
+  gboolean off = strcmp(data, "off") == 0;
+  dr_fake_runner_start();
+  if (off) g_setenv("DAGRUN_GRAPH_DEVICE_PARAMS", "0", TRUE);
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("words.yaml", words_yaml, -1, &error);
+    g_assert_no_error(error);
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    guint stores = dr_fake_words_launches();
+    g_autoptr(DrRunner) r = dr_fake_cuda_runner(plan, p, DR_MODE_GRAPH);
+    g_autoptr(DrRunReport) first = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    /* The words are written once at setup (off: there are none). */
+    g_assert_cmpuint(dr_fake_words_launches() - stores, ==, off ? 0 : 1);
+    const gint64 seqs[] = {4, 64, 13, 37, 8, 9};
+    for (guint i = 0; i < G_N_ELEMENTS(seqs); i++) {
+      gint64 seq = seqs[i];
+      /* A sentinel past this run's extent of z (the buffer holds 256). */
+      float sentinel[64 * 4];
+      for (guint k = 0; k < G_N_ELEMENTS(sentinel); k++) sentinel[k] = -7.0f - (float)k;
+      g_assert_true(dr_runner_write_buffer(r, "z", seq * 4 * sizeof(float), sentinel,
+                                           (64 - seq) * 4 * sizeof(float), &error));
+      g_assert_no_error(error);
+      g_assert_true(dr_runner_set_param(r, "seq", seq, &error));
+      guint from = dr_fake_trace()->len;
+      stores = dr_fake_words_launches();
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      g_assert_cmpstr(dr_runner_last_update(r), ==, "updated-nodes");
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 0);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 0);
+      g_assert_cmpuint(dr_fake_words_launches() - stores, ==, off ? 0 : 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, off ? 4 : 1);
+      g_autoptr(GString) json = g_string_new(NULL);
+      dr_run_report_write_json(rr, json);
+      g_assert_true((strstr(json->str, "\"device_reads\": 3") != NULL) == !off);
+      g_autoptr(GString) text = g_string_new(NULL);
+      dr_run_report_write_text(rr, text);
+      g_assert_true((strstr(text->str, "; 3 read from device memory") != NULL) == !off);
+      float z[64 * 4], w[WORDS_MAX], zr[64 * 4], wr[WORDS_MAX];
+      g_assert_true(dr_runner_read_buffer(r, "z", z, sizeof z, &error));
+      g_assert_true(dr_runner_read_buffer(r, "w", w, sizeof w, &error));
+      words_reference(seq, DR_MODE_STREAMS, zr, wr);
+      g_assert_cmpmem(z, seq * 4 * sizeof(float), zr, seq * 4 * sizeof(float));
+      g_assert_cmpmem(z + seq * 4, (64 - seq) * 4 * sizeof(float), sentinel, (64 - seq) * 4 * sizeof(float));
+      g_assert_cmpmem(w + seq, seq * 4 * sizeof(float), wr + seq, seq * 4 * sizeof(float));
+    }
+    /* sv's alpha by hand (seq is 9 now): sv is set on its node, no store. */
+    g_assert_true(dr_runner_set_float(r, "sv", "alpha", 5, &error));
+    guint from = dr_fake_trace()->len;
+    stores = dr_fake_words_launches();
+    g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(dr_fake_words_launches() - stores, ==, 0);
+    g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 1);
+    float z[64 * 4], v[64 * 4];
+    g_assert_true(dr_runner_read_buffer(r, "z", z, sizeof z, &error));
+    g_assert_true(dr_runner_read_buffer(r, "v", v, sizeof v, &error));
+    for (int e = 0; e < 9 * 4; e++) g_assert_cmpfloat(v[e], ==, 5.0f * z[e]);
+  }
+  g_unsetenv("DAGRUN_GRAPH_DEVICE_PARAMS");
+  dr_fake_runner_finish();
+}
+
 /* A fault at every call of a graph-mode update: the run fails with the
  * runtime's error or succeeds; freeing the runner releases everything. */
 static void test_update_faults(void) {
@@ -314,5 +425,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/fault/params/in-flight/graph", "graph", test_in_flight);
   g_test_add_data_func("/fault/params/in-flight/capture", "capture", test_in_flight);
   g_test_add_data_func("/fault/params/in-flight/streams", "streams", test_in_flight);
+  g_test_add_data_func("/fault/params/device-words/on", "on", test_device_words);
+  g_test_add_data_func("/fault/params/device-words/off", "off", test_device_words);
   return g_test_run();
 }

@@ -86,8 +86,10 @@
 #   gpu/params/in-place             tests/gpu/params/inplace.yaml over
 #                                   inplace.txt: in-place sets give a fresh
 #                                   capture's and streams mode's checksums,
-#                                   every change in place (spare slots);
-#                                   memcheck of the sweep
+#                                   every change in place (spare slots),
+#                                   'half' through device memory (one
+#                                   device read per change); memcheck of
+#                                   the sweep
 #   gpu/params/pipelined            bench/params_pipeline_bench (one
 #                                   round): the decoder's steps with a
 #                                   change before each, queued with no host
@@ -510,11 +512,16 @@ check gpu/params/in-place 240 bash -c "set -e -o pipefail
   diff $tmp/ip_graph $tmp/ip_streams
   sweep --mode=graph --format=json | python3 -c '
 import json, sys, collections
-how = collections.Counter(json.loads(l)[\"param_update\"][\"how\"] for l in sys.stdin if l.startswith(\"{\"))
-print(dict(how))
+ups = [json.loads(l)[\"param_update\"] for l in sys.stdin if l.startswith(\"{\")]
+how = collections.Counter(u[\"how\"] for u in ups)
+reads = collections.Counter(u.get(\"device_reads\", 0) for u in ups if u[\"how\"] != \"none\")
+print(dict(how), \"device_reads:\", dict(reads))
 # Spare slots: a gemm whose split changes is set in place too, so no
 # change captures the iteration again.
 assert how[\"updated-nodes\"] >= 1 and set(how) <= {\"updated-nodes\", \"none\"}, how
+# half (scale_f32 over slices from 0) reads its counts from device memory:
+# every change writes them there, the checksums above being the proof.
+assert set(reads) == {1}, reads
 '
   # API errors not reported: a cudaGraphExecUpdate that the runtime refuses
   # (a gemm whose split changed) is one, and dagrun checks every return.

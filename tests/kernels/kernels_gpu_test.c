@@ -442,6 +442,79 @@ static void test_gemm_capture(void) {
   g_rand_free(r);
 }
 
+/* Counts kept in device memory (DR_KFLAG_DEVICE_COUNTS, DrKLaunch
+ * counts_dev): every element-wise built-in, launched in the shape for
+ * 4099 elements (and at offset 1: no 16-byte loads) with smaller counts in
+ * a device word, writes exactly the twin's result for those counts and
+ * leaves every element past them as it was. */
+static void test_device_counts(void) {
+  SKIP_WITHOUT_GPU();
+  GRand *r = g_rand_new_with_seed(29);
+  const uint64_t big = 4099, smalls[] = {1, 5, 537, 4096, 4099};
+  uint64_t *dcounts = NULL;
+  CUDA_OK(cudaMalloc((void **)&dcounts, 16 * sizeof *dcounts));
+  for (int k = 0; k < dr_kernel_registry_len; k++) {
+    const DrKernelDef *def = &dr_kernel_registry[k];
+    if (!(def->flags & DR_KFLAG_DEVICE_COUNTS)) continue;
+    const Tolerance *tol = tolerance_of(def->name);
+    for (guint si = 0; si < G_N_ELEMENTS(smalls); si++)
+      for (unsigned offset = 0; offset < 2; offset++) {
+        uint64_t counts[16] = {0}, small[16] = {0};
+        DrKValue hargs[16], dargs[16];
+        memset(hargs, 0, sizeof hargs);
+        make_case(def, big, counts, hargs);
+        memcpy(dargs, hargs, sizeof dargs);
+        void *dbase[16] = {0}, *hin[16] = {0}, *hout[16] = {0}, *back[16] = {0};
+        for (int i = 0; i < def->n_params; i++) {
+          const DrKParam *p = &def->params[i];
+          if (!p->is_pointer) continue;
+          small[i] = smalls[si];
+          size_t es = elem_size(p->type), bytes = counts[i] * es;
+          hin[i] = g_malloc(bytes);
+          fill_random(r, p->type, hin[i], counts[i]);
+          hout[i] = g_memdup2(hin[i], bytes);
+          back[i] = g_malloc(bytes);
+          CUDA_OK(cudaMalloc(&dbase[i], bytes + es));
+          CUDA_OK(cudaMemcpy((char *)dbase[i] + offset * es, hin[i], bytes, cudaMemcpyHostToDevice));
+          hargs[i].ptr = hout[i];
+          dargs[i].ptr = (char *)dbase[i] + offset * es;
+        }
+        char err[DR_KERR_SIZE] = "";
+        DrKLaunch hl = {.args = hargs, .counts = small};
+        if (def->host(&hl, err) != 0) g_error("%s host twin: %s", def->name, err);
+        CUDA_OK(cudaMemcpy(dcounts, small, sizeof small, cudaMemcpyHostToDevice));
+        DrKLaunch dl = {.args = dargs, .counts = counts, .stream = stream, .counts_dev = dcounts};
+        dr_kernel_default_shape(def, counts, dargs, dl.grid, dl.block);
+        int rc = def->launch(&dl);
+        if (rc != 0) g_error("%s launch: %s", def->name, cudaGetErrorName((cudaError_t)rc));
+        CUDA_OK(cudaStreamSynchronize(stream));
+        for (int i = 0; i < def->n_params; i++) {
+          const DrKParam *p = &def->params[i];
+          if (!p->is_pointer) continue;
+          size_t es = elem_size(p->type);
+          CUDA_OK(
+              cudaMemcpy(back[i], (char *)dbase[i] + offset * es, counts[i] * es, cudaMemcpyDeviceToHost));
+          for (uint64_t j = 0; j < counts[i]; j++) {
+            const void *want = (const char *)(j < small[i] ? hout[i] : hin[i]) + j * es;
+            if (memcmp((const char *)back[i] + j * es, want, es) == 0) continue;
+            double d = as_double(p->type, back[i], j), h = as_double(p->type, want, 0);
+            if (j < small[i] && fabs(d - h) <= tol->rel * fabs(h) + tol->abs) continue;
+            g_error("%s: counts %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                    " from device memory, offset %u: "
+                    "%s[%" G_GUINT64_FORMAT "] is %.9g, want %.9g",
+                    def->name, small[i], counts[i], offset, p->name, j, d, h);
+          }
+        }
+        for (int i = 0; i < def->n_params; i++) {
+          if (dbase[i]) CUDA_OK(cudaFree(dbase[i]));
+          g_free(hin[i]), g_free(hout[i]), g_free(back[i]);
+        }
+      }
+  }
+  CUDA_OK(cudaFree(dcounts));
+  g_rand_free(r);
+}
+
 /* Guards (DR_KFLAG_GUARD, DrKLaunch.guard): every guardable built-in,
  * given a guard word of 0, leaves every buffer as it was, raises no stamp
  * and counts no run; given 1, it runs (the stamp is raised) and counts
@@ -682,6 +755,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/gpu/gemm-capture", test_gemm_capture);
   g_test_add_func("/kernels/gpu/spin", test_spin);
   g_test_add_func("/kernels/gpu/guard", test_guard);
+  g_test_add_func("/kernels/gpu/device-counts", test_device_counts);
   g_test_add_func("/kernels/gpu/throughput", test_throughput);
   int rc = g_test_run();
   if (have_gpu)

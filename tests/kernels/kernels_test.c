@@ -51,6 +51,19 @@ static void assert_close(const char *what, uint64_t i, double got, double want, 
     g_error("%s[%" G_GUINT64_FORMAT "]: got %.9g, want %.9g (tolerance %.3g)", what, i, got, want, tol);
 }
 
+/* Bytes of one element of type t. */
+static size_t elem_bytes(DrElemType t) {
+  switch (t) {
+#define DR_X(e, s, n) \
+  case DR_ELEM_##e:   \
+    return n;
+    DR_ELEM_TYPE_LIST(DR_X)
+#undef DR_X
+    default:
+      g_assert_not_reached();
+  }
+}
+
 /* ---- the registry ------------------------------------------------------- */
 
 static void test_registry_sorted_unique(void) {
@@ -90,7 +103,17 @@ static void test_registry_params_well_formed(void) {
     g_assert_cmpint(k->grid_over, >=, -1);
     g_assert_cmpint(k->grid_over, <, k->n_params);
     if (k->flags & DR_KFLAG_BLAS) g_assert_cmpint(k->grid_over, ==, -1);
-    g_assert_cmpuint(k->flags & ~(DR_KFLAG_BLAS | DR_KFLAG_STAMPS | DR_KFLAG_GUARD), ==, 0);
+    g_assert_cmpuint(k->flags & ~(DR_KFLAG_BLAS | DR_KFLAG_STAMPS | DR_KFLAG_GUARD | DR_KFLAG_DEVICE_COUNTS),
+                     ==, 0);
+    /* Counts from device memory: the element-wise ones (elementwise.cu),
+     * whose output element i depends on element i alone. */
+    static const char *const elementwise[] = {"add_bf16", "add_f16",    "add_f32",   "axpy_f32",
+                                              "fill_f32", "gelu_f32",   "iota_f32",  "mul_f32",
+                                              "relu_f32", "scale_bf16", "scale_f16", "scale_f32"};
+    gboolean is_elementwise = FALSE;
+    for (guint e = 0; e < G_N_ELEMENTS(elementwise); e++)
+      is_elementwise = is_elementwise || strcmp(elementwise[e], k->name) == 0;
+    g_assert_cmpint(!!(k->flags & DR_KFLAG_DEVICE_COUNTS), ==, is_elementwise);
     /* Every built-in stamps its own end except those cuBLAS runs. */
     g_assert_cmpint(!!(k->flags & DR_KFLAG_STAMPS), ==, !(k->flags & DR_KFLAG_BLAS));
     /* Every built-in can be guarded (a while body's unrolled copies) but
@@ -692,6 +715,52 @@ static void test_host_spin(void) {
   refuse_host("spin", a, c, "ns must be in");
 }
 
+/* DR_KFLAG_DEVICE_COUNTS: each element-wise twin given counts_dev works on
+ * the counts found there, not on `counts` (the largest), and gives the
+ * bytes it gives with those counts written in; nothing past them is
+ * touched. (The fake runtime's graph replays run the twins so.) */
+static void test_host_device_counts(void) {
+  GRand *r = g_rand_new_with_seed(23);
+  for (int k = 0; k < dr_kernel_registry_len; k++) {
+    const DrKernelDef *def = &dr_kernel_registry[k];
+    if (!(def->flags & DR_KFLAG_DEVICE_COUNTS)) continue;
+    const uint64_t big = 1000, small = 537;
+    uint64_t counts[16] = {0}, small_counts[16] = {0}, dev[16] = {0};
+    DrKValue args[2][16];
+    memset(args, 0, sizeof args);
+    guint8 *mem[2][16] = {{0}};
+    for (int i = 0; i < def->n_params; i++) {
+      const DrKParam *p = &def->params[i];
+      if (!p->is_pointer) {
+        args[0][i].f = args[1][i].f = 0.75; /* every scalar of these is a float */
+        continue;
+      }
+      counts[i] = big;
+      small_counts[i] = dev[i] = small;
+      size_t bytes = big * elem_bytes(p->type);
+      mem[0][i] = g_malloc(bytes);
+      for (size_t b = 0; b < bytes; b++) mem[0][i][b] = (guint8)g_rand_int_range(r, 0, 256);
+      /* 16-bit floats: keep exponents tame (no NaN payloads to compare). */
+      if (elem_bytes(p->type) == 2)
+        for (size_t b = 1; b < bytes; b += 2) mem[0][i][b] &= 0x3f;
+      mem[1][i] = g_memdup2(mem[0][i], bytes);
+      args[0][i].ptr = mem[0][i];
+      args[1][i].ptr = mem[1][i];
+    }
+    DrKLaunch by_dev = {.args = args[0], .counts = counts, .counts_dev = dev};
+    DrKLaunch by_host = {.args = args[1], .counts = small_counts};
+    char err[DR_KERR_SIZE] = "";
+    if (def->host(&by_dev, err) != 0) g_error("%s with counts_dev: %s", def->name, err);
+    if (def->host(&by_host, err) != 0) g_error("%s: %s", def->name, err);
+    for (int i = 0; i < def->n_params; i++)
+      if (def->params[i].is_pointer &&
+          memcmp(mem[0][i], mem[1][i], big * elem_bytes(def->params[i].type)) != 0)
+        g_error("%s: parameter %s differs with counts from counts_dev", def->name, def->params[i].name);
+    for (int i = 0; i < def->n_params; i++) g_free(mem[0][i]), g_free(mem[1][i]);
+  }
+  g_rand_free(r);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/kernels/registry/sorted-unique", test_registry_sorted_unique);
@@ -718,5 +787,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/host/layernorm", test_host_layernorm);
   g_test_add_func("/kernels/host/gemm", test_host_gemm);
   g_test_add_func("/kernels/host/spin", test_host_spin);
+  g_test_add_func("/kernels/host/device-counts", test_host_device_counts);
   return g_test_run();
 }
