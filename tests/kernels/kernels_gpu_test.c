@@ -20,6 +20,7 @@
 #include "kernels/halfconv.h"
 #include "kernels/impl.h"
 #include "kernels/registry.h"
+#include "tests/kernels/elem_size.h"
 
 static gboolean have_gpu;
 static char no_gpu_reason[256];
@@ -40,18 +41,6 @@ static GString *table;
     cudaError_t e_ = (call);                                                                            \
     if (e_ != cudaSuccess) g_error("%s: %s (%s)", #call, cudaGetErrorName(e_), cudaGetErrorString(e_)); \
   } while (0)
-
-static size_t elem_size(DrElemType t) {
-  switch (t) {
-#define DR_X(e, s, n) \
-  case DR_ELEM_##e:   \
-    return n;
-    DR_ELEM_TYPE_LIST(DR_X)
-#undef DR_X
-    default:
-      g_assert_not_reached();
-  }
-}
 
 /* ---- cases: sizes and scalars per kernel ------------------------------- */
 

@@ -13,6 +13,7 @@
 #include "kernels/halfconv.h"
 #include "kernels/impl.h"
 #include "kernels/registry.h"
+#include "tests/kernels/elem_size.h"
 
 static const uint64_t sizes[] = {1, 2, 3, 4, 5, 31, 255, 256, 257, 1000, 4099};
 
@@ -49,19 +50,6 @@ static void assert_close(const char *what, uint64_t i, double got, double want, 
   double tol = rel * fabs(want) + abs;
   if (!(fabs(got - want) <= tol))
     g_error("%s[%" G_GUINT64_FORMAT "]: got %.9g, want %.9g (tolerance %.3g)", what, i, got, want, tol);
-}
-
-/* Bytes of one element of type t. */
-static size_t elem_bytes(DrElemType t) {
-  switch (t) {
-#define DR_X(e, s, n) \
-  case DR_ELEM_##e:   \
-    return n;
-    DR_ELEM_TYPE_LIST(DR_X)
-#undef DR_X
-    default:
-      g_assert_not_reached();
-  }
 }
 
 /* ---- the registry ------------------------------------------------------- */
@@ -737,11 +725,11 @@ static void test_host_device_counts(void) {
       }
       counts[i] = big;
       small_counts[i] = dev[i] = small;
-      size_t bytes = big * elem_bytes(p->type);
+      size_t bytes = big * elem_size(p->type);
       mem[0][i] = g_malloc(bytes);
       for (size_t b = 0; b < bytes; b++) mem[0][i][b] = (guint8)g_rand_int_range(r, 0, 256);
       /* 16-bit floats: keep exponents tame (no NaN payloads to compare). */
-      if (elem_bytes(p->type) == 2)
+      if (elem_size(p->type) == 2)
         for (size_t b = 1; b < bytes; b += 2) mem[0][i][b] &= 0x3f;
       mem[1][i] = g_memdup2(mem[0][i], bytes);
       args[0][i].ptr = mem[0][i];
@@ -754,7 +742,7 @@ static void test_host_device_counts(void) {
     if (def->host(&by_host, err) != 0) g_error("%s: %s", def->name, err);
     for (int i = 0; i < def->n_params; i++)
       if (def->params[i].is_pointer &&
-          memcmp(mem[0][i], mem[1][i], big * elem_bytes(def->params[i].type)) != 0)
+          memcmp(mem[0][i], mem[1][i], big * elem_size(def->params[i].type)) != 0)
         g_error("%s: parameter %s differs with counts from counts_dev", def->name, def->params[i].name);
     for (int i = 0; i < def->n_params; i++) g_free(mem[0][i]), g_free(mem[1][i]);
   }
