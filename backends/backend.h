@@ -86,6 +86,11 @@ typedef struct {
    * queued on it later wait for the iteration, without waiting on the
    * host. */
   gboolean (*bind_buffer)(DrBackend *b, DrId buffer, void *ptr, const char **how, GError **error);
+  /* Optional: writes words[i] (8 bytes) into whole-run buffer
+   * buffers[i] for i < n, ordered as write_buffer's writes, in as few
+   * operations as the backend can (parameter buffers,
+   * dr_session_write_params). NULL: write_buffer, one each. */
+  gboolean (*write_words)(DrBackend *b, const DrId *buffers, const guint64 *words, guint32 n, GError **error);
   gboolean (*write_buffer)(DrBackend *b, DrId buffer, guint64 offset, const void *data, guint64 bytes,
                            GError **error);
   gboolean (*run_on_stream)(DrBackend *b, guint32 iteration, void *stream, GError **error);
@@ -128,9 +133,16 @@ gboolean dr__cuda_available(char **why);
  *                with round-to-nearest; u8 takes z mod 256; i32 and i64 take
  *                (z mod 2001) - 1000;
  *   file PATH:   the file's raw bytes, which must be exactly the buffer's
- *                size (DR_ERROR_IO otherwise).
+ *                size (DR_ERROR_IO otherwise);
+ *   param NAME:  (DrBuffer.param, no init) the parameter's current value,
+ *                dr__param_buffer_word.
  * Every backend uses this, so both backends start from the same bytes. */
 gboolean dr__buffer_init(const DrGraph *graph, DrId buffer, void *dst, GError **error);
+
+/* The 8 bytes a parameter buffer (`param:`, DrBuffer.param) holds for the
+ * parameter's current value: the i64 or the f64, as memory has it. A
+ * buffer with `param:` is initialized to it (dr__buffer_init). */
+guint64 dr__param_buffer_word(const DrGraph *graph, DrId buffer);
 
 /* Returns splitmix64's next value and advances *state. */
 guint64 dr__splitmix64(guint64 *state);

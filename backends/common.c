@@ -204,9 +204,26 @@ void dr__elem_format(DrElemType type, const void *data, guint64 i, GString *out)
 
 /* ---- buffer initialisation --------------------------------------------- */
 
+guint64 dr__param_buffer_word(const DrGraph *graph, DrId buffer) {
+  const DrBuffer *b = dr_graph_buffer(graph, buffer);
+  g_return_val_if_fail(b->param > 0, 0);
+  const DrRunParam *rp = &g_array_index(graph->params, DrRunParam, b->param - 1);
+  guint64 word = 0;
+  if (rp->type == DR_RUN_PARAM_INT)
+    memcpy(&word, &rp->i, sizeof word);
+  else
+    memcpy(&word, &rp->f, sizeof word);
+  return word;
+}
+
 gboolean dr__buffer_init(const DrGraph *graph, DrId buffer, void *dst, GError **error) {
   const DrBuffer *b = dr_graph_buffer(graph, buffer);
   guint64 bytes = dr_buffer_bytes(b);
+  if (b->param) { /* a parameter's value, as its next run uses it */
+    guint64 word = dr__param_buffer_word(graph, buffer);
+    memcpy(dst, &word, sizeof word);
+    return TRUE;
+  }
   switch (b->init) {
     case DR_INIT_NONE:
     case DR_INIT_ZEROS:

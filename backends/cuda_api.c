@@ -8,8 +8,8 @@
 /* stamp.cu */
 extern int dr__stamp_launch(unsigned long long *slot, cudaStream_t stream);
 extern int dr__spare_launch(cudaStream_t stream);
-extern int dr__words_launch(unsigned long long *words, const unsigned *index, const unsigned long long *value,
-                            unsigned n, cudaStream_t stream);
+extern int dr__words_launch(unsigned long long *const *dst, const unsigned long long *value, unsigned n,
+                            cudaStream_t stream);
 /* loopctl.cu */
 extern int dr__cond_launch(cudaGraphConditionalHandle handle, const gint32 *cond, guint64 *trips,
                            gboolean count_always, cudaStream_t stream);

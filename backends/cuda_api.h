@@ -134,14 +134,15 @@ typedef struct {
    * such a launch captures the iteration again. */
   int (*spare_launch)(cudaStream_t stream);
   cudaError_t (*cudaGraphNodeSetEnabled)(cudaGraphExec_t exec, cudaGraphNode_t node, unsigned int enabled);
-  /* Run-time parameters kept in device memory (cuda/devwords.c): writes
-   * words[index[i]] = value[i] for i < n in stream order on `stream`
-   * (stamp.cu's word store: the values travel as kernel arguments, so the
-   * arrays may change when it returns). A cudaError_t as int. Optional:
-   * NULL, graph mode keeps no parameter in device memory and sets each
-   * changed node instead. */
-  int (*words_launch)(unsigned long long *words, const unsigned *index, const unsigned long long *value,
-                      unsigned n, cudaStream_t stream);
+  /* Run-time parameters kept in device memory (cuda/devwords.c, and
+   * parameter buffers): writes *dst[i] = value[i] (8-byte words of device
+   * memory) for i < n in stream order on `stream` (stamp.cu's word store:
+   * the values travel as kernel arguments, so the arrays may change when
+   * it returns). A cudaError_t as int. Optional: NULL, graph mode keeps no
+   * count in device memory and sets each changed node instead, and
+   * parameter buffers are written by copies. */
+  int (*words_launch)(unsigned long long *const *dst, const unsigned long long *value, unsigned n,
+                      cudaStream_t stream);
   /* Fills *params (its arguments in *store) with the one kernel launch
    * built-in `def` would make for `l`, making no CUDA call
    * (dr__k_describe), so that graph mode sets a node without capturing

@@ -385,6 +385,9 @@ struct DrSession {
   const DrPlan *plan; /* borrowed */
   DrRunOptions opts;
   guint32 on_stream_iterations; /* run_on_stream's iteration numbers */
+  /* [n_buffers]: what each parameter buffer (`param:`) holds now (its
+   * setup's value, then the last dr_session_write_params). */
+  guint64 *param_words;
 };
 
 DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts_in, GError **error) {
@@ -410,6 +413,9 @@ DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts_in, GErr
   s->b = b;
   s->plan = plan;
   s->opts = opts;
+  s->param_words = g_new0(guint64, MAX(dr_graph_n_buffers(plan->graph), 1));
+  for (DrId i = 0; i < dr_graph_n_buffers(plan->graph); i++)
+    if (dr_graph_buffer(plan->graph, i)->param) s->param_words[i] = dr__param_buffer_word(plan->graph, i);
   return s;
 }
 
@@ -515,5 +521,34 @@ const char *dr_session_backend(const DrSession *s) { return s->ops->name; }
 void dr_session_close(DrSession *s) {
   if (s == NULL) return;
   s->ops->close(s->b);
+  g_free(s->param_words);
   g_free(s);
+}
+
+gboolean dr_session_write_params(DrSession *s, guint32 *written, GError **error) {
+  g_return_val_if_fail(s != NULL && written != NULL, FALSE);
+  const DrGraph *g = s->plan->graph;
+  *written = 0;
+  g_autoptr(GArray) buffers = g_array_new(FALSE, FALSE, sizeof(DrId));
+  g_autoptr(GArray) words = g_array_new(FALSE, FALSE, sizeof(guint64));
+  for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
+    if (!dr_graph_buffer(g, i)->param) continue;
+    guint64 w = dr__param_buffer_word(g, i);
+    if (w == s->param_words[i]) continue;
+    g_array_append_val(buffers, i);
+    g_array_append_val(words, w);
+  }
+  if (buffers->len == 0) return TRUE;
+  const DrId *ids = (const DrId *)(void *)buffers->data;
+  const guint64 *ws = (const guint64 *)(void *)words->data;
+  gboolean ok = TRUE;
+  if (s->ops->write_words != NULL)
+    ok = s->ops->write_words(s->b, ids, ws, buffers->len, error);
+  else
+    for (guint i = 0; i < buffers->len && ok; i++)
+      ok = s->ops->write_buffer(s->b, ids[i], 0, &ws[i], 8, error);
+  if (!ok) return FALSE;
+  for (guint i = 0; i < buffers->len; i++) s->param_words[ids[i]] = ws[i];
+  *written = buffers->len;
+  return TRUE;
 }

@@ -159,6 +159,12 @@ typedef struct {
   guint32 device_reads;
 } DrUpdateDetail;
 
+/* Writes each parameter buffer (`param:`) whose parameter's value differs
+ * from what it holds (one store, in stream order after the iterations
+ * queued and before the next: DrBackendOps.write_words, else
+ * write_buffer); *written says how many. Between runs. */
+gboolean dr_session_write_params(DrSession *session, guint32 *written, GError **error);
+
 /* After dr_session_args_changed: DrBackendOps.update_detail's answer
  * (DrUpdateDetail), all zero when the backend has nothing to say. */
 void dr_session_update_detail(const DrSession *session, DrUpdateDetail *detail);

@@ -24,7 +24,7 @@ __global__ void stamp_kernel(unsigned long long *slot) {
  * into and that is disabled while it is not needed. */
 __global__ void spare_kernel(void) {}
 
-/* Up to DR_WORDS_PER_STORE (index, value) pairs, passed by value: the
+/* Up to DR_WORDS_PER_STORE (address, value) pairs, passed by value: the
  * launch takes a copy of its arguments when it is made, so the host's
  * array may change at once, and the words change in stream order, after
  * everything before the launch on its stream has run (the iterations in
@@ -32,13 +32,13 @@ __global__ void spare_kernel(void) {}
 #define DR_WORDS_PER_STORE 32
 struct WordStore {
   unsigned n;
-  unsigned index[DR_WORDS_PER_STORE];
+  unsigned long long *dst[DR_WORDS_PER_STORE];
   unsigned long long value[DR_WORDS_PER_STORE];
 };
 
-__global__ void words_kernel(unsigned long long *words, WordStore s) {
+__global__ void words_kernel(WordStore s) {
   unsigned i = threadIdx.x;
-  if (i < s.n) words[s.index[i]] = s.value[i];
+  if (i < s.n) *s.dst[i] = s.value[i];
 }
 
 }  // namespace
@@ -57,20 +57,20 @@ extern "C" int dr__spare_launch(cudaStream_t stream) {
   return (int)cudaGetLastError();
 }
 
-/* Writes words[index[i]] = value[i] for i < n on `stream`, in launches of
- * at most DR_WORDS_PER_STORE pairs (one for up to 32 words), each an
+/* Writes *dst[i] = value[i] for i < n on `stream`, in launches of at
+ * most DR_WORDS_PER_STORE pairs (one for up to 32 words), each an
  * ordinary kernel of one block. Returns the first failed launch's
  * cudaError_t as an int, or 0. */
-extern "C" int dr__words_launch(unsigned long long *words, const unsigned *index,
-                                const unsigned long long *value, unsigned n, cudaStream_t stream) {
+extern "C" int dr__words_launch(unsigned long long *const *dst, const unsigned long long *value, unsigned n,
+                                cudaStream_t stream) {
   for (unsigned first = 0; first < n; first += DR_WORDS_PER_STORE) {
     WordStore s;
     s.n = n - first < DR_WORDS_PER_STORE ? n - first : DR_WORDS_PER_STORE;
     for (unsigned i = 0; i < s.n; i++) {
-      s.index[i] = index[first + i];
+      s.dst[i] = dst[first + i];
       s.value[i] = value[first + i];
     }
-    words_kernel<<<1, DR_WORDS_PER_STORE, 0, stream>>>(words, s);
+    words_kernel<<<1, DR_WORDS_PER_STORE, 0, stream>>>(s);
     cudaError_t rc = cudaGetLastError();
     if (rc != cudaSuccess) return (int)rc;
   }

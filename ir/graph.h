@@ -117,6 +117,10 @@ typedef struct {
    * between its uses (no init, no save): memory.reuse may share its
    * storage with others (scheduler/reuse.c). */
   gboolean scratch;
+  /* `param: NAME`: the buffer holds run-time parameter param - 1's value
+   * (one i64 or f64), written by dagrun before each run whose value
+   * differs; nodes only read it. 0: an ordinary buffer. */
+  guint32 param;
 } DrBuffer;
 
 static inline guint64 dr_buffer_bytes(const DrBuffer *b) { return b->count * (guint64)dr_elem_size(b->type); }

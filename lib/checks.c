@@ -115,9 +115,45 @@ static void check_kernel_nodes(const DrGraph *graph, DrDiags *diags) {
   }
 }
 
+/* Parameter buffers (`param:`) are dagrun's to write, before a run: no
+ * node of `g` (or of its bodies) writes one, and none is allocated by a
+ * node (it keeps the value between runs). `top` names the parameters. */
+static void check_param_buffers(const DrGraph *top, const DrGraph *g, DrDiags *diags) {
+  for (DrId i = 0; i < dr_graph_n_nodes(g); i++) {
+    const DrNode *n = dr_graph_node(g, i);
+    for (guint32 k = 0; k < n->access_count; k++) {
+      const DrAccess *a = dr_graph_access(g, n->access_first + k);
+      const DrBuffer *b = dr_graph_buffer(g, a->buffer);
+      if (b->param == 0) continue;
+      const char *param = g_array_index(top->params, DrRunParam, b->param - 1).name;
+      if (a->mode != DR_ACCESS_READ && n->op != DR_OP_ALLOC && n->op != DR_OP_FREE)
+        dr_diags_error(diags, a->loc,
+                       "node '%s' writes buffer '%s', which holds run-time parameter '%s' (dagrun writes it "
+                       "before each run): nodes only read it",
+                       n->id, b->name, param);
+    }
+  }
+  for (guint32 l = 0; l < dr_graph_n_loops(g); l++) {
+    const DrLoop *loop = dr_graph_loop(g, l);
+    if (loop->body) check_param_buffers(top, loop->body, diags);
+    if (loop->else_body) check_param_buffers(top, loop->else_body, diags);
+  }
+}
+
 gboolean dr__pipeline_checks(const DrGraph *graph, DrDiags *diags) {
   guint before = dr_diags_n_errors(diags);
   check_kernel_nodes(graph, diags);
+  check_param_buffers(graph, graph, diags);
+  for (DrId i = 0; i < dr_graph_n_buffers(graph); i++) {
+    const DrBuffer *b = dr_graph_buffer(graph, i);
+    if (b->param == 0 || b->alloc_node == DR_NONE) continue;
+    const DrNode *n = dr_graph_node(graph, b->alloc_node);
+    dr_diags_error(
+        diags, n->loc,
+        "node '%s': buffer '%s' holds run-time parameter '%s' for the whole run; no node allocates "
+        "or frees it",
+        n->id, b->name, g_array_index(graph->params, DrRunParam, b->param - 1).name);
+  }
   for (DrId i = 0; i < dr_graph_n_buffers(graph); i++) {
     const DrBuffer *b = dr_graph_buffer(graph, i);
     if (b->init == DR_INIT_FILE && b->init_path != NULL) check_init_file(b, diags);

@@ -57,7 +57,7 @@ struct DrRunner {
   const char *bound;    /* static: how the last bind since the last run was applied, or NULL */
   /* Run-time parameters: the nodes their last change reached (handed to
    * args_changed) and the time that took, for the report. */
-  guint32 param_nodes;
+  guint32 param_nodes, param_buffers;
   double param_update_us;
   /* The backend's detail of that change (dr_session_update_detail). */
   DrUpdateDetail detail;
@@ -85,13 +85,19 @@ DrRunner *dr_runner_new(const DrStreamPlan *plan, const DrRunSettings *settings,
 static gboolean apply_changes(DrRunner *runner, GError **error) {
   runner->update = runner->bound ? runner->bound : "none";
   runner->bound = NULL;
-  runner->param_nodes = 0;
+  runner->param_nodes = runner->param_buffers = 0;
   runner->param_update_us = NAN;
   memset(&runner->detail, 0, sizeof runner->detail);
   /* Parameters first: the nodes whose values they change join the
    * scalars changed by hand. */
   g_autoptr(GArray) by_params = g_array_new(FALSE, FALSE, sizeof(DrId));
   if (!dr__params_apply(runner->plan->pipeline->graph, by_params, error)) return FALSE;
+  /* Parameter buffers (`param:`): one store for those whose value changed. */
+  gint64 t0 = g_get_monotonic_time();
+  guint32 written = 0;
+  if (!dr_session_write_params(runner->session, &written, error)) return FALSE;
+  runner->param_buffers = written;
+  if (written > 0) runner->param_update_us = (double)(g_get_monotonic_time() - t0);
   for (guint i = 0; i < by_params->len; i++) {
     DrId v = g_array_index(by_params, DrId, i);
     if (runner->is_changed[v]) continue;
@@ -99,7 +105,6 @@ static gboolean apply_changes(DrRunner *runner, GError **error) {
     g_array_append_val(runner->changed, v);
   }
   if (runner->changed->len == 0) return TRUE;
-  gint64 t0 = g_get_monotonic_time();
   if (!dr_session_args_changed(runner->session, (const DrId *)(void *)runner->changed->data,
                                runner->changed->len, &runner->update, error))
     return FALSE;
@@ -122,6 +127,7 @@ DrRunReport *dr_runner_run(DrRunner *runner, GError **error) {
   if (r == NULL) return NULL;
   r->param_update = runner->update;
   r->param_nodes = runner->param_nodes;
+  r->param_buffers = runner->param_buffers;
   r->param_update_us = runner->param_update_us;
   r->graph_cache = runner->detail.cache;
   r->graph_cache_variants = runner->detail.variants;

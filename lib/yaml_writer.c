@@ -94,6 +94,10 @@ static void write_buffers(const DrGraph *g, GString *out) {
       put_path(out, b->save_path);
     }
     if (b->scratch) g_string_append(out, ", scratch: true");
+    if (b->param) {
+      g_string_append(out, ", param: ");
+      put_str(out, g_array_index(g->params, DrRunParam, b->param - 1).name);
+    }
     if (b->verify == DR_VERIFY_SKIP) g_string_append(out, ", verify: skip");
     if (b->verify == DR_VERIFY_TOLERANCE) {
       /* %.17g: the tolerances read back as the same doubles. */

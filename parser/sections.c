@@ -175,7 +175,8 @@ void dr__parse_memory(DrParse *p, const DrYNode *v) {
   X(SAVE, "save")          \
   X(SCRATCH, "scratch")    \
   X(VERIFY, "verify")      \
-  X(DEVICE, "device")
+  X(DEVICE, "device")      \
+  X(PARAM, "param")
 
 enum {
 #define X(e, s) BUF_##e,
@@ -280,6 +281,54 @@ static void parse_verify(DrParse *p, const char *what, const DrYNode *v, DrBuffe
   b->verify_atol = tol[1];
 }
 
+/* `param: NAME`: the buffer holds run-time parameter NAME's value, one
+ * i64 (an int parameter) or f64 (a float one) in device memory; its type
+ * and count follow from that (given, they must agree), and it has no
+ * init (the value is), is no scratch and no host buffer. Sets b->param,
+ * b->type and b->count; FALSE after an error. */
+static gboolean parse_param_buffer(DrParse *p, const char *what, const DrYNode *const *s, DrBuffer *b) {
+  g_autofree char *name = NULL;
+  if (!dr__parse_string(p, what, "param", s[BUF_PARAM], NULL, &name)) return FALSE;
+  const GArray *params = p->g->params;
+  guint k = 0;
+  while (k < params->len && strcmp(g_array_index(params, DrRunParam, k).name, name) != 0) k++;
+  if (k == params->len) {
+    g_autofree char *msg =
+        g_strdup_printf("no run-time parameter '%s' (declare it in 'params:', before 'buffers:')", name);
+    dr__parse_error_at(p, s[BUF_PARAM], what, "param", msg);
+    return FALSE;
+  }
+  const DrRunParam *rp = &g_array_index(params, DrRunParam, k);
+  DrElemType want = rp->type == DR_RUN_PARAM_INT ? DR_ELEM_I64 : DR_ELEM_F64;
+  gboolean ok = TRUE;
+  if (s[BUF_TYPE] != NULL && b->type != want) {
+    g_autofree char *msg = g_strdup_printf("a buffer holding %s parameter '%s' has type %s, not %s",
+                                           rp->type == DR_RUN_PARAM_INT ? "int" : "float", name,
+                                           dr_elem_name(want), dr_elem_name(b->type));
+    dr__parse_error_at(p, s[BUF_TYPE], what, "type", msg);
+    ok = FALSE;
+  }
+  const DrYNode *size = s[BUF_COUNT] ? s[BUF_COUNT] : s[BUF_BYTES];
+  if (size != NULL && b->count != 1) {
+    dr__parse_error_at(p, size, what, s[BUF_COUNT] ? "count" : "bytes",
+                       "a buffer holding a run-time parameter has exactly one element");
+    ok = FALSE;
+  }
+  static const int refused[] = {BUF_INIT, BUF_SCRATCH, BUF_WHERE};
+  static const char *const why[] = {"its contents are the parameter's value",
+                                    "it keeps the value between runs", "it lives in device memory"};
+  for (guint i = 0; i < G_N_ELEMENTS(refused); i++)
+    if (s[refused[i]] != NULL && (refused[i] != BUF_WHERE || b->where != DR_WHERE_DEVICE)) {
+      g_autofree char *msg = g_strdup_printf("not with 'param' (%s)", why[i]);
+      dr__parse_error_at(p, s[refused[i]], what, buffer_keys[refused[i]], msg);
+      ok = FALSE;
+    }
+  b->type = want;
+  b->count = 1;
+  b->param = k + 1;
+  return ok;
+}
+
 static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
   const char *name = key->u.text;
   g_autofree char *what = g_strdup_printf("buffer '%s'", name);
@@ -302,6 +351,8 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
   if (s[BUF_COUNT] != NULL && s[BUF_BYTES] != NULL) {
     dr__parse_error_at(p, s[BUF_BYTES], what, "bytes", "give either 'count' or 'bytes', not both");
     ok = FALSE;
+  } else if (s[BUF_PARAM] != NULL && s[BUF_COUNT] == NULL && s[BUF_BYTES] == NULL) {
+    b.count = 1; /* one element: the parameter's value */
   } else if (s[BUF_COUNT] != NULL) {
     ok = dr__parse_size(p, what, "count", s[BUF_COUNT], &p->param_max_env, DR_SIZE_COUNT, &b.count) && ok;
   } else if (s[BUF_BYTES] != NULL) {
@@ -322,7 +373,7 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
     if (unknown == 0) dr_diags_error(p->diags, DR_LOC(p, key), "%s: missing key 'count' (or 'bytes')", what);
     ok = FALSE;
   }
-  if (ok)
+  if (ok && (s[BUF_COUNT] != NULL || s[BUF_BYTES] != NULL))
     dr_build_buffer_count_ok(&p->build, name, b.type, b.count, s[BUF_COUNT] ? "count" : "bytes",
                              DR_LOC(p, s[BUF_COUNT] ? s[BUF_COUNT] : s[BUF_BYTES]));
   if (s[BUF_WHERE] != NULL) {
@@ -357,6 +408,7 @@ static void parse_buffer(DrParse *p, const DrYNode *key, const DrYNode *v) {
                          "mean nothing between its uses, and 'memory: {reuse: auto}' may share its storage)");
   }
   if (s[BUF_VERIFY] != NULL) parse_verify(p, what, s[BUF_VERIFY], &b);
+  if (s[BUF_PARAM] != NULL && !parse_param_buffer(p, what, s, &b)) return;
   dr_build_add_buffer(&p->build, &b);
 }
 

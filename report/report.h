@@ -281,6 +281,8 @@ typedef struct {
   /* Of the nodes it updated, those whose new counts went to device memory
    * (graph mode's parameters in device memory) rather than to a node set. */
   guint32 param_device_reads;
+  /* Parameter buffers (`param:`) it wrote before the run. */
+  guint32 param_buffers;
 } DrReport;
 
 /* One parameter's value in a report. */

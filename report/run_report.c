@@ -257,12 +257,15 @@ void dr_report_write_text_sorted(const DrReport *r, DrReportSort sort, GString *
       else
         g_string_append_printf(out, " %s=%s", p->name, g_ascii_dtostr(buf, sizeof buf, p->f));
     }
-    if (r->param_update != NULL && r->param_nodes > 0) {
+    if (r->param_update != NULL && (r->param_nodes > 0 || r->param_buffers > 0)) {
       g_string_append_printf(out, " (%s: %u nodes in", r->param_update, r->param_nodes);
       text_number(out, r->param_update_us, 1);
       g_string_append(out, " us");
       if (r->param_device_reads)
         g_string_append_printf(out, "; %u read from device memory", r->param_device_reads);
+      if (r->param_buffers)
+        g_string_append_printf(out, "; %u parameter buffer%s written", r->param_buffers,
+                               r->param_buffers == 1 ? "" : "s");
       if (r->param_forced_by) g_string_append_printf(out, "; forced by node '%s'", r->param_forced_by);
       if (r->graph_cache)
         g_string_append_printf(out, "; graph cache %s, %u variant%s", r->graph_cache, r->graph_cache_variants,
@@ -388,6 +391,7 @@ void dr_report_write_json_sorted(const DrReport *r, DrReportSort sort, GString *
       dr__json_member_uint(&w, "nodes", r->param_nodes);
       dr__json_member_double(&w, "us", r->param_update_us, 1);
       if (r->param_device_reads) dr__json_member_uint(&w, "device_reads", r->param_device_reads);
+      if (r->param_buffers) dr__json_member_uint(&w, "buffers", r->param_buffers);
       if (r->param_forced_by) dr__json_member_string(&w, "forced_by", r->param_forced_by);
       if (r->graph_cache) {
         dr__json_key(&w, "graph_cache");

@@ -250,6 +250,40 @@ static gboolean cuda_write_buffer(DrBackend *b, DrId buffer, guint64 offset, con
          DR_CUDA(site, cudaStreamWaitEvent, b->streams.origin, b->caller.in, 0);
 }
 
+/* Parameter buffers: the words of device buffers of the first device in
+ * one store (DrCudaApi.words_launch: values as kernel arguments, no host
+ * copy to keep alive), any other through dr__cuda_memory_write; ordered
+ * as cuda_write_buffer orders a write. */
+static gboolean cuda_write_words(DrBackend *b, const DrId *buffers, const guint64 *words, guint32 n,
+                                 GError **error) {
+  const DrCudaApi *api = dr_cuda_api();
+  b->idle = FALSE;
+  cudaStream_t st = between_runs_stream(b);
+  g_autofree unsigned long long **dst = g_new(unsigned long long *, MAX(n, 1));
+  g_autofree unsigned long long *val = g_new(unsigned long long, MAX(n, 1));
+  guint32 k = 0;
+  for (guint32 i = 0; i < n; i++) {
+    const DrBuffer *buf = dr_graph_buffer(b->graph, buffers[i]);
+    gboolean store =
+        api->words_launch != NULL && buf->where == DR_WHERE_DEVICE && !b->memory.external[buffers[i]] &&
+        dr__cuda_streams_device_index(&b->streams, dr_graph_buffer_device(b->graph, buffers[i])) == 0;
+    if (store) {
+      dst[k] = b->memory.bases[buffers[i]];
+      val[k++] = words[i];
+    } else if (!dr__cuda_memory_write(&b->memory, buffers[i], 0, &words[i], sizeof words[i], st, error)) {
+      return FALSE;
+    }
+  }
+  if (k > 0 &&
+      !dr__cuda_check((cudaError_t)api->words_launch(dst, val, k, st), "the store of parameter buffers",
+                      DR_SITE_SETUP("writing parameter buffers"), error))
+    return FALSE;
+  if (!b->caller.set) return TRUE;
+  DrCudaSite site = DR_SITE_SETUP("ordering a write on the caller's stream");
+  return DR_CUDA(site, cudaEventRecord, b->caller.in, st) &&
+         DR_CUDA(site, cudaStreamWaitEvent, b->streams.origin, b->caller.in, 0);
+}
+
 /* One iteration between the library user's work on `stream` (NULL: the
  * legacy default stream; cudaStreamPerThread; or theirs), by events and
  * no host wait: the user's work queued so far -> the iteration's fork on
@@ -317,6 +351,7 @@ const DrBackendOps dr__cuda_backend = {
     .read_buffer = cuda_read_buffer,
     .bind_buffer = cuda_bind_buffer,
     .write_buffer = cuda_write_buffer,
+    .write_words = cuda_write_words,
     .run_on_stream = cuda_run_on_stream,
     .close = cuda_close,
     .mode_name = cuda_mode_name,

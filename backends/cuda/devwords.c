@@ -130,6 +130,7 @@ gboolean dr__cuda_devwords_write(DrCudaDevWords *w, const DrId *nodes, guint32 n
   w->last_reads = 0;
   if (w->first == NULL) return TRUE;
   g_autoptr(GArray) index = g_array_new(FALSE, FALSE, sizeof(unsigned));
+  g_autoptr(GArray) dst = g_array_new(FALSE, FALSE, sizeof(unsigned long long *));
   g_autoptr(GArray) value = g_array_new(FALSE, FALSE, sizeof(unsigned long long));
   guint64 counts[G_N_ELEMENTS(((DrKernelCall *)NULL)->counts)];
   const DrGraph *g = w->graph;
@@ -143,14 +144,15 @@ gboolean dr__cuda_devwords_write(DrCudaDevWords *w, const DrId *nodes, guint32 n
     for (guint32 p = 0; p < np; p++) {
       unsigned at = w->first[v] + p;
       if (w->held[at] == counts[p]) continue;
-      unsigned long long c = counts[p];
+      unsigned long long c = counts[p], *to = w->words + at;
       g_array_append_val(index, at);
+      g_array_append_val(dst, to);
       g_array_append_val(value, c);
     }
   }
   if (index->len == 0) return TRUE;
   const DrCudaApi *api = dr_cuda_api();
-  int rc = api->words_launch(w->words, (const unsigned *)(void *)index->data,
+  int rc = api->words_launch((unsigned long long *const *)(void *)dst->data,
                              (const unsigned long long *)(void *)value->data, index->len, stream);
   if (!dr__cuda_check((cudaError_t)rc, "the store of run-time parameters' device words",
                       DR_SITE_SETUP("graph update"), error))

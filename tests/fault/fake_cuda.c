@@ -1426,8 +1426,8 @@ static int fake_spare_launch(cudaStream_t stream) {
  * as a fake stream is always idle. Never captured (graph mode stores
  * before a launch, not inside one). */
 static guint words_launches;
-static int fake_words_launch(unsigned long long *words, const unsigned *index,
-                             const unsigned long long *value, unsigned n, cudaStream_t stream) {
+static int fake_words_launch(unsigned long long *const *dst, const unsigned long long *value, unsigned n,
+                             cudaStream_t stream) {
   GATE("words_launch", stream, FALSE, FALSE);
   if (!stream_ok("words_launch", stream) || !stream_here("words_launch", stream))
     return finish(cudaErrorInvalidResourceHandle);
@@ -1435,10 +1435,15 @@ static int fake_words_launch(unsigned long long *words, const unsigned *index,
     misuse("words_launch: made while a capture is under way");
     return finish(cudaErrorStreamCaptureUnsupported);
   }
-  for (unsigned i = 0; i < n; i++)
-    if (!mem_ok("words_launch", words + index[i], sizeof *words)) return finish(cudaErrorInvalidValue);
+  for (unsigned i = 0; i < n; i++) {
+    gboolean partial = FALSE;
+    if (dst[i] == NULL || mem_find(dst[i], sizeof *dst[i], &partial) == NULL || partial) {
+      misuse("words_launch: word %u at %p is not device memory", i, (void *)dst[i]);
+      return finish(cudaErrorInvalidValue);
+    }
+  }
   if (!fake.dry)
-    for (unsigned i = 0; i < n; i++) words[index[i]] = value[i];
+    for (unsigned i = 0; i < n; i++) *dst[i] = value[i];
   words_launches++;
   return cudaSuccess;
 }

@@ -385,6 +385,78 @@ static void test_device_words(gconstpointer data) {
   dr_fake_runner_finish();
 }
 
+/* Parameter buffers (`param:`): seq_d and temp_d hold the values, copied
+ * into out_i and out_f each run. */
+static const char *pbuf_yaml =
+    "dagrun: 1\n"
+    "params:\n"
+    "  seq: {type: int, default: 8, min: 4, max: 64}\n"
+    "  temp: {type: float, default: 0.5, min: 0, max: 2}\n"
+    "buffers:\n"
+    "  seq_d: {param: seq}\n"
+    "  temp_d: {param: temp}\n"
+    "  out_i: {type: i64, count: 1, init: zeros}\n"
+    "  out_f: {type: f64, count: 1, init: zeros}\n"
+    "nodes:\n"
+    "  ci: {op: copy, src: seq_d, dst: out_i}\n"
+    "  cf: {op: copy, src: temp_d, dst: out_f}\n";
+
+/* On the host backend and the fake runtime's both modes: each run's
+ * copies read the values it was given (the setup's, then each change's),
+ * written before the run by one store for both buffers on the CUDA
+ * backend (none when nothing changed, one word when one did), and the
+ * report counts the buffers written. */
+static void test_param_buffers(gconstpointer data) {
+  const char *way = data;
+  gboolean host = strcmp(way, "host") == 0;
+  dr_fake_runner_start();
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(DrPipeline) p = dr_pipeline_load_string("pbuf.yaml", pbuf_yaml, -1, &error);
+    g_assert_no_error(error);
+    g_assert_true(dr_pipeline_set_param(p, "seq", "12", &error));
+    g_autoptr(DrStreamPlan) plan = dr_pipeline_plan(p, NULL, &error);
+    g_assert_no_error(error);
+    DrRunner *r = NULL;
+    if (host) {
+      DrRunSettings rs;
+      dr_run_settings_init(&rs, p);
+      rs.backend = DR_BACKEND_HOST;
+      rs.iterations = 1;
+      rs.warmup = 0;
+      r = dr_runner_new(plan, &rs, &error);
+    } else {
+      r = dr_fake_cuda_runner(plan, p, strcmp(way, "graph") == 0 ? DR_MODE_GRAPH : DR_MODE_STREAMS);
+    }
+    g_assert_no_error(error);
+    const struct {
+      gint64 seq;
+      double temp;
+      guint written;
+    } steps[] = {{12, 0.5, 0}, {40, 0.5, 1}, {40, 1.75, 1}, {4, 0.25, 2}, {4, 0.25, 0}};
+    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+      g_assert_true(dr_runner_set_param(r, "seq", steps[i].seq, &error));
+      g_assert_true(dr_runner_set_param_f64(r, "temp", steps[i].temp, &error));
+      guint stores = dr_fake_words_launches();
+      g_autoptr(DrRunReport) rr = dr_runner_run(r, &error);
+      g_assert_no_error(error);
+      if (!host) g_assert_cmpuint(dr_fake_words_launches() - stores, ==, steps[i].written > 0);
+      g_autoptr(GString) json = g_string_new(NULL);
+      dr_run_report_write_json(rr, json);
+      g_autofree char *want = g_strdup_printf("\"buffers\": %u", steps[i].written);
+      g_assert_true((strstr(json->str, want) != NULL) == (steps[i].written > 0));
+      gint64 got_i = 0;
+      double got_f = 0;
+      g_assert_true(dr_runner_read_buffer(r, "out_i", &got_i, sizeof got_i, &error));
+      g_assert_true(dr_runner_read_buffer(r, "out_f", &got_f, sizeof got_f, &error));
+      g_assert_cmpint(got_i, ==, steps[i].seq);
+      g_assert_cmpfloat(got_f, ==, steps[i].temp);
+    }
+    dr_runner_free(r);
+  }
+  dr_fake_runner_finish();
+}
+
 /* A fault at every call of a graph-mode update: the run fails with the
  * runtime's error or succeeds; freeing the runner releases everything. */
 static void test_update_faults(void) {
@@ -427,5 +499,8 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/fault/params/in-flight/streams", "streams", test_in_flight);
   g_test_add_data_func("/fault/params/device-words/on", "on", test_device_words);
   g_test_add_data_func("/fault/params/device-words/off", "off", test_device_words);
+  g_test_add_data_func("/fault/params/buffers/graph", "graph", test_param_buffers);
+  g_test_add_data_func("/fault/params/buffers/streams", "streams", test_param_buffers);
+  g_test_add_data_func("/fault/params/buffers/host", "host", test_param_buffers);
   return g_test_run();
 }
