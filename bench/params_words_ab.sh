@@ -9,14 +9,20 @@
 #  1. chain32: 32 element-wise nodes (add, mul, scale, relu in turn) over
 #     x[0:seq*256], every one of them a node a change reaches;
 #  2. decoder: bench/pipelines/params_decoder_bench.yaml (per layer three
-#     gemms, a softmax, a copy, and one add that can read device words).
+#     gemms, a softmax, a copy, and one add that can read device words);
+#  3. user8: 8 user kernels (bench/pipelines/params_user_kernel.cu) that
+#     read seq from a parameter buffer (params_user_dev.yaml: a change is
+#     one store, no node) against the same kernels taking the live length
+#     as a scalar argument (params_user_arg.yaml: a change sets 8 nodes,
+#     each a one-node capture of its launch and the driver's copy).
 #
 # Each is swept over bench/pipelines/params_seqs32.params (one run per
 # length, 20 timed iterations, --timing=off) and run at a fixed seq=64
 # (the smallest length: the element-wise launches, shaped for seq 2048,
 # carry the most surplus threads; ITERS iterations). Prints per pipeline
 # and way: the median host time of a change (param_update.us), the median
-# step over the sweep, the step at seq=64, and the device reads per change.
+# step over the sweep, the step at seq=64, the device reads per change and
+# how the changes were applied.
 #
 # Usage: bash bench/params_words_ab.sh   (repository root, or from dist/)
 # Environment: DIST=dist ROUNDS=3 ITERS=500 OUT=/tmp/dagrun-params-words
@@ -55,10 +61,13 @@ chain=$OUT/chain32.yaml
 rc=0
 : >"$OUT/words.tsv"
 for r in $(seq 1 "$ROUNDS"); do
-  for name in chain32 decoder; do
-    y=$chain
-    [ "$name" = decoder ] && y=$here/pipelines/params_decoder_bench.yaml
+  for name in chain32 decoder user8; do
     for w in 1 0; do
+      case $name in
+        chain32) y=$chain ;;
+        decoder) y=$here/pipelines/params_decoder_bench.yaml ;;
+        user8) if [ "$w" = 1 ]; then y=$here/pipelines/params_user_dev.yaml; else y=$here/pipelines/params_user_arg.yaml; fi ;;
+      esac
       j=$OUT/$name.$w.$r.jsonl
       if ! DAGRUN_GRAPH_DEVICE_PARAMS=$w "$DAGRUN" --backend=cuda --mode=graph --timing=off --format=json \
         --params-from="$seqs" "$y" >"$j" 2>"$OUT/$name.$w.$r.err"; then
@@ -72,10 +81,11 @@ for r in $(seq 1 "$ROUNDS"); do
 import json, statistics, sys
 path, name, w, s64 = sys.argv[1:]
 rs = [json.loads(l) for l in open(path) if l.startswith("{")]
-ch = [r["param_update"] for r in rs[1:] if r["param_update"]["how"] != "none"]
+# A change: host time measured (a node or a parameter buffer written).
+ch = [r["param_update"] for r in rs[1:] if r["param_update"]["us"] is not None]
 us = statistics.median(u["us"] for u in ch)
 reads = statistics.median(u.get("device_reads", 0) for u in ch)
-hows = sorted({u["how"] for u in ch})
+hows = sorted({u["how"] + ("+buffers" if u.get("buffers") else "") for u in ch})
 step = statistics.median(r["makespan_us"] for r in rs)
 print(name, w, f"{us:.1f}", f"{step:.1f}", s64, f"{reads:g}", ",".join(hows), sep="\t")
 PY
@@ -93,7 +103,8 @@ print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
 for (name, w) in sorted(d, key=lambda k: (k[0], -int(k[1]))):
     rows = d[(name, w)]
     med = lambda i: statistics.median(r[i] for r in rows)
-    way = "device words" if w == "1" else "node sets"
+    way = ("device words" if w == "1" else "node sets") if name != "user8" else (
+        "parameter buffer" if w == "1" else "scalar argument")
     print(f"| {name} | {way} | {med(0):.1f} | {med(1):.1f} | {med(2):.1f} | {rows[0][3]} | {rows[0][4]} |")
 PY
 exit $rc
