@@ -90,6 +90,10 @@
 #                                   'half' through device memory (one
 #                                   device read per change); memcheck of
 #                                   the sweep
+#   gpu/params/buffers              tests/gpu/params/pbuf.yaml over pbuf.txt:
+#                                   a user kernel reading parameter buffers;
+#                                   graph, streams and fresh runs agree;
+#                                   changes write buffers, update no node
 #   gpu/params/pipelined            bench/params_pipeline_bench (one
 #                                   round): the decoder's steps with a
 #                                   change before each, queued with no host
@@ -529,6 +533,29 @@ assert set(reads) == {1}, reads
     compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 $DAGRUN --backend=cuda --mode=graph --iterations=1 \
       --warmup=0 --params-from=$gpu_dir/params/inplace.txt $gpu_dir/params/inplace.yaml | tail -n 1
   fi"
+
+# pbuf.yaml over pbuf.txt on one runner: a user kernel reads seq and temp
+# from parameter buffers (`param:`); graph mode, streams mode and a fresh
+# one-shot run per line give the same checksums, and every change in
+# graph mode writes buffers and updates no node.
+check gpu/params/buffers 120 bash -c "set -e -o pipefail
+  sweep() { $DAGRUN --backend=cuda --params-from=$gpu_dir/params/pbuf.txt \"\$@\" $gpu_dir/params/pbuf.yaml; }
+  sweep --mode=graph | grep '^checksum c ' >$tmp/pb_graph
+  sweep --mode=streams | grep '^checksum c ' >$tmp/pb_streams
+  : >$tmp/pb_fresh
+  while read -r line; do
+    args=(); for w in \$line; do args+=(--param \"\$w\"); done
+    $DAGRUN --backend=cuda --mode=graph \"\${args[@]}\" $gpu_dir/params/pbuf.yaml | grep '^checksum c ' >>$tmp/pb_fresh
+  done <$gpu_dir/params/pbuf.txt
+  test -s $tmp/pb_graph
+  diff $tmp/pb_graph $tmp/pb_streams
+  diff $tmp/pb_graph $tmp/pb_fresh
+  sweep --mode=graph --format=json | python3 -c '
+import json, sys
+ups = [json.loads(l)[\"param_update\"] for l in sys.stdin if l.startswith(\"{\")]
+print(ups)
+assert len(ups) == 5 and all(u[\"nodes\"] == 0 and u.get(\"buffers\", 0) >= 1 for u in ups[1:]), ups
+'"
 
 check gpu/params/pipelined 240 "$DIST/bench/params_pipeline_bench" bench/pipelines/params_decoder_bench.yaml \
   bench/pipelines/params_seqs32.params 2 1
