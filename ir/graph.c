@@ -612,7 +612,8 @@ static void dump_buffer(const DrGraph *graph, const DrBuffer *b, GString *out) {
   if (b->free_node != DR_NONE)
     g_string_append_printf(out, " free=%s", dr_graph_node(graph, b->free_node)->id);
   if (b->scratch) g_string_append(out, " scratch");
-  if (b->param) g_string_append_printf(out, " param=%s", g_array_index(graph->params, DrRunParam, b->param - 1).name);
+  if (b->param)
+    g_string_append_printf(out, " param=%s", g_array_index(graph->params, DrRunParam, b->param - 1).name);
   g_string_append_c(out, '\n');
 }
 

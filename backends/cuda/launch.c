@@ -258,7 +258,8 @@ gboolean dr__cuda_launch_scalars_same(const DrCudaLaunch *l, const DrCudaMemory 
   DrKernelCall fresh;
   if (!dr__kernel_call_bind(l->graph, v, m->bases, &fresh, NULL)) return FALSE;
   for (int i = 0; i < bound->def->n_params; i++)
-    if (!bound->def->params[i].is_pointer && memcmp(&fresh.args[i], &bound->args[i], sizeof fresh.args[i]) != 0)
+    if (!bound->def->params[i].is_pointer &&
+        memcmp(&fresh.args[i], &bound->args[i], sizeof fresh.args[i]) != 0)
       return FALSE;
   return TRUE;
 }

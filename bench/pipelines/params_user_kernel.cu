@@ -6,11 +6,13 @@
 // the live length, 0 past it, launched for the whole buffer.
 extern "C" __global__ void masked_scale_dev(const float *x, float *y, const long long *seq, long long n) {
   long long live = *seq * 256;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
     y[i] = i < live ? 0.5f * x[i] : 0.0f;
 }
 
 extern "C" __global__ void masked_scale_arg(const float *x, float *y, long long live, long long n) {
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
     y[i] = i < live ? 0.5f * x[i] : 0.0f;
 }

@@ -8,6 +8,7 @@ extern "C" __global__ void masked_scale(const float *x, float *y, const long lon
                                         long long n) {
   long long live = *seq * 64;
   float t = (float)*temp;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
     y[i] = i < live ? t * x[i] : 0.0f;
 }
