@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # params_words_ab.sh: issue #19's "parameters in device memory, measured
-# both ways": graph mode with DAGRUN_GRAPH_DEVICE_PARAMS=1 (the default:
-# element-wise built-ins whose slices only grow and shrink read their
-# counts from device words, one store per change) against =0 (every
-# changed node set on the executable), taking turns ROUNDS times in one
-# call, on the device, from a prebuilt dist/ (tools/build_dist.sh):
+# both ways": graph mode with DAGRUN_GRAPH_DEVICE_PARAMS=1 (every
+# element-wise built-in whose slices only grow and shrink reads its counts
+# from device words, one store per change) against =0 (every changed node
+# set on the executable), taking turns ROUNDS times in one call, on the
+# device, from a prebuilt dist/ (tools/build_dist.sh). The default rule
+# (unset) picks words for a node whose lengths vary at most twofold: the
+# chain32n nodes, not chain32's or the decoder's.
 #
 #  1. chain32: 32 element-wise nodes (add, mul, scale, relu in turn) over
-#     x[0:seq*256], every one of them a node a change reaches;
+#     x[0:seq*256], seq in 64..2048, every one of them a node a change
+#     reaches; chain32n: the same over seq in 1024..2048, swept over 32
+#     lengths from 1056 to 2048;
 #  2. decoder: bench/pipelines/params_decoder_bench.yaml (per layer three
 #     gemms, a softmax, a copy, and one add that can read device words);
 #  3. user8: 8 user kernels (bench/pipelines/params_user_kernel.cu) that
@@ -17,9 +21,9 @@
 #     each a one-node capture of its launch and the driver's copy).
 #
 # Each is swept over bench/pipelines/params_seqs32.params (one run per
-# length, 20 timed iterations, --timing=off) and run at a fixed seq=64
-# (the smallest length: the element-wise launches, shaped for seq 2048,
-# carry the most surplus threads; ITERS iterations). Prints per pipeline
+# length, 20 timed iterations, --timing=off) and run at its smallest
+# length (seq=64, chain32n 1024: the element-wise launches, shaped for seq
+# 2048, carry the most surplus threads there; ITERS iterations). Prints per pipeline
 # and way: the median host time of a change (param_update.us), the median
 # step over the sweep, the step at seq=64, the device reads per change and
 # how the changes were applied.
@@ -38,13 +42,13 @@ OUT=${OUT:-/tmp/dagrun-params-words}
 mkdir -p "$OUT"
 seqs=$here/pipelines/params_seqs32.params
 [ -x "$DAGRUN" ] || { echo "params_words_ab.sh: no $DAGRUN (tools/build_dist.sh)" >&2; exit 1; }
-chain=$OUT/chain32.yaml
-{
+# chain32 (seq from 64) and chain32n (seq from 1024).
+chain_yaml() {
   echo "dagrun: 1"
   echo "name: params-chain32"
   echo "run: {iterations: 20, warmup: 2}"
   echo "params:"
-  echo "  seq: {type: int, default: 2048, min: 64, max: 2048}"
+  echo "  seq: {type: int, default: 2048, min: $1, max: 2048}"
   echo "buffers:"
   echo "  x: {type: f32, count: \"{seq*256}\", init: {random: 1}}"
   echo "  y: {type: f32, count: \"{seq*256}\", init: {random: 2}}"
@@ -57,25 +61,31 @@ chain=$OUT/chain32.yaml
       3) echo "  n$i: {op: kernel, kernel: relu_f32, args: {x: \"y[0:seq*256]\", y: \"x[0:seq*256]\"}}" ;;
     esac
   done
-} >"$chain"
+}
+chain=$OUT/chain32.yaml narrow=$OUT/chain32n.yaml
+chain_yaml 64 >"$chain"
+chain_yaml 1024 >"$narrow"
+python3 -c 'import random; r = random.Random(7); v = list(range(1056, 2049, 32)); r.shuffle(v); print("\n".join(f"seq={x}" for x in v))' >"$OUT/seqs_narrow.params"
 rc=0
 : >"$OUT/words.tsv"
 for r in $(seq 1 "$ROUNDS"); do
-  for name in chain32 decoder user8; do
+  for name in chain32 chain32n decoder user8; do
     for w in 1 0; do
+      s=$seqs small=64
       case $name in
         chain32) y=$chain ;;
+        chain32n) y=$narrow s=$OUT/seqs_narrow.params small=1024 ;;
         decoder) y=$here/pipelines/params_decoder_bench.yaml ;;
         user8) if [ "$w" = 1 ]; then y=$here/pipelines/params_user_dev.yaml; else y=$here/pipelines/params_user_arg.yaml; fi ;;
       esac
       j=$OUT/$name.$w.$r.jsonl
       if ! DAGRUN_GRAPH_DEVICE_PARAMS=$w "$DAGRUN" --backend=cuda --mode=graph --timing=off --format=json \
-        --params-from="$seqs" "$y" >"$j" 2>"$OUT/$name.$w.$r.err"; then
+        --params-from="$s" "$y" >"$j" 2>"$OUT/$name.$w.$r.err"; then
         rc=1
         continue
       fi
       s64=$(DAGRUN_GRAPH_DEVICE_PARAMS=$w "$DAGRUN" --backend=cuda --mode=graph --timing=off --format=json \
-        --iterations="$ITERS" --warmup=20 --param seq=64 "$y" 2>>"$OUT/$name.$w.$r.err" |
+        --iterations="$ITERS" --warmup=20 --param seq=$small "$y" 2>>"$OUT/$name.$w.$r.err" |
         python3 -c 'import json,sys; print(json.load(sys.stdin)["makespan_us"])') || { rc=1; continue; }
       python3 - "$j" "$name" "$w" "$s64" >>"$OUT/words.tsv" <<'PY'
 import json, statistics, sys
@@ -98,7 +108,7 @@ d = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     name, w, us, step, s64, reads, hows = line.rstrip("\n").split("\t")
     d[(name, w)].append((float(us), float(step), float(s64), reads, hows))
-print("| pipeline | counts | change, host (us) | step over the sweep (us) | step at seq=64 (us) | device reads a change | how |")
+print("| pipeline | counts | change, host (us) | step over the sweep (us) | step at the least seq (us) | device reads a change | how |")
 print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
 for (name, w) in sorted(d, key=lambda k: (k[0], -int(k[1]))):
     rows = d[(name, w)]

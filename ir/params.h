@@ -71,7 +71,9 @@ typedef enum {
  * be enumerated; lib/params.c). fixed_begin (ACCESS only): the slice
  * starts at hull_begin at every value in range (proved by enumeration;
  * FALSE when the range was not enumerated), so only its end moves: its
- * pointer is the same for every value. */
+ * pointer is the same for every value; least_end (with fixed_begin) the
+ * least end over the range, so the slice spans least_end - hull_begin to
+ * hull_end - hull_begin elements. */
 typedef struct {
   DrParamUseKind kind;
   guint32 node;
@@ -82,6 +84,7 @@ typedef struct {
   guint64 params;
   guint64 hull_begin, hull_end;
   gboolean fixed_begin;
+  guint64 least_end;
 } DrParamUse;
 
 G_END_DECLS

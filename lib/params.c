@@ -193,7 +193,8 @@ gboolean dr__params_prove(DrGraph *g, DrDiags *diags) {
     if (!bounded) continue;
     gboolean exhaustive = combos <= DR_PARAMS_ENUM_MAX && combos <= budget;
     if (exhaustive) budget -= combos;
-    guint64 lo = G_MAXUINT64, hi = 0, top_begin = 0; /* lo: the least begin, top_begin the greatest */
+    /* lo: the least begin, top_begin the greatest; least_end the least end */
+    guint64 lo = G_MAXUINT64, hi = 0, top_begin = 0, least_end = G_MAXUINT64;
     /* Odometer over the combinations (exhaustive) or the corners (bit j
      * of `corner`: parameter ks[j] at its max), then the defaults. */
     guint64 corners = nk >= 12 ? 4096 : (G_GUINT64_CONSTANT(1) << nk);
@@ -217,6 +218,7 @@ gboolean dr__params_prove(DrGraph *g, DrDiags *diags) {
       lo = MIN(lo, val.begin);
       hi = MAX(hi, val.end);
       top_begin = MAX(top_begin, val.begin);
+      least_end = MIN(least_end, val.end);
       if (exhaustive) /* next combination */
         for (guint j = 0; j < nk; j++) {
           const DrRunParam *rp = param_at(g, ks[j]);
@@ -232,6 +234,7 @@ gboolean dr__params_prove(DrGraph *g, DrDiags *diags) {
       u->hull_begin = exhaustive ? lo : 0;
       u->hull_end = exhaustive ? hi : dr_graph_buffer(g, a->buffer)->count;
       u->fixed_begin = exhaustive && lo == top_begin;
+      u->least_end = u->fixed_begin ? least_end : 0;
     }
   }
   return dr_diags_n_errors(diags) == errors;

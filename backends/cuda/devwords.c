@@ -29,10 +29,30 @@ static const DrParamUse *use_of(const DrGraph *g, DrId v, guint32 a) {
   return NULL;
 }
 
+/* Which nodes read words (DAGRUN_GRAPH_DEVICE_PARAMS): none ("0"), every
+ * one that can ("1"), or (unset, "auto") those whose launch at their
+ * largest counts carries at most as many surplus blocks as live ones at
+ * their smallest: each slice's largest length at most twice its least.
+ * Measured on an H100 (BENCHMARKS.md §18): 32 element-wise nodes over
+ * seq 64..2048 took 16 µs of host time a change reading words against
+ * 54 setting nodes, but their steps ran 10% longer over the sweep (26%
+ * at seq 64: 496 surplus blocks a launch); within a factor 2 of lengths
+ * the surplus is at most the work itself. */
+typedef enum { WORDS_NONE, WORDS_AUTO, WORDS_ALL } WordsRule;
+
+static WordsRule words_rule(void) {
+  const char *sw = g_getenv("DAGRUN_GRAPH_DEVICE_PARAMS");
+  if (sw != NULL && strcmp(sw, "0") == 0) return WORDS_NONE;
+  if (sw != NULL && strcmp(sw, "1") == 0) return WORDS_ALL;
+  return WORDS_AUTO;
+}
+
 /* Whether node v may read its counts from words: a built-in that can, on
  * the first device, whose run-time parameters reach only the ends of its
- * slices (each with a fixed start). */
-static gboolean candidate(const DrGraph *g, const DrPlan *plan, const DrCudaStreams *s, DrId v) {
+ * slices (each with a fixed start), and under WORDS_AUTO whose slices'
+ * lengths vary at most twofold. */
+static gboolean candidate(const DrGraph *g, const DrPlan *plan, const DrCudaStreams *s, DrId v,
+                          WordsRule rule) {
   const DrNode *n = dr_graph_node(g, v);
   if (n->op != DR_OP_KERNEL || n->loop) return FALSE;
   const DrKernelDef *def = dr__kernel_def_of(g, v);
@@ -43,6 +63,7 @@ static gboolean candidate(const DrGraph *g, const DrPlan *plan, const DrCudaStre
     const DrParamUse *u = &g_array_index(g->param_uses, DrParamUse, i);
     if (u->node != v) continue;
     if (u->kind != DR_PARAM_USE_ACCESS || !u->fixed_begin || u->hull_end == 0) return FALSE;
+    if (rule == WORDS_AUTO && u->hull_end - u->hull_begin > 2 * (u->least_end - u->hull_begin)) return FALSE;
     uses++;
   }
   return uses > 0;
@@ -67,14 +88,13 @@ gboolean dr__cuda_devwords_open(DrCudaDevWords *w, const DrGraph *g, const DrPla
   dr__cuda_devwords_close(w);
   w->graph = g;
   w->n_nodes = dr_graph_n_nodes(g);
-  const char *sw = g_getenv("DAGRUN_GRAPH_DEVICE_PARAMS");
-  if (api->words_launch == NULL || g->param_uses->len == 0 || (sw != NULL && strcmp(sw, "0") == 0))
-    return TRUE;
+  WordsRule rule = words_rule();
+  if (api->words_launch == NULL || g->param_uses->len == 0 || rule == WORDS_NONE) return TRUE;
   g_autofree guint32 *first = g_new(guint32, MAX(w->n_nodes, 1));
   guint32 n_words = 0, readers = 0;
   for (DrId v = 0; v < w->n_nodes; v++) {
     first[v] = DR_NONE;
-    if (!candidate(g, plan, s, v)) continue;
+    if (!candidate(g, plan, s, v, rule)) continue;
     /* Its launch at the largest counts must pass its check. */
     DrKernelCall call;
     g_autoptr(GError) refused = NULL;

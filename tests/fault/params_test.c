@@ -275,10 +275,11 @@ static void test_in_flight(gconstpointer data) {
 }
 
 /* Parameters in device memory (backends/cuda/devwords.h): seq in 4..64;
- * ad, rl and sv, element-wise over slices that start at 0 (ad into the
- * stream-ordered scratch s), read their counts from device words; sh's
- * output slice starts at seq, so its pointer moves and it is set on the
- * executable. */
+ * ad, rl, sv and nr are element-wise over slices that start at 0 (ad into
+ * the stream-ordered scratch s), so they can read their counts from
+ * device words; nr's lengths (seq+64: 68..128) vary less than twofold, so
+ * the automatic rule picks it alone. sh's output slice starts at seq, so
+ * its pointer moves and it is always set on the executable. */
 static const char *words_yaml =
     "dagrun: 1\n"
     "params:\n"
@@ -289,13 +290,15 @@ static const char *words_yaml =
     "  z: {type: f32, count: \"{seq*4}\", init: zeros}\n"
     "  w: {type: f32, count: \"{seq*5}\", init: zeros}\n"
     "  v: {type: f32, count: \"{seq*4}\", init: zeros}\n"
+    "  u: {type: f32, count: \"{seq+64}\", init: zeros}\n"
     "nodes:\n"
     "  a: {op: alloc, buffer: s}\n"
     "  ad: {op: kernel, kernel: add_f32, args: {a: \"x[0:seq*4]\", b: \"x[0:seq*4]\", y: \"s[0:seq*4]\"}}\n"
     "  rl: {op: kernel, kernel: relu_f32, args: {x: \"s[0:seq*4]\", y: \"z[0:seq*4]\"}}\n"
     "  f: {op: free, buffer: s, after: [rl]}\n"
     "  sv: {op: kernel, kernel: scale_f32, args: {x: \"z[0:seq*4]\", alpha: 2, y: \"v[0:seq*4]\"}}\n"
-    "  sh: {op: kernel, kernel: scale_f32, args: {x: \"x[0:seq*4]\", alpha: 3, y: \"w[seq:seq*5]\"}}\n";
+    "  sh: {op: kernel, kernel: scale_f32, args: {x: \"x[0:seq*4]\", alpha: 3, y: \"w[seq:seq*5]\"}}\n"
+    "  nr: {op: kernel, kernel: relu_f32, args: {x: \"x[0:seq+64]\", y: \"u[0:seq+64]\"}}\n";
 
 #define WORDS_MAX (64 * 5)
 
@@ -315,15 +318,17 @@ static void words_reference(gint64 seq, DrMode mode, float *z, float *w) {
   g_assert_true(dr_runner_read_buffer(r, "w", w, WORDS_MAX * sizeof(float), &error));
 }
 
-/* A change reaches ad, rl and sv as one word store (no node set, reported
- * as device_reads), sh as a node set; each run gives the bytes streams
- * mode gives at that value and writes nothing past its counts (a sentinel
- * written between runs survives). A scalar of sv set by hand is still set
- * on its node. DAGRUN_GRAPH_DEVICE_PARAMS=0 sets all four instead. */
+/* DAGRUN_GRAPH_DEVICE_PARAMS=1 ("all"): a change reaches ad, rl, sv and
+ * nr as one word store (no node set, reported as device_reads), sh as a
+ * node set; each run gives the bytes streams mode gives at that value and
+ * writes nothing past its counts (a sentinel written between runs
+ * survives). A scalar of sv set by hand is still set on its node. Unset
+ * ("auto"): nr alone reads words. =0 ("off"): all five are set. */
 static void test_device_words(gconstpointer data) {
-  gboolean off = strcmp(data, "off") == 0;
+  gboolean off = strcmp(data, "off") == 0, all = strcmp(data, "all") == 0;
+  guint reads = off ? 0 : all ? 4 : 1;
   dr_fake_runner_start();
-  if (off) g_setenv("DAGRUN_GRAPH_DEVICE_PARAMS", "0", TRUE);
+  if (strcmp(data, "auto") != 0) g_setenv("DAGRUN_GRAPH_DEVICE_PARAMS", off ? "0" : "1", TRUE);
   g_autoptr(GError) error = NULL;
   {
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("words.yaml", words_yaml, -1, &error);
@@ -353,13 +358,15 @@ static void test_device_words(gconstpointer data) {
       g_assert_cmpuint(dr_fake_count_calls(from, "cudaStreamBeginCapture"), ==, 0);
       g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphInstantiate"), ==, 0);
       g_assert_cmpuint(dr_fake_words_launches() - stores, ==, off ? 0 : 1);
-      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, off ? 4 : 1);
+      g_assert_cmpuint(dr_fake_count_calls(from, "cudaGraphExecKernelNodeSetParams"), ==, 5 - reads);
       g_autoptr(GString) json = g_string_new(NULL);
       dr_run_report_write_json(rr, json);
-      g_assert_true((strstr(json->str, "\"device_reads\": 3") != NULL) == !off);
+      g_autofree char *want_json = g_strdup_printf("\"device_reads\": %u", reads);
+      g_autofree char *want_text = g_strdup_printf("; %u read from device memory", reads);
+      g_assert_true((strstr(json->str, want_json) != NULL) == !off);
       g_autoptr(GString) text = g_string_new(NULL);
       dr_run_report_write_text(rr, text);
-      g_assert_true((strstr(text->str, "; 3 read from device memory") != NULL) == !off);
+      g_assert_true((strstr(text->str, want_text) != NULL) == !off);
       float z[64 * 4], w[WORDS_MAX], zr[64 * 4], wr[WORDS_MAX];
       g_assert_true(dr_runner_read_buffer(r, "z", z, sizeof z, &error));
       g_assert_true(dr_runner_read_buffer(r, "w", w, sizeof w, &error));
@@ -367,8 +374,12 @@ static void test_device_words(gconstpointer data) {
       g_assert_cmpmem(z, seq * 4 * sizeof(float), zr, seq * 4 * sizeof(float));
       g_assert_cmpmem(z + seq * 4, (64 - seq) * 4 * sizeof(float), sentinel, (64 - seq) * 4 * sizeof(float));
       g_assert_cmpmem(w + seq, seq * 4 * sizeof(float), wr + seq, seq * 4 * sizeof(float));
+      float u[128];
+      g_assert_true(dr_runner_read_buffer(r, "u", u, sizeof u, &error));
+      for (gint64 e = 0; e < seq + 64; e++) g_assert_cmpfloat(u[e], ==, (float)e); /* relu of iota */
     }
-    /* sv's alpha by hand (seq is 9 now): sv is set on its node, no store. */
+    /* sv's alpha by hand (seq is 9 now): sv is set on its node either way,
+     * no store. */
     g_assert_true(dr_runner_set_float(r, "sv", "alpha", 5, &error));
     guint from = dr_fake_trace()->len;
     stores = dr_fake_words_launches();
@@ -497,7 +508,8 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/fault/params/in-flight/graph", "graph", test_in_flight);
   g_test_add_data_func("/fault/params/in-flight/capture", "capture", test_in_flight);
   g_test_add_data_func("/fault/params/in-flight/streams", "streams", test_in_flight);
-  g_test_add_data_func("/fault/params/device-words/on", "on", test_device_words);
+  g_test_add_data_func("/fault/params/device-words/all", "all", test_device_words);
+  g_test_add_data_func("/fault/params/device-words/auto", "auto", test_device_words);
   g_test_add_data_func("/fault/params/device-words/off", "off", test_device_words);
   g_test_add_data_func("/fault/params/buffers/graph", "graph", test_param_buffers);
   g_test_add_data_func("/fault/params/buffers/streams", "streams", test_param_buffers);
