@@ -534,8 +534,10 @@ assert set(reads) == {1}, reads
 '
   # API errors not reported: a cudaGraphExecUpdate that the runtime refuses
   # (a gemm whose split changed) is one, and dagrun checks every return.
+  # With every element-wise node reading device words (half's launch is
+  # shaped for seq 2048: memcheck sees any read or write past its count).
   if command -v compute-sanitizer >/dev/null; then
-    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 $DAGRUN --backend=cuda --mode=graph --iterations=1 \
+    DAGRUN_GRAPH_DEVICE_PARAMS=1 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 $DAGRUN --backend=cuda --mode=graph --iterations=1 \
       --warmup=0 --params-from=$gpu_dir/params/inplace.txt $gpu_dir/params/inplace.yaml | tail -n 1
   fi"
 
@@ -560,7 +562,11 @@ import json, sys
 ups = [json.loads(l)[\"param_update\"] for l in sys.stdin if l.startswith(\"{\")]
 print(ups)
 assert len(ups) == 5 and all(u[\"nodes\"] == 0 and u.get(\"buffers\", 0) >= 1 for u in ups[1:]), ups
-'"
+'
+  if command -v compute-sanitizer >/dev/null; then
+    compute-sanitizer --tool memcheck --error-exitcode 99 $DAGRUN --backend=cuda --mode=graph --iterations=1 \
+      --warmup=0 --params-from=$gpu_dir/params/pbuf.txt $gpu_dir/params/pbuf.yaml | tail -n 1
+  fi"
 
 check gpu/params/pipelined 240 "$DIST/bench/params_pipeline_bench" bench/pipelines/params_decoder_bench.yaml \
   bench/pipelines/params_seqs32.params 2 1
