@@ -44,9 +44,15 @@ template <class T, int NIN, class Op>
 __device__ __forceinline__ void map_body(const T *in0, const T *in1, T *out, uint64_t n,
                                          const uint64_t *n_dev, bool vec, Op op, unsigned long long *stamp,
                                          drk::Guard guard) {
+  /* A count kept in device memory (DrKLaunch.counts_dev), read before the
+   * wait for the previous grid: no kernel writes it (a store on the
+   * launching stream does, finished before the graph's launch began), so
+   * its load latency overlaps the previous kernel's end instead of adding
+   * to every launch of a chain (0.12 µs a kernel measured on the H200,
+   * BENCHMARKS.md §18). */
+  if (n_dev != nullptr) n = *n_dev;
   drk::wait_prior_grid();
   if (guard.stops()) return;
-  if (n_dev != nullptr) n = *n_dev; /* a count kept in device memory (DrKLaunch.counts_dev) */
   uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
   uint64_t done = 0;
