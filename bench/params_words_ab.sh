@@ -30,6 +30,7 @@
 #
 # Usage: bash bench/params_words_ab.sh   (repository root, or from dist/)
 # Environment: DIST=dist ROUNDS=3 ITERS=500 OUT=/tmp/dagrun-params-words
+#              PIPELINES="chain32 chain32n decoder user8" (a subset runs faster)
 # Exit status: 0 when every run succeeded.
 set -u
 here=$(cd "$(dirname "$0")" && pwd) || exit 1
@@ -69,7 +70,7 @@ python3 -c 'import random; r = random.Random(7); v = list(range(1056, 2049, 32))
 rc=0
 : >"$OUT/words.tsv"
 for r in $(seq 1 "$ROUNDS"); do
-  for name in chain32 chain32n decoder user8; do
+  for name in ${PIPELINES:-chain32 chain32n decoder user8}; do
     for w in 1 0; do
       s=$seqs small=64
       case $name in
