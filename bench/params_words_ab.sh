@@ -4,9 +4,9 @@
 # element-wise built-in whose slices only grow and shrink reads its counts
 # from device words, one store per change) against =0 (every changed node
 # set on the executable), taking turns ROUNDS times in one call, on the
-# device, from a prebuilt dist/ (tools/build_dist.sh). The default rule
-# (unset) picks words for a node whose lengths vary at most twofold: the
-# chain32n nodes, not chain32's or the decoder's.
+# device, from a prebuilt dist/ (tools/build_dist.sh). The default (unset)
+# is =0; =auto would pick the chain32n nodes, not chain32's or the
+# decoder's.
 #
 #  1. chain32: 32 element-wise nodes (add, mul, scale, relu in turn) over
 #     x[0:seq*256], seq in 64..2048, every one of them a node a change

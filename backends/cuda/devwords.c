@@ -29,22 +29,24 @@ static const DrParamUse *use_of(const DrGraph *g, DrId v, guint32 a) {
   return NULL;
 }
 
-/* Which nodes read words (DAGRUN_GRAPH_DEVICE_PARAMS): none ("0"), every
- * one that can ("1"), or (unset, "auto") those whose launch at their
- * largest counts carries at most as many surplus blocks as live ones at
- * their smallest: each slice's largest length at most twice its least.
- * Measured on an H100 (BENCHMARKS.md §18): 32 element-wise nodes over
- * seq 64..2048 took 16 µs of host time a change reading words against
- * 54 setting nodes, but their steps ran 10% longer over the sweep (26%
- * at seq 64: 496 surplus blocks a launch); within a factor 2 of lengths
- * the surplus is at most the work itself. */
+/* Which nodes read words (DAGRUN_GRAPH_DEVICE_PARAMS): none (unset, the
+ * default, or "0"), every one that can ("1"), or ("auto") those whose
+ * slices' lengths vary at most twofold, so that a launch shaped for the
+ * largest carries at most as many surplus blocks as live ones. Measured
+ * (BENCHMARKS.md §18): 32 chained element-wise nodes took 16-17 µs of
+ * host time a change reading words against 41-54 setting nodes (H100),
+ * and their steps 2.5 µs longer at the largest length (the count's load)
+ * and up to 8 µs at the smallest (surplus blocks): words pay where a
+ * node changes every few steps and the host waits for each step, not in
+ * a sweep of many steps a length or a loop that queues its steps. So the
+ * default keeps every node on the executable. */
 typedef enum { WORDS_NONE, WORDS_AUTO, WORDS_ALL } WordsRule;
 
 static WordsRule words_rule(void) {
   const char *sw = g_getenv("DAGRUN_GRAPH_DEVICE_PARAMS");
-  if (sw != NULL && strcmp(sw, "0") == 0) return WORDS_NONE;
   if (sw != NULL && strcmp(sw, "1") == 0) return WORDS_ALL;
-  return WORDS_AUTO;
+  if (sw != NULL && strcmp(sw, "auto") == 0) return WORDS_AUTO;
+  return WORDS_NONE;
 }
 
 /* Whether node v may read its counts from words: a built-in that can, on

@@ -38,9 +38,9 @@ typedef struct {
  * built-ins with DR_KFLAG_DEVICE_COUNTS on the first device whose every
  * parameter-dependent value is the end of a slice with a fixed start
  * (DrParamUse.fixed_begin), whose launch at its largest counts passes
- * its check and, unless DAGRUN_GRAPH_DEVICE_PARAMS=1, whose lengths vary
- * at most twofold (devwords.c says why). None without the table's
- * words_launch or with DAGRUN_GRAPH_DEVICE_PARAMS=0. `bases`: the buffers'
+ * its check; with DAGRUN_GRAPH_DEVICE_PARAMS=1 every such node, with
+ * =auto those whose lengths vary at most twofold, else (the default)
+ * none (devwords.c says why). None without the table's words_launch. `bases`: the buffers'
  * bases now. FALSE with `error` when an allocation or the store fails. */
 gboolean dr__cuda_devwords_open(DrCudaDevWords *w, const DrGraph *g, const DrPlan *plan,
                                 const DrCudaStreams *s, void *const *bases, GError **error);

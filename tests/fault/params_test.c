@@ -322,13 +322,14 @@ static void words_reference(gint64 seq, DrMode mode, float *z, float *w) {
  * nr as one word store (no node set, reported as device_reads), sh as a
  * node set; each run gives the bytes streams mode gives at that value and
  * writes nothing past its counts (a sentinel written between runs
- * survives). A scalar of sv set by hand is still set on its node. Unset
- * ("auto"): nr alone reads words. =0 ("off"): all five are set. */
+ * survives). A scalar of sv set by hand is still set on its node.
+ * =auto: nr alone reads words. Unset ("off", the default): all five are
+ * set. */
 static void test_device_words(gconstpointer data) {
   gboolean off = strcmp(data, "off") == 0, all = strcmp(data, "all") == 0;
   guint reads = off ? 0 : all ? 4 : 1;
   dr_fake_runner_start();
-  if (strcmp(data, "auto") != 0) g_setenv("DAGRUN_GRAPH_DEVICE_PARAMS", off ? "0" : "1", TRUE);
+  if (!off) g_setenv("DAGRUN_GRAPH_DEVICE_PARAMS", all ? "1" : "auto", TRUE);
   g_autoptr(GError) error = NULL;
   {
     g_autoptr(DrPipeline) p = dr_pipeline_load_string("words.yaml", words_yaml, -1, &error);

@@ -527,8 +527,8 @@ print(dict(how), \"device_reads:\", dict(reads))
 # change captures the iteration again.
 assert how[\"updated-nodes\"] >= 1 and set(how) <= {\"updated-nodes\", \"none\"}, how
 # half (scale_f32 over slices from 0) reads its counts from device memory
-# with DAGRUN_GRAPH_DEVICE_PARAMS=1 (its lengths vary 128-fold: the default
-# rule sets it instead): every change writes them there, the checksums
+# with DAGRUN_GRAPH_DEVICE_PARAMS=1 (by default, and with =auto as its
+# lengths vary 128-fold, it is set instead): every change writes them there, the checksums
 # above (ip_words) being the proof.
 assert set(reads) == {1}, reads
 '
