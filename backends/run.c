@@ -385,8 +385,12 @@ struct DrSession {
   const DrPlan *plan; /* borrowed */
   DrRunOptions opts;
   guint32 on_stream_iterations; /* run_on_stream's iteration numbers */
-  /* [n_buffers]: what each parameter buffer (`param:`) holds now (its
-   * setup's value, then the last dr_session_write_params). */
+  /* The parameter buffers (`param:`), found once at open so that a run of
+   * a pipeline without them looks at nothing: their ids
+   * [n_param_buffers], and [n_buffers] what each holds now (its setup's
+   * value, then the last dr_session_write_params). */
+  DrId *param_buffers;
+  guint32 n_param_buffers;
   guint64 *param_words;
 };
 
@@ -413,9 +417,14 @@ DrSession *dr_session_open(const DrPlan *plan, const DrRunOptions *opts_in, GErr
   s->b = b;
   s->plan = plan;
   s->opts = opts;
-  s->param_words = g_new0(guint64, MAX(dr_graph_n_buffers(plan->graph), 1));
-  for (DrId i = 0; i < dr_graph_n_buffers(plan->graph); i++)
-    if (dr_graph_buffer(plan->graph, i)->param) s->param_words[i] = dr__param_buffer_word(plan->graph, i);
+  guint32 nb = dr_graph_n_buffers(plan->graph);
+  s->param_buffers = g_new(DrId, MAX(nb, 1));
+  s->param_words = g_new0(guint64, MAX(nb, 1));
+  for (DrId i = 0; i < nb; i++)
+    if (dr_graph_buffer(plan->graph, i)->param) {
+      s->param_buffers[s->n_param_buffers++] = i;
+      s->param_words[i] = dr__param_buffer_word(plan->graph, i);
+    }
   return s;
 }
 
@@ -521,6 +530,7 @@ const char *dr_session_backend(const DrSession *s) { return s->ops->name; }
 void dr_session_close(DrSession *s) {
   if (s == NULL) return;
   s->ops->close(s->b);
+  g_free(s->param_buffers);
   g_free(s->param_words);
   g_free(s);
 }
@@ -529,10 +539,11 @@ gboolean dr_session_write_params(DrSession *s, guint32 *written, GError **error)
   g_return_val_if_fail(s != NULL && written != NULL, FALSE);
   const DrGraph *g = s->plan->graph;
   *written = 0;
+  if (s->n_param_buffers == 0) return TRUE;
   g_autoptr(GArray) buffers = g_array_new(FALSE, FALSE, sizeof(DrId));
   g_autoptr(GArray) words = g_array_new(FALSE, FALSE, sizeof(guint64));
-  for (DrId i = 0; i < dr_graph_n_buffers(g); i++) {
-    if (!dr_graph_buffer(g, i)->param) continue;
+  for (guint32 k = 0; k < s->n_param_buffers; k++) {
+    DrId i = s->param_buffers[k];
     guint64 w = dr__param_buffer_word(g, i);
     if (w == s->param_words[i]) continue;
     g_array_append_val(buffers, i);

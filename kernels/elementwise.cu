@@ -35,9 +35,9 @@ struct Conv<__half> {
 
 /* out[i] = op(in0[i], in1[i], i) for i < n (or *n_dev, when given: the
  * launch was shaped for n, the largest it may find there), NIN of the
- * inputs read (the others pass 0). `vec`: all pointers 16-byte aligned; threads then take 16
- * bytes at a time (4 f32 or 8 bf16/f16) and the tail goes element by
- * element. in1 may alias out (axpy), so nothing is __restrict__. The body
+ * inputs read (the others pass 0). `vec`: all pointers 16-byte aligned;
+ * threads then take 16 bytes at a time (4 f32 or 8 bf16/f16) and the tail
+ * goes element by element. in1 may alias out (axpy), so nothing is __restrict__. The body
  * of every element-wise kernel (DRK_MAP_KERNEL below gives each built-in
  * its own). */
 template <class T, int NIN, class Op>
@@ -48,8 +48,9 @@ __device__ __forceinline__ void map_body(const T *in0, const T *in1, T *out, uin
    * wait for the previous grid: no kernel writes it (a store on the
    * launching stream does, finished before the graph's launch began), so
    * its load latency overlaps the previous kernel's end instead of adding
-   * to every launch of a chain (0.12 µs a kernel measured on the H200,
-   * BENCHMARKS.md §18). */
+   * to every launch of a chain (after the wait it cost 0.12 µs a kernel on
+   * the H200; moved here, about 0.08 µs is left on the H100, BENCHMARKS.md
+   * §18). */
   if (n_dev != nullptr) n = *n_dev;
   drk::wait_prior_grid();
   if (guard.stops()) return;

@@ -237,23 +237,28 @@ static gboolean cuda_bind_buffer(DrBackend *b, DrId buffer, void *ptr, const cha
   return TRUE;
 }
 
-static gboolean cuda_write_buffer(DrBackend *b, DrId buffer, guint64 offset, const void *data, guint64 bytes,
-                                  GError **error) {
-  b->idle = FALSE;
-  cudaStream_t st = between_runs_stream(b);
-  if (!dr__cuda_memory_write(&b->memory, buffer, offset, data, bytes, st, error)) return FALSE;
+/* After writes enqueued on `st` (between_runs_stream): with a caller's
+ * stream, the writes on it -> every later iteration, a plain
+ * dr_runner_run's too (those start on origin). */
+static gboolean order_writes(DrBackend *b, cudaStream_t st, GError **error) {
   if (!b->caller.set) return TRUE;
-  /* The write on the user's stream -> every later iteration, a plain
-   * dr_runner_run's too (those start on origin). */
   DrCudaSite site = DR_SITE_SETUP("ordering a write on the caller's stream");
   return DR_CUDA(site, cudaEventRecord, b->caller.in, st) &&
          DR_CUDA(site, cudaStreamWaitEvent, b->streams.origin, b->caller.in, 0);
 }
 
+static gboolean cuda_write_buffer(DrBackend *b, DrId buffer, guint64 offset, const void *data, guint64 bytes,
+                                  GError **error) {
+  b->idle = FALSE;
+  cudaStream_t st = between_runs_stream(b);
+  return dr__cuda_memory_write(&b->memory, buffer, offset, data, bytes, st, error) &&
+         order_writes(b, st, error);
+}
+
 /* Parameter buffers: the words of device buffers of the first device in
  * one store (DrCudaApi.words_launch: values as kernel arguments, no host
  * copy to keep alive), any other through dr__cuda_memory_write; ordered
- * as cuda_write_buffer orders a write. */
+ * as cuda_write_buffer orders a write (order_writes). */
 static gboolean cuda_write_words(DrBackend *b, const DrId *buffers, const guint64 *words, guint32 n,
                                  GError **error) {
   const DrCudaApi *api = dr_cuda_api();
@@ -278,10 +283,7 @@ static gboolean cuda_write_words(DrBackend *b, const DrId *buffers, const guint6
       !dr__cuda_check((cudaError_t)api->words_launch(dst, val, k, st), "the store of parameter buffers",
                       DR_SITE_SETUP("writing parameter buffers"), error))
     return FALSE;
-  if (!b->caller.set) return TRUE;
-  DrCudaSite site = DR_SITE_SETUP("ordering a write on the caller's stream");
-  return DR_CUDA(site, cudaEventRecord, b->caller.in, st) &&
-         DR_CUDA(site, cudaStreamWaitEvent, b->streams.origin, b->caller.in, 0);
+  return order_writes(b, st, error);
 }
 
 /* One iteration between the library user's work on `stream` (NULL: the

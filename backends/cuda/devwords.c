@@ -93,7 +93,7 @@ gboolean dr__cuda_devwords_open(DrCudaDevWords *w, const DrGraph *g, const DrPla
   WordsRule rule = words_rule();
   if (api->words_launch == NULL || g->param_uses->len == 0 || rule == WORDS_NONE) return TRUE;
   g_autofree guint32 *first = g_new(guint32, MAX(w->n_nodes, 1));
-  guint32 n_words = 0, readers = 0;
+  guint32 n_words = 0;
   for (DrId v = 0; v < w->n_nodes; v++) {
     first[v] = DR_NONE;
     if (!candidate(g, plan, s, v, rule)) continue;
@@ -110,22 +110,16 @@ gboolean dr__cuda_devwords_open(DrCudaDevWords *w, const DrGraph *g, const DrPla
       continue;
     }
     n_words += (guint32)call.def->n_params;
-    readers++;
   }
-  if (readers == 0) return TRUE;
+  if (n_words == 0) return TRUE;
   DrCudaSite site = DR_SITE_SETUP("the device words of run-time parameters");
   if (!DR_CUDA(site, cudaMalloc, (void **)&w->words, n_words * sizeof *w->words)) return FALSE;
   w->first = g_steal_pointer(&first);
   w->n_words = n_words;
-  w->n_readers = readers;
-  w->held = g_new0(guint64, n_words);
-  /* Every word, once: the counts now. */
-  g_autofree DrId *all = g_new(DrId, readers);
-  guint32 k = 0;
-  for (DrId v = 0; v < w->n_nodes; v++)
-    if (w->first[v] != DR_NONE) all[k++] = v;
+  w->held = g_new(guint64, n_words);
   for (guint32 i = 0; i < n_words; i++) w->held[i] = G_MAXUINT64; /* nothing written yet */
-  return dr__cuda_devwords_write(w, all, readers, s->origin, error);
+  /* Every word, once: the counts now. */
+  return dr__cuda_devwords_write(w, NULL, 0, s->origin, error);
 }
 
 gboolean dr__cuda_devwords_reads(const DrCudaDevWords *w, DrId v) {
@@ -151,7 +145,6 @@ gboolean dr__cuda_devwords_write(DrCudaDevWords *w, const DrId *nodes, guint32 n
                                  GError **error) {
   w->last_reads = 0;
   if (w->first == NULL) return TRUE;
-  g_autoptr(GArray) index = g_array_new(FALSE, FALSE, sizeof(unsigned));
   g_autoptr(GArray) dst = g_array_new(FALSE, FALSE, sizeof(unsigned long long *));
   g_autoptr(GArray) value = g_array_new(FALSE, FALSE, sizeof(unsigned long long));
   guint64 counts[G_N_ELEMENTS(((DrKernelCall *)NULL)->counts)];
@@ -164,23 +157,22 @@ gboolean dr__cuda_devwords_write(DrCudaDevWords *w, const DrId *nodes, guint32 n
     guint32 np = (guint32)dr__kernel_def_of(g, v)->n_params;
     counts_now(g, v, counts, np);
     for (guint32 p = 0; p < np; p++) {
-      unsigned at = w->first[v] + p;
-      if (w->held[at] == counts[p]) continue;
-      unsigned long long c = counts[p], *to = w->words + at;
-      g_array_append_val(index, at);
+      unsigned long long c = counts[p], *to = w->words + w->first[v] + p;
+      if (w->held[w->first[v] + p] == c) continue;
       g_array_append_val(dst, to);
       g_array_append_val(value, c);
     }
   }
-  if (index->len == 0) return TRUE;
+  if (dst->len == 0) return TRUE;
   const DrCudaApi *api = dr_cuda_api();
   int rc = api->words_launch((unsigned long long *const *)(void *)dst->data,
-                             (const unsigned long long *)(void *)value->data, index->len, stream);
+                             (const unsigned long long *)(void *)value->data, dst->len, stream);
   if (!dr__cuda_check((cudaError_t)rc, "the store of run-time parameters' device words",
                       DR_SITE_SETUP("graph update"), error))
     return FALSE;
-  for (guint i = 0; i < index->len; i++)
-    w->held[g_array_index(index, unsigned, i)] = g_array_index(value, unsigned long long, i);
+  for (guint i = 0; i < dst->len; i++)
+    w->held[g_array_index(dst, unsigned long long *, i) - w->words] =
+        g_array_index(value, unsigned long long, i);
   return TRUE;
 }
 

@@ -25,7 +25,7 @@ typedef struct {
   /* [n_nodes], or NULL when no node reads words: node v's first word (its
    * kernel's counts, indexed like its parameters), or DR_NONE. */
   guint32 *first;
-  guint32 n_nodes, n_words, n_readers;
+  guint32 n_nodes, n_words;
   unsigned long long *words; /* device memory of device 0, [n_words] */
   guint64 *held;             /* [n_words]: what the words hold (the last store) */
   /* Nodes of the last change whose counts went to their words (the

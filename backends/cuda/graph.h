@@ -68,8 +68,9 @@ typedef struct {
  * when the table has no update entry or the runtime refuses the update
  * (a changed topology, memory nodes). Sets *how to "updated" or
  * "re-instantiated". The backend must be in graph mode and set up; it
- * waits for the iterations in flight before the capture. On failure (DR_ERROR_RUNTIME: the capture or
- * the instantiation failed) the previous executable and graph are kept. */
+ * waits for the iterations in flight before the capture. On failure
+ * (DR_ERROR_RUNTIME: the capture or the instantiation failed) the
+ * previous executable and graph are kept. */
 gboolean dr__cuda_graph_update(DrBackend *b, const char **how, GError **error);
 
 /* Destroys the executable and the captured graph, drops the node map and
